@@ -1,0 +1,112 @@
+package acctest
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"testing"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/testcluster"
+)
+
+// RBACExample is the documented minimal RBAC, relative to the repository root.
+const RBACExample = "examples/rbac/provider-rbac.yaml"
+
+// Grant binds the documented minimal Role and read-only ClusterRole (and the
+// StorageClass writer when writer is true) to the least-privilege identity,
+// for namespace. drop removes one verb on one resource from the Role, e.g.
+// Grant(t, ns, false, "list", "persistentvolumeclaims"), to show what its
+// absence does. Everything is removed when the test ends.
+func Grant(t testing.TB, namespace string, writer bool, drop ...string) {
+	t.Helper()
+	c := Cluster(t)
+	ctx := context.Background()
+	cs := c.Admin()
+	role, clusterRoles := documentedRBAC(t)
+	role.Name, role.Namespace = "jupyter-provider", namespace
+	if len(drop) == 2 {
+		for i, r := range role.Rules {
+			if slices.Contains(r.Resources, drop[1]) {
+				role.Rules[i].Verbs = slices.DeleteFunc(slices.Clone(r.Verbs), func(v string) bool { return v == drop[0] })
+			}
+		}
+	}
+	if _, err := cs.RbacV1().Roles(namespace).Create(ctx, role, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create role: %v", err)
+	}
+	subject := []rbacv1.Subject{{Kind: "User", APIGroup: rbacv1.GroupName, Name: testcluster.LimitedUser}}
+	rb := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "jupyter-provider", Namespace: namespace},
+		RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role.Name}, Subjects: subject}
+	if _, err := cs.RbacV1().RoleBindings(namespace).Create(ctx, rb, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create rolebinding: %v", err)
+	}
+	for _, cr := range clusterRoles {
+		if cr.Name == "jupyter-provider-storageclass-writer" && !writer {
+			continue
+		}
+		cr.Name = cr.Name + "-" + namespace
+		if _, err := cs.RbacV1().ClusterRoles().Create(ctx, cr, metav1.CreateOptions{}); err != nil {
+			t.Fatalf("create clusterrole: %v", err)
+		}
+		crb := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: cr.Name},
+			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: cr.Name}, Subjects: subject}
+		if _, err := cs.RbacV1().ClusterRoleBindings().Create(ctx, crb, metav1.CreateOptions{}); err != nil {
+			t.Fatalf("create clusterrolebinding: %v", err)
+		}
+		name := cr.Name
+		t.Cleanup(func() {
+			_ = cs.RbacV1().ClusterRoleBindings().Delete(context.Background(), name, metav1.DeleteOptions{})
+			_ = cs.RbacV1().ClusterRoles().Delete(context.Background(), name, metav1.DeleteOptions{})
+		})
+	}
+}
+
+// documentedRBAC reads the Role and ClusterRoles of the RBAC example.
+func documentedRBAC(t testing.TB) (*rbacv1.Role, []*rbacv1.ClusterRole) {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(RepoRoot(t), RBACExample))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var role *rbacv1.Role
+	var crs []*rbacv1.ClusterRole
+	for _, doc := range bytes.Split(data, []byte("\n---\n")) {
+		var meta metav1.TypeMeta
+		if err := yaml.Unmarshal(doc, &meta); err != nil {
+			t.Fatalf("%s: %v", RBACExample, err)
+		}
+		switch meta.Kind {
+		case "Role":
+			role = &rbacv1.Role{}
+			if err := yaml.UnmarshalStrict(doc, role); err != nil {
+				t.Fatal(err)
+			}
+		case "ClusterRole":
+			cr := &rbacv1.ClusterRole{}
+			if err := yaml.UnmarshalStrict(doc, cr); err != nil {
+				t.Fatal(err)
+			}
+			crs = append(crs, cr)
+		}
+	}
+	if role == nil || len(crs) == 0 {
+		t.Fatalf("%s has no Role or ClusterRole", RBACExample)
+	}
+	return role, crs
+}
+
+// RepoRoot is the repository's top directory.
+func RepoRoot(t testing.TB) string {
+	_, file, _, ok := runtime.Caller(0)
+	if !ok {
+		t.Fatal("cannot locate the repository")
+	}
+	return filepath.Join(filepath.Dir(file), "..", "..")
+}

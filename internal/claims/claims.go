@@ -1,0 +1,71 @@
+// Package claims is the provider's view of one live home claim, free of
+// Kubernetes client types so that the safety core and its tests can use it.
+package claims
+
+import (
+	"fmt"
+	"sort"
+)
+
+// Claim is what the provider knows about one PersistentVolumeClaim.
+type Claim struct {
+	Name          string
+	UID           string
+	Username      string // raw JupyterHub username, from the annotation, else the label
+	UsernameLabel string // value of the hub.jupyter.org/username label
+	Servername    string
+	AccessModes   []string
+	StorageClass  string // "" when the claim names no class
+	Requested     string // spec.resources.requests.storage, a quantity string
+	Capacity      string // status.capacity.storage; "" until bound
+	Phase         string // Pending, Bound or Lost
+	VolumeName    string
+	Labels        map[string]string
+	Annotations   map[string]string
+	Deleting      bool // deletionTimestamp is set
+}
+
+// Key is how a claim is addressed in a map of claims: the raw username, with
+// "/servername" for a named server's claim. A claim without any username is
+// keyed by its own name.
+func (c Claim) Key() string {
+	switch {
+	case c.Username == "":
+		return c.Name
+	case c.Servername != "":
+		return c.Username + "/" + c.Servername
+	}
+	return c.Username
+}
+
+// ByKey maps claims by Key. When two claims share a key (say a user whose
+// claim was renamed by a template change still has the old one), the first
+// by name keeps the key and the others are keyed "key (claim name)"; each
+// such collision is described in the returned notes.
+func ByKey(cs []Claim) (map[string]Claim, []string) {
+	sorted := append([]Claim(nil), cs...)
+	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })
+	out := make(map[string]Claim, len(sorted))
+	var notes []string
+	for _, c := range sorted {
+		k := c.Key()
+		if prev, dup := out[k]; dup {
+			nk := fmt.Sprintf("%s (%s)", k, c.Name)
+			notes = append(notes, fmt.Sprintf("claims %s and %s both belong to %q; the second is listed as %q", prev.Name, c.Name, k, nk))
+			k = nk
+		}
+		out[k] = c
+	}
+	return out, notes
+}
+
+// ModeCounts counts claims per access mode; a claim with several modes counts once for each.
+func ModeCounts(cs []Claim) map[string]int {
+	out := map[string]int{}
+	for _, c := range cs {
+		for _, m := range c.AccessModes {
+			out[m]++
+		}
+	}
+	return out
+}

@@ -1,0 +1,72 @@
+package kube
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+)
+
+// PageSize is the number of objects asked for per List call. A deployment of
+// N claims costs ceil(N/PageSize) requests.
+const PageSize = 500
+
+// Client is what the provider holds after Configure.
+type Client struct {
+	Kube    kubernetes.Interface
+	Backoff Backoff
+}
+
+// NewClient wraps a clientset with the default retry policy.
+func NewClient(cs kubernetes.Interface) *Client {
+	return &Client{Kube: cs, Backoff: DefaultBackoff}
+}
+
+// ListClaims returns every PersistentVolumeClaim in namespace that matches
+// selector, in pages of PageSize. A page token that expired mid-list (410
+// Gone) restarts the list from the beginning, once.
+func (c *Client) ListClaims(ctx context.Context, namespace, selector string) ([]corev1.PersistentVolumeClaim, error) {
+	var out []corev1.PersistentVolumeClaim
+	restarted := false
+	opts := metav1.ListOptions{LabelSelector: selector, Limit: PageSize}
+	for {
+		var page *corev1.PersistentVolumeClaimList
+		err := c.Backoff.Retry(ctx, func() error {
+			var err error
+			page, err = c.Kube.CoreV1().PersistentVolumeClaims(namespace).List(ctx, opts)
+			return err
+		})
+		if apierrors.IsResourceExpired(err) && !restarted {
+			restarted, out, opts.Continue = true, nil, ""
+			continue
+		}
+		if err != nil {
+			return nil, Explain(err, "list", "persistentvolumeclaims", namespace)
+		}
+		out = append(out, page.Items...)
+		if page.Continue == "" {
+			return out, nil
+		}
+		opts.Continue = page.Continue
+	}
+}
+
+// Explain turns an API error into one a person can act on; for a forbidden
+// call it names the verb, resource and namespace to grant.
+func Explain(err error, verb, resource, namespace string) error {
+	where := "cluster-wide"
+	if namespace != "" {
+		where = "in namespace " + namespace
+	}
+	switch {
+	case apierrors.IsForbidden(err):
+		return fmt.Errorf("permission denied: the provider's identity cannot %s %s %s. Grant the verb %q on %q to it (see the provider documentation for the minimal Role): %w",
+			verb, resource, where, verb, resource, err)
+	case apierrors.IsUnauthorized(err):
+		return fmt.Errorf("the API server rejected the provider's credentials (401) while trying to %s %s %s; check token, client certificate or exec settings: %w", verb, resource, where, err)
+	}
+	return fmt.Errorf("%s %s %s: %w", verb, resource, where, err)
+}

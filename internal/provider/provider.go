@@ -1,0 +1,117 @@
+// Package provider is the Terraform glue: schemas, models and the
+// translation between Terraform values and the pure cores (kubespawner,
+// safety) and the kube layer. Decisions live in those packages, not here.
+package provider
+
+import (
+	"context"
+	"os"
+
+	"github.com/hashicorp/terraform-plugin-framework/datasource"
+	"github.com/hashicorp/terraform-plugin-framework/function"
+	"github.com/hashicorp/terraform-plugin-framework/provider"
+	"github.com/hashicorp/terraform-plugin-framework/resource"
+	"github.com/hashicorp/terraform-plugin-log/tflog"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/kube"
+)
+
+// Default client-side rate limits: high enough that creating claims is
+// bounded by the API server, not by the client's limiter.
+const (
+	defaultQPS   = 100
+	defaultBurst = 200
+)
+
+// ClientFactory turns a REST configuration into a clientset. Tests inject one
+// that counts requests, the way terraform-provider-time injects a clock.
+type ClientFactory func(*rest.Config) (kubernetes.Interface, error)
+
+// JupyterProvider is the provider implementation.
+type JupyterProvider struct {
+	version   string
+	newClient ClientFactory
+	lookupEnv func(string) (string, bool)
+}
+
+var (
+	_ provider.Provider              = (*JupyterProvider)(nil)
+	_ provider.ProviderWithFunctions = (*JupyterProvider)(nil)
+)
+
+// New returns the provider constructor served by main.
+func New(version string) func() provider.Provider {
+	return NewWithClientFactory(version, func(rc *rest.Config) (kubernetes.Interface, error) {
+		return kubernetes.NewForConfig(rc)
+	})
+}
+
+// NewWithClientFactory is New with an injected client factory.
+func NewWithClientFactory(version string, f ClientFactory) func() provider.Provider {
+	return func() provider.Provider {
+		return &JupyterProvider{version: version, newClient: f, lookupEnv: os.LookupEnv}
+	}
+}
+
+func (p *JupyterProvider) Metadata(_ context.Context, _ provider.MetadataRequest, resp *provider.MetadataResponse) {
+	resp.TypeName = "jupyter"
+	resp.Version = p.version
+}
+
+func (p *JupyterProvider) Schema(_ context.Context, _ provider.SchemaRequest, resp *provider.SchemaResponse) {
+	resp.Schema = providerSchema()
+}
+
+// providerData is handed to every resource and data source. Client is nil
+// when the connection settings were unknown at plan time (the cluster is
+// created in the same apply); Unknown then says which setting it was.
+type providerData struct {
+	Client  *kube.Client
+	Unknown string
+}
+
+func (p *JupyterProvider) Configure(ctx context.Context, req provider.ConfigureRequest, resp *provider.ConfigureResponse) {
+	var m providerModel
+	resp.Diagnostics.Append(req.Config.Get(ctx, &m)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	if attr := m.firstUnknown(); attr != "" {
+		tflog.Info(ctx, "provider connection is not known yet; live checks are skipped", map[string]any{"attribute": attr})
+		pd := &providerData{Unknown: attr}
+		resp.DataSourceData, resp.ResourceData = pd, pd
+		return
+	}
+	cc, diags := m.connection(ctx)
+	resp.Diagnostics.Append(diags...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	cc.ApplyEnv(p.lookupEnv)
+	rc, err := kube.RESTConfig(cc)
+	if err != nil {
+		addConfigError(&resp.Diagnostics, err)
+		return
+	}
+	cs, err := p.newClient(rc)
+	if err != nil {
+		resp.Diagnostics.AddError("Cannot create a Kubernetes client", err.Error())
+		return
+	}
+	pd := &providerData{Client: kube.NewClient(cs)}
+	resp.DataSourceData, resp.ResourceData = pd, pd
+}
+
+func (p *JupyterProvider) Resources(context.Context) []func() resource.Resource {
+	return nil
+}
+
+func (p *JupyterProvider) DataSources(context.Context) []func() datasource.DataSource {
+	return []func() datasource.DataSource{NewHomeClaimsDataSource}
+}
+
+func (p *JupyterProvider) Functions(context.Context) []func() function.Function {
+	return nil
+}

@@ -1,0 +1,113 @@
+package provider
+
+import (
+	"fmt"
+	"regexp"
+	"testing"
+
+	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
+
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/acctest"
+)
+
+// Each way of connecting reads the same seeded claim.
+func TestAccProvider_connections(t *testing.T) {
+	c := acctest.Cluster(t)
+	ns := acctest.Namespace(t)
+	acctest.Seed(t, c.Admin(), ns, acctest.SeedClaim{Name: "claim-alice", Username: "alice"})
+	data := fmt.Sprintf(`data "jupyter_home_claims" "test" { namespace = %q }`, ns)
+	check := resource.TestCheckResourceAttr("data.jupyter_home_claims.test", "claims.alice.name", "claim-alice")
+
+	cases := map[string]string{
+		"kubeconfig": fmt.Sprintf(`provider "jupyter" { config_path = %q }`, c.KubeconfigPath),
+		"kubeconfig_paths_and_context": fmt.Sprintf(`provider "jupyter" {
+  config_paths   = [%q]
+  config_context = "admin"
+}`, c.KubeconfigPath),
+		"host_token_ca": acctest.ProviderBlock(c, c.AdminToken),
+		"client_certificate": fmt.Sprintf(`provider "jupyter" {
+  host                   = %q
+  cluster_ca_certificate = %q
+  client_certificate     = %q
+  client_key             = %q
+}`, c.Host, c.CAPEM, c.ClientCertPEM, c.ClientKeyPEM),
+		"kubeconfig_with_token_override": fmt.Sprintf(`provider "jupyter" {
+  config_path    = %q
+  config_context = "limited"
+  token          = %q
+}`, c.KubeconfigPath, c.AdminToken),
+	}
+	for name, block := range cases {
+		t.Run(name, func(t *testing.T) {
+			resource.Test(t, resource.TestCase{
+				ProtoV6ProviderFactories: protoV6ProviderFactories,
+				Steps:                    []resource.TestStep{{Config: acctest.Config(block, data), Check: check}},
+			})
+		})
+	}
+}
+
+// The least-privilege identity works with exactly the documented Role, and
+// without the permission the error names it.
+func TestAccProvider_leastPrivilege(t *testing.T) {
+	c := acctest.Cluster(t)
+	granted := acctest.Namespace(t)
+	acctest.Seed(t, c.Admin(), granted, acctest.SeedClaim{Name: "claim-alice", Username: "alice"})
+	acctest.Grant(t, granted, false)
+	bare := acctest.Namespace(t)
+	missingList := acctest.Namespace(t)
+	acctest.Grant(t, missingList, false, "list", "persistentvolumeclaims")
+
+	limited := acctest.ProviderBlock(c, c.LimitedToken)
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: protoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{
+				Config: acctest.Config(limited, fmt.Sprintf(`data "jupyter_home_claims" "test" { namespace = %q }`, granted)),
+				Check:  resource.TestCheckResourceAttr("data.jupyter_home_claims.test", "claims.alice.name", "claim-alice"),
+			},
+			{
+				Config:      acctest.Config(limited, fmt.Sprintf(`data "jupyter_home_claims" "test" { namespace = %q }`, bare)),
+				ExpectError: regexp.MustCompile(`(?s)permission denied.*cannot list persistentvolumeclaims.*` + bare + `.*Grant the verb "list"`),
+			},
+			{
+				Config:      acctest.Config(limited, fmt.Sprintf(`data "jupyter_home_claims" "test" { namespace = %q }`, missingList)),
+				ExpectError: regexp.MustCompile(`(?s)cannot list persistentvolumeclaims.*` + missingList),
+			},
+		},
+	})
+}
+
+// Configuration errors name the attribute and the fix.
+func TestAccProvider_configErrors(t *testing.T) {
+	c := acctest.Cluster(t)
+	data := `data "jupyter_home_claims" "test" { namespace = "default" }`
+	cases := []struct {
+		name, block string
+		want        string
+	}{
+		{"unreadable_path", `provider "jupyter" { config_path = "/nonexistent/kubeconfig" }`,
+			`(?s)config_path.*kubeconfig file cannot be read.*Point config_path at an existing`},
+		{"unknown_context", fmt.Sprintf(`provider "jupyter" {
+  config_path    = %q
+  config_context = "nope"
+}`, c.KubeconfigPath), `(?s)config_context.*context "nope" is not in the kubeconfig`},
+		{"host_without_credentials", fmt.Sprintf(`provider "jupyter" {
+  host                   = %q
+  cluster_ca_certificate = %q
+}`, c.Host, c.CAPEM), `(?s)host is set without credentials.*Set token`},
+		{"wrong_ca", fmt.Sprintf(`provider "jupyter" {
+  host  = %q
+  token = %q
+}`, c.Host, c.AdminToken), `(?s)certificate signed by unknown authority`},
+		{"bad_token", acctest.ProviderBlock(c, "not-a-token"), `(?s)rejected the provider's credentials \(401\)`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			resource.Test(t, resource.TestCase{
+				ProtoV6ProviderFactories: protoV6ProviderFactories,
+				Steps:                    []resource.TestStep{{Config: acctest.Config(tc.block, data), ExpectError: regexp.MustCompile(tc.want)}},
+			})
+		})
+	}
+}
