@@ -31,8 +31,8 @@ terraform {
 }
 EOT
 (cd "$work/cfg" && TF_CLI_CONFIG_FILE="$work/tofu.rc" "$bin/tofu" providers schema -json 2>/dev/null) > "$work/schema.json"
-# tfplugindocs looks the provider up under its Terraform registry address.
-sed -i 's#registry.opentofu.org/jupyter-infra/jupyter#registry.terraform.io/jupyter-infra/jupyter#' "$work/schema.json"
+# tfplugindocs looks a provider up by its short name (or as hashicorp/NAME).
+sed -i "s#\"registry.opentofu.org/jupyter-infra/jupyter\"#\"jupyter\"#" "$work/schema.json"
 
 # Render from a copy so that a check never touches the work tree.
 mkdir -p "$work/src"
@@ -40,9 +40,9 @@ cp -r templates examples "$work/src/"
 "$work/tfplugindocs" generate \
   --provider-name jupyter \
   --providers-schema "$work/schema.json" \
-  --website-source-dir "$work/src/templates" \
-  --examples-dir "$work/src/examples" \
-  --rendered-website-dir "$work/src/docs" \
+  --website-source-dir templates \
+  --examples-dir examples \
+  --rendered-website-dir docs \
   --provider-dir "$work/src" >"$work/tfplugindocs.log" 2>&1 || { cat "$work/tfplugindocs.log"; exit 1; }
 
 case "$mode" in

@@ -87,7 +87,9 @@ func Seed(t testing.TB, cs kubernetes.Interface, namespace string, seeds ...Seed
 			if _, err := cs.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{}); err != nil {
 				t.Fatalf("seed pv %s: %v", pvName, err)
 			}
-			t.Cleanup(func() { _ = cs.CoreV1().PersistentVolumes().Delete(context.Background(), pvName, metav1.DeleteOptions{}) })
+			t.Cleanup(func() {
+				_ = cs.CoreV1().PersistentVolumes().Delete(context.Background(), pvName, metav1.DeleteOptions{})
+			})
 			pvc.Spec.VolumeName = pvName
 		}
 		if _, err := cs.CoreV1().PersistentVolumeClaims(namespace).Create(ctx, pvc, metav1.CreateOptions{}); err != nil {

@@ -9,20 +9,21 @@ import (
 
 // Claim is what the provider knows about one PersistentVolumeClaim.
 type Claim struct {
-	Name          string
-	UID           string
-	Username      string // raw JupyterHub username, from the annotation, else the label
-	UsernameLabel string // value of the hub.jupyter.org/username label
-	Servername    string
-	AccessModes   []string
-	StorageClass  string // "" when the claim names no class
-	Requested     string // spec.resources.requests.storage, a quantity string
-	Capacity      string // status.capacity.storage; "" until bound
-	Phase         string // Pending, Bound or Lost
-	VolumeName    string
-	Labels        map[string]string
-	Annotations   map[string]string
-	Deleting      bool // deletionTimestamp is set
+	Name           string
+	UID            string
+	Username       string // raw JupyterHub username, from the annotation, else the label
+	UsernameLabel  string // value of the hub.jupyter.org/username label
+	Servername     string
+	AccessModes    []string
+	StorageClass   string // "" when the claim names no class
+	Requested      string // spec.resources.requests.storage, a quantity string
+	RequestedBytes int64
+	Capacity       string // status.capacity.storage; "" until bound
+	Phase          string // Pending, Bound or Lost
+	VolumeName     string
+	Labels         map[string]string
+	Annotations    map[string]string
+	Deleting       bool // deletionTimestamp is set
 }
 
 // Key is how a claim is addressed in a map of claims: the raw username, with

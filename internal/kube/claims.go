@@ -62,6 +62,8 @@ func Explain(err error, verb, resource, namespace string) error {
 		where = "in namespace " + namespace
 	}
 	switch {
+	case untrusted(err):
+		return fmt.Errorf("the API server's certificate is not trusted; set cluster_ca_certificate to the cluster's CA (or use a kubeconfig that has it): %w", err)
 	case apierrors.IsForbidden(err):
 		return fmt.Errorf("permission denied: the provider's identity cannot %s %s %s. Grant the verb %q on %q to it (see the provider documentation for the minimal Role): %w",
 			verb, resource, where, verb, resource, err)

@@ -37,6 +37,7 @@ func ClaimFromPVC(p *corev1.PersistentVolumeClaim) claims.Claim {
 	}
 	if q, ok := p.Spec.Resources.Requests[corev1.ResourceStorage]; ok {
 		c.Requested = q.String()
+		c.RequestedBytes = q.Value()
 	}
 	if q, ok := p.Status.Capacity[corev1.ResourceStorage]; ok {
 		c.Capacity = q.String()

@@ -2,6 +2,8 @@ package kube
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"math/rand/v2"
 	"net"
@@ -38,6 +40,9 @@ func Retriable(err error) bool {
 		code := se.Status().Code
 		return code == 429 || code >= 500
 	}
+	if untrusted(err) {
+		return false
+	}
 	var ne net.Error
 	if errors.As(err, &ne) {
 		return true
@@ -67,4 +72,13 @@ func (b Backoff) Retry(ctx context.Context, fn func() error) error {
 			delay = b.Max
 		}
 	}
+}
+
+// untrusted reports certificate errors: no retry will fix them.
+func untrusted(err error) bool {
+	var ua x509.UnknownAuthorityError
+	var hn x509.HostnameError
+	var ci x509.CertificateInvalidError
+	var cv *tls.CertificateVerificationError
+	return errors.As(err, &ua) || errors.As(err, &hn) || errors.As(err, &ci) || errors.As(err, &cv)
 }

@@ -29,7 +29,7 @@ type homeClaimsModel struct {
 	Namespace        types.String `tfsdk:"namespace"`
 	LabelSelector    types.String `tfsdk:"label_selector"`
 	Claims           types.Map    `tfsdk:"claims"`
-	Count            types.Int64  `tfsdk:"count"`
+	Count            types.Int64  `tfsdk:"claim_count"`
 	AccessModeCounts types.Map    `tfsdk:"access_mode_counts"`
 }
 
@@ -80,7 +80,7 @@ func (d *homeClaimsDataSource) Schema(_ context.Context, _ datasource.SchemaRequ
 					"volume_name":        s("Bound PersistentVolume; empty until bound."),
 				}},
 			},
-			"count": schema.Int64Attribute{Computed: true, MarkdownDescription: "Number of claims."},
+			"claim_count": schema.Int64Attribute{Computed: true, MarkdownDescription: "Number of claims (`count` is a reserved name in Terraform)."},
 			"access_mode_counts": schema.MapAttribute{Computed: true, ElementType: types.Int64Type,
 				MarkdownDescription: "Claims per access mode, e.g. `{ ReadWriteOnce = 12 }`."},
 		},

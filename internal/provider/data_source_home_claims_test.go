@@ -37,7 +37,7 @@ func TestAccHomeClaimsDataSource_attributes(t *testing.T) {
 		Steps: []resource.TestStep{{
 			Config: acctest.AdminConfig(t, fmt.Sprintf(`data "jupyter_home_claims" "test" { namespace = %q }`, ns)),
 			Check: resource.ComposeAggregateTestCheckFunc(
-				resource.TestCheckResourceAttr(ds, "count", "3"),
+				resource.TestCheckResourceAttr(ds, "claim_count", "3"),
 				resource.TestCheckResourceAttr(ds, "access_mode_counts.%", "2"),
 				resource.TestCheckResourceAttr(ds, "access_mode_counts.ReadWriteOnce", "2"),
 				resource.TestCheckResourceAttr(ds, "access_mode_counts.ReadWriteMany", "1"),
@@ -89,27 +89,7 @@ func TestAccHomeClaimsDataSource_selectorAndEmpty(t *testing.T) {
 	resource.Test(t, resource.TestCase{
 		ProtoV6ProviderFactories: protoV6ProviderFactories,
 		Steps: []resource.TestStep{
-			{
-				Config: acctest.AdminConfig(t, fmt.Sprintf(`data "jupyter_home_claims" "test" {
-  namespace      = %q
-  label_selector = "hub.jupyter.org/username=alice"
-}`, ns)),
-				Check: resource.ComposeAggregateTestCheckFunc(
-					resource.TestCheckResourceAttr(ds, "count", "1"),
-					resource.TestCheckResourceAttr(ds, "claims.alice.name", "claim-alice"),
-				),
-			},
-			{
-				Config: acctest.AdminConfig(t, fmt.Sprintf(`data "jupyter_home_claims" "test" {
-  namespace      = %q
-  label_selector = "component=nothing-here"
-}`, ns)),
-				Check: resource.ComposeAggregateTestCheckFunc(
-					resource.TestCheckResourceAttr(ds, "count", "0"),
-					resource.TestCheckResourceAttr(ds, "claims.%", "0"),
-					resource.TestCheckResourceAttr(ds, "access_mode_counts.%", "0"),
-				),
-			},
+			// Invalid input fails at validate time; the last step's config is also destroyed, so these come first.
 			{
 				Config: acctest.AdminConfig(t, `data "jupyter_home_claims" "test" {
   namespace      = "Not_A_Namespace"
@@ -122,6 +102,27 @@ func TestAccHomeClaimsDataSource_selectorAndEmpty(t *testing.T) {
   label_selector = "a b c"
 }`, ns)),
 				ExpectError: regexp.MustCompile(`Invalid label selector`),
+			},
+			{
+				Config: acctest.AdminConfig(t, fmt.Sprintf(`data "jupyter_home_claims" "test" {
+  namespace      = %q
+  label_selector = "hub.jupyter.org/username=alice"
+}`, ns)),
+				Check: resource.ComposeAggregateTestCheckFunc(
+					resource.TestCheckResourceAttr(ds, "claim_count", "1"),
+					resource.TestCheckResourceAttr(ds, "claims.alice.name", "claim-alice"),
+				),
+			},
+			{
+				Config: acctest.AdminConfig(t, fmt.Sprintf(`data "jupyter_home_claims" "test" {
+  namespace      = %q
+  label_selector = "component=nothing-here"
+}`, ns)),
+				Check: resource.ComposeAggregateTestCheckFunc(
+					resource.TestCheckResourceAttr(ds, "claim_count", "0"),
+					resource.TestCheckResourceAttr(ds, "claims.%", "0"),
+					resource.TestCheckResourceAttr(ds, "access_mode_counts.%", "0"),
+				),
 			},
 		},
 	})

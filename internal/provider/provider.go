@@ -113,5 +113,10 @@ func (p *JupyterProvider) DataSources(context.Context) []func() datasource.DataS
 }
 
 func (p *JupyterProvider) Functions(context.Context) []func() function.Function {
-	return nil
+	return []func() function.Function{
+		NewSafeSlugFunction,
+		NewLabelSlugFunction,
+		NewEscapeSlugFunction,
+		NewExpandTemplateFunction,
+	}
 }

@@ -163,7 +163,9 @@ func (c *Cluster) writeCredentials() error {
 	tokens := strings.Join([]string{
 		fmt.Sprintf("%s,%s,1,\"system:masters\"", c.AdminToken, AdminUser),
 		fmt.Sprintf("%s,%s,2", c.LimitedToken, LimitedUser),
-		fmt.Sprintf("%s,system:kube-controller-manager,3", kcmToken),
+		// The controllers run with the manager's own identity (no per-controller
+		// service accounts here), so it needs more than its bootstrap role.
+		fmt.Sprintf("%s,system:kube-controller-manager,3,\"system:masters\"", kcmToken),
 	}, "\n") + "\n"
 	if err := writeFiles(c.Dir, map[string][]byte{
 		"ca.crt": p.caPEM, "apiserver.crt": srvCert, "apiserver.key": srvKey, "tokens.csv": []byte(tokens),

@@ -1,0 +1,527 @@
+// Package safety decides, for jupyter_home_storage, what a plan does to
+// every user's home claim and whether that is safe or destructive.
+//
+// It is pure: given the configuration, the prior state and the live claims
+// (read once by the caller), Plan returns one action per user, the
+// diagnostics a person reading the plan needs, and the change class.
+// "Why is this change destructive?" is answered in this file: only
+// ActionRecreate (Plan) and deleting managed claims on destroy (Destroy)
+// lose data, and both require AllowDataLoss.
+package safety
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/claims"
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/kubespawner"
+)
+
+// Access modes.
+const (
+	RWO  = "ReadWriteOnce"
+	RWX  = "ReadWriteMany"
+	RWOP = "ReadWriteOncePod"
+)
+
+// Class is the change class shown in every plan.
+type Class string
+
+const (
+	ClassNone        Class = "none"        // nothing in the cluster changes
+	ClassSafe        Class = "safe"        // objects are created, grown or relabelled; no data can be lost
+	ClassDestructive Class = "destructive" // a claim (and with it a home directory) is deleted
+)
+
+// OnModeChange says what to do with live claims whose mode or class differs.
+type OnModeChange string
+
+const (
+	OnModeChangeFail         OnModeChange = "fail"
+	OnModeChangeKeepExisting OnModeChange = "keep_existing"
+	OnModeChangeRecreate     OnModeChange = "recreate"
+)
+
+// Deletion policies for destroy.
+const (
+	DeletionRetain = "retain"
+	DeletionDelete = "delete"
+)
+
+// Config is the part of jupyter_home_storage's configuration that decides safety.
+type Config struct {
+	Namespace      string
+	AccessMode     string
+	StorageClass   string // the class claims use; "" for the cluster default
+	CapacityBytes  int64
+	Capacity       string // as written, for messages
+	NameTemplate   string
+	Scheme         kubespawner.Scheme
+	Users          []string
+	OnModeChange   OnModeChange
+	AllowDataLoss  bool
+	DeletionPolicy string
+}
+
+// Prior is what the state recorded at the last apply.
+type Prior struct {
+	Config  Config
+	Managed map[string]string // user -> claim name the provider manages
+}
+
+// StorageClass is what is known of the class claims use.
+type StorageClass struct {
+	Name           string
+	Provisioner    string
+	AllowExpansion bool
+	Exists         bool // false when the class does not exist (yet)
+	Created        bool // this resource creates it
+}
+
+// Live is the cluster as read at plan time.
+type Live struct {
+	Claims  []claims.Claim  // every claim that matches the home selector
+	Class   *StorageClass   // nil when not read
+	Mounted map[string]bool // claim names used by a pod that is not finished
+}
+
+// Action is what apply does with one user's home claim.
+type Action string
+
+const (
+	ActionKeep     Action = "keep"     // exists as configured; nothing to do
+	ActionCreate   Action = "create"   // no claim yet; create it
+	ActionResize   Action = "resize"   // grow spec.resources.requests.storage in place
+	ActionLegacy   Action = "legacy"   // differs from the config and is kept as it is (keep_existing)
+	ActionRecreate Action = "recreate" // delete and create in the new mode: the home's data is lost
+	ActionRelease  Action = "release"  // no longer listed in users: left in place, no longer managed
+	ActionObserve  Action = "observe"  // made by KubeSpawner for an unlisted user and matches the config
+)
+
+// UserPlan is the plan for one user's home claim.
+type UserPlan struct {
+	User      string
+	ClaimName string
+	Managed   bool // listed in users
+	Action    Action
+	Live      *claims.Claim // nil when no claim exists
+	Reason    string        // why the action, for the plan summary
+}
+
+// Finding is a diagnostic: the attribute it is about, a summary and a detail
+// that says what, who, why and how to proceed.
+type Finding struct {
+	Attribute string
+	Summary   string
+	Detail    string
+}
+
+// Result is the outcome of Plan or Destroy.
+type Result struct {
+	Class              Class
+	Users              []UserPlan // sorted by user
+	LegacyUsers        []string   // users kept on a claim that differs from the config
+	ColocationRequired bool       // some user's home cannot be shared across nodes
+	Errors             []Finding
+	Warnings           []Finding
+}
+
+// ListLimit is how many names a diagnostic lists before "and N more".
+const ListLimit = 20
+
+// Plan classifies the change from prior (nil on create) to cfg against the live claims.
+func Plan(cfg Config, prior *Prior, live Live) Result {
+	p := planner{cfg: cfg, prior: prior, live: live}
+	return p.run()
+}
+
+type planner struct {
+	cfg   Config
+	prior *Prior
+	live  Live
+	res   Result
+}
+
+func (p *planner) errorf(attr, summary, format string, a ...any) {
+	p.res.Errors = append(p.res.Errors, Finding{attr, summary, fmt.Sprintf(format, a...)})
+}
+
+func (p *planner) warnf(attr, summary, format string, a ...any) {
+	p.res.Warnings = append(p.res.Warnings, Finding{attr, summary, fmt.Sprintf(format, a...)})
+}
+
+func (p *planner) run() Result {
+	cfg := p.cfg
+	p.checkStorage()
+
+	// Which live claim is whose home under the configured template.
+	managed := map[string]bool{}
+	for _, u := range cfg.Users {
+		managed[u] = true
+	}
+	byUser := map[string]*claims.Claim{}
+	var strays []claims.Claim // labelled as homes, but not named by the template
+	for i := range p.live.Claims {
+		c := &p.live.Claims[i]
+		if c.Username == "" {
+			continue
+		}
+		want, err := kubespawner.Expand(cfg.NameTemplate, c.Username, "", cfg.Scheme)
+		if err == nil && want == c.Name {
+			byUser[c.Username] = c
+		} else if c.Servername == "" {
+			strays = append(strays, *c)
+		}
+	}
+	p.checkStrays(strays, managed)
+
+	users := map[string]bool{}
+	for u := range byUser {
+		users[u] = true
+	}
+	for u := range managed {
+		users[u] = true
+	}
+	if p.prior != nil {
+		for u := range p.prior.Managed {
+			users[u] = true
+		}
+	}
+	names := make([]string, 0, len(users))
+	for u := range users {
+		names = append(names, u)
+	}
+	sort.Strings(names)
+
+	var mismatched, recreate, unlistedMismatch, mounted, goneOutOfBand []UserPlan
+	for _, u := range names {
+		up := UserPlan{User: u, Managed: managed[u], Live: byUser[u]}
+		name, err := kubespawner.Expand(cfg.NameTemplate, u, "", cfg.Scheme)
+		if err != nil {
+			p.errorf("users", "Username cannot be turned into a claim name", "%q: %v", u, err)
+			continue
+		}
+		up.ClaimName = name
+		c := up.Live
+		switch {
+		case c == nil && !up.Managed:
+			// Was managed, is no longer listed and its claim is gone: nothing to do.
+			continue
+		case c == nil:
+			up.Action, up.Reason = ActionCreate, "no claim yet"
+			if p.prior != nil && p.prior.Managed[u] != "" {
+				up.Reason = "deleted outside Terraform"
+				goneOutOfBand = append(goneOutOfBand, up)
+			}
+		case c.Deleting:
+			up.Action, up.Reason = ActionKeep, "being deleted by someone else"
+			p.warnf("users", "A home claim is being deleted",
+				"Claim %s of user %q has a deletion timestamp: someone else is deleting it. Once it is gone, the next plan will create it again, empty.", c.Name, u)
+		case p.differs(c) != "":
+			up.Reason = p.differs(c)
+			mismatched = append(mismatched, up)
+			switch {
+			case cfg.OnModeChange == OnModeChangeKeepExisting:
+				up.Action = ActionLegacy
+			case cfg.OnModeChange == OnModeChangeRecreate && !up.Managed:
+				up.Action = ActionLegacy
+				unlistedMismatch = append(unlistedMismatch, up)
+			case cfg.OnModeChange == OnModeChangeRecreate:
+				up.Action = ActionRecreate
+				recreate = append(recreate, up)
+				if p.live.Mounted[c.Name] {
+					mounted = append(mounted, up)
+				}
+			default:
+				up.Action = ActionLegacy
+			}
+		case !up.Managed:
+			up.Action, up.Reason = ActionObserve, "created by KubeSpawner; not listed in users"
+			if p.prior != nil && p.prior.Managed[u] != "" {
+				up.Action, up.Reason = ActionRelease, "removed from users; the claim stays"
+			}
+		default:
+			up.Action, up.Reason = p.capacityAction(c, u)
+		}
+		p.res.Users = append(p.res.Users, up)
+	}
+
+	p.modeFindings(mismatched, recreate, unlistedMismatch, mounted)
+	for _, up := range goneOutOfBand {
+		p.warnf("users", "A managed home claim was deleted outside Terraform",
+			"Claim %s of user %q no longer exists; whatever was in that home directory is gone. Apply will create the claim again, empty.", up.ClaimName, up.User)
+	}
+
+	p.res.ColocationRequired = cfg.AccessMode != RWX
+	for _, up := range p.res.Users {
+		if up.Action == ActionLegacy {
+			p.res.LegacyUsers = append(p.res.LegacyUsers, up.User)
+			if up.Live != nil && !slices.Contains(up.Live.AccessModes, RWX) {
+				p.res.ColocationRequired = true
+			}
+		}
+	}
+	p.res.Class = p.class()
+	return p.res
+}
+
+// differs says how a live claim differs from the configuration, or "".
+func (p *planner) differs(c *claims.Claim) string {
+	var d []string
+	if len(c.AccessModes) != 1 || c.AccessModes[0] != p.cfg.AccessMode {
+		d = append(d, fmt.Sprintf("access mode %s, config %s", strings.Join(c.AccessModes, ","), p.cfg.AccessMode))
+	}
+	if p.cfg.StorageClass != "" && c.StorageClass != p.cfg.StorageClass {
+		d = append(d, fmt.Sprintf("class %q, config %q", c.StorageClass, p.cfg.StorageClass))
+	}
+	return strings.Join(d, "; ")
+}
+
+// capacityAction compares a managed claim's size with the configuration.
+// Only growing is possible, and only in place when the class allows it.
+func (p *planner) capacityAction(c *claims.Claim, user string) (Action, string) {
+	want := p.cfg.CapacityBytes
+	switch {
+	case want == 0 || c.RequestedBytes == want:
+		return ActionKeep, "matches the config"
+	case want < c.RequestedBytes:
+		p.errorf("capacity", "Home claims cannot shrink",
+			"Claim %s of user %q requests %s; capacity = %q is smaller. Kubernetes refuses to shrink a claim. Keep capacity at %s or more.",
+			c.Name, user, c.Requested, p.cfg.Capacity, c.Requested)
+		return ActionKeep, "cannot shrink"
+	case c.Phase != "Bound":
+		p.errorf("capacity", "Only bound claims can grow",
+			"Claim %s of user %q is %s; the API refuses to resize a claim that is not bound. Wait until it is bound, or keep capacity at %s for now.",
+			c.Name, user, orDash(c.Phase), c.Requested)
+		return ActionKeep, "not bound"
+	case p.live.Class != nil && p.live.Class.Exists && !p.live.Class.AllowExpansion:
+		p.errorf("capacity", "The storage class does not allow expansion",
+			"Growing claim %s of user %q from %s to %s would be refused by the API: StorageClass %q has no allowVolumeExpansion: true. "+
+				"Set allow_volume_expansion on the class (it can be changed in place), or keep capacity at %s.",
+			c.Name, user, c.Requested, p.cfg.Capacity, p.live.Class.Name, c.Requested)
+		return ActionKeep, "class does not allow expansion"
+	}
+	return ActionResize, fmt.Sprintf("grow %s to %s in place", c.Requested, p.cfg.Capacity)
+}
+
+// modeFindings turns mode/class differences into the decision the
+// configuration asked for: fail (error), keep_existing (safe) or recreate
+// (destructive, only with allow_data_loss and never under a running server).
+func (p *planner) modeFindings(mismatched, recreate, unlisted, mounted []UserPlan) {
+	if len(mismatched) == 0 {
+		return
+	}
+	cfg := p.cfg
+	switch cfg.OnModeChange {
+	case OnModeChangeKeepExisting:
+		return
+	case OnModeChangeRecreate:
+		if len(unlisted) > 0 {
+			p.errorf("on_mode_change", "recreate only touches users listed in users",
+				"%d claim(s) that KubeSpawner created differ from the config, but their users are not in users, so this resource may not touch them:\n%s\n"+
+					"Add these users to users to recreate their claims too, or use on_mode_change = \"keep_existing\" to keep them as they are.",
+				len(unlisted), describe(unlisted))
+		}
+		if !cfg.AllowDataLoss {
+			p.errorf("allow_data_loss", "Recreating home claims deletes their data",
+				"on_mode_change = \"recreate\" would delete and recreate %d home claim(s), losing every file in them:\n%s\n"+
+					"Set allow_data_loss = true if that is intended, or use on_mode_change = \"keep_existing\" to leave them as they are.",
+				len(recreate), describe(recreate))
+		}
+		if len(mounted) > 0 {
+			p.errorf("on_mode_change", "A running server uses a claim that would be recreated",
+				"These claims are mounted by a pod that is still running; Kubernetes keeps such a claim (kubernetes.io/pvc-protection) and the delete would hang:\n%s\n"+
+					"Stop these users' servers first, then plan again.", describe(mounted))
+		}
+		return
+	}
+	p.errorf("access_mode", "Live home claims differ from the configuration",
+		"%d existing home claim(s) in namespace %s do not match access_mode = %q%s. Claim access modes and classes are immutable, so they would stay as they are:\n%s\n"+
+			"If the spawner config drops the co-location affinity, users with ReadWriteOnce claims get Multi-Attach errors when their servers land on different nodes.\n"+
+			"Choose with on_mode_change:\n"+
+			"  \"keep_existing\": keep these claims (their users stay co-located, reported in legacy_users); new claims use the new settings. Safe.\n"+
+			"  \"recreate\" with allow_data_loss = true: delete and recreate them empty. Destructive.",
+		len(mismatched), cfg.Namespace, cfg.AccessMode, classSuffix(cfg.StorageClass), describe(mismatched))
+}
+
+// checkStrays reports home claims whose names the template does not produce:
+// KubeSpawner made them with another template or slug scheme, and under this
+// configuration their users would get new, empty homes.
+func (p *planner) checkStrays(strays []claims.Claim, managed map[string]bool) {
+	if len(strays) == 0 {
+		return
+	}
+	cfg := p.cfg
+	var lines []string
+	for i, c := range strays {
+		if i == ListLimit {
+			lines = append(lines, fmt.Sprintf("  ... and %d more", len(strays)-ListLimit))
+			break
+		}
+		want, _ := kubespawner.Expand(cfg.NameTemplate, c.Username, "", cfg.Scheme)
+		hint := ""
+		for _, alt := range []kubespawner.Scheme{kubespawner.SchemeSafe, kubespawner.SchemeEscape} {
+			if n, err := kubespawner.Expand(cfg.NameTemplate, c.Username, "", alt); err == nil && n == c.Name && alt != cfg.Scheme {
+				hint = fmt.Sprintf(" (matches slug_scheme = %q)", alt)
+			}
+		}
+		lines = append(lines, fmt.Sprintf("  %s: has %s, the template gives %s%s", c.Username, c.Name, want, hint))
+	}
+	changed := p.prior != nil && (p.prior.Config.NameTemplate != cfg.NameTemplate || p.prior.Config.Scheme != cfg.Scheme)
+	what := "do not have the names that pvc_name_template and slug_scheme give"
+	if changed {
+		what = fmt.Sprintf("were named by the previous template (%q, %s) and not by the new one (%q, %s)",
+			p.prior.Config.NameTemplate, p.prior.Config.Scheme, cfg.NameTemplate, cfg.Scheme)
+	}
+	detail := fmt.Sprintf("%d home claim(s) in namespace %s %s:\n%s\n"+
+		"KubeSpawner would give these users new, empty homes under the new names (unless it remembers the old name: KubeSpawner's remember_pvc_name keeps it for users who have started a server before). "+
+		"Their data stays in the old claims.", len(strays), cfg.Namespace, what, strings.Join(lines, "\n"))
+	if cfg.OnModeChange == OnModeChangeKeepExisting {
+		p.warnf("pvc_name_template", "Existing homes do not match the name template", "%s", detail)
+		return
+	}
+	p.errorf("pvc_name_template", "Existing homes do not match the name template",
+		"%s\nKeep pvc_name_template and slug_scheme as they were, or set on_mode_change = \"keep_existing\" to acknowledge that these claims are left as they are.", detail)
+}
+
+// checkStorage reports what the class and mode imply, from configuration and live class alone.
+func (p *planner) checkStorage() {
+	cfg := p.cfg
+	if cfg.AccessMode == RWOP {
+		p.warnf("access_mode", "ReadWriteOncePod allows one server per user",
+			"With ReadWriteOncePod only one pod in the cluster may use a user's home claim: a named server or an app started beside the lab fails to schedule until the other stops. "+
+				"Co-location cannot help. Use ReadWriteMany for several servers per user.")
+	}
+	sc := p.live.Class
+	if sc == nil {
+		return
+	}
+	if !sc.Exists && !sc.Created {
+		p.warnf("storage_class_name", "The storage class does not exist",
+			"StorageClass %q was not found; new claims will stay Pending until it exists. Create it, or use a storage_class block so this resource creates it.", sc.Name)
+		return
+	}
+	if cfg.AccessMode != RWX || sc.Provisioner == "" {
+		return
+	}
+	switch ProvisionerRWX(sc.Provisioner) {
+	case RWXUnsupported:
+		p.errorf("access_mode", "The storage class cannot provide ReadWriteMany",
+			"StorageClass %q uses the provisioner %s, which provisions block volumes that attach to one node at a time; ReadWriteMany claims would never bind. "+
+				"Use a class backed by a shared file system (NFS, EFS, CephFS, Azure Files, Filestore, Longhorn RWX, ...), or keep access_mode = \"ReadWriteOnce\".",
+			sc.Name, sc.Provisioner)
+	case RWXUnknown:
+		p.warnf("access_mode", "ReadWriteMany support of the storage class is unknown",
+			"The provider does not know whether provisioner %s (StorageClass %q) serves ReadWriteMany volumes. If it does not, new claims stay Pending. Check the driver's documentation.",
+			sc.Provisioner, sc.Name)
+	}
+}
+
+func (p *planner) class() Class {
+	if len(p.res.Errors) > 0 {
+		return ClassNone
+	}
+	c := ClassNone
+	for _, up := range p.res.Users {
+		switch up.Action {
+		case ActionRecreate:
+			return ClassDestructive
+		case ActionCreate, ActionResize, ActionRelease:
+			c = ClassSafe
+		case ActionKeep, ActionLegacy:
+			if up.Managed && (p.prior == nil || p.prior.Managed[up.User] == "") {
+				c = ClassSafe // adopted into management
+			}
+		}
+	}
+	if p.prior != nil && !sameConfig(p.prior.Config, p.cfg) {
+		c = ClassSafe
+	}
+	return c
+}
+
+func sameConfig(a, b Config) bool {
+	return a.AccessMode == b.AccessMode && a.StorageClass == b.StorageClass && a.CapacityBytes == b.CapacityBytes &&
+		a.NameTemplate == b.NameTemplate && a.Scheme == b.Scheme && a.OnModeChange == b.OnModeChange
+}
+
+// Destroy classifies destroying the resource: claims stay unless the
+// configuration says both deletion_policy = "delete" and allow_data_loss.
+func Destroy(cfg Config, prior Prior, live Live) Result {
+	var res Result
+	res.Class = ClassNone
+	var del, mounted []UserPlan
+	liveByName := map[string]*claims.Claim{}
+	for i := range live.Claims {
+		liveByName[live.Claims[i].Name] = &live.Claims[i]
+	}
+	users := make([]string, 0, len(prior.Managed))
+	for u := range prior.Managed {
+		users = append(users, u)
+	}
+	sort.Strings(users)
+	for _, u := range users {
+		c := liveByName[prior.Managed[u]]
+		if c == nil {
+			continue
+		}
+		up := UserPlan{User: u, ClaimName: c.Name, Managed: true, Live: c, Action: ActionRelease, Reason: "retained"}
+		if cfg.DeletionPolicy == DeletionDelete && cfg.AllowDataLoss {
+			up.Action, up.Reason = ActionRecreate, "deleted"
+			del = append(del, up)
+			if live.Mounted[c.Name] {
+				mounted = append(mounted, up)
+			}
+		}
+		res.Users = append(res.Users, up)
+	}
+	switch {
+	case len(mounted) > 0:
+		res.Errors = append(res.Errors, Finding{"deletion_policy", "A running server uses a claim that would be deleted",
+			fmt.Sprintf("These claims are mounted by a running pod; the delete would hang on kubernetes.io/pvc-protection:\n%s\nStop these users' servers first.", describe(mounted))})
+	case len(del) > 0:
+		res.Class = ClassDestructive
+		res.Warnings = append(res.Warnings, Finding{"deletion_policy", "Destroying deletes home claims",
+			fmt.Sprintf("deletion_policy = \"delete\" and allow_data_loss = true: destroy deletes %d home claim(s) and the data in them:\n%s", len(del), describe(del))})
+	case len(res.Users) > 0:
+		res.Warnings = append(res.Warnings, Finding{"deletion_policy", "Home claims stay after destroy",
+			fmt.Sprintf("deletion_policy = %q: the %d managed home claim(s) in namespace %s are left in place with their data; Terraform only forgets them.",
+				orDefault(cfg.DeletionPolicy, DeletionRetain), len(res.Users), cfg.Namespace)})
+	}
+	return res
+}
+
+// describe lists users and claims, the first ListLimit and a count.
+func describe(ups []UserPlan) string {
+	var b strings.Builder
+	for i, up := range ups {
+		if i == ListLimit {
+			fmt.Fprintf(&b, "  ... and %d more (%d in all)\n", len(ups)-ListLimit, len(ups))
+			break
+		}
+		fmt.Fprintf(&b, "  %s: %s", up.User, up.ClaimName)
+		if up.Live != nil {
+			fmt.Fprintf(&b, " (%s, class %q, %s)", strings.Join(up.Live.AccessModes, ","), up.Live.StorageClass, orDash(up.Live.Phase))
+		}
+		b.WriteString("\n")
+	}
+	return strings.TrimRight(b.String(), "\n")
+}
+
+func classSuffix(class string) string {
+	if class == "" {
+		return ""
+	}
+	return fmt.Sprintf(" and storage class %q", class)
+}
+
+func orDash(s string) string { return orDefault(s, "-") }
+
+func orDefault(s, d string) string {
+	if s == "" {
+		return d
+	}
+	return s
+}
