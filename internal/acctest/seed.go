@@ -2,119 +2,23 @@ package acctest
 
 import (
 	"context"
-	"fmt"
 	"testing"
-	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/testcluster"
 )
 
 // SeedClaim describes a home claim as KubeSpawner would have created it.
-type SeedClaim struct {
-	Name          string
-	Username      string // raw username: the annotation
-	UsernameLabel string // label value; defaults to Username
-	Servername    string
-	Modes         []corev1.PersistentVolumeAccessMode
-	StorageClass  *string
-	Size          string
-	// Bound pre-creates a PersistentVolume reserved for the claim; the test
-	// cluster's PV binder (kube-controller-manager) then binds it.
-	Bound bool
-}
+type SeedClaim = testcluster.SeedClaim
 
-// Seed creates the claims through client-go (not through the provider) and,
-// for Bound ones, waits until the binder has bound them.
+// Seed creates claims through client-go (not through the provider) and
+// waits for Bound ones to bind; PersistentVolumes it made are deleted when
+// the test ends.
 func Seed(t testing.TB, cs kubernetes.Interface, namespace string, seeds ...SeedClaim) {
 	t.Helper()
-	ctx := context.Background()
-	for _, s := range seeds {
-		if s.Size == "" {
-			s.Size = "1Gi"
-		}
-		if len(s.Modes) == 0 {
-			s.Modes = []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}
-		}
-		label := s.UsernameLabel
-		if label == "" {
-			label = s.Username
-		}
-		ann := map[string]string{"hub.jupyter.org/username": s.Username}
-		if s.Servername != "" {
-			ann["hub.jupyter.org/servername"] = s.Servername
-		}
-		pvc := &corev1.PersistentVolumeClaim{
-			ObjectMeta: metav1.ObjectMeta{
-				Name: s.Name, Namespace: namespace, Annotations: ann,
-				Labels: map[string]string{
-					"app": "jupyterhub", "component": "singleuser-storage", "heritage": "jupyterhub",
-					"hub.jupyter.org/username": label,
-				},
-			},
-			Spec: corev1.PersistentVolumeClaimSpec{
-				AccessModes:      s.Modes,
-				StorageClassName: s.StorageClass,
-				Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{
-					corev1.ResourceStorage: resource.MustParse(s.Size),
-				}},
-			},
-		}
-		if s.Bound {
-			pvName := fmt.Sprintf("pv-%s-%s", namespace, s.Name)
-			if len(pvName) > 63 {
-				pvName = pvName[:63]
-			}
-			class := ""
-			if s.StorageClass != nil {
-				class = *s.StorageClass
-			}
-			pv := &corev1.PersistentVolume{
-				ObjectMeta: metav1.ObjectMeta{Name: pvName},
-				Spec: corev1.PersistentVolumeSpec{
-					Capacity:                      corev1.ResourceList{corev1.ResourceStorage: resource.MustParse(s.Size)},
-					AccessModes:                   s.Modes,
-					StorageClassName:              class,
-					PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimRetain,
-					ClaimRef:                      &corev1.ObjectReference{Namespace: namespace, Name: s.Name},
-					PersistentVolumeSource: corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{
-						Driver: "driver.longhorn.io", VolumeHandle: pvName,
-					}},
-				},
-			}
-			if _, err := cs.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{}); err != nil {
-				t.Fatalf("seed pv %s: %v", pvName, err)
-			}
-			t.Cleanup(func() {
-				_ = cs.CoreV1().PersistentVolumes().Delete(context.Background(), pvName, metav1.DeleteOptions{})
-			})
-			pvc.Spec.VolumeName = pvName
-		}
-		if _, err := cs.CoreV1().PersistentVolumeClaims(namespace).Create(ctx, pvc, metav1.CreateOptions{}); err != nil {
-			t.Fatalf("seed claim %s: %v", s.Name, err)
-		}
+	if err := testcluster.Seed(context.Background(), cs, namespace, seeds...); err != nil {
+		t.Fatal(err)
 	}
-	for _, s := range seeds {
-		if s.Bound {
-			WaitClaimPhase(t, cs, namespace, s.Name, corev1.ClaimBound)
-		}
-	}
-}
-
-// WaitClaimPhase waits up to a minute for a claim to reach phase.
-func WaitClaimPhase(t testing.TB, cs kubernetes.Interface, namespace, name string, phase corev1.PersistentVolumeClaimPhase) {
-	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for {
-		pvc, err := cs.CoreV1().PersistentVolumeClaims(namespace).Get(context.Background(), name, metav1.GetOptions{})
-		if err == nil && pvc.Status.Phase == phase {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("claim %s/%s not %s after a minute (last: %v, %v)", namespace, name, phase, pvc.Status.Phase, err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	t.Cleanup(func() { testcluster.DeleteSeededVolumes(context.Background(), cs, namespace) })
 }

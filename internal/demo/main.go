@@ -1,0 +1,147 @@
+// Command demo shows the provider at work on the local test cluster: it
+// builds the provider, starts etcd, kube-apiserver and the PV binder, seeds
+// a JupyterHub namespace with home claims as KubeSpawner makes them, runs
+// `tofu init` and `tofu apply` on examples/quickstart with a dev override,
+// prints the result and stops everything. Run it with `make demo`.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"syscall"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/testcluster"
+)
+
+const (
+	namespace   = "jhub"
+	demoVersion = "0.1.0"
+)
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "demo:", err)
+		os.Exit(1)
+	}
+}
+
+func step(format string, a ...any) { fmt.Printf("\n==> "+format+"\n", a...) }
+
+func run() error {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	root, err := os.Getwd()
+	if err != nil {
+		return err
+	}
+	bin, err := testcluster.BinDir("")
+	if err != nil {
+		return err
+	}
+	work, err := os.MkdirTemp("", "jupyter-demo-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(work)
+
+	step("building the provider")
+	// A local filesystem mirror, so that `tofu init` installs the provider
+	// offline and records it in the lock file as a registry install would.
+	mirror := filepath.Join(work, "mirror")
+	pkg := filepath.Join(mirror, "registry.opentofu.org", "jupyter-infra", "jupyter", demoVersion, runtime.GOOS+"_"+runtime.GOARCH)
+	build := exec.CommandContext(ctx, "go", "build", "-ldflags", "-X main.version="+demoVersion,
+		"-o", filepath.Join(pkg, "terraform-provider-jupyter_v"+demoVersion), ".")
+	build.Dir, build.Stdout, build.Stderr = root, os.Stdout, os.Stderr
+	if err := build.Run(); err != nil {
+		return fmt.Errorf("go build: %w", err)
+	}
+
+	step("starting the local test cluster (etcd, kube-apiserver, kube-controller-manager)")
+	start := time.Now()
+	cluster, err := testcluster.Start(ctx, testcluster.Options{ControllerManager: true})
+	if err != nil {
+		return err
+	}
+	defer func() {
+		step("stopping the local test cluster")
+		cluster.Stop()
+	}()
+	fmt.Printf("API server %s ready in %s\n", cluster.Host, time.Since(start).Round(100*time.Millisecond))
+
+	step("seeding namespace %q with home claims as KubeSpawner creates them", namespace)
+	cs := cluster.Admin()
+	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}, metav1.CreateOptions{}); err != nil {
+		return err
+	}
+	rwx := []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany}
+	longhorn := "longhorn"
+	seeds := []testcluster.SeedClaim{
+		{Name: "claim-alice", Username: "alice", Size: "10Gi", Bound: true},
+		{Name: "claim-bob", Username: "bob", Size: "10Gi", Bound: true},
+		{Name: "claim-carol-40example-2eorg", Username: "carol@example.org", UsernameLabel: "carol-example.org", Size: "10Gi", Modes: rwx, StorageClass: &longhorn},
+	}
+	if err := testcluster.Seed(ctx, cs, namespace, seeds...); err != nil {
+		return err
+	}
+	for _, s := range seeds {
+		fmt.Printf("  %-30s user %-18s %s\n", s.Name, s.Username, modes(s.Modes))
+	}
+
+	step("tofu init && tofu apply in examples/quickstart (provider from a local mirror)")
+	cfgDir := filepath.Join(work, "quickstart")
+	if err := os.CopyFS(cfgDir, os.DirFS(filepath.Join(root, "examples", "quickstart"))); err != nil {
+		return err
+	}
+	rc := filepath.Join(work, "tofu.rc")
+	if err := os.WriteFile(rc, []byte(fmt.Sprintf(`provider_installation {
+  filesystem_mirror {
+    path    = %q
+    include = ["jupyter-infra/jupyter"]
+  }
+}
+`, mirror)), 0o600); err != nil {
+		return err
+	}
+	env := append(os.Environ(), "TF_CLI_CONFIG_FILE="+rc, "KUBE_CONFIG_PATH="+cluster.KubeconfigPath,
+		"CHECKPOINT_DISABLE=1", "TF_IN_AUTOMATION=1", "TF_INPUT=0")
+	tofu := func(args ...string) error {
+		fmt.Printf("$ tofu %s\n", joinArgs(args))
+		cmd := exec.CommandContext(ctx, filepath.Join(bin, "tofu"), args...)
+		cmd.Dir, cmd.Env, cmd.Stdout, cmd.Stderr = cfgDir, env, os.Stdout, os.Stderr
+		return cmd.Run()
+	}
+	if err := tofu("init", "-no-color"); err != nil {
+		return fmt.Errorf("tofu init: %w", err)
+	}
+	if err := tofu("apply", "-auto-approve", "-no-color", "-compact-warnings"); err != nil {
+		return fmt.Errorf("tofu apply: %w", err)
+	}
+	return nil
+}
+
+func modes(m []corev1.PersistentVolumeAccessMode) string {
+	if len(m) == 0 {
+		return "ReadWriteOnce"
+	}
+	return string(m[0])
+}
+
+func joinArgs(a []string) string {
+	s := ""
+	for i, x := range a {
+		if i > 0 {
+			s += " "
+		}
+		s += x
+	}
+	return s
+}
