@@ -105,7 +105,7 @@ func (p *JupyterProvider) Configure(ctx context.Context, req provider.ConfigureR
 }
 
 func (p *JupyterProvider) Resources(context.Context) []func() resource.Resource {
-	return nil
+	return []func() resource.Resource{NewHomeStorageResource}
 }
 
 func (p *JupyterProvider) DataSources(context.Context) []func() datasource.DataSource {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"k8s.io/apimachinery/pkg/labels"
 
@@ -67,3 +68,5 @@ func (labelSelector) ValidateString(_ context.Context, req validator.StringReque
 			fmt.Sprintf("%v. Use the syntax of kubectl -l, e.g. \"component=singleuser-storage,app=jupyterhub\".", err))
 	}
 }
+
+func pathExpr(name string) path.Expression { return path.MatchRoot(name) }

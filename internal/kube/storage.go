@@ -1,0 +1,207 @@
+package kube
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// Parallelism is how many claims are written at once.
+const Parallelism = 16
+
+// GetStorageClass returns the named class, or nil when it does not exist.
+// With name "" it returns the cluster's default class (nil if none).
+func (c *Client) GetStorageClass(ctx context.Context, name string) (*storagev1.StorageClass, error) {
+	if name == "" {
+		var list *storagev1.StorageClassList
+		err := c.Backoff.Retry(ctx, func() (err error) {
+			list, err = c.Kube.StorageV1().StorageClasses().List(ctx, metav1.ListOptions{})
+			return err
+		})
+		if err != nil {
+			return nil, Explain(err, "list", "storageclasses", "")
+		}
+		for i := range list.Items {
+			if list.Items[i].Annotations["storageclass.kubernetes.io/is-default-class"] == "true" {
+				return &list.Items[i], nil
+			}
+		}
+		return nil, nil
+	}
+	var sc *storagev1.StorageClass
+	err := c.Backoff.Retry(ctx, func() (err error) {
+		sc, err = c.Kube.StorageV1().StorageClasses().Get(ctx, name, metav1.GetOptions{})
+		return err
+	})
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, Explain(err, "get", "storageclasses", "")
+	}
+	return sc, nil
+}
+
+// CreateStorageClass creates a class; one that already exists is an error.
+func (c *Client) CreateStorageClass(ctx context.Context, sc *storagev1.StorageClass) error {
+	err := c.Backoff.Retry(ctx, func() error {
+		_, err := c.Kube.StorageV1().StorageClasses().Create(ctx, sc, metav1.CreateOptions{})
+		return err
+	})
+	return explainIf(err, "create", "storageclasses", "")
+}
+
+// UpdateStorageClass patches the mutable fields of a class.
+func (c *Client) UpdateStorageClass(ctx context.Context, name string, allowExpansion bool, mountOptions []string, labels map[string]string) error {
+	patch, _ := json.Marshal(map[string]any{
+		"allowVolumeExpansion": allowExpansion,
+		"mountOptions":         mountOptions,
+		"metadata":             map[string]any{"labels": labels},
+	})
+	err := c.Backoff.Retry(ctx, func() error {
+		_, err := c.Kube.StorageV1().StorageClasses().Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{})
+		return err
+	})
+	return explainIf(err, "patch", "storageclasses", "")
+}
+
+// DeleteStorageClass deletes a class; a missing one is not an error.
+// Claims and volumes provisioned from it keep working.
+func (c *Client) DeleteStorageClass(ctx context.Context, name string) error {
+	err := c.Backoff.Retry(ctx, func() error {
+		err := c.Kube.StorageV1().StorageClasses().Delete(ctx, name, metav1.DeleteOptions{})
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return err
+	})
+	return explainIf(err, "delete", "storageclasses", "")
+}
+
+// CreateClaim creates a claim. A claim of that name that already exists
+// (say KubeSpawner made it between plan and apply) is returned as it is.
+func (c *Client) CreateClaim(ctx context.Context, pvc *corev1.PersistentVolumeClaim) (*corev1.PersistentVolumeClaim, error) {
+	var out *corev1.PersistentVolumeClaim
+	err := c.Backoff.Retry(ctx, func() (err error) {
+		out, err = c.Kube.CoreV1().PersistentVolumeClaims(pvc.Namespace).Create(ctx, pvc, metav1.CreateOptions{})
+		if apierrors.IsAlreadyExists(err) {
+			out, err = c.Kube.CoreV1().PersistentVolumeClaims(pvc.Namespace).Get(ctx, pvc.Name, metav1.GetOptions{})
+		}
+		return err
+	})
+	return out, explainIf(err, "create", "persistentvolumeclaims", pvc.Namespace)
+}
+
+// ResizeClaim sets a claim's requested storage.
+func (c *Client) ResizeClaim(ctx context.Context, namespace, name, size string) error {
+	patch, _ := json.Marshal(map[string]any{"spec": map[string]any{"resources": map[string]any{"requests": map[string]string{"storage": size}}}})
+	err := c.Backoff.Retry(ctx, func() error {
+		_, err := c.Kube.CoreV1().PersistentVolumeClaims(namespace).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{})
+		return err
+	})
+	return explainIf(err, "patch", "persistentvolumeclaims", namespace)
+}
+
+// DeleteClaim deletes a claim, only if it still has uid, and waits until it
+// is gone. A missing claim is not an error.
+func (c *Client) DeleteClaim(ctx context.Context, namespace, name, uid string) error {
+	opts := metav1.DeleteOptions{}
+	if uid != "" {
+		u := types.UID(uid)
+		opts.Preconditions = &metav1.Preconditions{UID: &u}
+	}
+	err := c.Backoff.Retry(ctx, func() error {
+		err := c.Kube.CoreV1().PersistentVolumeClaims(namespace).Delete(ctx, name, opts)
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return err
+	})
+	if err != nil {
+		return explainIf(err, "delete", "persistentvolumeclaims", namespace)
+	}
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		_, err := c.Kube.CoreV1().PersistentVolumeClaims(namespace).Get(ctx, name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("claim %s/%s still exists two minutes after its deletion; a pod may still use it (kubernetes.io/pvc-protection)", namespace, name)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// MountedClaims returns the names of claims used by pods in namespace that
+// have not finished.
+func (c *Client) MountedClaims(ctx context.Context, namespace string) (map[string]bool, error) {
+	out := map[string]bool{}
+	opts := metav1.ListOptions{Limit: PageSize}
+	for {
+		var page *corev1.PodList
+		err := c.Backoff.Retry(ctx, func() (err error) {
+			page, err = c.Kube.CoreV1().Pods(namespace).List(ctx, opts)
+			return err
+		})
+		if err != nil {
+			return nil, Explain(err, "list", "pods", namespace)
+		}
+		for _, p := range page.Items {
+			if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+				continue
+			}
+			for _, v := range p.Spec.Volumes {
+				if v.PersistentVolumeClaim != nil {
+					out[v.PersistentVolumeClaim.ClaimName] = true
+				}
+			}
+		}
+		if page.Continue == "" {
+			return out, nil
+		}
+		opts.Continue = page.Continue
+	}
+}
+
+// ForEach runs fn for every item with at most Parallelism at once and
+// returns the error of each item that failed, by index.
+func ForEach[T any](ctx context.Context, items []T, fn func(context.Context, T) error) map[int]error {
+	var mu sync.Mutex
+	errs := map[int]error{}
+	sem := make(chan struct{}, Parallelism)
+	var wg sync.WaitGroup
+	for i, it := range items {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			if err := fn(ctx, it); err != nil {
+				mu.Lock()
+				errs[i] = err
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	return errs
+}
+
+func explainIf(err error, verb, resource, namespace string) error {
+	if err == nil {
+		return nil
+	}
+	return Explain(err, verb, resource, namespace)
+}

@@ -1,0 +1,721 @@
+package provider
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/hashicorp/terraform-plugin-framework/attr"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/resource"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	kresource "k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/claims"
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/kube"
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/kubespawner"
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/safety"
+)
+
+type homeStorageResource struct{ data *providerData }
+
+var (
+	_ resource.ResourceWithConfigure      = (*homeStorageResource)(nil)
+	_ resource.ResourceWithModifyPlan     = (*homeStorageResource)(nil)
+	_ resource.ResourceWithImportState    = (*homeStorageResource)(nil)
+	_ resource.ResourceWithValidateConfig = (*homeStorageResource)(nil)
+)
+
+// NewHomeStorageResource is the jupyter_home_storage resource.
+func NewHomeStorageResource() resource.Resource { return &homeStorageResource{} }
+
+func (r *homeStorageResource) Metadata(_ context.Context, req resource.MetadataRequest, resp *resource.MetadataResponse) {
+	resp.TypeName = req.ProviderTypeName + "_home_storage"
+}
+
+func (r *homeStorageResource) Schema(_ context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
+	resp.Schema = homeStorageSchema()
+}
+
+func (r *homeStorageResource) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {
+	r.data = configuredData(req.ProviderData, &resp.Diagnostics)
+}
+
+func (r *homeStorageResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
+	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("namespace"), req.ID)...)
+	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("id"), req.ID)...)
+}
+
+// ValidateConfig checks combinations that no single attribute can.
+func (r *homeStorageResource) ValidateConfig(ctx context.Context, req resource.ValidateConfigRequest, resp *resource.ValidateConfigResponse) {
+	var m homeStorageModel
+	resp.Diagnostics.Append(req.Config.Get(ctx, &m)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	if m.DeletionPolicy.ValueString() == safety.DeletionDelete && !m.AllowDataLoss.IsUnknown() && !m.AllowDataLoss.ValueBool() {
+		resp.Diagnostics.AddAttributeError(path.Root("deletion_policy"), "deletion_policy = \"delete\" needs allow_data_loss = true",
+			"Deleting home claims on destroy deletes users' home directories. Set allow_data_loss = true as well if that is intended, or keep deletion_policy = \"retain\".")
+	}
+	if sc := m.StorageClass; sc != nil {
+		if sc.Name.IsNull() || sc.Provisioner.IsNull() {
+			resp.Diagnostics.AddAttributeError(path.Root("storage_class"), "storage_class needs name and provisioner",
+				"Set storage_class.name and storage_class.provisioner, or remove the block and use storage_class_name for an existing class.")
+		}
+	}
+	if m.AccessMode.ValueString() == safety.RWX && m.StorageClass == nil && m.StorageClassName.IsNull() {
+		resp.Diagnostics.AddAttributeError(path.Root("storage_class_name"), "ReadWriteMany needs a storage class",
+			"The cluster's default class is usually a block-volume class that cannot serve ReadWriteMany. Name a class backed by a shared file system with storage_class_name, or create one with a storage_class block.")
+	}
+}
+
+// config turns the model into the safety core's view of it.
+func (m *homeStorageModel) config(ctx context.Context, diags *diag.Diagnostics) safety.Config {
+	cfg := safety.Config{
+		Namespace:      m.Namespace.ValueString(),
+		AccessMode:     m.AccessMode.ValueString(),
+		StorageClass:   m.className(),
+		Capacity:       m.Capacity.ValueString(),
+		NameTemplate:   m.PVCNameTemplate.ValueString(),
+		Scheme:         kubespawner.Scheme(m.SlugScheme.ValueString()),
+		OnModeChange:   safety.OnModeChange(m.OnModeChange.ValueString()),
+		AllowDataLoss:  m.AllowDataLoss.ValueBool(),
+		DeletionPolicy: m.DeletionPolicy.ValueString(),
+	}
+	if q, err := kresource.ParseQuantity(cfg.Capacity); err == nil {
+		cfg.CapacityBytes = q.Value()
+	}
+	if !m.Users.IsNull() && !m.Users.IsUnknown() {
+		diags.Append(m.Users.ElementsAs(ctx, &cfg.Users, false)...)
+	}
+	return cfg
+}
+
+func (m *homeStorageModel) className() string {
+	if m.StorageClass != nil {
+		return m.StorageClass.Name.ValueString()
+	}
+	return m.StorageClassName.ValueString()
+}
+
+// prior is what the state says was applied.
+func (m *homeStorageModel) prior(ctx context.Context, diags *diag.Diagnostics) *safety.Prior {
+	cfg := m.config(ctx, diags)
+	p := &safety.Prior{Config: cfg, Managed: map[string]string{}}
+	for _, u := range cfg.Users {
+		name, err := kubespawner.Expand(cfg.NameTemplate, u, "", cfg.Scheme)
+		if err == nil {
+			p.Managed[u] = name
+		}
+	}
+	return p
+}
+
+// readLive lists the claims (one paginated List), the storage class and,
+// when a claim may be deleted, the pods that mount claims.
+func (r *homeStorageResource) readLive(ctx context.Context, client *kube.Client, m *homeStorageModel, needPods bool) (safety.Live, error) {
+	var live safety.Live
+	pvcs, err := client.ListClaims(ctx, m.Namespace.ValueString(), DefaultClaimSelector)
+	if err != nil {
+		return live, err
+	}
+	live.Claims = make([]claims.Claim, len(pvcs))
+	for i := range pvcs {
+		live.Claims[i] = kube.ClaimFromPVC(&pvcs[i])
+	}
+	sc, err := client.GetStorageClass(ctx, m.className())
+	if err != nil {
+		return live, err
+	}
+	switch {
+	case m.StorageClass != nil:
+		live.Class = &safety.StorageClass{Name: m.className(), Provisioner: m.StorageClass.Provisioner.ValueString(),
+			AllowExpansion: m.StorageClass.AllowVolumeExpansion.IsNull() || m.StorageClass.AllowVolumeExpansion.ValueBool(),
+			Exists:         sc != nil, Created: true}
+	case sc != nil:
+		live.Class = &safety.StorageClass{Name: sc.Name, Provisioner: sc.Provisioner,
+			AllowExpansion: sc.AllowVolumeExpansion != nil && *sc.AllowVolumeExpansion, Exists: true}
+	case m.className() != "":
+		live.Class = &safety.StorageClass{Name: m.className()}
+	}
+	if needPods {
+		if live.Mounted, err = client.MountedClaims(ctx, m.Namespace.ValueString()); err != nil {
+			return live, err
+		}
+	}
+	return live, nil
+}
+
+// ModifyPlan reads the live cluster and classifies the change. This is where
+// a plan fails when it would strand or destroy home data; the rules are in
+// internal/safety.
+func (r *homeStorageResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
+	if req.Plan.Raw.IsNull() {
+		r.planDestroy(ctx, req, resp)
+		return
+	}
+	var plan homeStorageModel
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	var state *homeStorageModel
+	if !req.State.Raw.IsNull() {
+		state = &homeStorageModel{}
+		resp.Diagnostics.Append(req.State.Get(ctx, state)...)
+	}
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	plan.ID = plan.Namespace
+	if !plan.Capacity.IsUnknown() && !plan.AccessMode.IsUnknown() && !plan.PVCNameTemplate.IsUnknown() && !plan.SlugScheme.IsUnknown() {
+		plan.SpawnerSettings = types.StringValue(spawnerSettings(&plan))
+	}
+	client := r.client()
+	if client == nil || !plannable(&plan) {
+		reason := "some of its arguments are not known until apply"
+		if client == nil && r.data != nil {
+			reason = fmt.Sprintf("the provider setting %q is not known until apply", r.data.Unknown)
+		}
+		resp.Diagnostics.AddWarning("Live home claims not checked",
+			fmt.Sprintf("The plan for jupyter_home_storage could not read the cluster because %s. Whether this change is safe is decided again at apply, against the live claims, and the apply stops if it is not.", reason))
+		plan.ChangeClass = types.StringUnknown()
+		plan.Claims = types.MapUnknown(stateClaimType)
+		plan.LegacyUsers = types.ListUnknown(types.StringType)
+		plan.ColocationRequired = types.BoolUnknown()
+		resp.Diagnostics.Append(resp.Plan.Set(ctx, &plan)...)
+		return
+	}
+
+	cfg := plan.config(ctx, &resp.Diagnostics)
+	var prior *safety.Prior
+	if state != nil {
+		prior = state.prior(ctx, &resp.Diagnostics)
+	}
+	live, err := r.readLive(ctx, client, &plan, cfg.OnModeChange == safety.OnModeChangeRecreate)
+	if err != nil {
+		resp.Diagnostics.AddError("Cannot read the live home claims", err.Error())
+		return
+	}
+	res := safety.Plan(cfg, prior, live)
+	addFindings(&resp.Diagnostics, res.Errors, true)
+	addFindings(&resp.Diagnostics, res.Warnings, false)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	if state != nil && plan.StorageClass != nil && state.StorageClass != nil {
+		if changed := immutableClassChanges(state.StorageClass, plan.StorageClass); len(changed) > 0 {
+			res.Class = maxClass(res.Class, safety.ClassSafe)
+			resp.Diagnostics.AddAttributeWarning(path.Root("storage_class"), "The StorageClass will be replaced",
+				fmt.Sprintf("%s cannot be changed on an existing StorageClass, so apply deletes %q and creates it again. Existing claims and volumes keep working with the settings they were provisioned with; only new claims use the new ones.",
+					strings.Join(changed, ", "), plan.className()))
+		}
+	}
+
+	plan.ChangeClass = types.StringValue(string(res.Class))
+	plan.LegacyUsers = stringList(res.LegacyUsers)
+	plan.ColocationRequired = types.BoolValue(res.ColocationRequired)
+	changing := res.Class != safety.ClassNone || state == nil
+	plan.Claims = claimsValue(res.Users, cfg, changing, false)
+	if state != nil && res.Class == safety.ClassNone && sameArguments(&plan, state) {
+		// Nothing changes: keep what the last apply or refresh recorded, so the
+		// plan is empty. (Observations such as a claim's phase are refreshed by Read.)
+		plan.ChangeClass = state.ChangeClass
+		plan.Claims = state.Claims
+	}
+	resp.Diagnostics.Append(resp.Plan.Set(ctx, &plan)...)
+}
+
+func (r *homeStorageResource) planDestroy(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
+	var state homeStorageModel
+	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
+	client := r.client()
+	if resp.Diagnostics.HasError() || client == nil {
+		return
+	}
+	cfg := state.config(ctx, &resp.Diagnostics)
+	live, err := r.readLive(ctx, client, &state, cfg.DeletionPolicy == safety.DeletionDelete)
+	if err != nil {
+		resp.Diagnostics.AddError("Cannot read the live home claims", err.Error())
+		return
+	}
+	res := safety.Destroy(cfg, *state.prior(ctx, &resp.Diagnostics), live)
+	addFindings(&resp.Diagnostics, res.Errors, true)
+	addFindings(&resp.Diagnostics, res.Warnings, false)
+}
+
+func (r *homeStorageResource) client() *kube.Client {
+	if r.data == nil {
+		return nil
+	}
+	return r.data.Client
+}
+
+// plannable reports whether every argument the classification needs is known.
+func plannable(m *homeStorageModel) bool {
+	for _, v := range []attr.Value{m.Namespace, m.AccessMode, m.StorageClassName, m.Capacity, m.PVCNameTemplate, m.SlugScheme,
+		m.Users, m.OnModeChange, m.AllowDataLoss, m.DeletionPolicy} {
+		if v.IsUnknown() {
+			return false
+		}
+	}
+	if sc := m.StorageClass; sc != nil && (sc.Name.IsUnknown() || sc.Provisioner.IsUnknown() || sc.AllowVolumeExpansion.IsUnknown()) {
+		return false
+	}
+	return true
+}
+
+// sameArguments reports whether plan and state agree on every argument.
+func sameArguments(a, b *homeStorageModel) bool {
+	av := []attr.Value{a.Namespace, a.AccessMode, a.StorageClassName, a.Capacity, a.PVCNameTemplate, a.SlugScheme,
+		a.Users, a.Labels, a.Annotations, a.OnModeChange, a.AllowDataLoss, a.DeletionPolicy}
+	bv := []attr.Value{b.Namespace, b.AccessMode, b.StorageClassName, b.Capacity, b.PVCNameTemplate, b.SlugScheme,
+		b.Users, b.Labels, b.Annotations, b.OnModeChange, b.AllowDataLoss, b.DeletionPolicy}
+	for i := range av {
+		if !av[i].Equal(bv[i]) {
+			return false
+		}
+	}
+	if (a.StorageClass == nil) != (b.StorageClass == nil) {
+		return false
+	}
+	return a.StorageClass == nil || len(immutableClassChanges(a.StorageClass, b.StorageClass)) == 0 &&
+		a.StorageClass.AllowVolumeExpansion.Equal(b.StorageClass.AllowVolumeExpansion) && a.StorageClass.MountOptions.Equal(b.StorageClass.MountOptions)
+}
+
+func addFindings(diags *diag.Diagnostics, fs []safety.Finding, isError bool) {
+	for _, f := range fs {
+		if isError {
+			diags.AddAttributeError(path.Root(f.Attribute), f.Summary, f.Detail)
+		} else {
+			diags.AddAttributeWarning(path.Root(f.Attribute), f.Summary, f.Detail)
+		}
+	}
+}
+
+func maxClass(a, b safety.Class) safety.Class {
+	rank := map[safety.Class]int{safety.ClassNone: 0, safety.ClassSafe: 1, safety.ClassDestructive: 2}
+	if rank[b] > rank[a] {
+		return b
+	}
+	return a
+}
+
+// claimsValue is the planned `claims` map. When claims are created or
+// changed, their phase is unknown until apply.
+//
+// final is set after apply: only claims that exist are listed.
+func claimsValue(ups []safety.UserPlan, cfg safety.Config, changing, final bool) types.Map {
+	out := make(map[string]attr.Value, len(ups))
+	capacity := canonicalQuantity(cfg.Capacity)
+	for _, up := range ups {
+		if up.Live == nil && (final || up.Action != safety.ActionCreate) {
+			continue
+		}
+		o := map[string]attr.Value{"name": types.StringValue(up.ClaimName), "managed": types.BoolValue(up.Managed)}
+		switch up.Action {
+		case safety.ActionCreate, safety.ActionRecreate:
+			o["access_mode"] = types.StringValue(cfg.AccessMode)
+			o["storage_class_name"] = types.StringValue(cfg.StorageClass)
+			if cfg.StorageClass == "" {
+				o["storage_class_name"] = types.StringUnknown() // the cluster's default class, filled in on create
+			}
+			o["capacity"] = types.StringValue(capacity)
+			o["phase"] = types.StringUnknown()
+		default:
+			c := up.Live
+			o["name"] = types.StringValue(c.Name)
+			o["access_mode"] = types.StringValue(strings.Join(c.AccessModes, ","))
+			o["storage_class_name"] = types.StringValue(c.StorageClass)
+			o["capacity"] = types.StringValue(c.Requested)
+			o["phase"] = types.StringValue(c.Phase)
+			if up.Action == safety.ActionResize {
+				o["capacity"] = types.StringValue(capacity)
+			}
+			if changing {
+				o["phase"] = types.StringUnknown()
+			}
+		}
+		out[up.User] = types.ObjectValueMust(stateClaimAttrTypes, o)
+	}
+	return types.MapValueMust(stateClaimType, out)
+}
+
+// canonicalQuantity writes a quantity the way the API returns it ("10240Mi" is "10Gi").
+func canonicalQuantity(s string) string {
+	q, err := kresource.ParseQuantity(s)
+	if err != nil {
+		return s
+	}
+	return q.String()
+}
+
+func stringList(v []string) types.List {
+	elems := make([]attr.Value, len(v))
+	for i, s := range v {
+		elems[i] = types.StringValue(s)
+	}
+	return types.ListValueMust(types.StringType, elems)
+}
+
+func spawnerSettings(m *homeStorageModel) string {
+	h := kubespawner.HomeStorage{
+		AccessMode: m.AccessMode.ValueString(), StorageClass: m.className(), Capacity: m.Capacity.ValueString(),
+		NameTemplate: m.PVCNameTemplate.ValueString(), Scheme: kubespawner.Scheme(m.SlugScheme.ValueString()),
+	}
+	b, _ := json.Marshal(h.Settings())
+	return string(b)
+}
+
+func immutableClassChanges(old, new *scModel) []string {
+	var out []string
+	if !old.Provisioner.Equal(new.Provisioner) {
+		out = append(out, "provisioner")
+	}
+	if !mapsEqual(old.Parameters, new.Parameters) {
+		out = append(out, "parameters")
+	}
+	if reclaim(old) != reclaim(new) {
+		out = append(out, "reclaim_policy")
+	}
+	if binding(old) != binding(new) {
+		out = append(out, "volume_binding_mode")
+	}
+	if !old.Name.Equal(new.Name) {
+		out = append(out, "name")
+	}
+	return out
+}
+
+func mapsEqual(a, b types.Map) bool {
+	if len(a.Elements()) == 0 && len(b.Elements()) == 0 {
+		return true
+	}
+	return a.Equal(b)
+}
+
+func reclaim(sc *scModel) string {
+	if sc.ReclaimPolicy.IsNull() {
+		return "Retain"
+	}
+	return sc.ReclaimPolicy.ValueString()
+}
+
+func binding(sc *scModel) string {
+	if sc.VolumeBindingMode.IsNull() {
+		return "Immediate"
+	}
+	return sc.VolumeBindingMode.ValueString()
+}
+
+func (r *homeStorageResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
+	var plan homeStorageModel
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	r.apply(ctx, &plan, nil, &resp.Diagnostics)
+	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
+}
+
+func (r *homeStorageResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
+	var plan, state homeStorageModel
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	r.apply(ctx, &plan, &state, &resp.Diagnostics)
+	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
+}
+
+// apply makes the cluster match the plan: the StorageClass first, then the
+// claims in parallel. On partial failure the state records what exists, the
+// failed users are named, and a re-apply converges.
+func (r *homeStorageResource) apply(ctx context.Context, plan, state *homeStorageModel, diags *diag.Diagnostics) {
+	client := requireClient(r.data, diags)
+	if client == nil {
+		return
+	}
+	plan.ID = plan.Namespace
+	plan.SpawnerSettings = types.StringValue(spawnerSettings(plan))
+	if plan.StorageClass != nil {
+		if err := r.ensureClass(ctx, client, plan, state); err != nil {
+			diags.AddAttributeError(path.Root("storage_class"), "Cannot create the StorageClass", err.Error())
+			return
+		}
+	}
+	cfg := plan.config(ctx, diags)
+	var prior *safety.Prior
+	if state != nil {
+		prior = state.prior(ctx, diags)
+	}
+	live, err := r.readLive(ctx, client, plan, cfg.OnModeChange == safety.OnModeChangeRecreate)
+	if err != nil {
+		diags.AddError("Cannot read the live home claims", err.Error())
+		return
+	}
+	res := safety.Plan(cfg, prior, live)
+	if len(res.Errors) > 0 {
+		addFindings(diags, res.Errors, true)
+		return
+	}
+	var todo []safety.UserPlan
+	for _, up := range res.Users {
+		switch up.Action {
+		case safety.ActionCreate, safety.ActionResize, safety.ActionRecreate:
+			todo = append(todo, up)
+		}
+	}
+	labels, annotations := stringMap(ctx, plan.Labels, diags), stringMap(ctx, plan.Annotations, diags)
+	failed := kube.ForEach(ctx, todo, func(ctx context.Context, up safety.UserPlan) error {
+		switch up.Action {
+		case safety.ActionResize:
+			return client.ResizeClaim(ctx, cfg.Namespace, up.Live.Name, cfg.Capacity)
+		case safety.ActionRecreate:
+			// Allowed only with allow_data_loss; the safety core refuses it otherwise.
+			if err := client.DeleteClaim(ctx, cfg.Namespace, up.Live.Name, up.Live.UID); err != nil {
+				return err
+			}
+		}
+		pvc, err := newClaim(cfg, up, labels, annotations)
+		if err != nil {
+			return err
+		}
+		_, err = client.CreateClaim(ctx, pvc)
+		return err
+	})
+	failedUsers := map[string]bool{}
+	if len(failed) > 0 {
+		var lines []string
+		for i, err := range failed {
+			failedUsers[todo[i].User] = true
+			lines = append(lines, fmt.Sprintf("  %s (%s, %s): %v", todo[i].User, todo[i].ClaimName, todo[i].Action, err))
+		}
+		sort.Strings(lines)
+		diags.AddError(fmt.Sprintf("%d of %d home claim changes failed", len(failed), len(todo)),
+			"These users' claims were not changed as planned:\n"+strings.Join(lines, "\n")+
+				"\nThe state records everything that was done; apply again to converge. No claim was deleted except by on_mode_change = \"recreate\".")
+	}
+
+	// The state reflects the cluster after the changes.
+	live, err = r.readLive(ctx, client, plan, false)
+	if err != nil {
+		diags.AddError("Cannot read the home claims after apply", err.Error())
+		return
+	}
+	if len(failedUsers) > 0 {
+		var kept []string
+		for _, u := range cfg.Users {
+			if !failedUsers[u] {
+				kept = append(kept, u)
+			}
+		}
+		plan.Users = stringList(kept)
+		cfg.Users = kept
+	}
+	after := safety.Plan(cfg, nil, live)
+	plan.Claims = claimsValue(after.Users, cfg, false, true)
+	plan.LegacyUsers = stringList(res.LegacyUsers)
+	plan.ColocationRequired = types.BoolValue(res.ColocationRequired)
+	plan.ChangeClass = types.StringValue(string(res.Class))
+}
+
+func (r *homeStorageResource) ensureClass(ctx context.Context, client *kube.Client, plan, state *homeStorageModel) error {
+	sc := plan.StorageClass
+	name := sc.Name.ValueString()
+	existing, err := client.GetStorageClass(ctx, name)
+	if err != nil {
+		return err
+	}
+	expand := sc.AllowVolumeExpansion.IsNull() || sc.AllowVolumeExpansion.ValueBool()
+	var mountOptions []string
+	if !sc.MountOptions.IsNull() {
+		sc.MountOptions.ElementsAs(ctx, &mountOptions, false)
+	}
+	replace := state != nil && state.StorageClass != nil && len(immutableClassChanges(state.StorageClass, sc)) > 0
+	if existing != nil && !replace {
+		return client.UpdateStorageClass(ctx, name, expand, mountOptions, map[string]string{"app.kubernetes.io/managed-by": "terraform-provider-jupyter"})
+	}
+	if existing != nil {
+		if err := client.DeleteStorageClass(ctx, name); err != nil {
+			return err
+		}
+	}
+	if replace && !state.StorageClass.Name.Equal(sc.Name) {
+		_ = client.DeleteStorageClass(ctx, state.StorageClass.Name.ValueString())
+	}
+	params := map[string]string{}
+	if !sc.Parameters.IsNull() {
+		sc.Parameters.ElementsAs(ctx, &params, false)
+	}
+	reclaimPolicy := corev1.PersistentVolumeReclaimPolicy(reclaim(sc))
+	mode := storagev1.VolumeBindingMode(binding(sc))
+	return client.CreateStorageClass(ctx, &storagev1.StorageClass{
+		ObjectMeta:           metav1.ObjectMeta{Name: name, Labels: map[string]string{"app.kubernetes.io/managed-by": "terraform-provider-jupyter"}},
+		Provisioner:          sc.Provisioner.ValueString(),
+		Parameters:           params,
+		ReclaimPolicy:        &reclaimPolicy,
+		VolumeBindingMode:    &mode,
+		AllowVolumeExpansion: &expand,
+		MountOptions:         mountOptions,
+	})
+}
+
+// newClaim builds a home claim the way KubeSpawner would, so that it adopts it on spawn.
+func newClaim(cfg safety.Config, up safety.UserPlan, labels, annotations map[string]string) (*corev1.PersistentVolumeClaim, error) {
+	meta := kubespawner.PVCMetadata{Username: up.User, ExtraLabels: labels, ExtraAnnotations: annotations}
+	l, err := kubespawner.PVCLabels(meta)
+	if err != nil {
+		return nil, err
+	}
+	a := kubespawner.PVCAnnotations(meta)
+	l["app.kubernetes.io/managed-by"] = "terraform-provider-jupyter"
+	size, err := kresource.ParseQuantity(cfg.Capacity)
+	if err != nil {
+		return nil, err
+	}
+	pvc := &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: up.ClaimName, Namespace: cfg.Namespace, Labels: l, Annotations: a},
+		Spec: corev1.PersistentVolumeClaimSpec{
+			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.PersistentVolumeAccessMode(cfg.AccessMode)},
+			Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: size}},
+		},
+	}
+	if cfg.StorageClass != "" {
+		pvc.Spec.StorageClassName = &cfg.StorageClass
+	}
+	return pvc, nil
+}
+
+func stringMap(ctx context.Context, m types.Map, diags *diag.Diagnostics) map[string]string {
+	out := map[string]string{}
+	if !m.IsNull() && !m.IsUnknown() {
+		diags.Append(m.ElementsAs(ctx, &out, false)...)
+	}
+	return out
+}
+
+func (r *homeStorageResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
+	var state homeStorageModel
+	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
+	client := r.client()
+	if resp.Diagnostics.HasError() || client == nil {
+		return
+	}
+	imported := state.Capacity.IsNull()
+	if imported {
+		r.fillImported(ctx, client, &state, &resp.Diagnostics)
+	}
+	cfg := state.config(ctx, &resp.Diagnostics)
+	live, err := r.readLive(ctx, client, &state, false)
+	if err != nil {
+		resp.Diagnostics.AddError("Cannot read the live home claims", err.Error())
+		return
+	}
+	res := safety.Plan(cfg, nil, live)
+	state.Claims = claimsValue(res.Users, cfg, false, true)
+	if imported {
+		state.LegacyUsers = stringList(res.LegacyUsers)
+		state.ColocationRequired = types.BoolValue(res.ColocationRequired)
+		state.ChangeClass = types.StringValue(string(safety.ClassNone))
+		state.SpawnerSettings = types.StringValue(spawnerSettings(&state))
+	}
+	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
+}
+
+// fillImported sets defaults for an imported deployment: the settings most
+// of its claims have, so that the first plan shows what the configuration changes.
+func (r *homeStorageResource) fillImported(ctx context.Context, client *kube.Client, m *homeStorageModel, diags *diag.Diagnostics) {
+	m.ID = m.Namespace
+	m.AccessMode = types.StringValue(safety.RWO)
+	m.PVCNameTemplate = types.StringValue("claim-{username}")
+	m.SlugScheme = types.StringValue(string(kubespawner.SchemeSafe))
+	m.OnModeChange = types.StringValue(string(safety.OnModeChangeFail))
+	m.AllowDataLoss = types.BoolValue(false)
+	m.DeletionPolicy = types.StringValue(safety.DeletionRetain)
+	m.Users = types.ListNull(types.StringType)
+	m.Labels, m.Annotations = types.MapNull(types.StringType), types.MapNull(types.StringType)
+	m.Capacity = types.StringValue("10Gi")
+	pvcs, err := client.ListClaims(ctx, m.Namespace.ValueString(), DefaultClaimSelector)
+	if err != nil {
+		diags.AddError("Cannot read the live home claims", err.Error())
+		return
+	}
+	modes, sizes, classes := map[string]int{}, map[string]int{}, map[string]int{}
+	for i := range pvcs {
+		c := kube.ClaimFromPVC(&pvcs[i])
+		modes[strings.Join(c.AccessModes, ",")]++
+		sizes[c.Requested]++
+		classes[c.StorageClass]++
+	}
+	if v := mostCommon(modes); v != "" && slices.Contains([]string{safety.RWO, safety.RWX, safety.RWOP}, v) {
+		m.AccessMode = types.StringValue(v)
+	}
+	if v := mostCommon(sizes); v != "" {
+		m.Capacity = types.StringValue(v)
+	}
+	if v := mostCommon(classes); v != "" {
+		m.StorageClassName = types.StringValue(v)
+	}
+}
+
+func mostCommon(counts map[string]int) string {
+	best, n := "", 0
+	for _, k := range slices.Sorted(maps.Keys(counts)) {
+		if counts[k] > n {
+			best, n = k, counts[k]
+		}
+	}
+	return best
+}
+
+// Delete forgets the deployment and leaves every claim in place, unless
+// deletion_policy = "delete" and allow_data_loss = true.
+func (r *homeStorageResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
+	var state homeStorageModel
+	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	cfg := state.config(ctx, &resp.Diagnostics)
+	if cfg.DeletionPolicy != safety.DeletionDelete || !cfg.AllowDataLoss {
+		return
+	}
+	client := requireClient(r.data, &resp.Diagnostics)
+	if client == nil {
+		return
+	}
+	live, err := r.readLive(ctx, client, &state, true)
+	if err != nil {
+		resp.Diagnostics.AddError("Cannot read the live home claims", err.Error())
+		return
+	}
+	res := safety.Destroy(cfg, *state.prior(ctx, &resp.Diagnostics), live)
+	if len(res.Errors) > 0 {
+		addFindings(&resp.Diagnostics, res.Errors, true)
+		return
+	}
+	var del []safety.UserPlan
+	for _, up := range res.Users {
+		if up.Action == safety.ActionRecreate {
+			del = append(del, up)
+		}
+	}
+	failed := kube.ForEach(ctx, del, func(ctx context.Context, up safety.UserPlan) error {
+		return client.DeleteClaim(ctx, cfg.Namespace, up.Live.Name, up.Live.UID)
+	})
+	for i, err := range failed {
+		resp.Diagnostics.AddError("Cannot delete a home claim", fmt.Sprintf("%s (%s): %v", del[i].User, del[i].ClaimName, err))
+	}
+	if len(failed) == 0 && state.StorageClass != nil {
+		if err := client.DeleteStorageClass(ctx, state.StorageClass.Name.ValueString()); err != nil {
+			resp.Diagnostics.AddError("Cannot delete the StorageClass", err.Error())
+		}
+	}
+}

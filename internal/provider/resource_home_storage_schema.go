@@ -1,0 +1,198 @@
+package provider
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/hashicorp/terraform-plugin-framework-validators/listvalidator"
+	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
+	"github.com/hashicorp/terraform-plugin-framework/attr"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/booldefault"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringdefault"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/kubespawner"
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/safety"
+)
+
+type homeStorageModel struct {
+	ID                 types.String `tfsdk:"id"`
+	Namespace          types.String `tfsdk:"namespace"`
+	AccessMode         types.String `tfsdk:"access_mode"`
+	StorageClassName   types.String `tfsdk:"storage_class_name"`
+	StorageClass       *scModel     `tfsdk:"storage_class"`
+	Capacity           types.String `tfsdk:"capacity"`
+	PVCNameTemplate    types.String `tfsdk:"pvc_name_template"`
+	SlugScheme         types.String `tfsdk:"slug_scheme"`
+	Users              types.List   `tfsdk:"users"`
+	Labels             types.Map    `tfsdk:"labels"`
+	Annotations        types.Map    `tfsdk:"annotations"`
+	OnModeChange       types.String `tfsdk:"on_mode_change"`
+	AllowDataLoss      types.Bool   `tfsdk:"allow_data_loss"`
+	DeletionPolicy     types.String `tfsdk:"deletion_policy"`
+	ChangeClass        types.String `tfsdk:"change_class"`
+	Claims             types.Map    `tfsdk:"claims"`
+	LegacyUsers        types.List   `tfsdk:"legacy_users"`
+	ColocationRequired types.Bool   `tfsdk:"colocation_required"`
+	SpawnerSettings    types.String `tfsdk:"spawner_settings"`
+}
+
+type scModel struct {
+	Name                 types.String `tfsdk:"name"`
+	Provisioner          types.String `tfsdk:"provisioner"`
+	Parameters           types.Map    `tfsdk:"parameters"`
+	ReclaimPolicy        types.String `tfsdk:"reclaim_policy"`
+	VolumeBindingMode    types.String `tfsdk:"volume_binding_mode"`
+	AllowVolumeExpansion types.Bool   `tfsdk:"allow_volume_expansion"`
+	MountOptions         types.List   `tfsdk:"mount_options"`
+}
+
+var stateClaimAttrTypes = map[string]attr.Type{
+	"name":               types.StringType,
+	"access_mode":        types.StringType,
+	"storage_class_name": types.StringType,
+	"capacity":           types.StringType,
+	"phase":              types.StringType,
+	"managed":            types.BoolType,
+}
+
+var stateClaimType = types.ObjectType{AttrTypes: stateClaimAttrTypes}
+
+func homeStorageSchema() schema.Schema {
+	computedStr := func(desc string) schema.StringAttribute {
+		return schema.StringAttribute{Computed: true, MarkdownDescription: desc}
+	}
+	return schema.Schema{
+		MarkdownDescription: "The home storage of one JupyterHub deployment: access mode, storage class, capacity and claim naming, " +
+			"and the per-user home claims Terraform pre-provisions.\n\n" +
+			"Every plan reads the live claims (one paginated List) and says in `change_class` whether the change is " +
+			"`none`, `safe` or `destructive`. A change that would leave live claims in another access mode or class fails " +
+			"at plan time naming the users, unless `on_mode_change` says how to proceed. Home data is deleted only when " +
+			"`allow_data_loss = true` says so.",
+		Attributes: map[string]schema.Attribute{
+			"id": schema.StringAttribute{Computed: true, MarkdownDescription: "The namespace.",
+				PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown()}},
+			"namespace": schema.StringAttribute{Required: true, MarkdownDescription: "Namespace of the JupyterHub deployment. Changing it replaces the resource (claims in the old namespace stay, per `deletion_policy`).",
+				Validators:    []validator.String{namespaceValidator()},
+				PlanModifiers: []planmodifier.String{stringplanmodifier.RequiresReplace()}},
+			"access_mode": schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString(safety.RWO),
+				MarkdownDescription: "`ReadWriteOnce` (default): a user's pods must share a node (co-location). `ReadWriteMany`: servers can run on any node; needs a shared-file-system provisioner. " +
+					"`ReadWriteOncePod`: one pod per claim in the whole cluster. Existing claims keep their mode (it is immutable): see `on_mode_change`.",
+				Validators: []validator.String{stringvalidator.OneOf(safety.RWO, safety.RWX, safety.RWOP)}},
+			"storage_class_name": schema.StringAttribute{Optional: true,
+				MarkdownDescription: "An existing StorageClass for the claims. Leave unset (and no `storage_class` block) for the cluster's default class.",
+				Validators: []validator.String{
+					stringvalidator.LengthAtLeast(1),
+					stringvalidator.ConflictsWith(pathExpr("storage_class")),
+				}},
+			"capacity": schema.StringAttribute{Required: true,
+				MarkdownDescription: "Size of each home claim, a Kubernetes quantity such as `10Gi`. Growing it resizes managed claims in place when the class has `allowVolumeExpansion`; shrinking is refused.",
+				Validators:          []validator.String{quantityValidator{}}},
+			"pvc_name_template": schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString("claim-{username}"),
+				MarkdownDescription: "KubeSpawner's `pvc_name_template`. Default `claim-{username}`: one home per user, shared by all of the user's servers.",
+				Validators:          []validator.String{templateValidator{}}},
+			"slug_scheme": schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString(string(kubespawner.SchemeSafe)),
+				MarkdownDescription: "KubeSpawner's `slug_scheme`: `safe` (default, KubeSpawner ≥ 7) or `escape` (older deployments; Nebari's data-science-pack pins it).",
+				Validators:          []validator.String{stringvalidator.OneOf(string(kubespawner.SchemeSafe), string(kubespawner.SchemeEscape))}},
+			"users": schema.ListAttribute{Optional: true, ElementType: types.StringType,
+				MarkdownDescription: "Raw JupyterHub usernames whose claims Terraform creates and manages. Claims KubeSpawner made for other users are read and classified but never modified. " +
+					"Removing a user leaves the claim in place.",
+				Validators: []validator.List{listvalidator.UniqueValues(), listvalidator.ValueStringsAre(stringvalidator.LengthAtLeast(1))}},
+			"labels": schema.MapAttribute{Optional: true, ElementType: types.StringType,
+				MarkdownDescription: "Extra labels for created claims, besides the ones KubeSpawner uses (so that it adopts them)."},
+			"annotations": schema.MapAttribute{Optional: true, ElementType: types.StringType,
+				MarkdownDescription: "Extra annotations for created claims."},
+			"on_mode_change": schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString(string(safety.OnModeChangeFail)),
+				MarkdownDescription: "What to do with live claims whose access mode or class differs from the configuration: `fail` (default; the plan fails naming them), " +
+					"`keep_existing` (they stay as they are, their users are listed in `legacy_users` and keep co-location; safe), or `recreate` (delete and recreate them empty; needs `allow_data_loss`; destructive).",
+				Validators: []validator.String{stringvalidator.OneOf(string(safety.OnModeChangeFail), string(safety.OnModeChangeKeepExisting), string(safety.OnModeChangeRecreate))}},
+			"allow_data_loss": schema.BoolAttribute{Optional: true, Computed: true, Default: booldefault.StaticBool(false),
+				MarkdownDescription: "Must be `true` for any operation that deletes a home claim (`on_mode_change = \"recreate\"`, `deletion_policy = \"delete\"`)."},
+			"deletion_policy": schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString(safety.DeletionRetain),
+				MarkdownDescription: "On destroy: `retain` (default) leaves every claim and its data; `delete` deletes managed claims, only together with `allow_data_loss = true`.",
+				Validators:          []validator.String{stringvalidator.OneOf(safety.DeletionRetain, safety.DeletionDelete)}},
+			"change_class": computedStr("`none`, `safe` or `destructive`: what this plan does to home data, read from the live cluster."),
+			"claims": schema.MapNestedAttribute{Computed: true,
+				MarkdownDescription: "Home claims by username: the managed ones and those KubeSpawner made that match the template.",
+				NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
+					"name":               computedStr("Claim name."),
+					"access_mode":        computedStr("Access mode(s), comma-separated."),
+					"storage_class_name": computedStr("Storage class; empty when none is named."),
+					"capacity":           computedStr("Requested size."),
+					"phase":              computedStr("`Pending`, `Bound` or `Lost`; unknown in a plan that creates or changes claims."),
+					"managed":            schema.BoolAttribute{Computed: true, MarkdownDescription: "Whether the user is listed in `users`."},
+				}}},
+			"legacy_users": schema.ListAttribute{Computed: true, ElementType: types.StringType,
+				MarkdownDescription: "Users kept on a claim that differs from the configuration (`keep_existing`). The spawner config keeps co-location for them."},
+			"colocation_required": schema.BoolAttribute{Computed: true,
+				MarkdownDescription: "True while some user's home cannot be shared across nodes (the mode is not ReadWriteMany, or a legacy claim is not)."},
+			"spawner_settings": computedStr("JSON object of the KubeSpawner settings this storage implies (`storage_access_modes`, `storage_class`, `storage_capacity`, `pvc_name_template`, `slug_scheme`, `storage_pvc_ensure`, the home `volumes` and `volume_mounts`)."),
+		},
+		Blocks: map[string]schema.Block{
+			"storage_class": schema.SingleNestedBlock{
+				MarkdownDescription: "A StorageClass this resource creates and uses. Changing `provisioner`, `parameters`, `reclaim_policy` or `volume_binding_mode` " +
+					"(immutable in Kubernetes) replaces the class; existing claims and volumes keep working.",
+				Attributes: map[string]schema.Attribute{
+					"name":        schema.StringAttribute{Optional: true, MarkdownDescription: "Class name (required in the block).", Validators: []validator.String{stringvalidator.LengthAtLeast(1)}},
+					"provisioner": schema.StringAttribute{Optional: true, MarkdownDescription: "Provisioner, e.g. `driver.longhorn.io` or `efs.csi.aws.com` (required in the block).", Validators: []validator.String{stringvalidator.LengthAtLeast(1)}},
+					"parameters":  schema.MapAttribute{Optional: true, ElementType: types.StringType, MarkdownDescription: "Provisioner parameters."},
+					"reclaim_policy": schema.StringAttribute{Optional: true, MarkdownDescription: "`Retain` (default: these are home directories) or `Delete`.",
+						Validators: []validator.String{stringvalidator.OneOf("Retain", "Delete")}},
+					"volume_binding_mode": schema.StringAttribute{Optional: true, MarkdownDescription: "`Immediate` (default) or `WaitForFirstConsumer`.",
+						Validators: []validator.String{stringvalidator.OneOf("Immediate", "WaitForFirstConsumer")}},
+					"allow_volume_expansion": schema.BoolAttribute{Optional: true, MarkdownDescription: "Whether claims can grow in place. Default `true`; changeable in place."},
+					"mount_options":          schema.ListAttribute{Optional: true, ElementType: types.StringType, MarkdownDescription: "Mount options for new volumes."},
+				},
+			},
+		},
+	}
+}
+
+type quantityValidator struct{}
+
+func (quantityValidator) Description(context.Context) string { return "a positive Kubernetes quantity" }
+func (v quantityValidator) MarkdownDescription(ctx context.Context) string {
+	return v.Description(ctx)
+}
+func (quantityValidator) ValidateString(_ context.Context, req validator.StringRequest, resp *validator.StringResponse) {
+	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
+		return
+	}
+	s := req.ConfigValue.ValueString()
+	q, err := resource.ParseQuantity(s)
+	switch {
+	case err != nil:
+		resp.Diagnostics.AddAttributeError(req.Path, "Invalid quantity",
+			fmt.Sprintf("%q is not a Kubernetes quantity. Use binary units such as \"10Gi\" or \"500Mi\" (\"GB\" is not a unit; \"10G\" means 10^9 bytes).", s))
+	case q.Sign() <= 0:
+		resp.Diagnostics.AddAttributeError(req.Path, "Capacity must be positive", fmt.Sprintf("%q: use a size such as \"10Gi\".", s))
+	}
+}
+
+type templateValidator struct{}
+
+func (templateValidator) Description(context.Context) string { return "a KubeSpawner name template" }
+func (v templateValidator) MarkdownDescription(ctx context.Context) string {
+	return v.Description(ctx)
+}
+func (templateValidator) ValidateString(_ context.Context, req validator.StringRequest, resp *validator.StringResponse) {
+	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
+		return
+	}
+	t := req.ConfigValue.ValueString()
+	err := kubespawner.ValidateTemplate(t)
+	if err == nil {
+		// Fields such as {userid} are valid for KubeSpawner but need values
+		// only the hub knows; a claim name cannot be computed from them here.
+		_, err = kubespawner.Expand(t, "jovyan", "", kubespawner.SchemeSafe)
+	}
+	if err != nil {
+		resp.Diagnostics.AddAttributeError(req.Path, "Invalid name template",
+			fmt.Sprintf("%v. Fields are written in braces, e.g. \"claim-{username}\"; usable fields: {username}, {servername}, {user_server} and their safe_, escaped_ and unescaped_ forms.", err))
+	}
+}

@@ -1,0 +1,336 @@
+package provider
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
+	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
+	"github.com/hashicorp/terraform-plugin-testing/plancheck"
+	"github.com/hashicorp/terraform-plugin-testing/statecheck"
+	"github.com/hashicorp/terraform-plugin-testing/terraform"
+	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
+	corev1 "k8s.io/api/core/v1"
+	kresource "k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/acctest"
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/testcluster"
+)
+
+const hsAddr = "jupyter_home_storage.homes"
+
+// homeStorageConfig renders a jupyter_home_storage with a Longhorn class
+// it creates, plus extra arguments.
+func homeStorageConfig(t *testing.T, ns, class, extra string) string {
+	return acctest.AdminConfig(t, fmt.Sprintf(`
+resource "jupyter_home_storage" "homes" {
+  namespace = %q
+  storage_class {
+    name        = %q
+    provisioner = "driver.longhorn.io"
+  }
+%s
+}
+`, ns, class, extra))
+}
+
+func expectClass(class string) plancheck.PlanCheck {
+	return plancheck.ExpectKnownValue(hsAddr, tfjsonpath.New("change_class"), knownvalue.StringExact(class))
+}
+
+// uids returns the UIDs of the named claims; a missing claim has "".
+func uids(t *testing.T, cs kubernetes.Interface, ns string, names ...string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for _, n := range names {
+		pvc, err := cs.CoreV1().PersistentVolumeClaims(ns).Get(context.Background(), n, metav1.GetOptions{})
+		if err == nil {
+			out[n] = string(pvc.UID)
+		}
+	}
+	return out
+}
+
+func claimCheck(cs kubernetes.Interface, ns, name string, f func(*corev1.PersistentVolumeClaim) error) resource.TestCheckFunc {
+	return func(*terraform.State) error {
+		pvc, err := cs.CoreV1().PersistentVolumeClaims(ns).Get(context.Background(), name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		return f(pvc)
+	}
+}
+
+// bindVolume pre-creates a PersistentVolume reserved for a claim that the
+// provider will create, so the PV binder binds it and it can be resized.
+func bindVolume(t *testing.T, cs kubernetes.Interface, ns, claim, class string) {
+	t.Helper()
+	name := "pv-" + ns + "-" + claim
+	pv := &corev1.PersistentVolume{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: corev1.PersistentVolumeSpec{
+			Capacity:                      corev1.ResourceList{corev1.ResourceStorage: kresource.MustParse("1Gi")},
+			AccessModes:                   []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			StorageClassName:              class,
+			PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimRetain,
+			ClaimRef:                      &corev1.ObjectReference{Namespace: ns, Name: claim},
+			PersistentVolumeSource: corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{
+				Driver: "driver.longhorn.io", VolumeHandle: name,
+			}},
+		},
+	}
+	if _, err := cs.CoreV1().PersistentVolumes().Create(context.Background(), pv, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cs.CoreV1().PersistentVolumes().Delete(context.Background(), name, metav1.DeleteOptions{}) })
+}
+
+// Create, then grow in place (same UIDs), then an empty plan, then destroy
+// with the default retain policy: the claims stay.
+func TestAccHomeStorage_createGrowRetain(t *testing.T) {
+	c := acctest.Cluster(t)
+	cs := c.Admin()
+	ns := acctest.Namespace(t)
+	class := "homes-" + ns
+	bindVolume(t, cs, ns, "claim-alice", class)
+	bindVolume(t, cs, ns, "claim-bob", class)
+	var created map[string]string
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: protoV6ProviderFactories,
+		CheckDestroy: func(*terraform.State) error {
+			if got := uids(t, cs, ns, "claim-alice", "claim-bob"); len(got) != 2 {
+				return fmt.Errorf("destroy with deletion_policy = retain removed claims: left %v", got)
+			}
+			return nil
+		},
+		Steps: []resource.TestStep{
+			{
+				Config: homeStorageConfig(t, ns, class, `
+  capacity = "1Gi"
+  users    = ["alice", "bob"]`),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(hsAddr, plancheck.ResourceActionCreate),
+					expectClass("safe"),
+					plancheck.ExpectKnownValue(hsAddr, tfjsonpath.New("claims").AtMapKey("alice").AtMapKey("name"), knownvalue.StringExact("claim-alice")),
+				}},
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(hsAddr, tfjsonpath.New("claims").AtMapKey("bob").AtMapKey("access_mode"), knownvalue.StringExact("ReadWriteOnce")),
+					statecheck.ExpectKnownValue(hsAddr, tfjsonpath.New("colocation_required"), knownvalue.Bool(true)),
+					statecheck.ExpectKnownValue(hsAddr, tfjsonpath.New("legacy_users"), knownvalue.ListExact(nil)),
+				},
+				Check: resource.ComposeAggregateTestCheckFunc(
+					claimCheck(cs, ns, "claim-alice", func(p *corev1.PersistentVolumeClaim) error {
+						if p.Labels["hub.jupyter.org/username"] != "alice" || p.Annotations["hub.jupyter.org/username"] != "alice" ||
+							p.Labels["component"] != "singleuser-storage" || *p.Spec.StorageClassName != class {
+							return fmt.Errorf("claim lacks KubeSpawner metadata or class: %v %v", p.Labels, p.Annotations)
+						}
+						return nil
+					}),
+					func(*terraform.State) error {
+						for _, n := range []string{"claim-alice", "claim-bob"} {
+							if err := waitBound(cs, ns, n); err != nil {
+								return err
+							}
+						}
+						created = uids(t, cs, ns, "claim-alice", "claim-bob")
+						return nil
+					},
+				),
+			},
+			{
+				Config: homeStorageConfig(t, ns, class, `
+  capacity = "2Gi"
+  users    = ["alice", "bob"]`),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(hsAddr, plancheck.ResourceActionUpdate),
+					expectClass("safe"),
+				}},
+				Check: resource.ComposeAggregateTestCheckFunc(
+					resource.TestCheckResourceAttr(hsAddr, "claims.alice.capacity", "2Gi"),
+					claimCheck(cs, ns, "claim-alice", func(p *corev1.PersistentVolumeClaim) error {
+						if q := p.Spec.Resources.Requests[corev1.ResourceStorage]; q.String() != "2Gi" {
+							return fmt.Errorf("claim-alice requests %s, want 2Gi", q.String())
+						}
+						if string(p.UID) != created["claim-alice"] {
+							return fmt.Errorf("claim-alice was replaced, not resized")
+						}
+						return nil
+					}),
+				),
+			},
+			{
+				Config: homeStorageConfig(t, ns, class, `
+  capacity = "2Gi"
+  users    = ["alice", "bob"]`),
+				PlanOnly: true,
+			},
+			{
+				Config: homeStorageConfig(t, ns, class, `
+  capacity = "1Gi"
+  users    = ["alice", "bob"]`),
+				ExpectError: wrapRE(`(?s)Home claims cannot shrink.*claim-alice`),
+			},
+		},
+	})
+}
+
+func waitBound(cs kubernetes.Interface, ns, name string) error {
+	return testclusterWait(cs, ns, name)
+}
+
+// A namespace with KubeSpawner-made ReadWriteOnce claims: flipping to
+// ReadWriteMany fails at plan time naming them; keep_existing is safe and
+// touches nothing; recreate needs allow_data_loss and then replaces them.
+func TestAccHomeStorage_modeFlip(t *testing.T) {
+	c := acctest.Cluster(t)
+	cs := c.Admin()
+	ns := acctest.Namespace(t)
+	class := "homes-" + ns
+	acctest.Seed(t, cs, ns,
+		acctest.SeedClaim{Name: "claim-carol", Username: "carol", StorageClass: &class},
+		acctest.SeedClaim{Name: "claim-dave", Username: "dave", StorageClass: &class},
+	)
+	before := uids(t, cs, ns, "claim-carol", "claim-dave")
+	unchanged := func(*terraform.State) error {
+		if after := uids(t, cs, ns, "claim-carol", "claim-dave"); fmt.Sprint(after) != fmt.Sprint(before) {
+			return fmt.Errorf("claims were touched: before %v, after %v", before, after)
+		}
+		return nil
+	}
+	rwo := `
+  capacity = "1Gi"`
+	rwx := `
+  capacity    = "1Gi"
+  access_mode = "ReadWriteMany"`
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: protoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{
+				Config:           homeStorageConfig(t, ns, class, rwo),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{expectClass("none")}},
+				Check: resource.ComposeAggregateTestCheckFunc(unchanged,
+					resource.TestCheckResourceAttr(hsAddr, "claims.carol.managed", "false"),
+					resource.TestCheckResourceAttr(hsAddr, "claims.dave.name", "claim-dave")),
+			},
+			{
+				Config:      homeStorageConfig(t, ns, class, rwx),
+				ExpectError: wrapRE(`(?s)Live home claims differ from the configuration.*2 existing home claim.*carol: claim-carol \(ReadWriteOnce.*dave: claim-dave.*keep_existing`),
+			},
+			{
+				Config: homeStorageConfig(t, ns, class, rwx+`
+  on_mode_change = "keep_existing"`),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					expectClass("safe"),
+					plancheck.ExpectKnownValue(hsAddr, tfjsonpath.New("legacy_users"),
+						knownvalue.ListExact([]knownvalue.Check{knownvalue.StringExact("carol"), knownvalue.StringExact("dave")})),
+					plancheck.ExpectKnownValue(hsAddr, tfjsonpath.New("colocation_required"), knownvalue.Bool(true)),
+				}},
+				Check: unchanged,
+			},
+			{
+				Config: homeStorageConfig(t, ns, class, rwx+`
+  on_mode_change = "recreate"
+  users          = ["carol", "dave"]`),
+				ExpectError: wrapRE(`(?s)Recreating home claims deletes their data.*carol: claim-carol.*allow_data_loss = true`),
+			},
+			{
+				Config: homeStorageConfig(t, ns, class, rwx+`
+  on_mode_change  = "recreate"
+  users           = ["carol", "dave"]
+  allow_data_loss = true`),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{expectClass("destructive")}},
+				Check: resource.ComposeAggregateTestCheckFunc(
+					resource.TestCheckResourceAttr(hsAddr, "claims.carol.access_mode", "ReadWriteMany"),
+					resource.TestCheckResourceAttr(hsAddr, "legacy_users.#", "0"),
+					resource.TestCheckResourceAttr(hsAddr, "colocation_required", "false"),
+					func(*terraform.State) error {
+						after := uids(t, cs, ns, "claim-carol", "claim-dave")
+						for n, uid := range before {
+							if after[n] == "" || after[n] == uid {
+								return fmt.Errorf("%s was not replaced (before %s, after %s)", n, uid, after[n])
+							}
+						}
+						return nil
+					},
+					claimCheck(cs, ns, "claim-carol", func(p *corev1.PersistentVolumeClaim) error {
+						if len(p.Spec.AccessModes) != 1 || p.Spec.AccessModes[0] != corev1.ReadWriteMany {
+							return fmt.Errorf("claim-carol modes %v", p.Spec.AccessModes)
+						}
+						return nil
+					}),
+				),
+			},
+		},
+	})
+}
+
+// Invalid input fails at validate/plan time and names the attribute; nothing reaches the cluster.
+func TestAccHomeStorage_badInput(t *testing.T) {
+	ns := acctest.Namespace(t)
+	cases := map[string]struct{ args, want string }{
+		"mode":            {`capacity = "1Gi"` + "\n" + `access_mode = "ReadWriteSometimes"`, `access_mode.*ReadWriteSometimes`},
+		"quantity_GB":     {`capacity = "10GB"`, `Invalid quantity.*"10GB" is not a Kubernetes quantity`},
+		"quantity_neg":    {`capacity = "-1Gi"`, `Capacity must be positive`},
+		"quantity_zero":   {`capacity = "0"`, `Capacity must be positive`},
+		"template_field":  {`capacity = "1Gi"` + "\n" + `pvc_name_template = "claim-{nope}"`, `Invalid name template.*nope`},
+		"template_braces": {`capacity = "1Gi"` + "\n" + `pvc_name_template = "claim-{username"`, `Invalid name template`},
+		"dup_users":       {`capacity = "1Gi"` + "\n" + `users = ["a", "a"]`, `users.*duplicate`},
+		"empty_user":      {`capacity = "1Gi"` + "\n" + `users = [""]`, `users.*length`},
+		"delete_no_loss":  {`capacity = "1Gi"` + "\n" + `deletion_policy = "delete"`, `needs allow_data_loss = true`},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			resource.Test(t, resource.TestCase{
+				ProtoV6ProviderFactories: protoV6ProviderFactories,
+				Steps: []resource.TestStep{{
+					Config:      homeStorageConfig(t, ns, "x", tc.args),
+					ExpectError: wrapRE(`(?is)` + tc.want),
+				}},
+			})
+		})
+	}
+	t.Run("rwx_default_class", func(t *testing.T) {
+		resource.Test(t, resource.TestCase{
+			ProtoV6ProviderFactories: protoV6ProviderFactories,
+			Steps: []resource.TestStep{{
+				Config: acctest.AdminConfig(t, fmt.Sprintf(`
+resource "jupyter_home_storage" "homes" {
+  namespace   = %q
+  capacity    = "1Gi"
+  access_mode = "ReadWriteMany"
+}`, ns)),
+				ExpectError: wrapRE(`ReadWriteMany needs a storage class`),
+			}},
+		})
+	})
+	t.Run("rwx_block_class", func(t *testing.T) {
+		resource.Test(t, resource.TestCase{
+			ProtoV6ProviderFactories: protoV6ProviderFactories,
+			Steps: []resource.TestStep{{
+				Config: acctest.AdminConfig(t, fmt.Sprintf(`
+resource "jupyter_home_storage" "homes" {
+  namespace   = %q
+  capacity    = "1Gi"
+  access_mode = "ReadWriteMany"
+  storage_class {
+    name        = "ebs-%s"
+    provisioner = "ebs.csi.aws.com"
+  }
+}`, ns, ns)),
+				ExpectError: wrapRE(`(?s)cannot provide ReadWriteMany.*ebs.csi.aws.com`),
+			}},
+		})
+	})
+	if got, _ := acctest.Cluster(t).Admin().CoreV1().PersistentVolumeClaims(ns).List(context.Background(), metav1.ListOptions{}); len(got.Items) != 0 {
+		t.Errorf("bad input reached the cluster: %d claims", len(got.Items))
+	}
+	_ = strings.TrimSpace
+}
+
+func testclusterWait(cs kubernetes.Interface, ns, name string) error {
+	return testcluster.WaitClaimPhase(context.Background(), cs, ns, name, corev1.ClaimBound)
+}
