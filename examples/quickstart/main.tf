@@ -1,5 +1,5 @@
-# Quickstart: read the home claims of a JupyterHub deployment.
-# The connection comes from KUBE_CONFIG_PATH (make demo sets it).
+# Quickstart: read the home claims of a JupyterHub deployment and manage its
+# home storage. The connection comes from KUBE_CONFIG_PATH (make demo sets it).
 terraform {
   required_providers {
     jupyter = { source = "jupyter-infra/jupyter" }
@@ -26,4 +26,39 @@ output "claims" {
 
 output "access_mode_counts" {
   value = data.jupyter_home_claims.homes.access_mode_counts
+}
+
+variable "access_mode" {
+  type    = string
+  default = "ReadWriteOnce"
+}
+
+variable "on_mode_change" {
+  type    = string
+  default = "fail"
+}
+
+resource "jupyter_home_storage" "homes" {
+  namespace      = var.namespace
+  access_mode    = var.access_mode
+  capacity       = "10Gi"
+  on_mode_change = var.on_mode_change
+  users          = ["dave"]
+
+  storage_class {
+    name        = "jupyter-homes"
+    provisioner = "driver.longhorn.io"
+  }
+}
+
+output "change_class" {
+  value = jupyter_home_storage.homes.change_class
+}
+
+output "legacy_users" {
+  value = jupyter_home_storage.homes.legacy_users
+}
+
+output "colocation_required" {
+  value = jupyter_home_storage.homes.colocation_required
 }

@@ -83,11 +83,11 @@ func run() error {
 		return err
 	}
 	rwx := []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany}
-	longhorn := "longhorn"
+	class := "jupyter-homes"
 	seeds := []testcluster.SeedClaim{
-		{Name: "claim-alice", Username: "alice", Size: "10Gi", Bound: true},
-		{Name: "claim-bob", Username: "bob", Size: "10Gi", Bound: true},
-		{Name: "claim-carol-40example-2eorg", Username: "carol@example.org", UsernameLabel: "carol-example.org", Size: "10Gi", Modes: rwx, StorageClass: &longhorn},
+		{Name: "claim-alice", Username: "alice", Size: "10Gi", StorageClass: &class, Bound: true},
+		{Name: "claim-bob", Username: "bob", Size: "10Gi", StorageClass: &class, Bound: true},
+		{Name: "claim-carol", Username: "carol", Size: "10Gi", Modes: rwx, StorageClass: &class},
 	}
 	if err := testcluster.Seed(ctx, cs, namespace, seeds...); err != nil {
 		return err
@@ -123,6 +123,18 @@ func run() error {
 		return fmt.Errorf("tofu init: %w", err)
 	}
 	if err := tofu("apply", "-auto-approve", "-no-color", "-compact-warnings"); err != nil {
+		return fmt.Errorf("tofu apply: %w", err)
+	}
+
+	step("flip the homes to ReadWriteMany: the plan must refuse and name the users whose claims stay ReadWriteOnce")
+	if err := tofu("plan", "-no-color", "-var", "access_mode=ReadWriteMany"); err == nil {
+		return fmt.Errorf("the plan accepted an unsafe ReadWriteOnce -> ReadWriteMany flip")
+	}
+	fmt.Println("(the plan failed, as it must: nothing was changed)")
+
+	step("the same flip with on_mode_change = keep_existing: safe, existing claims stay and are reported as legacy users")
+	if err := tofu("apply", "-auto-approve", "-no-color", "-compact-warnings",
+		"-var", "access_mode=ReadWriteMany", "-var", "on_mode_change=keep_existing"); err != nil {
 		return fmt.Errorf("tofu apply: %w", err)
 	}
 	return nil

@@ -334,3 +334,96 @@ resource "jupyter_home_storage" "homes" {
 func testclusterWait(cs kubernetes.Interface, ns, name string) error {
 	return testcluster.WaitClaimPhase(context.Background(), cs, ns, name, corev1.ClaimBound)
 }
+
+// When the connection is not known until apply (the cluster is created in
+// the same apply), the resource still plans, with the live verdict unknown,
+// and apply classifies against the live claims.
+func TestAccHomeStorage_unknownConnection(t *testing.T) {
+	c := acctest.Cluster(t)
+	ns := acctest.Namespace(t)
+	cfg := acctest.Config(fmt.Sprintf(`
+resource "terraform_data" "cluster" {
+  input = %q
+}
+
+provider "jupyter" {
+  host                   = terraform_data.cluster.output
+  token                  = %q
+  cluster_ca_certificate = %q
+}
+`, c.Host, c.AdminToken, c.CAPEM), fmt.Sprintf(`
+resource "jupyter_home_storage" "homes" {
+  namespace = %q
+  capacity  = "1Gi"
+  users     = ["erin"]
+}`, ns))
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: protoV6ProviderFactories,
+		Steps: []resource.TestStep{{
+			Config: cfg,
+			ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+				plancheck.ExpectUnknownValue(hsAddr, tfjsonpath.New("change_class")),
+				plancheck.ExpectUnknownValue(hsAddr, tfjsonpath.New("claims")),
+				plancheck.ExpectKnownValue(hsAddr, tfjsonpath.New("spawner_settings"), knownvalue.NotNull()),
+			}},
+			Check: resource.ComposeAggregateTestCheckFunc(
+				resource.TestCheckResourceAttr(hsAddr, "change_class", "safe"),
+				resource.TestCheckResourceAttr(hsAddr, "claims.erin.name", "claim-erin"),
+			),
+		}},
+	})
+}
+
+// A managed claim deleted outside Terraform is planned for re-creation.
+func TestAccHomeStorage_deletedOutOfBand(t *testing.T) {
+	cs := acctest.Cluster(t).Admin()
+	ns := acctest.Namespace(t)
+	class := "homes-" + ns
+	cfg := homeStorageConfig(t, ns, class, `
+  capacity = "1Gi"
+  users    = ["frank"]`)
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: protoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{Config: cfg},
+			{
+				PreConfig: func() {
+					if err := cs.CoreV1().PersistentVolumeClaims(ns).Delete(context.Background(), "claim-frank", metav1.DeleteOptions{}); err != nil {
+						t.Fatal(err)
+					}
+				},
+				Config: cfg,
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(hsAddr, plancheck.ResourceActionUpdate),
+					expectClass("safe"),
+				}},
+				Check: claimCheck(cs, ns, "claim-frank", func(*corev1.PersistentVolumeClaim) error { return nil }),
+			},
+		},
+	})
+}
+
+// Import by namespace adopts an existing deployment.
+func TestAccHomeStorage_import(t *testing.T) {
+	cs := acctest.Cluster(t).Admin()
+	ns := acctest.Namespace(t)
+	acctest.Seed(t, cs, ns, acctest.SeedClaim{Name: "claim-gina", Username: "gina", Size: "3Gi"})
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: protoV6ProviderFactories,
+		Steps: []resource.TestStep{{
+			Config: acctest.AdminConfig(t, fmt.Sprintf(`
+import {
+  to = jupyter_home_storage.homes
+  id = %q
+}
+resource "jupyter_home_storage" "homes" {
+  namespace = %q
+  capacity  = "3Gi"
+}`, ns, ns)),
+			ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+				plancheck.ExpectKnownValue(hsAddr, tfjsonpath.New("claims").AtMapKey("gina").AtMapKey("name"), knownvalue.StringExact("claim-gina")),
+			}},
+			Check: resource.TestCheckResourceAttr(hsAddr, "claims.gina.managed", "false"),
+		}},
+	})
+}

@@ -1,0 +1,32 @@
+# Home storage of the JupyterHub deployment in "jhub": ReadWriteMany homes on
+# a Longhorn class this resource creates, with two pre-provisioned users.
+resource "jupyter_home_storage" "homes" {
+  namespace   = "jhub"
+  access_mode = "ReadWriteMany"
+  capacity    = "20Gi"
+
+  storage_class {
+    name        = "jupyter-homes"
+    provisioner = "driver.longhorn.io"
+    parameters = {
+      numberOfReplicas = "2"
+    }
+    # reclaim_policy defaults to Retain: these are home directories.
+  }
+
+  users = ["alice", "bob"]
+
+  # Users whose claims KubeSpawner made as ReadWriteOnce keep them (and their
+  # co-location) until they are migrated; without this the plan fails and
+  # names them.
+  on_mode_change = "keep_existing"
+}
+
+output "legacy_users" {
+  value = jupyter_home_storage.homes.legacy_users
+}
+
+# What the plan does to home data: none, safe or destructive.
+output "change_class" {
+  value = jupyter_home_storage.homes.change_class
+}
