@@ -162,9 +162,11 @@ func (p *planner) run() Result {
 		managed[u] = true
 	}
 	byUser := map[string]*claims.Claim{}
+	liveNames := make(map[string]bool, len(p.live.Claims))
 	var strays []claims.Claim // labelled as homes, but not named by the template
 	for i := range p.live.Claims {
 		c := &p.live.Claims[i]
+		liveNames[c.Name] = true
 		if c.Username == "" {
 			continue
 		}
@@ -211,7 +213,9 @@ func (p *planner) run() Result {
 			continue
 		case c == nil:
 			up.Action, up.Reason = ActionCreate, "no claim yet"
-			if p.prior != nil && p.prior.Managed[u] != "" {
+			// Only when the claim the state recorded is gone; after a template
+			// or scheme change it may still exist under its old name (a stray).
+			if p.prior != nil && p.prior.Managed[u] != "" && !liveNames[p.prior.Managed[u]] {
 				up.Reason = "deleted outside Terraform"
 				goneOutOfBand = append(goneOutOfBand, up)
 			}
@@ -230,6 +234,9 @@ func (p *planner) run() Result {
 				unlistedMismatch = append(unlistedMismatch, up)
 			case cfg.OnModeChange == OnModeChangeRecreate:
 				up.Action = ActionRecreate
+				if !cfg.AllowDataLoss {
+					up.Action = ActionLegacy // refused in modeFindings: the claim stays as it is
+				}
 				recreate = append(recreate, up)
 				if p.live.Mounted[c.Name] {
 					mounted = append(mounted, up)
@@ -268,15 +275,37 @@ func (p *planner) run() Result {
 }
 
 // differs says how a live claim differs from the configuration, or "".
+//
+// A claim whose mode is less restrictive than the configured one does not
+// differ in any way that matters: a ReadWriteMany home under a
+// ReadWriteOnce config can still be shared by co-located pods. A more
+// restrictive one does: a ReadWriteOnce home under ReadWriteMany breaks once
+// co-location is dropped, and a ReadWriteOncePod home breaks co-location.
 func (p *planner) differs(c *claims.Claim) string {
 	var d []string
-	if len(c.AccessModes) != 1 || c.AccessModes[0] != p.cfg.AccessMode {
+	if restrictiveness(c.AccessModes) > restrictiveness([]string{p.cfg.AccessMode}) {
 		d = append(d, fmt.Sprintf("access mode %s, config %s", strings.Join(c.AccessModes, ","), p.cfg.AccessMode))
 	}
 	if p.cfg.StorageClass != "" && c.StorageClass != p.cfg.StorageClass {
 		d = append(d, fmt.Sprintf("class %q, config %q", c.StorageClass, p.cfg.StorageClass))
 	}
 	return strings.Join(d, "; ")
+}
+
+// restrictiveness orders access modes by how many pods on how many nodes
+// may use a claim: ReadWriteMany 0, ReadWriteOnce 1, ReadWriteOncePod 2.
+// A claim with several modes counts as its least restrictive one.
+func restrictiveness(modes []string) int {
+	r := 2
+	for _, m := range modes {
+		switch m {
+		case RWX, "ReadOnlyMany":
+			return 0
+		case RWO:
+			r = 1
+		}
+	}
+	return r
 }
 
 // capacityAction compares a managed claim's size with the configuration.

@@ -1,0 +1,1484 @@
+package safety
+
+import (
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/claims"
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/kubespawner"
+)
+
+const (
+	gi   = int64(1) << 30
+	tmpl = "claim-{username}"
+	ns   = "jhub"
+)
+
+// knownAttributes are the jupyter_home_storage attributes a finding may name.
+var knownAttributes = map[string]bool{
+	"access_mode": true, "capacity": true, "pvc_name_template": true, "allow_data_loss": true,
+	"on_mode_change": true, "users": true, "storage_class_name": true, "deletion_policy": true,
+}
+
+// name is the claim name KubeSpawner gives user under template and scheme.
+func name(t testing.TB, template, user string, scheme kubespawner.Scheme) string {
+	t.Helper()
+	n, err := kubespawner.Expand(template, user, "", scheme)
+	if err != nil {
+		t.Fatalf("Expand(%q, %q, %s): %v", template, user, scheme, err)
+	}
+	return n
+}
+
+// home is user's claim under the default template and the safe scheme.
+func home(t testing.TB, user string) string { return name(t, tmpl, user, kubespawner.SchemeSafe) }
+
+// claimOpt adjusts a test claim.
+type claimOpt func(*claims.Claim)
+
+func modes(m ...string) claimOpt { return func(c *claims.Claim) { c.AccessModes = m } }
+func class(s string) claimOpt    { return func(c *claims.Claim) { c.StorageClass = s } }
+func phase(s string) claimOpt    { return func(c *claims.Claim) { c.Phase = s } }
+func named(s string) claimOpt    { return func(c *claims.Claim) { c.Name = s } }
+func deleting() claimOpt         { return func(c *claims.Claim) { c.Deleting = true } }
+func server(s string) claimOpt   { return func(c *claims.Claim) { c.Servername = s } }
+func size(gib int64) claimOpt {
+	return func(c *claims.Claim) {
+		c.Requested = fmt.Sprintf("%dGi", gib)
+		c.RequestedBytes = gib * gi
+	}
+}
+
+// pvc is a bound 10Gi ReadWriteOnce gp3 home claim of user, named by the default template.
+func pvc(t testing.TB, user string, opts ...claimOpt) claims.Claim {
+	c := claims.Claim{
+		Name:           home(t, user),
+		Username:       user,
+		AccessModes:    []string{RWO},
+		StorageClass:   "gp3",
+		Requested:      "10Gi",
+		RequestedBytes: 10 * gi,
+		Phase:          "Bound",
+	}
+	for _, o := range opts {
+		o(&c)
+	}
+	return c
+}
+
+func pvcs(t testing.TB, users []string, opts ...claimOpt) []claims.Claim {
+	out := make([]claims.Claim, 0, len(users))
+	for _, u := range users {
+		out = append(out, pvc(t, u, opts...))
+	}
+	return out
+}
+
+// cfgOpt adjusts a test configuration.
+type cfgOpt func(*Config)
+
+func mode(m string) cfgOpt           { return func(c *Config) { c.AccessMode = m } }
+func sclass(s string) cfgOpt         { return func(c *Config) { c.StorageClass = s } }
+func onChange(o OnModeChange) cfgOpt { return func(c *Config) { c.OnModeChange = o } }
+func dataLoss() cfgOpt               { return func(c *Config) { c.AllowDataLoss = true } }
+func policy(p string) cfgOpt         { return func(c *Config) { c.DeletionPolicy = p } }
+func template(s string) cfgOpt       { return func(c *Config) { c.NameTemplate = s } }
+func scheme(s kubespawner.Scheme) cfgOpt {
+	return func(c *Config) { c.Scheme = s }
+}
+func capacity(gib int64) cfgOpt {
+	return func(c *Config) { c.CapacityBytes, c.Capacity = gib*gi, fmt.Sprintf("%dGi", gib) }
+}
+
+// cfg is a 10Gi ReadWriteOnce gp3 configuration for users.
+func cfg(users []string, opts ...cfgOpt) Config {
+	c := Config{
+		Namespace:     ns,
+		AccessMode:    RWO,
+		StorageClass:  "gp3",
+		CapacityBytes: 10 * gi,
+		Capacity:      "10Gi",
+		NameTemplate:  tmpl,
+		Scheme:        kubespawner.SchemeSafe,
+		Users:         users,
+	}
+	for _, o := range opts {
+		o(&c)
+	}
+	return c
+}
+
+// prior is the state after applying c: every listed user's claim is managed.
+func prior(t testing.TB, c Config) *Prior {
+	p := &Prior{Config: c, Managed: map[string]string{}}
+	for _, u := range c.Users {
+		p.Managed[u] = name(t, c.NameTemplate, u, c.Scheme)
+	}
+	return p
+}
+
+func gp3(expand bool) *StorageClass {
+	return &StorageClass{Name: "gp3", Provisioner: "ebs.csi.aws.com", AllowExpansion: expand, Exists: true}
+}
+
+func sc(provisioner string) *StorageClass {
+	return &StorageClass{Name: "shared", Provisioner: provisioner, Exists: true}
+}
+
+func users(prefix string, n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = fmt.Sprintf("%s%02d", prefix, i)
+	}
+	return out
+}
+
+// want describes one expected finding: its attribute, and strings its
+// summary or detail must contain (has) or must not contain (hasNot).
+type want struct {
+	attr   string
+	has    []string
+	hasNot []string
+}
+
+func checkFindings(t *testing.T, kind string, got []Finding, wants []want) {
+	t.Helper()
+	for _, f := range got {
+		if !knownAttributes[f.Attribute] {
+			t.Errorf("%s %q names unknown attribute %q", kind, f.Summary, f.Attribute)
+		}
+		if f.Summary == "" || f.Detail == "" {
+			t.Errorf("%s without summary or detail: %+v", kind, f)
+		}
+	}
+	if len(got) != len(wants) {
+		t.Errorf("got %d %s, want %d:\n%s", len(got), kind, len(wants), dump(got))
+		return
+	}
+	for i, w := range wants {
+		f := got[i]
+		if f.Attribute != w.attr {
+			t.Errorf("%s %d: attribute %q, want %q (%s)", kind, i, f.Attribute, w.attr, f.Summary)
+		}
+		text := f.Summary + "\n" + f.Detail
+		for _, s := range w.has {
+			if !strings.Contains(text, s) {
+				t.Errorf("%s %d (%s) does not mention %q:\n%s", kind, i, f.Attribute, s, text)
+			}
+		}
+		for _, s := range w.hasNot {
+			if strings.Contains(text, s) {
+				t.Errorf("%s %d (%s) mentions %q:\n%s", kind, i, f.Attribute, s, text)
+			}
+		}
+	}
+}
+
+func dump(fs []Finding) string {
+	var b strings.Builder
+	for _, f := range fs {
+		fmt.Fprintf(&b, "  [%s] %s: %s\n", f.Attribute, f.Summary, f.Detail)
+	}
+	return b.String()
+}
+
+func actions(r Result) map[string]Action {
+	out := map[string]Action{}
+	for _, up := range r.Users {
+		out[up.User] = up.Action
+	}
+	return out
+}
+
+type planCase struct {
+	name        string
+	cfg         Config
+	prior       *Prior
+	live        Live
+	class       Class
+	actions     map[string]Action // every user in the result, exactly
+	claimNames  map[string]string // user -> expected ClaimName (subset)
+	legacy      []string
+	colocation  bool
+	errors      []want
+	warnings    []want
+	checkResult func(t *testing.T, r Result)
+}
+
+func runPlanCases(t *testing.T, cases []planCase) {
+	t.Helper()
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := Plan(tc.cfg, tc.prior, tc.live)
+			if r.Class != tc.class {
+				t.Errorf("class %q, want %q\nerrors:\n%swarnings:\n%s", r.Class, tc.class, dump(r.Errors), dump(r.Warnings))
+			}
+			wantActions := tc.actions
+			if wantActions == nil {
+				wantActions = map[string]Action{}
+			}
+			if got := actions(r); !reflect.DeepEqual(got, wantActions) {
+				t.Errorf("actions\n got %v\nwant %v", got, wantActions)
+			}
+			for _, up := range r.Users {
+				if want, ok := tc.claimNames[up.User]; ok && up.ClaimName != want {
+					t.Errorf("user %q: claim name %q, want %q", up.User, up.ClaimName, want)
+				}
+			}
+			if !slices.Equal(r.LegacyUsers, tc.legacy) {
+				t.Errorf("legacy users %v, want %v", r.LegacyUsers, tc.legacy)
+			}
+			if r.ColocationRequired != tc.colocation {
+				t.Errorf("colocation required %v, want %v", r.ColocationRequired, tc.colocation)
+			}
+			checkFindings(t, "errors", r.Errors, tc.errors)
+			checkFindings(t, "warnings", r.Warnings, tc.warnings)
+			if tc.checkResult != nil {
+				tc.checkResult(t, r)
+			}
+			checkInvariants(t, tc.cfg, tc.prior, tc.live, r)
+		})
+	}
+}
+
+func TestPlanFirstApply(t *testing.T) {
+	runPlanCases(t, []planCase{
+		{
+			name:       "empty namespace, no users",
+			cfg:        cfg(nil),
+			live:       Live{Class: gp3(true)},
+			class:      ClassNone,
+			colocation: true,
+		},
+		{
+			name:       "empty namespace, no users, class not read",
+			cfg:        cfg(nil, mode(RWX), sclass("")),
+			class:      ClassNone,
+			colocation: false,
+		},
+		{
+			name:       "empty namespace with users: one create each",
+			cfg:        cfg([]string{"alice", "Alice", "dave.smith"}),
+			live:       Live{Class: gp3(true)},
+			class:      ClassSafe,
+			actions:    map[string]Action{"alice": ActionCreate, "Alice": ActionCreate, "dave.smith": ActionCreate},
+			claimNames: map[string]string{"alice": "claim-alice", "Alice": home(t, "Alice"), "dave.smith": home(t, "dave.smith")},
+			colocation: true,
+		},
+		{
+			name:       "escape scheme names new claims the legacy way",
+			cfg:        cfg([]string{"Alice"}, scheme(kubespawner.SchemeEscape)),
+			class:      ClassSafe,
+			actions:    map[string]Action{"Alice": ActionCreate},
+			claimNames: map[string]string{"Alice": name(t, tmpl, "Alice", kubespawner.SchemeEscape)},
+			colocation: true,
+		},
+		{
+			name:       "existing matching claims are adopted",
+			cfg:        cfg([]string{"alice", "bob"}),
+			live:       Live{Claims: pvcs(t, []string{"alice", "bob"}), Class: gp3(true)},
+			class:      ClassSafe,
+			actions:    map[string]Action{"alice": ActionKeep, "bob": ActionKeep},
+			colocation: true,
+		},
+		{
+			name:       "KubeSpawner claims of unlisted users that match are observed",
+			cfg:        cfg([]string{"alice"}),
+			live:       Live{Claims: pvcs(t, []string{"alice", "bob", "Carol"}), Class: gp3(true)},
+			class:      ClassSafe, // alice is adopted
+			actions:    map[string]Action{"alice": ActionKeep, "bob": ActionObserve, "Carol": ActionObserve},
+			colocation: true,
+			checkResult: func(t *testing.T, r Result) {
+				for _, up := range r.Users {
+					if up.User != "alice" && (up.Managed || up.Live == nil) {
+						t.Errorf("observed user %q: managed %v, live %v", up.User, up.Managed, up.Live)
+					}
+				}
+			},
+		},
+		{
+			name:       "only observed claims: nothing changes",
+			cfg:        cfg(nil),
+			live:       Live{Claims: pvcs(t, []string{"bob", "Carol"}), Class: gp3(true)},
+			class:      ClassNone,
+			actions:    map[string]Action{"bob": ActionObserve, "Carol": ActionObserve},
+			colocation: true,
+		},
+		{
+			name:       "named-server claims are not homes and not strays",
+			cfg:        cfg([]string{"alice"}),
+			live:       Live{Claims: []claims.Claim{pvc(t, "alice"), pvc(t, "alice", named("claim-alice--lab"), server("lab"))}},
+			class:      ClassSafe,
+			actions:    map[string]Action{"alice": ActionKeep},
+			colocation: true,
+		},
+		{
+			name:       "claims without a username are ignored",
+			cfg:        cfg(nil),
+			live:       Live{Claims: []claims.Claim{pvc(t, "x", named("scratch"), func(c *claims.Claim) { c.Username = "" })}},
+			class:      ClassNone,
+			colocation: true,
+		},
+	})
+}
+
+func TestPlanUnchanged(t *testing.T) {
+	c := cfg([]string{"alice", "bob"})
+	runPlanCases(t, []planCase{
+		{
+			name:       "same config, same claims",
+			cfg:        c,
+			prior:      prior(t, c),
+			live:       Live{Claims: pvcs(t, []string{"alice", "bob"}), Class: gp3(true)},
+			class:      ClassNone,
+			actions:    map[string]Action{"alice": ActionKeep, "bob": ActionKeep},
+			colocation: true,
+		},
+		{
+			name:       "capacity 0 means any size",
+			cfg:        cfg([]string{"alice"}, func(c *Config) { c.CapacityBytes, c.Capacity = 0, "" }),
+			prior:      prior(t, cfg([]string{"alice"}, func(c *Config) { c.CapacityBytes, c.Capacity = 0, "" })),
+			live:       Live{Claims: pvcs(t, []string{"alice"}, size(50))},
+			class:      ClassNone,
+			actions:    map[string]Action{"alice": ActionKeep},
+			colocation: true,
+		},
+		{
+			name:       "changing only on_mode_change is a safe state change",
+			cfg:        cfg([]string{"alice"}, onChange(OnModeChangeKeepExisting)),
+			prior:      prior(t, cfg([]string{"alice"})),
+			live:       Live{Claims: pvcs(t, []string{"alice"})},
+			class:      ClassSafe,
+			actions:    map[string]Action{"alice": ActionKeep},
+			colocation: true,
+		},
+	})
+}
+
+func TestPlanModeChange(t *testing.T) {
+	ab := []string{"alice", "bob"}
+	rwo := Live{Claims: pvcs(t, ab), Class: sc("efs.csi.aws.com")}
+	efs := func(opts ...cfgOpt) Config {
+		return cfg(ab, append([]cfgOpt{mode(RWX), sclass("efs")}, opts...)...)
+	}
+	failErr := want{attr: "access_mode", has: []string{
+		"2 existing home claim(s)", "namespace jhub", `access_mode = "ReadWriteMany"`, `storage class "efs"`,
+		"alice: claim-alice (ReadWriteOnce, class \"gp3\", Bound)", "bob: claim-bob (ReadWriteOnce, class \"gp3\", Bound)",
+		`"keep_existing"`, `"recreate" with allow_data_loss = true`, "on_mode_change",
+	}}
+	runPlanCases(t, []planCase{
+		{
+			name:       "fail is the default",
+			cfg:        efs(),
+			prior:      prior(t, cfg(ab)),
+			live:       rwo,
+			class:      ClassNone,
+			actions:    map[string]Action{"alice": ActionLegacy, "bob": ActionLegacy},
+			legacy:     ab,
+			colocation: true,
+			errors:     []want{failErr},
+		},
+		{
+			name:       "fail explicitly",
+			cfg:        efs(onChange(OnModeChangeFail)),
+			prior:      prior(t, cfg(ab)),
+			live:       rwo,
+			class:      ClassNone,
+			actions:    map[string]Action{"alice": ActionLegacy, "bob": ActionLegacy},
+			legacy:     ab,
+			colocation: true,
+			errors:     []want{failErr},
+		},
+		{
+			name:    "fail on a storage class change alone",
+			cfg:     cfg(ab, sclass("gp3-encrypted")),
+			live:    Live{Claims: pvcs(t, ab)},
+			class:   ClassNone,
+			actions: map[string]Action{"alice": ActionLegacy, "bob": ActionLegacy},
+			legacy:  ab, colocation: true,
+			errors: []want{{attr: "access_mode", has: []string{`storage class "gp3-encrypted"`, "alice: claim-alice", "bob: claim-bob", `class "gp3"`}}},
+		},
+		{
+			name:    "fail also covers KubeSpawner claims of unlisted users",
+			cfg:     cfg([]string{"alice"}, mode(RWX), sclass("efs")),
+			live:    rwo,
+			class:   ClassNone,
+			actions: map[string]Action{"alice": ActionLegacy, "bob": ActionLegacy},
+			legacy:  ab, colocation: true,
+			errors: []want{{attr: "access_mode", has: []string{"alice: claim-alice", "bob: claim-bob"}}},
+		},
+		{
+			name:       "storage_class_name unset compares the mode only",
+			cfg:        cfg(ab, sclass("")),
+			prior:      prior(t, cfg(ab, sclass(""))),
+			live:       Live{Claims: pvcs(t, ab, class("whatever"))},
+			class:      ClassNone,
+			actions:    map[string]Action{"alice": ActionKeep, "bob": ActionKeep},
+			colocation: true,
+		},
+		{
+			name:       "keep_existing: legacy users stay co-located, new users get the new mode",
+			cfg:        cfg([]string{"alice", "bob", "carol"}, mode(RWX), sclass("efs"), onChange(OnModeChangeKeepExisting)),
+			prior:      prior(t, cfg(ab)),
+			live:       rwo,
+			class:      ClassSafe,
+			actions:    map[string]Action{"alice": ActionLegacy, "bob": ActionLegacy, "carol": ActionCreate},
+			legacy:     ab,
+			colocation: true,
+		},
+		{
+			name:       "keep_existing with nothing to create is still safe",
+			cfg:        efs(onChange(OnModeChangeKeepExisting)),
+			prior:      prior(t, cfg(ab)),
+			live:       rwo,
+			class:      ClassSafe,
+			actions:    map[string]Action{"alice": ActionLegacy, "bob": ActionLegacy},
+			legacy:     ab,
+			colocation: true,
+		},
+		{
+			name:       "keep_existing: ReadWriteMany legacy claims need no co-location",
+			cfg:        efs(onChange(OnModeChangeKeepExisting)),
+			prior:      prior(t, cfg(ab, mode(RWX), sclass("nfs"))),
+			live:       Live{Claims: pvcs(t, ab, modes(RWX), class("nfs")), Class: sc("efs.csi.aws.com")},
+			class:      ClassSafe,
+			actions:    map[string]Action{"alice": ActionLegacy, "bob": ActionLegacy},
+			legacy:     ab,
+			colocation: false,
+		},
+		{
+			name:       "keep_existing: one ReadWriteOnce legacy claim is enough for co-location",
+			cfg:        efs(onChange(OnModeChangeKeepExisting)),
+			live:       Live{Claims: []claims.Claim{pvc(t, "alice", modes(RWX), class("nfs")), pvc(t, "bob")}},
+			class:      ClassSafe,
+			actions:    map[string]Action{"alice": ActionLegacy, "bob": ActionLegacy},
+			legacy:     ab,
+			colocation: true,
+		},
+		{
+			name:       "keep_existing: ReadWriteOnce config needs co-location without legacy claims",
+			cfg:        cfg(ab, onChange(OnModeChangeKeepExisting)),
+			live:       Live{Claims: pvcs(t, ab)},
+			class:      ClassSafe,
+			actions:    map[string]Action{"alice": ActionKeep, "bob": ActionKeep},
+			colocation: true,
+		},
+		{
+			name:    "recreate without allow_data_loss is refused",
+			cfg:     efs(onChange(OnModeChangeRecreate)),
+			prior:   prior(t, cfg(ab)),
+			live:    rwo,
+			class:   ClassNone,
+			actions: map[string]Action{"alice": ActionLegacy, "bob": ActionLegacy},
+			legacy:  ab, colocation: true,
+			errors: []want{{attr: "allow_data_loss", has: []string{
+				"recreate 2 home claim(s)", "alice: claim-alice (ReadWriteOnce", "bob: claim-bob (ReadWriteOnce",
+				"allow_data_loss = true", `"keep_existing"`,
+			}}},
+		},
+		{
+			name:    "recreate with allow_data_loss is destructive",
+			cfg:     efs(onChange(OnModeChangeRecreate), dataLoss()),
+			prior:   prior(t, cfg(ab)),
+			live:    rwo,
+			class:   ClassDestructive,
+			actions: map[string]Action{"alice": ActionRecreate, "bob": ActionRecreate},
+		},
+		{
+			name:    "recreate touches only mismatched claims",
+			cfg:     cfg([]string{"alice", "bob", "carol"}, mode(RWX), sclass("efs"), onChange(OnModeChangeRecreate), dataLoss()),
+			live:    Live{Claims: []claims.Claim{pvc(t, "alice"), pvc(t, "bob", modes(RWX), class("efs"))}, Class: sc("efs.csi.aws.com")},
+			class:   ClassDestructive,
+			actions: map[string]Action{"alice": ActionRecreate, "bob": ActionKeep, "carol": ActionCreate},
+		},
+		{
+			name:    "recreate under a running server is refused",
+			cfg:     efs(onChange(OnModeChangeRecreate), dataLoss()),
+			live:    Live{Claims: rwo.Claims, Mounted: map[string]bool{"claim-bob": true}},
+			class:   ClassNone,
+			actions: map[string]Action{"alice": ActionRecreate, "bob": ActionRecreate},
+			errors:  []want{{attr: "on_mode_change", has: []string{"bob: claim-bob", "Stop these users' servers"}, hasNot: []string{"alice"}}},
+		},
+		{
+			name:    "recreate without allow_data_loss under a running server reports both",
+			cfg:     efs(onChange(OnModeChangeRecreate)),
+			live:    Live{Claims: rwo.Claims, Mounted: map[string]bool{"claim-alice": true}},
+			class:   ClassNone,
+			actions: map[string]Action{"alice": ActionLegacy, "bob": ActionLegacy},
+			legacy:  ab, colocation: true,
+			errors: []want{
+				{attr: "allow_data_loss", has: []string{"alice: claim-alice", "bob: claim-bob"}},
+				{attr: "on_mode_change", has: []string{"alice: claim-alice"}, hasNot: []string{"bob"}},
+			},
+		},
+		{
+			name:    "recreate may not touch unlisted users",
+			cfg:     cfg([]string{"alice"}, mode(RWX), sclass("efs"), onChange(OnModeChangeRecreate), dataLoss()),
+			live:    rwo,
+			class:   ClassNone,
+			actions: map[string]Action{"alice": ActionRecreate, "bob": ActionLegacy},
+			legacy:  []string{"bob"}, colocation: true,
+			errors: []want{{attr: "on_mode_change", has: []string{"1 claim(s)", "bob: claim-bob", "not in users"}, hasNot: []string{"alice"}}},
+		},
+		{
+			name:    "recreate may not touch users removed from users",
+			cfg:     cfg([]string{"alice"}, mode(RWX), sclass("efs"), onChange(OnModeChangeRecreate), dataLoss()),
+			prior:   prior(t, cfg(ab)),
+			live:    rwo,
+			class:   ClassNone,
+			actions: map[string]Action{"alice": ActionRecreate, "bob": ActionLegacy},
+			legacy:  []string{"bob"}, colocation: true,
+			errors: []want{{attr: "on_mode_change", has: []string{"bob: claim-bob"}}},
+		},
+		{
+			name:       "a claim being deleted by someone else is left alone",
+			cfg:        cfg(ab),
+			prior:      prior(t, cfg(ab)),
+			live:       Live{Claims: []claims.Claim{pvc(t, "alice", deleting(), modes(RWX)), pvc(t, "bob")}},
+			class:      ClassNone,
+			actions:    map[string]Action{"alice": ActionKeep, "bob": ActionKeep},
+			colocation: true,
+			warnings:   []want{{attr: "users", has: []string{"claim-alice", `"alice"`, "deletion timestamp"}}},
+		},
+	})
+}
+
+func TestPlanTruncatesLists(t *testing.T) {
+	many := users("user", 25)
+	first, rest := many[:ListLimit], many[ListLimit:]
+	var listed, notListed []string
+	for _, u := range first {
+		listed = append(listed, u+": "+home(t, u))
+	}
+	for _, u := range rest {
+		notListed = append(notListed, u+":")
+	}
+	live := Live{Claims: pvcs(t, many)}
+	runPlanCases(t, []planCase{
+		{
+			name:    "fail lists the first 20 of 25",
+			cfg:     cfg(many, mode(RWX)),
+			live:    live,
+			class:   ClassNone,
+			actions: allAction(many, ActionLegacy),
+			legacy:  many, colocation: true,
+			errors: []want{{attr: "access_mode",
+				has:    append([]string{"25 existing home claim(s)", "... and 5 more (25 in all)"}, listed...),
+				hasNot: notListed}},
+		},
+		{
+			name:    "recreate without allow_data_loss lists the first 20 of 25",
+			cfg:     cfg(many, mode(RWX), onChange(OnModeChangeRecreate)),
+			live:    live,
+			class:   ClassNone,
+			actions: allAction(many, ActionLegacy),
+			legacy:  many, colocation: true,
+			errors: []want{{attr: "allow_data_loss",
+				has:    append([]string{"recreate 25 home claim(s)", "... and 5 more (25 in all)"}, listed...),
+				hasNot: notListed}},
+		},
+		{
+			name:    "mounted claims list the first 20 of 25",
+			cfg:     cfg(many, mode(RWX), onChange(OnModeChangeRecreate), dataLoss()),
+			live:    Live{Claims: live.Claims, Mounted: mountedAll(t, many)},
+			class:   ClassNone,
+			actions: allAction(many, ActionRecreate),
+			errors: []want{{attr: "on_mode_change",
+				has:    append([]string{"... and 5 more (25 in all)"}, listed...),
+				hasNot: notListed}},
+		},
+		{
+			name:       "template change lists the first 20 of 25 orphaned homes",
+			cfg:        cfg(nil, template("home-{username}")),
+			prior:      prior(t, cfg(nil)),
+			live:       live,
+			class:      ClassNone,
+			colocation: true,
+			errors: []want{{attr: "pvc_name_template",
+				has:    append([]string{"25 home claim(s)", "... and 5 more"}, "user00: has claim-user00, the template gives home-user00", "user19: has claim-user19"),
+				hasNot: []string{"user20", "user24"}}},
+		},
+	})
+}
+
+func allAction(us []string, a Action) map[string]Action {
+	out := map[string]Action{}
+	for _, u := range us {
+		out[u] = a
+	}
+	return out
+}
+
+func mountedAll(t testing.TB, us []string) map[string]bool {
+	out := map[string]bool{}
+	for _, u := range us {
+		out[home(t, u)] = true
+	}
+	return out
+}
+
+func TestPlanCapacity(t *testing.T) {
+	a := []string{"alice"}
+	runPlanCases(t, []planCase{
+		{
+			name:       "growth of a bound claim in an expandable class resizes in place",
+			cfg:        cfg(a, capacity(20)),
+			prior:      prior(t, cfg(a)),
+			live:       Live{Claims: pvcs(t, a), Class: gp3(true)},
+			class:      ClassSafe,
+			actions:    map[string]Action{"alice": ActionResize},
+			colocation: true,
+			checkResult: func(t *testing.T, r Result) {
+				if got := r.Users[0].Reason; !strings.Contains(got, "10Gi") || !strings.Contains(got, "20Gi") {
+					t.Errorf("reason %q does not say from and to", got)
+				}
+			},
+		},
+		{
+			name:       "growth when the class is not read resizes",
+			cfg:        cfg(a, capacity(20)),
+			prior:      prior(t, cfg(a)),
+			live:       Live{Claims: pvcs(t, a)},
+			class:      ClassSafe,
+			actions:    map[string]Action{"alice": ActionResize},
+			colocation: true,
+		},
+		{
+			name:       "growth when the class does not allow expansion",
+			cfg:        cfg(a, capacity(20)),
+			prior:      prior(t, cfg(a)),
+			live:       Live{Claims: pvcs(t, a), Class: gp3(false)},
+			class:      ClassNone,
+			actions:    map[string]Action{"alice": ActionKeep},
+			colocation: true,
+			errors: []want{{attr: "capacity", has: []string{
+				"claim-alice", `"alice"`, "from 10Gi to 20Gi", "refused by the API", `StorageClass "gp3"`, "allow_volume_expansion",
+			}}},
+		},
+		{
+			name:       "growth of a pending claim",
+			cfg:        cfg(a, capacity(20)),
+			prior:      prior(t, cfg(a)),
+			live:       Live{Claims: pvcs(t, a, phase("Pending")), Class: gp3(true)},
+			class:      ClassNone,
+			actions:    map[string]Action{"alice": ActionKeep},
+			colocation: true,
+			errors:     []want{{attr: "capacity", has: []string{"claim-alice", `"alice"`, "Pending", "API refuses", "not bound"}}},
+		},
+		{
+			name:       "growth of a claim without a phase",
+			cfg:        cfg(a, capacity(20)),
+			live:       Live{Claims: pvcs(t, a, phase(""))},
+			class:      ClassNone,
+			actions:    map[string]Action{"alice": ActionKeep},
+			colocation: true,
+			errors:     []want{{attr: "capacity", has: []string{`"alice" is -;`}}},
+		},
+		{
+			name:       "shrinking is an error",
+			cfg:        cfg(a, capacity(5)),
+			prior:      prior(t, cfg(a)),
+			live:       Live{Claims: pvcs(t, a), Class: gp3(true)},
+			class:      ClassNone,
+			actions:    map[string]Action{"alice": ActionKeep},
+			colocation: true,
+			errors:     []want{{attr: "capacity", has: []string{"claim-alice", `"alice"`, "requests 10Gi", `capacity = "5Gi"`, "shrink"}}},
+		},
+		{
+			name:       "unlisted users are never resized",
+			cfg:        cfg(nil, capacity(20)),
+			live:       Live{Claims: pvcs(t, a), Class: gp3(false)},
+			class:      ClassNone,
+			actions:    map[string]Action{"alice": ActionObserve},
+			colocation: true,
+		},
+		{
+			name:       "legacy claims are never resized",
+			cfg:        cfg(a, capacity(20), mode(RWX), sclass("efs"), onChange(OnModeChangeKeepExisting)),
+			prior:      prior(t, cfg(a)),
+			live:       Live{Claims: pvcs(t, a, phase("Pending")), Class: sc("efs.csi.aws.com")},
+			class:      ClassSafe,
+			actions:    map[string]Action{"alice": ActionLegacy},
+			legacy:     a,
+			colocation: true,
+		},
+	})
+}
+
+func TestPlanTemplateChange(t *testing.T) {
+	ab := []string{"alice", "Bob"}
+	old := cfg(ab)
+	live := Live{Claims: pvcs(t, ab)}
+	newTmpl := "home-{username}"
+	orphans := []string{
+		"alice: has claim-alice, the template gives home-alice",
+		fmt.Sprintf("Bob: has %s, the template gives %s", home(t, "Bob"), name(t, newTmpl, "Bob", kubespawner.SchemeSafe)),
+		"remember_pvc_name", `previous template ("claim-{username}", safe)`, `new one ("home-{username}", safe)`, "namespace jhub",
+	}
+	escName := name(t, tmpl, "Bob", kubespawner.SchemeEscape)
+	runPlanCases(t, []planCase{
+		{
+			name:       "template change orphans existing homes",
+			cfg:        cfg(ab, template(newTmpl)),
+			prior:      prior(t, old),
+			live:       live,
+			class:      ClassNone,
+			actions:    map[string]Action{"alice": ActionCreate, "Bob": ActionCreate},
+			claimNames: map[string]string{"alice": "home-alice"},
+			colocation: true,
+			errors: []want{{attr: "pvc_name_template", has: append(orphans, `"keep_existing"`),
+				hasNot: []string{"deleted outside"}}},
+		},
+		{
+			name:       "template change with keep_existing is a warning",
+			cfg:        cfg(ab, template(newTmpl), onChange(OnModeChangeKeepExisting)),
+			prior:      prior(t, old),
+			live:       live,
+			class:      ClassSafe,
+			actions:    map[string]Action{"alice": ActionCreate, "Bob": ActionCreate},
+			colocation: true,
+			// The old claims still exist: no "deleted outside Terraform" warning.
+			warnings: []want{{attr: "pvc_name_template", has: orphans}},
+		},
+		{
+			name:       "slug scheme change orphans homes whose names differ",
+			cfg:        cfg(ab, scheme(kubespawner.SchemeEscape)),
+			prior:      prior(t, old),
+			live:       live,
+			class:      ClassNone,
+			actions:    map[string]Action{"alice": ActionKeep, "Bob": ActionCreate},
+			claimNames: map[string]string{"Bob": escName},
+			colocation: true,
+			errors: []want{{attr: "pvc_name_template", has: []string{
+				fmt.Sprintf("Bob: has %s, the template gives %s (matches slug_scheme = \"safe\")", home(t, "Bob"), escName),
+				"remember_pvc_name",
+			}, hasNot: []string{"alice"}}},
+		},
+		{
+			name:       "homes named otherwise on the first plan",
+			cfg:        cfg(nil, template(newTmpl)),
+			live:       live,
+			class:      ClassNone,
+			colocation: true,
+			errors: []want{{attr: "pvc_name_template", has: []string{
+				"do not have the names that pvc_name_template and slug_scheme give", "alice: has claim-alice", "remember_pvc_name",
+			}}},
+		},
+	})
+}
+
+func TestPlanStorageClass(t *testing.T) {
+	a := []string{"alice"}
+	rwx := func(p string) planCase {
+		return planCase{
+			name:       p,
+			cfg:        cfg(a, mode(RWX), sclass("shared")),
+			live:       Live{Class: sc(p)},
+			class:      ClassSafe,
+			actions:    map[string]Action{"alice": ActionCreate},
+			colocation: false,
+		}
+	}
+	var cases []planCase
+	for _, p := range []string{"ebs.csi.aws.com", "pd.csi.storage.gke.io", "rancher.io/local-path", "disk.csi.azure.com", "rook-ceph.rbd.csi.ceph.com"} {
+		c := rwx(p)
+		c.name = "ReadWriteMany on block provisioner " + p
+		c.class = ClassNone
+		c.errors = []want{{attr: "access_mode", has: []string{p, `StorageClass "shared"`, "never bind", "ReadWriteOnce"}}}
+		cases = append(cases, c)
+	}
+	for _, p := range []string{"efs.csi.aws.com", "driver.longhorn.io", "rook-ceph.cephfs.csi.ceph.com", "nfs.csi.k8s.io"} {
+		c := rwx(p)
+		c.name = "ReadWriteMany on shared provisioner " + p
+		cases = append(cases, c)
+	}
+	unknown := rwx("example.com/fancy")
+	unknown.name = "ReadWriteMany on an unknown provisioner"
+	unknown.warnings = []want{{attr: "access_mode", has: []string{"example.com/fancy", `StorageClass "shared"`, "does not know"}}}
+	cases = append(cases, unknown)
+	cases = append(cases,
+		planCase{
+			name:       "ReadWriteOnce on a block provisioner is fine",
+			cfg:        cfg(a),
+			live:       Live{Class: gp3(true)},
+			class:      ClassSafe,
+			actions:    map[string]Action{"alice": ActionCreate},
+			colocation: true,
+		},
+		planCase{
+			name:    "ReadWriteMany with an unnamed provisioner",
+			cfg:     cfg(a, mode(RWX), sclass("shared")),
+			live:    Live{Class: sc("")},
+			class:   ClassSafe,
+			actions: map[string]Action{"alice": ActionCreate},
+		},
+		planCase{
+			name:       "ReadWriteOncePod allows one server per user",
+			cfg:        cfg(a, mode(RWOP)),
+			live:       Live{Class: gp3(true)},
+			class:      ClassSafe,
+			actions:    map[string]Action{"alice": ActionCreate},
+			colocation: true,
+			warnings:   []want{{attr: "access_mode", has: []string{"ReadWriteOncePod", "one server per user", "only one pod"}}},
+		},
+		planCase{
+			name:     "missing class",
+			cfg:      cfg(a, mode(RWX), sclass("shared")),
+			live:     Live{Class: &StorageClass{Name: "shared", Provisioner: "ebs.csi.aws.com"}},
+			class:    ClassSafe,
+			actions:  map[string]Action{"alice": ActionCreate},
+			warnings: []want{{attr: "storage_class_name", has: []string{`StorageClass "shared"`, "Pending"}}},
+		},
+		planCase{
+			name:    "class created by this resource is checked",
+			cfg:     cfg(a, mode(RWX), sclass("shared")),
+			live:    Live{Class: &StorageClass{Name: "shared", Provisioner: "ebs.csi.aws.com", Created: true}},
+			class:   ClassNone,
+			actions: map[string]Action{"alice": ActionCreate},
+			errors:  []want{{attr: "access_mode", has: []string{"ebs.csi.aws.com"}}},
+		},
+	)
+	runPlanCases(t, cases)
+}
+
+func TestPlanUsersChange(t *testing.T) {
+	abc := []string{"alice", "bob", "carol"}
+	c := cfg(abc)
+	runPlanCases(t, []planCase{
+		{
+			name:       "a user removed from users is released, never deleted",
+			cfg:        cfg([]string{"alice", "carol"}),
+			prior:      prior(t, c),
+			live:       Live{Claims: pvcs(t, abc), Class: gp3(true)},
+			class:      ClassSafe,
+			actions:    map[string]Action{"alice": ActionKeep, "bob": ActionRelease, "carol": ActionKeep},
+			colocation: true,
+			checkResult: func(t *testing.T, r Result) {
+				for _, up := range r.Users {
+					if up.User == "bob" && (up.Managed || up.Live == nil || up.ClaimName != "claim-bob") {
+						t.Errorf("released bob: %+v", up)
+					}
+				}
+			},
+		},
+		{
+			name:       "a user removed even with allow_data_loss and recreate is released",
+			cfg:        cfg([]string{"alice"}, onChange(OnModeChangeRecreate), dataLoss(), policy(DeletionDelete)),
+			prior:      prior(t, c),
+			live:       Live{Claims: pvcs(t, abc)},
+			class:      ClassSafe,
+			actions:    map[string]Action{"alice": ActionKeep, "bob": ActionRelease, "carol": ActionRelease},
+			colocation: true,
+		},
+		{
+			name:       "a removed user whose claim is gone drops out",
+			cfg:        cfg([]string{"alice", "carol"}),
+			prior:      prior(t, c),
+			live:       Live{Claims: pvcs(t, []string{"alice", "carol"})},
+			class:      ClassNone,
+			actions:    map[string]Action{"alice": ActionKeep, "carol": ActionKeep},
+			colocation: true,
+		},
+		{
+			name:       "a managed claim deleted out of band is created again, with a warning",
+			cfg:        c,
+			prior:      prior(t, c),
+			live:       Live{Claims: pvcs(t, []string{"alice", "carol"}), Class: gp3(true)},
+			class:      ClassSafe,
+			actions:    map[string]Action{"alice": ActionKeep, "bob": ActionCreate, "carol": ActionKeep},
+			colocation: true,
+			warnings:   []want{{attr: "users", has: []string{"claim-bob", `"bob"`, "no longer exists", "gone", "empty"}}},
+			checkResult: func(t *testing.T, r Result) {
+				if r.Users[1].Reason != "deleted outside Terraform" {
+					t.Errorf("bob's reason %q", r.Users[1].Reason)
+				}
+			},
+		},
+		{
+			name:       "a user added later is created",
+			cfg:        cfg([]string{"alice", "bob", "carol", "dave"}),
+			prior:      prior(t, c),
+			live:       Live{Claims: pvcs(t, abc)},
+			class:      ClassSafe,
+			actions:    map[string]Action{"alice": ActionKeep, "bob": ActionKeep, "carol": ActionKeep, "dave": ActionCreate},
+			colocation: true,
+		},
+		{
+			name:       "a listed KubeSpawner claim is adopted",
+			cfg:        cfg([]string{"alice", "bob", "carol", "dave"}),
+			prior:      prior(t, c),
+			live:       Live{Claims: pvcs(t, []string{"alice", "bob", "carol", "dave"})},
+			class:      ClassSafe,
+			actions:    map[string]Action{"alice": ActionKeep, "bob": ActionKeep, "carol": ActionKeep, "dave": ActionKeep},
+			colocation: true,
+		},
+		{
+			name:       "a username that is not UTF-8",
+			cfg:        cfg([]string{"alice", "\xff"}),
+			live:       Live{Claims: pvcs(t, []string{"alice"})},
+			class:      ClassNone,
+			actions:    map[string]Action{"alice": ActionKeep},
+			colocation: true,
+			errors:     []want{{attr: "users", has: []string{`"\xff"`, "UTF-8"}}},
+		},
+	})
+}
+
+// The result never refers to the caller's slices in a way that lets Plan
+// change them, and the caller's inputs are left as they were.
+func TestPlanDoesNotModifyInputs(t *testing.T) {
+	us := []string{"carol", "alice", "bob"}
+	c := cfg(us, mode(RWX), onChange(OnModeChangeKeepExisting))
+	live := Live{Claims: pvcs(t, []string{"bob", "alice"}), Mounted: map[string]bool{"claim-bob": true}}
+	c0, live0 := deepCopyConfig(c), deepCopyLive(live)
+	Plan(c, nil, live)
+	if !reflect.DeepEqual(c, c0) || !reflect.DeepEqual(live, live0) {
+		t.Errorf("Plan modified its inputs")
+	}
+}
+
+type destroyCase struct {
+	name     string
+	cfg      Config
+	prior    Prior
+	live     Live
+	class    Class
+	actions  map[string]Action
+	errors   []want
+	warnings []want
+}
+
+func TestDestroy(t *testing.T) {
+	ab := []string{"alice", "bob"}
+	pr := *prior(t, cfg(ab))
+	live := Live{Claims: pvcs(t, ab)}
+	for _, tc := range []destroyCase{
+		{
+			name:     "retain keeps every claim",
+			cfg:      cfg(ab, policy(DeletionRetain)),
+			prior:    pr,
+			live:     live,
+			class:    ClassNone,
+			actions:  map[string]Action{"alice": ActionRelease, "bob": ActionRelease},
+			warnings: []want{{attr: "deletion_policy", has: []string{`deletion_policy = "retain"`, "2 managed home claim(s)", "namespace jhub", "left in place"}}},
+		},
+		{
+			name:     "retain is the default",
+			cfg:      cfg(ab),
+			prior:    pr,
+			live:     live,
+			class:    ClassNone,
+			actions:  map[string]Action{"alice": ActionRelease, "bob": ActionRelease},
+			warnings: []want{{attr: "deletion_policy", has: []string{`deletion_policy = "retain"`, "left in place"}}},
+		},
+		{
+			name:     "retain with allow_data_loss still keeps every claim",
+			cfg:      cfg(ab, policy(DeletionRetain), dataLoss()),
+			prior:    pr,
+			live:     live,
+			class:    ClassNone,
+			actions:  map[string]Action{"alice": ActionRelease, "bob": ActionRelease},
+			warnings: []want{{attr: "deletion_policy", has: []string{"left in place"}}},
+		},
+		{
+			name:     "delete without allow_data_loss keeps every claim",
+			cfg:      cfg(ab, policy(DeletionDelete)),
+			prior:    pr,
+			live:     live,
+			class:    ClassNone,
+			actions:  map[string]Action{"alice": ActionRelease, "bob": ActionRelease},
+			warnings: []want{{attr: "deletion_policy", has: []string{"left in place"}}},
+		},
+		{
+			name:     "delete with allow_data_loss is destructive",
+			cfg:      cfg(ab, policy(DeletionDelete), dataLoss()),
+			prior:    pr,
+			live:     live,
+			class:    ClassDestructive,
+			actions:  map[string]Action{"alice": ActionRecreate, "bob": ActionRecreate},
+			warnings: []want{{attr: "deletion_policy", has: []string{"deletes 2 home claim(s)", "alice: claim-alice", "bob: claim-bob"}}},
+		},
+		{
+			name:    "delete under a running server is refused",
+			cfg:     cfg(ab, policy(DeletionDelete), dataLoss()),
+			prior:   pr,
+			live:    Live{Claims: live.Claims, Mounted: map[string]bool{"claim-alice": true}},
+			class:   ClassNone,
+			actions: map[string]Action{"alice": ActionRecreate, "bob": ActionRecreate},
+			errors:  []want{{attr: "deletion_policy", has: []string{"alice: claim-alice", "Stop these users' servers"}, hasNot: []string{"bob"}}},
+		},
+		{
+			name:     "retain under a running server is fine",
+			cfg:      cfg(ab),
+			prior:    pr,
+			live:     Live{Claims: live.Claims, Mounted: map[string]bool{"claim-alice": true}},
+			class:    ClassNone,
+			actions:  map[string]Action{"alice": ActionRelease, "bob": ActionRelease},
+			warnings: []want{{attr: "deletion_policy"}},
+		},
+		{
+			name:    "only managed claims are deleted",
+			cfg:     cfg(ab, policy(DeletionDelete), dataLoss()),
+			prior:   Prior{Config: cfg([]string{"alice"}), Managed: map[string]string{"alice": "claim-alice"}},
+			live:    live,
+			class:   ClassDestructive,
+			actions: map[string]Action{"alice": ActionRecreate},
+			warnings: []want{{attr: "deletion_policy", has: []string{"deletes 1 home claim(s)", "alice: claim-alice"},
+				hasNot: []string{"bob"}}},
+		},
+		{
+			name:    "managed claims already gone",
+			cfg:     cfg(ab, policy(DeletionDelete), dataLoss()),
+			prior:   pr,
+			live:    Live{},
+			class:   ClassNone,
+			actions: map[string]Action{},
+		},
+		{
+			name:    "nothing managed",
+			cfg:     cfg(nil),
+			prior:   Prior{},
+			live:    live,
+			class:   ClassNone,
+			actions: map[string]Action{},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := Destroy(tc.cfg, tc.prior, tc.live)
+			if r.Class != tc.class {
+				t.Errorf("class %q, want %q", r.Class, tc.class)
+			}
+			if got := actions(r); !reflect.DeepEqual(got, tc.actions) {
+				t.Errorf("actions\n got %v\nwant %v", got, tc.actions)
+			}
+			checkFindings(t, "errors", r.Errors, tc.errors)
+			checkFindings(t, "warnings", r.Warnings, tc.warnings)
+			checkDestroyInvariants(t, tc.cfg, r)
+		})
+	}
+}
+
+func TestDestroyTruncatesLists(t *testing.T) {
+	many := users("user", 25)
+	pr := *prior(t, cfg(many))
+	live := Live{Claims: pvcs(t, many)}
+	r := Destroy(cfg(many, policy(DeletionDelete), dataLoss()), pr, live)
+	checkFindings(t, "warnings", r.Warnings, []want{{attr: "deletion_policy",
+		has: []string{"deletes 25 home claim(s)", "user00: claim-user00", "user19: claim-user19", "... and 5 more (25 in all)"}, hasNot: []string{"user20:"}}})
+	live.Mounted = mountedAll(t, many)
+	r = Destroy(cfg(many, policy(DeletionDelete), dataLoss()), pr, live)
+	checkFindings(t, "errors", r.Errors, []want{{attr: "deletion_policy",
+		has: []string{"user19: claim-user19", "... and 5 more (25 in all)"}, hasNot: []string{"user20:"}}})
+}
+
+// checkInvariants holds for every Plan result.
+func checkInvariants(t *testing.T, c Config, pr *Prior, live Live, r Result) {
+	t.Helper()
+	recreate := false
+	var legacy []string
+	colocation := c.AccessMode != RWX
+	for i, up := range r.Users {
+		if i > 0 && r.Users[i-1].User >= up.User {
+			t.Errorf("users not sorted and unique: %q before %q", r.Users[i-1].User, up.User)
+		}
+		switch up.Action {
+		case ActionRecreate:
+			recreate = true
+			if !c.AllowDataLoss {
+				t.Errorf("user %q is recreated without allow_data_loss", up.User)
+			}
+			if c.OnModeChange != OnModeChangeRecreate || !up.Managed || up.Live == nil {
+				t.Errorf("user %q recreated: on_mode_change %q, managed %v, live %v", up.User, c.OnModeChange, up.Managed, up.Live != nil)
+			}
+		case ActionRelease, ActionObserve:
+			if up.Managed || up.Live == nil {
+				t.Errorf("user %q: %s but managed %v, live %v", up.User, up.Action, up.Managed, up.Live != nil)
+			}
+			if up.Action == ActionRelease && (pr == nil || pr.Managed[up.User] == "") {
+				t.Errorf("user %q released but was not managed", up.User)
+			}
+		case ActionCreate:
+			if !up.Managed || up.Live != nil {
+				t.Errorf("user %q created: managed %v, live %v", up.User, up.Managed, up.Live != nil)
+			}
+		case ActionResize:
+			if !up.Managed || up.Live == nil || up.Live.RequestedBytes >= c.CapacityBytes {
+				t.Errorf("user %q resized: %+v", up.User, up)
+			}
+		case ActionLegacy:
+			legacy = append(legacy, up.User)
+			if up.Live != nil && !slices.Contains(up.Live.AccessModes, RWX) {
+				colocation = true
+			}
+		case ActionKeep:
+		default:
+			t.Errorf("user %q: unknown action %q", up.User, up.Action)
+		}
+		if up.Reason == "deleted outside Terraform" {
+			// Only a claim the state recorded and the cluster no longer has.
+			if pr == nil || pr.Managed[up.User] == "" || slices.ContainsFunc(live.Claims, func(c claims.Claim) bool { return c.Name == pr.Managed[up.User] }) {
+				t.Errorf("user %q: reported deleted outside Terraform, but its claim %q is live", up.User, pr.Managed[up.User])
+			}
+		}
+		if up.Live != nil && up.Live.Name != up.ClaimName {
+			t.Errorf("user %q: claim name %q, live claim %q", up.User, up.ClaimName, up.Live.Name)
+		}
+	}
+	// Destructive exactly when a plan that can be applied recreates a claim.
+	if (r.Class == ClassDestructive) != (recreate && len(r.Errors) == 0) {
+		t.Errorf("class %q, recreate %v, %d errors", r.Class, recreate, len(r.Errors))
+	}
+	if r.Class == ClassDestructive && !c.AllowDataLoss {
+		t.Errorf("destructive without allow_data_loss")
+	}
+	if len(r.Errors) > 0 && r.Class != ClassNone {
+		t.Errorf("class %q with errors", r.Class)
+	}
+	if c.OnModeChange == OnModeChangeKeepExisting && recreate {
+		t.Errorf("keep_existing recreates")
+	}
+	if !slices.Equal(r.LegacyUsers, legacy) {
+		t.Errorf("legacy users %v, users with the legacy action %v", r.LegacyUsers, legacy)
+	}
+	if r.ColocationRequired != colocation {
+		t.Errorf("colocation required %v, want %v", r.ColocationRequired, colocation)
+	}
+	for _, fs := range [][]Finding{r.Errors, r.Warnings} {
+		for _, f := range fs {
+			if !knownAttributes[f.Attribute] {
+				t.Errorf("finding %q names unknown attribute %q", f.Summary, f.Attribute)
+			}
+		}
+	}
+}
+
+// checkDestroyInvariants holds for every Destroy result.
+func checkDestroyInvariants(t *testing.T, c Config, r Result) {
+	t.Helper()
+	deleted := false
+	for _, up := range r.Users {
+		switch up.Action {
+		case ActionRecreate:
+			deleted = true
+			if !c.AllowDataLoss || c.DeletionPolicy != DeletionDelete {
+				t.Errorf("user %q deleted with allow_data_loss %v, deletion_policy %q", up.User, c.AllowDataLoss, c.DeletionPolicy)
+			}
+		case ActionRelease:
+		default:
+			t.Errorf("destroy: user %q: action %q", up.User, up.Action)
+		}
+	}
+	if (r.Class == ClassDestructive) != (deleted && len(r.Errors) == 0) {
+		t.Errorf("destroy: class %q, deleted %v, %d errors", r.Class, deleted, len(r.Errors))
+	}
+	if r.Class == ClassSafe {
+		t.Errorf("destroy is never merely safe")
+	}
+	for _, fs := range [][]Finding{r.Errors, r.Warnings} {
+		for _, f := range fs {
+			if !knownAttributes[f.Attribute] {
+				t.Errorf("destroy finding %q names unknown attribute %q", f.Summary, f.Attribute)
+			}
+		}
+	}
+}
+
+var propertySeed = flag.Uint64("safety.seed", 20240611, "seed of TestPlanProperties; each case's own seed is printed on failure")
+
+// TestPlanProperties checks the invariants on a few thousand random
+// configurations, priors and clusters. Each case is generated from its own
+// seed, printed on failure; rerun one with -safety.seed=SEED -safety.cases=1.
+func TestPlanProperties(t *testing.T) {
+	n := *propertyCases
+	if testing.Short() {
+		n = 300
+	}
+	for i := range n {
+		seed := *propertySeed + uint64(i)
+		cs := genCase(t, seed)
+		ok := t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
+			r := Plan(cs.cfg, cs.prior, cs.live)
+			checkInvariants(t, cs.cfg, cs.prior, cs.live, r)
+
+			// Deterministic, and the inputs are not modified.
+			cfg0, live0 := deepCopyConfig(cs.cfg), deepCopyLive(cs.live)
+			if r2 := Plan(cs.cfg, cs.prior, cs.live); !reflect.DeepEqual(r, r2) {
+				t.Errorf("Plan is not deterministic:\n%+v\n%+v", r, r2)
+			}
+			if !reflect.DeepEqual(cs.cfg, cfg0) || !reflect.DeepEqual(cs.live, live0) {
+				t.Errorf("Plan modified its inputs")
+			}
+
+			// The order of users and live claims changes nothing but the
+			// order in which orphaned claims are listed.
+			rng := rand.New(rand.NewPCG(seed, 1))
+			shuffled := cs
+			shuffled.cfg.Users = slices.Clone(cs.cfg.Users)
+			shuffled.live.Claims = slices.Clone(cs.live.Claims)
+			rng.Shuffle(len(shuffled.cfg.Users), reflect.Swapper(shuffled.cfg.Users))
+			rng.Shuffle(len(shuffled.live.Claims), reflect.Swapper(shuffled.live.Claims))
+			r3 := Plan(shuffled.cfg, shuffled.prior, shuffled.live)
+			if r3.Class != r.Class || !reflect.DeepEqual(actions(r3), actions(r)) ||
+				!slices.Equal(r3.LegacyUsers, r.LegacyUsers) || r3.ColocationRequired != r.ColocationRequired ||
+				len(r3.Errors) != len(r.Errors) || len(r3.Warnings) != len(r.Warnings) {
+				t.Errorf("Plan depends on input order")
+			}
+
+			if cs.prior != nil {
+				d := Destroy(cs.cfg, *cs.prior, cs.live)
+				checkDestroyInvariants(t, cs.cfg, d)
+				if d2 := Destroy(cs.cfg, *cs.prior, cs.live); !reflect.DeepEqual(d, d2) {
+					t.Errorf("Destroy is not deterministic")
+				}
+			}
+			if t.Failed() {
+				t.Logf("config: %+v\nprior: %+v\nlive claims:", cs.cfg, cs.prior)
+				for _, c := range cs.live.Claims {
+					t.Logf("  %+v", c)
+				}
+				t.Logf("class: %+v, mounted: %v", cs.live.Class, cs.live.Mounted)
+			}
+		})
+		if !ok {
+			t.Fatalf("failed for seed %d; rerun: go test ./internal/safety/ -run TestPlanProperties -safety.seed=%d -safety.cases=1", seed, seed)
+		}
+	}
+}
+
+var propertyCases = flag.Int("safety.cases", 3000, "number of random cases TestPlanProperties checks")
+
+type genned struct {
+	cfg   Config
+	prior *Prior
+	live  Live
+}
+
+var (
+	genUsers     = []string{"alice", "Alice", "bob", "carol", "dave.smith", "jo@example.com", "Müller", "ivan_x", "x", "user-1", "0day", "a--b"}
+	genTemplates = []string{tmpl, "home-{username}", "claim-{username}--{servername}", "claim-{user_server}"}
+	genModes     = []string{RWO, RWX, RWOP}
+	genClasses   = []string{"", "gp3", "efs"}
+	genOnChange  = []OnModeChange{"", OnModeChangeFail, OnModeChangeKeepExisting, OnModeChangeRecreate}
+	genPolicies  = []string{"", DeletionRetain, DeletionDelete}
+	genSchemes   = []kubespawner.Scheme{kubespawner.SchemeSafe, kubespawner.SchemeEscape}
+)
+
+func pick[T any](r *rand.Rand, s []T) T { return s[r.IntN(len(s))] }
+
+func subset(r *rand.Rand, s []string) []string {
+	var out []string
+	for _, v := range s {
+		if r.IntN(2) == 0 {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+func genConfig(r *rand.Rand, users []string) Config {
+	c := Config{
+		Namespace:      ns,
+		AccessMode:     pick(r, genModes),
+		StorageClass:   pick(r, genClasses),
+		CapacityBytes:  int64(r.IntN(4)) * 5 * gi, // 0, 5, 10 or 15 GiB
+		NameTemplate:   pick(r, genTemplates),
+		Scheme:         pick(r, genSchemes),
+		Users:          users,
+		OnModeChange:   pick(r, genOnChange),
+		AllowDataLoss:  r.IntN(2) == 0,
+		DeletionPolicy: pick(r, genPolicies),
+	}
+	c.Capacity = fmt.Sprintf("%dGi", c.CapacityBytes/gi)
+	return c
+}
+
+func genCase(t testing.TB, seed uint64) genned {
+	r := rand.New(rand.NewPCG(seed, 0))
+	pool := genUsers
+	if r.IntN(10) == 0 {
+		pool = append(slices.Clone(pool), "\xff") // a name Expand refuses
+	}
+	var g genned
+	g.cfg = genConfig(r, subset(r, pool))
+	if r.IntN(3) == 0 {
+		// An unchanged prior, or one that differed in a few attributes.
+		pc := g.cfg
+		pc.Users = subset(r, pool)
+		if r.IntN(2) == 0 {
+			pc = genConfig(r, pc.Users)
+		}
+		g.prior = &Prior{Config: pc, Managed: map[string]string{}}
+		for _, u := range pc.Users {
+			if n, err := kubespawner.Expand(pc.NameTemplate, u, "", pc.Scheme); err == nil {
+				g.prior.Managed[u] = n
+			}
+		}
+	}
+	seen := map[string]bool{}
+	g.live.Mounted = map[string]bool{}
+	for _, u := range genUsers {
+		if r.IntN(3) == 0 {
+			continue
+		}
+		tm, sch := g.cfg.NameTemplate, g.cfg.Scheme
+		if r.IntN(5) == 0 {
+			tm, sch = pick(r, genTemplates), pick(r, genSchemes)
+		}
+		n, err := kubespawner.Expand(tm, u, "", sch)
+		if err != nil || seen[n] {
+			continue
+		}
+		seen[n] = true
+		c := claims.Claim{
+			Name:           n,
+			Username:       u,
+			AccessModes:    []string{pick(r, genModes)},
+			StorageClass:   pick(r, genClasses),
+			RequestedBytes: int64(1+r.IntN(3)) * 5 * gi,
+			Phase:          pick(r, []string{"Bound", "Bound", "Bound", "Pending", ""}),
+			Deleting:       r.IntN(15) == 0,
+		}
+		if r.IntN(6) == 0 {
+			c.AccessModes = []string{RWO, RWX}
+		}
+		if r.IntN(3) > 0 { // mostly as configured, so that plans get through
+			c.AccessModes, c.StorageClass = []string{g.cfg.AccessMode}, g.cfg.StorageClass
+		}
+		c.Requested = fmt.Sprintf("%dGi", c.RequestedBytes/gi)
+		if r.IntN(4) == 0 {
+			g.live.Mounted[n] = true
+		}
+		g.live.Claims = append(g.live.Claims, c)
+	}
+	switch r.IntN(5) {
+	case 0:
+	case 1:
+		g.live.Class = &StorageClass{Name: "gp3", Provisioner: "ebs.csi.aws.com", AllowExpansion: r.IntN(2) == 0, Exists: true}
+	case 2:
+		g.live.Class = &StorageClass{Name: "efs", Provisioner: "efs.csi.aws.com", AllowExpansion: true, Exists: true}
+	case 3:
+		g.live.Class = &StorageClass{Name: "x", Provisioner: "example.com/x", Exists: r.IntN(2) == 0, Created: r.IntN(2) == 0}
+	case 4:
+		g.live.Class = &StorageClass{Name: "shared", Provisioner: "rook-ceph.cephfs.csi.ceph.com", AllowExpansion: true, Exists: true}
+	}
+	return g
+}
+
+func deepCopyConfig(c Config) Config {
+	c.Users = slices.Clone(c.Users)
+	return c
+}
+
+func deepCopyLive(l Live) Live {
+	out := Live{Class: l.Class}
+	for _, c := range l.Claims {
+		c.AccessModes = slices.Clone(c.AccessModes)
+		out.Claims = append(out.Claims, c)
+	}
+	if l.Mounted != nil {
+		out.Mounted = map[string]bool{}
+		for k, v := range l.Mounted {
+			out.Mounted[k] = v
+		}
+	}
+	return out
+}
+
+// TestPlanPropertiesCoverage makes sure the generator reaches the
+// interesting outcomes, so that the invariants are not checked on trivia.
+func TestPlanPropertiesCoverage(t *testing.T) {
+	seen := map[string]int{}
+	for i := range 2000 {
+		cs := genCase(t, *propertySeed+uint64(i))
+		r := Plan(cs.cfg, cs.prior, cs.live)
+		seen["class "+string(r.Class)]++
+		for _, up := range r.Users {
+			seen["action "+string(up.Action)]++
+		}
+		if len(r.Errors) > 0 {
+			seen["errors"]++
+		}
+	}
+	for _, k := range []string{"class none", "class safe", "class destructive", "errors",
+		"action keep", "action create", "action resize", "action legacy", "action recreate", "action release", "action observe"} {
+		if seen[k] == 0 {
+			t.Errorf("the generator never produced %s: %v", k, seen)
+		}
+	}
+}
+
+func BenchmarkPlan5000(b *testing.B) { benchmarkPlan(b, 5000) }
+
+// BenchmarkPlan500 is the same at a tenth of the size: the time per
+// operation should be about a tenth too.
+func BenchmarkPlan500(b *testing.B) { benchmarkPlan(b, 500) }
+
+// benchmarkPlan plans n listed users against n live claims: half kept on a
+// legacy mode (keep_existing), a quarter grown, a quarter as configured.
+func benchmarkPlan(b *testing.B, n int) {
+	us := make([]string, n)
+	live := Live{Class: &StorageClass{Name: "efs", Provisioner: "efs.csi.aws.com", AllowExpansion: true, Exists: true}, Mounted: map[string]bool{}}
+	for i := range us {
+		us[i] = fmt.Sprintf("user%05d", i)
+		c := pvc(b, us[i], modes(RWX), class("efs"))
+		switch i % 4 {
+		case 0, 1:
+			c.AccessModes, c.StorageClass = []string{RWO}, "gp3"
+		case 2:
+			c.Requested, c.RequestedBytes = "5Gi", 5*gi
+		}
+		if i%10 == 0 {
+			live.Mounted[c.Name] = true
+		}
+		live.Claims = append(live.Claims, c)
+	}
+	c := cfg(us, mode(RWX), sclass("efs"), onChange(OnModeChangeKeepExisting))
+	pr := prior(b, c)
+	for b.Loop() {
+		r := Plan(c, pr, live)
+		if len(r.Users) != n || len(r.Errors) != 0 || r.Class != ClassSafe {
+			b.Fatalf("unexpected plan: %d users, %d errors, class %s", len(r.Users), len(r.Errors), r.Class)
+		}
+	}
+}
+
+// Only a live claim more restrictive than the configured mode matters: a
+// ReadWriteMany home under ReadWriteOnce still serves co-located pods, a
+// ReadWriteOncePod home under ReadWriteOnce does not.
+func TestPlanModeDirection(t *testing.T) {
+	ab := []string{"alice", "bob"}
+	runPlanCases(t, []planCase{
+		{
+			name:       "rwx claims under an rwo config are fine",
+			cfg:        cfg(nil, sclass("gp3")),
+			live:       Live{Claims: pvcs(t, ab, modes(RWX))},
+			class:      ClassNone,
+			actions:    map[string]Action{"alice": ActionObserve, "bob": ActionObserve},
+			colocation: true,
+		},
+		{
+			name:       "rwx claims under an rwop config are fine",
+			cfg:        cfg(nil, sclass("gp3"), mode(RWOP)),
+			live:       Live{Claims: pvcs(t, ab, modes(RWX))},
+			class:      ClassNone,
+			actions:    map[string]Action{"alice": ActionObserve, "bob": ActionObserve},
+			colocation: true,
+			warnings:   []want{{attr: "access_mode", has: []string{"one server per user"}}},
+		},
+		{
+			name:       "rwop claims under an rwo config differ",
+			cfg:        cfg(nil, sclass("gp3")),
+			live:       Live{Claims: pvcs(t, ab, modes(RWOP))},
+			class:      ClassNone,
+			actions:    map[string]Action{"alice": ActionLegacy, "bob": ActionLegacy},
+			legacy:     ab,
+			colocation: true,
+			errors:     []want{{attr: "access_mode", has: []string{"alice: claim-alice (ReadWriteOncePod"}}},
+		},
+	})
+}
