@@ -220,8 +220,7 @@ func (r *homeStorageResource) ModifyPlan(ctx context.Context, req resource.Modif
 	plan.ChangeClass = types.StringValue(string(res.Class))
 	plan.LegacyUsers = stringList(res.LegacyUsers)
 	plan.ColocationRequired = types.BoolValue(res.ColocationRequired)
-	changing := res.Class != safety.ClassNone || state == nil
-	plan.Claims = claimsValue(res.Users, cfg, changing, false)
+	plan.Claims = claimsValue(res.Users, cfg, false)
 	if state != nil && res.Class == safety.ClassNone && sameArguments(&plan, state) {
 		// Nothing changes: keep what the last apply or refresh recorded, so the
 		// plan is empty. (Observations such as a claim's phase are refreshed by Read.)
@@ -306,11 +305,11 @@ func maxClass(a, b safety.Class) safety.Class {
 	return a
 }
 
-// claimsValue is the planned `claims` map. When claims are created or
-// changed, their phase is unknown until apply.
+// claimsValue is the `claims` map. The phase of a claim that is created or
+// recreated is unknown until apply.
 //
 // final is set after apply: only claims that exist are listed.
-func claimsValue(ups []safety.UserPlan, cfg safety.Config, changing, final bool) types.Map {
+func claimsValue(ups []safety.UserPlan, cfg safety.Config, final bool) types.Map {
 	out := make(map[string]attr.Value, len(ups))
 	capacity := canonicalQuantity(cfg.Capacity)
 	for _, up := range ups {
@@ -337,11 +336,21 @@ func claimsValue(ups []safety.UserPlan, cfg safety.Config, changing, final bool)
 			if up.Action == safety.ActionResize {
 				o["capacity"] = types.StringValue(capacity)
 			}
-			if changing {
-				o["phase"] = types.StringUnknown()
-			}
 		}
 		out[up.User] = types.ObjectValueMust(stateClaimAttrTypes, o)
+	}
+	return types.MapValueMust(stateClaimType, out)
+}
+
+// settledClaims is the claims map after apply: what the plan said for claims
+// apply did not create (their observed phase is refreshed by the next
+// read), and the live values for the ones it created.
+func settledClaims(planned, live types.Map) types.Map {
+	out := maps.Clone(live.Elements())
+	for user, v := range planned.Elements() {
+		if o, ok := v.(types.Object); ok && !o.Attributes()["phase"].IsUnknown() {
+			out[user] = v
+		}
 	}
 	return types.MapValueMust(stateClaimType, out)
 }
@@ -520,7 +529,7 @@ func (r *homeStorageResource) apply(ctx context.Context, plan, state *homeStorag
 		cfg.Users = kept
 	}
 	after := safety.Plan(cfg, nil, live)
-	plan.Claims = claimsValue(after.Users, cfg, false, true)
+	plan.Claims = settledClaims(plan.Claims, claimsValue(after.Users, cfg, true))
 	plan.LegacyUsers = stringList(res.LegacyUsers)
 	plan.ColocationRequired = types.BoolValue(res.ColocationRequired)
 	plan.ChangeClass = types.StringValue(string(res.Class))
@@ -619,7 +628,7 @@ func (r *homeStorageResource) Read(ctx context.Context, req resource.ReadRequest
 		return
 	}
 	res := safety.Plan(cfg, nil, live)
-	state.Claims = claimsValue(res.Users, cfg, false, true)
+	state.Claims = claimsValue(res.Users, cfg, true)
 	if imported {
 		state.LegacyUsers = stringList(res.LegacyUsers)
 		state.ColocationRequired = types.BoolValue(res.ColocationRequired)
