@@ -3,6 +3,8 @@ package kube
 import (
 	"context"
 	"fmt"
+	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -18,17 +20,53 @@ const PageSize = 500
 type Client struct {
 	Kube    kubernetes.Interface
 	Backoff Backoff
+
+	mu        sync.Mutex
+	snapshots map[string]snapshot
+}
+
+// SnapshotTTL is how long a List of claims is reused within one provider
+// process. OpenTofu refreshes and then plans in the same process; both read
+// the same snapshot, so a plan costs one List. Apply always lists afresh.
+const SnapshotTTL = 30 * time.Second
+
+type snapshot struct {
+	at    time.Time
+	items []corev1.PersistentVolumeClaim
 }
 
 // NewClient wraps a clientset with the default retry policy.
 func NewClient(cs kubernetes.Interface) *Client {
-	return &Client{Kube: cs, Backoff: DefaultBackoff}
+	return &Client{Kube: cs, Backoff: DefaultBackoff, snapshots: map[string]snapshot{}}
 }
 
-// ListClaims returns every PersistentVolumeClaim in namespace that matches
-// selector, in pages of PageSize. A page token that expired mid-list (410
-// Gone) restarts the list from the beginning, once.
+// ListClaims is ListClaimsFresh, or its result from less than SnapshotTTL ago.
 func (c *Client) ListClaims(ctx context.Context, namespace, selector string) ([]corev1.PersistentVolumeClaim, error) {
+	key := namespace + "\x00" + selector
+	c.mu.Lock()
+	s, ok := c.snapshots[key]
+	c.mu.Unlock()
+	if ok && time.Since(s.at) < SnapshotTTL {
+		return s.items, nil
+	}
+	return c.ListClaimsFresh(ctx, namespace, selector)
+}
+
+// ListClaimsFresh returns every PersistentVolumeClaim in namespace that
+// matches selector, in pages of PageSize. A page token that expired mid-list
+// (410 Gone) restarts the list from the beginning, once.
+func (c *Client) ListClaimsFresh(ctx context.Context, namespace, selector string) ([]corev1.PersistentVolumeClaim, error) {
+	at := time.Now()
+	items, err := c.listClaims(ctx, namespace, selector)
+	if err == nil && c.snapshots != nil {
+		c.mu.Lock()
+		c.snapshots[namespace+"\x00"+selector] = snapshot{at: at, items: items}
+		c.mu.Unlock()
+	}
+	return items, err
+}
+
+func (c *Client) listClaims(ctx context.Context, namespace, selector string) ([]corev1.PersistentVolumeClaim, error) {
 	var out []corev1.PersistentVolumeClaim
 	restarted := false
 	opts := metav1.ListOptions{LabelSelector: selector, Limit: PageSize}

@@ -121,9 +121,15 @@ func (m *homeStorageModel) prior(ctx context.Context, diags *diag.Diagnostics) *
 
 // readLive lists the claims (one paginated List), the storage class and,
 // when a claim may be deleted, the pods that mount claims.
-func (r *homeStorageResource) readLive(ctx context.Context, client *kube.Client, m *homeStorageModel, needPods bool) (safety.Live, error) {
+//
+// fresh skips the process's snapshot of the claims (apply always reads afresh).
+func (r *homeStorageResource) readLive(ctx context.Context, client *kube.Client, m *homeStorageModel, needPods, fresh bool) (safety.Live, error) {
 	var live safety.Live
-	pvcs, err := client.ListClaims(ctx, m.Namespace.ValueString(), DefaultClaimSelector)
+	list := client.ListClaims
+	if fresh {
+		list = client.ListClaimsFresh
+	}
+	pvcs, err := list(ctx, m.Namespace.ValueString(), DefaultClaimSelector)
 	if err != nil {
 		return live, err
 	}
@@ -197,7 +203,7 @@ func (r *homeStorageResource) ModifyPlan(ctx context.Context, req resource.Modif
 	if state != nil {
 		prior = state.prior(ctx, &resp.Diagnostics)
 	}
-	live, err := r.readLive(ctx, client, &plan, cfg.OnModeChange == safety.OnModeChangeRecreate)
+	live, err := r.readLive(ctx, client, &plan, cfg.OnModeChange == safety.OnModeChangeRecreate, false)
 	if err != nil {
 		resp.Diagnostics.AddError("Cannot read the live home claims", err.Error())
 		return
@@ -238,7 +244,7 @@ func (r *homeStorageResource) planDestroy(ctx context.Context, req resource.Modi
 		return
 	}
 	cfg := state.config(ctx, &resp.Diagnostics)
-	live, err := r.readLive(ctx, client, &state, cfg.DeletionPolicy == safety.DeletionDelete)
+	live, err := r.readLive(ctx, client, &state, cfg.DeletionPolicy == safety.DeletionDelete, false)
 	if err != nil {
 		resp.Diagnostics.AddError("Cannot read the live home claims", err.Error())
 		return
@@ -464,7 +470,7 @@ func (r *homeStorageResource) apply(ctx context.Context, plan, state *homeStorag
 	if state != nil {
 		prior = state.prior(ctx, diags)
 	}
-	live, err := r.readLive(ctx, client, plan, cfg.OnModeChange == safety.OnModeChangeRecreate)
+	live, err := r.readLive(ctx, client, plan, cfg.OnModeChange == safety.OnModeChangeRecreate, true)
 	if err != nil {
 		diags.AddError("Cannot read the live home claims", err.Error())
 		return
@@ -513,7 +519,7 @@ func (r *homeStorageResource) apply(ctx context.Context, plan, state *homeStorag
 	}
 
 	// The state reflects the cluster after the changes.
-	live, err = r.readLive(ctx, client, plan, false)
+	live, err = r.readLive(ctx, client, plan, false, true)
 	if err != nil {
 		diags.AddError("Cannot read the home claims after apply", err.Error())
 		return
@@ -622,7 +628,7 @@ func (r *homeStorageResource) Read(ctx context.Context, req resource.ReadRequest
 		r.fillImported(ctx, client, &state, &resp.Diagnostics)
 	}
 	cfg := state.config(ctx, &resp.Diagnostics)
-	live, err := r.readLive(ctx, client, &state, false)
+	live, err := r.readLive(ctx, client, &state, false, false)
 	if err != nil {
 		resp.Diagnostics.AddError("Cannot read the live home claims", err.Error())
 		return
@@ -651,7 +657,7 @@ func (r *homeStorageResource) fillImported(ctx context.Context, client *kube.Cli
 	m.Users = types.ListNull(types.StringType)
 	m.Labels, m.Annotations = types.MapNull(types.StringType), types.MapNull(types.StringType)
 	m.Capacity = types.StringValue("10Gi")
-	pvcs, err := client.ListClaims(ctx, m.Namespace.ValueString(), DefaultClaimSelector)
+	pvcs, err := client.ListClaimsFresh(ctx, m.Namespace.ValueString(), DefaultClaimSelector)
 	if err != nil {
 		diags.AddError("Cannot read the live home claims", err.Error())
 		return
@@ -700,7 +706,7 @@ func (r *homeStorageResource) Delete(ctx context.Context, req resource.DeleteReq
 	if client == nil {
 		return
 	}
-	live, err := r.readLive(ctx, client, &state, true)
+	live, err := r.readLive(ctx, client, &state, true, true)
 	if err != nil {
 		resp.Diagnostics.AddError("Cannot read the live home claims", err.Error())
 		return
