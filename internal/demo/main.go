@@ -9,10 +9,8 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
-	"runtime"
 	"syscall"
 	"time"
 
@@ -20,12 +18,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/testcluster"
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/tofurun"
 )
 
-const (
-	namespace   = "jhub"
-	demoVersion = "0.1.0"
-)
+const namespace = "jhub"
 
 func main() {
 	if err := run(); err != nil {
@@ -53,16 +49,10 @@ func run() error {
 	}
 	defer os.RemoveAll(work)
 
-	step("building the provider")
-	// A local filesystem mirror, so that `tofu init` installs the provider
-	// offline and records it in the lock file as a registry install would.
-	mirror := filepath.Join(work, "mirror")
-	pkg := filepath.Join(mirror, "registry.opentofu.org", "jupyter-infra", "jupyter", demoVersion, runtime.GOOS+"_"+runtime.GOARCH)
-	build := exec.CommandContext(ctx, "go", "build", "-ldflags", "-X main.version="+demoVersion,
-		"-o", filepath.Join(pkg, "terraform-provider-jupyter_v"+demoVersion), ".")
-	build.Dir, build.Stdout, build.Stderr = root, os.Stdout, os.Stderr
-	if err := build.Run(); err != nil {
-		return fmt.Errorf("go build: %w", err)
+	step("building the provider into a local mirror")
+	ws, err := tofurun.New(ctx, root, work, filepath.Join(bin, "tofu"))
+	if err != nil {
+		return err
 	}
 
 	step("starting the local test cluster (etcd, kube-apiserver, kube-controller-manager)")
@@ -101,23 +91,10 @@ func run() error {
 	if err := os.CopyFS(cfgDir, os.DirFS(filepath.Join(root, "examples", "quickstart"))); err != nil {
 		return err
 	}
-	rc := filepath.Join(work, "tofu.rc")
-	if err := os.WriteFile(rc, []byte(fmt.Sprintf(`provider_installation {
-  filesystem_mirror {
-    path    = %q
-    include = ["jupyter-infra/jupyter"]
-  }
-}
-`, mirror)), 0o600); err != nil {
-		return err
-	}
-	env := append(os.Environ(), "TF_CLI_CONFIG_FILE="+rc, "KUBE_CONFIG_PATH="+cluster.KubeconfigPath,
-		"CHECKPOINT_DISABLE=1", "TF_IN_AUTOMATION=1", "TF_INPUT=0")
+	ws.Env = append(ws.Env, "KUBE_CONFIG_PATH="+cluster.KubeconfigPath)
 	tofu := func(args ...string) error {
-		fmt.Printf("$ tofu %s\n", joinArgs(args))
-		cmd := exec.CommandContext(ctx, filepath.Join(bin, "tofu"), args...)
-		cmd.Dir, cmd.Env, cmd.Stdout, cmd.Stderr = cfgDir, env, os.Stdout, os.Stderr
-		return cmd.Run()
+		tofurun.Echo(os.Stdout, args...)
+		return ws.Run(ctx, cfgDir, args...)
 	}
 	if err := tofu("init", "-no-color"); err != nil {
 		return fmt.Errorf("tofu init: %w", err)
@@ -145,15 +122,4 @@ func modes(m []corev1.PersistentVolumeAccessMode) string {
 		return "ReadWriteOnce"
 	}
 	return string(m[0])
-}
-
-func joinArgs(a []string) string {
-	s := ""
-	for i, x := range a {
-		if i > 0 {
-			s += " "
-		}
-		s += x
-	}
-	return s
 }
