@@ -1,0 +1,402 @@
+// Command bench measures the provider on the local test cluster and writes
+// BENCHMARKS.md. Run it with `make bench`.
+//
+// For each N it seeds N KubeSpawner-style claims with client-go and times
+// `tofu plan` of a jupyter_home_storage covering them (no change, and a
+// ReadWriteMany flip under keep_existing), `tofu apply` of N new users next
+// to a bare client-go loop with the same concurrency and rate limits, and
+// the floor: `tofu plan` of an empty configuration. Requests are counted in
+// the API server's audit log (the provider connects as its own identity);
+// the provider's peak memory is read from /proc while tofu runs.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/kube"
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/testcluster"
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/tofurun"
+)
+
+const class = "bench-nfs"
+
+func main() {
+	sizes := flag.String("sizes", "100,1000,5000", "numbers of users")
+	runs := flag.Int("runs", 3, "runs per measurement (the median is reported)")
+	out := flag.String("out", "BENCHMARKS.md", "report file")
+	flag.Parse()
+	if err := run(*sizes, *runs, *out); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+type row struct {
+	n                               int
+	planNoop, planFlip, apply, bare time.Duration
+	list                            time.Duration // one paginated List of the N claims with client-go
+	reqPlan, reqApply               int
+	memPlan, memApply               int64 // KiB
+}
+
+func run(sizesFlag string, runs int, out string) error {
+	ctx := context.Background()
+	root, _ := os.Getwd()
+	bin, err := testcluster.BinDir("")
+	if err != nil {
+		return err
+	}
+	work, err := os.MkdirTemp("", "jupyter-bench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(work)
+	ws, err := tofurun.New(ctx, root, work, filepath.Join(bin, "tofu"))
+	if err != nil {
+		return err
+	}
+	ws.Stdout = nil
+	policy := filepath.Join(work, "audit.yaml")
+	auditLog := filepath.Join(work, "audit.log")
+	if err := os.WriteFile(policy, []byte(`apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: ["RequestReceived"]
+rules:
+  - level: Metadata
+    users: ["`+testcluster.LimitedUser+`"]
+  - level: None
+`), 0o600); err != nil {
+		return err
+	}
+	cluster, err := testcluster.Start(ctx, testcluster.Options{APIServerArgs: []string{
+		"--audit-policy-file=" + policy, "--audit-log-path=" + auditLog, "--audit-log-mode=blocking",
+	}})
+	if err != nil {
+		return err
+	}
+	defer cluster.Stop()
+	cs := cluster.Admin()
+	if err := setup(ctx, cs); err != nil {
+		return err
+	}
+	// The provider connects as its own identity, so the audit log counts its requests alone.
+	ws.Env = append(ws.Env, "KUBE_HOST="+cluster.Host, "KUBE_TOKEN="+cluster.LimitedToken,
+		"KUBE_CLUSTER_CA_CERT_DATA="+string(cluster.CAPEM))
+
+	floorDir, err := writeConfig(work, "floor", "")
+	if err != nil {
+		return err
+	}
+	if err := ws.Run(ctx, floorDir, "init", "-no-color"); err != nil {
+		return err
+	}
+	floor, _, _, err := timeTofu(ctx, ws, floorDir, auditLog, runs, "plan", "-no-color", "-lock=false")
+	if err != nil {
+		return err
+	}
+	fmt.Printf("floor: empty plan %s\n", floor)
+
+	var rows []row
+	for _, f := range strings.Split(sizesFlag, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil {
+			return err
+		}
+		r, err := measure(ctx, ws, cs, cluster, work, auditLog, n, runs)
+		if err != nil {
+			return fmt.Errorf("N=%d: %w", n, err)
+		}
+		fmt.Printf("N=%d: plan %s, flip %s, apply %s (bare client-go %s), %d/%d requests\n", n, r.planNoop, r.planFlip, r.apply, r.bare, r.reqPlan, r.reqApply)
+		rows = append(rows, r)
+	}
+	return os.WriteFile(out, []byte(report(floor, rows, runs)), 0o644)
+}
+
+func setup(ctx context.Context, cs kubernetes.Interface) error {
+	crb := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "bench-provider"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "cluster-admin"},
+		Subjects: []rbacv1.Subject{{Kind: "User", APIGroup: rbacv1.GroupName, Name: testcluster.LimitedUser}}}
+	if _, err := cs.RbacV1().ClusterRoleBindings().Create(ctx, crb, metav1.CreateOptions{}); err != nil {
+		return err
+	}
+	expand := true
+	sc := &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: class}, Provisioner: "nfs.csi.k8s.io", AllowVolumeExpansion: &expand}
+	_, err := cs.StorageV1().StorageClasses().Create(ctx, sc, metav1.CreateOptions{})
+	return err
+}
+
+func namespace(ctx context.Context, cs kubernetes.Interface, name string) error {
+	_, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+	return err
+}
+
+func users(prefix string, n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = fmt.Sprintf("%s%05d", prefix, i)
+	}
+	return out
+}
+
+func measure(ctx context.Context, ws *tofurun.Workspace, cs kubernetes.Interface, cluster *testcluster.Cluster, work, auditLog string, n, runs int) (row, error) {
+	r := row{n: n}
+	ns := fmt.Sprintf("bench-plan-%d", n)
+	if err := namespace(ctx, cs, ns); err != nil {
+		return r, err
+	}
+	cls := class
+	seeds := make([]testcluster.SeedClaim, n)
+	for i, u := range users("user", n) {
+		seeds[i] = testcluster.SeedClaim{Name: "claim-" + u, Username: u, StorageClass: &cls}
+	}
+	if errs := kube.ForEach(ctx, seeds, func(ctx context.Context, s testcluster.SeedClaim) error {
+		return testcluster.Seed(ctx, cs, ns, s)
+	}); len(errs) > 0 {
+		return r, fmt.Errorf("seeding: %d errors", len(errs))
+	}
+	dir, err := writeConfig(work, ns, fmt.Sprintf(`
+variable "access_mode" {
+  type    = string
+  default = "ReadWriteOnce"
+}
+variable "on_mode_change" {
+  type    = string
+  default = "fail"
+}
+resource "jupyter_home_storage" "homes" {
+  namespace          = %q
+  capacity           = "1Gi"
+  storage_class_name = %q
+  access_mode        = var.access_mode
+  on_mode_change     = var.on_mode_change
+}
+`, ns, class))
+	if err != nil {
+		return r, err
+	}
+	if err := ws.Run(ctx, dir, "init", "-no-color"); err != nil {
+		return r, err
+	}
+	if err := ws.Run(ctx, dir, "apply", "-auto-approve", "-no-color"); err != nil {
+		return r, err
+	}
+	client := kube.NewClient(cs)
+	var lists []time.Duration
+	for i := 0; i < runs; i++ {
+		start := time.Now()
+		if _, err := client.ListClaimsFresh(ctx, ns, "component=singleuser-storage"); err != nil {
+			return r, err
+		}
+		lists = append(lists, time.Since(start))
+	}
+	r.list = median(lists)
+	if r.planNoop, r.reqPlan, r.memPlan, err = timeTofu(ctx, ws, dir, auditLog, runs, "plan", "-no-color", "-lock=false", "-detailed-exitcode"); err != nil {
+		return r, fmt.Errorf("no-change plan: %w", err)
+	}
+	if r.planFlip, _, _, err = timeTofu(ctx, ws, dir, auditLog, runs, "plan", "-no-color", "-lock=false",
+		"-var", "access_mode=ReadWriteMany", "-var", "on_mode_change=keep_existing"); err != nil {
+		return r, fmt.Errorf("flip plan: %w", err)
+	}
+
+	var applies, bares []time.Duration
+	for i := 0; i < runs; i++ {
+		ans := fmt.Sprintf("bench-apply-%d-%d", n, i)
+		if err := namespace(ctx, cs, ans); err != nil {
+			return r, err
+		}
+		adir, err := writeConfig(work, ans, fmt.Sprintf(`
+resource "jupyter_home_storage" "homes" {
+  namespace          = %q
+  capacity           = "1Gi"
+  storage_class_name = %q
+  users              = [for i in range(%d) : format("new%%05d", i)]
+}
+`, ans, class, n))
+		if err != nil {
+			return r, err
+		}
+		if err := ws.Run(ctx, adir, "init", "-no-color"); err != nil {
+			return r, err
+		}
+		d, reqs, mem, err := timeTofu(ctx, ws, adir, auditLog, 1, "apply", "-auto-approve", "-no-color")
+		if err != nil {
+			return r, fmt.Errorf("apply: %w", err)
+		}
+		applies = append(applies, d)
+		r.reqApply, r.memApply = reqs, max(r.memApply, mem)
+
+		bns := fmt.Sprintf("bench-bare-%d-%d", n, i)
+		if err := namespace(ctx, cs, bns); err != nil {
+			return r, err
+		}
+		b, err := bareCreate(ctx, cluster, bns, n)
+		if err != nil {
+			return r, err
+		}
+		bares = append(bares, b)
+	}
+	r.apply, r.bare = median(applies), median(bares)
+	return r, nil
+}
+
+// bareCreate creates n claims with client-go, with the provider's
+// concurrency and client rate limits: the floor for an apply.
+func bareCreate(ctx context.Context, cluster *testcluster.Cluster, ns string, n int) (time.Duration, error) {
+	rc := cluster.RESTConfig(cluster.AdminToken)
+	rc.QPS, rc.Burst = 100, 200 // the provider's defaults
+	cs := kubernetes.NewForConfigOrDie(rc)
+	client := kube.NewClient(cs)
+	cls := class
+	start := time.Now()
+	errs := kube.ForEach(ctx, users("bare", n), func(ctx context.Context, u string) error {
+		_, err := client.CreateClaim(ctx, &corev1.PersistentVolumeClaim{
+			ObjectMeta: metav1.ObjectMeta{Name: "claim-" + u, Namespace: ns},
+			Spec: corev1.PersistentVolumeClaimSpec{
+				AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+				StorageClassName: &cls,
+				Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
+			},
+		})
+		return err
+	})
+	if len(errs) > 0 {
+		return 0, fmt.Errorf("bare create: %d errors", len(errs))
+	}
+	return time.Since(start), nil
+}
+
+func writeConfig(work, name, body string) (string, error) {
+	dir := filepath.Join(work, "cfg-"+name)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	return dir, os.WriteFile(filepath.Join(dir, "main.tf"), []byte(`terraform {
+  required_providers {
+    jupyter = { source = "jupyter-infra/jupyter" }
+  }
+}
+provider "jupyter" {}
+`+body), 0o644)
+}
+
+// timeTofu runs a tofu command runs times and returns the median wall time,
+// the provider's requests in the last run and its peak resident memory (KiB).
+func timeTofu(ctx context.Context, ws *tofurun.Workspace, dir, auditLog string, runs int, args ...string) (time.Duration, int, int64, error) {
+	var ds []time.Duration
+	var reqs int
+	var peak int64
+	for i := 0; i < runs; i++ {
+		before := countLines(auditLog)
+		cmd := ws.Command(ctx, dir, args...)
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		start := time.Now()
+		if err := cmd.Start(); err != nil {
+			return 0, 0, 0, err
+		}
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		var err error
+		peak = 0
+	wait:
+		for {
+			select {
+			case err = <-done:
+				break wait
+			case <-time.After(20 * time.Millisecond):
+				peak = max(peak, providerPeak(ws.ProviderBin))
+			}
+		}
+		ds = append(ds, time.Since(start))
+		if err != nil {
+			return 0, 0, 0, fmt.Errorf("tofu %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
+		}
+		reqs = countLines(auditLog) - before
+	}
+	return median(ds), reqs, peak, nil
+}
+
+// providerPeak returns the largest VmHWM (peak RSS, KiB) of running provider processes.
+func providerPeak(bin string) int64 {
+	entries, _ := os.ReadDir("/proc")
+	var peak int64
+	for _, e := range entries {
+		if _, err := strconv.Atoi(e.Name()); err != nil {
+			continue
+		}
+		exe, err := os.Readlink(filepath.Join("/proc", e.Name(), "exe"))
+		if err != nil || exe != bin {
+			continue
+		}
+		status, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "status"))
+		for _, line := range strings.Split(string(status), "\n") {
+			if f := strings.Fields(line); len(f) >= 2 && f[0] == "VmHWM:" {
+				v, _ := strconv.ParseInt(f[1], 10, 64)
+				peak = max(peak, v)
+			}
+		}
+	}
+	return peak
+}
+
+func countLines(path string) int {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0
+	}
+	return strings.Count(string(b), "\n")
+}
+
+func median(ds []time.Duration) time.Duration {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+func secs(d time.Duration) string { return fmt.Sprintf("%.2f s", d.Seconds()) }
+
+func report(floor time.Duration, rows []row, runs int) string {
+	var b strings.Builder
+	host, _ := os.Hostname()
+	cpu := "unknown CPU"
+	if info, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, line := range strings.Split(string(info), "\n") {
+			if strings.HasPrefix(line, "model name") {
+				cpu = strings.TrimSpace(strings.SplitN(line, ":", 2)[1])
+				break
+			}
+		}
+	}
+	fmt.Fprintf(&b, "# Benchmarks\n\nWritten by `make bench` on %s: %d CPUs (%s), %s, %s/%s, host %s.\n",
+		time.Now().UTC().Format("2006-01-02"), runtime.NumCPU(), cpu, runtime.Version(), runtime.GOOS, runtime.GOARCH, host)
+	fmt.Fprintf(&b, "OpenTofu 1.12.6 and kube-apiserver 1.37.2 of the local test bed, on the same machine. "+
+		"Times are wall-clock medians of %d runs; ratios are computed within this run. Requests are the provider's, "+
+		"counted in the API server's audit log; memory is the provider process's peak RSS (VmHWM).\n\n", runs)
+	fmt.Fprintf(&b, "Floor: `tofu plan` of an empty configuration that requires the provider: **%s**.\n\n", secs(floor))
+	b.WriteString("| users (N) | one List (client-go) | plan, no change | plan / (1.5 × floor + List) | plan, RWX flip under keep_existing | requests per plan | provider peak memory (plan) | apply of N new users | bare client-go create | apply / bare | requests per apply | provider peak memory (apply) |\n")
+	b.WriteString("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	for _, r := range rows {
+		fmt.Fprintf(&b, "| %d | %s | %s | %.2f | %s | %d | %.0f MiB | %s | %s | %.2f× | %d | %.0f MiB |\n",
+			r.n, secs(r.list), secs(r.planNoop), r.planNoop.Seconds()/(1.5*floor.Seconds()+r.list.Seconds()), secs(r.planFlip), r.reqPlan, float64(r.memPlan)/1024,
+			secs(r.apply), secs(r.bare), r.apply.Seconds()/r.bare.Seconds(), r.reqApply, float64(r.memApply)/1024)
+	}
+	b.WriteString("\nTargets (issue: scale): a plan over 5,000 existing claims within 1.5× the floor plus one List (the plan / (1.5 × floor + List) column at most 1.00); " +
+		"an apply of 1,000 new claims within 2× the bare client-go loop; provider peak memory under 150 MiB at 5,000 claims.\n")
+	return b.String()
+}
