@@ -82,6 +82,12 @@ func BinDir(dir string) (string, error) {
 		dir = os.Getenv(BinDirEnv)
 	}
 	if dir == "" {
+		// tools/testbed/build.sh's default place.
+		if home, err := os.UserHomeDir(); err == nil {
+			dir = filepath.Join(home, ".cache", "terraform-provider-jupyter", "testbed")
+		}
+	}
+	if dir == "" {
 		return "", fmt.Errorf("%s is not set: run `make test` (it builds the test bed with tools/testbed/build.sh) or export %s=$(tools/testbed/build.sh)", BinDirEnv, BinDirEnv)
 	}
 	for _, b := range []string{"etcd", "kube-apiserver"} {
