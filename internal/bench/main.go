@@ -259,7 +259,7 @@ resource "jupyter_home_storage" "homes" {
 // concurrency and client rate limits: the floor for an apply.
 func bareCreate(ctx context.Context, cluster *testcluster.Cluster, ns string, n int) (time.Duration, error) {
 	rc := cluster.RESTConfig(cluster.AdminToken)
-	rc.QPS, rc.Burst = 100, 200 // the provider's defaults
+	rc.QPS, rc.Burst = 500, 1000 // the provider's defaults
 	cs := kubernetes.NewForConfigOrDie(rc)
 	client := kube.NewClient(cs)
 	cls := class

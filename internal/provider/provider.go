@@ -21,8 +21,8 @@ import (
 // Default client-side rate limits: high enough that creating claims is
 // bounded by the API server, not by the client's limiter.
 const (
-	defaultQPS   = 100
-	defaultBurst = 200
+	defaultQPS   = 500
+	defaultBurst = 1000
 )
 
 // ClientFactory turns a REST configuration into a clientset. Tests inject one
@@ -105,7 +105,7 @@ func (p *JupyterProvider) Configure(ctx context.Context, req provider.ConfigureR
 }
 
 func (p *JupyterProvider) Resources(context.Context) []func() resource.Resource {
-	return []func() resource.Resource{NewHomeStorageResource}
+	return []func() resource.Resource{NewHomeStorageResource, NewSpawnerProfileResource, NewSpawnerConfigResource}
 }
 
 func (p *JupyterProvider) DataSources(context.Context) []func() datasource.DataSource {

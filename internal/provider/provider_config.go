@@ -71,9 +71,9 @@ func providerSchema() schema.Schema {
 			"tls_server_name": str("Server name to verify the certificate against, when it differs from the host. Env: `KUBE_TLS_SERVER_NAME`.", false),
 			"proxy_url":       str("HTTP(S) or SOCKS5 proxy for API requests. Env: `KUBE_PROXY_URL`.", false),
 			"qps": schema.Float64Attribute{Optional: true,
-				MarkdownDescription: "Client-side limit on requests per second to the API server. Default 100."},
+				MarkdownDescription: "Client-side limit on requests per second to the API server. Default 500: with at most 16 writes in flight, the API server (and its priority and fairness limits), not this limiter, bounds an apply."},
 			"burst": schema.Int64Attribute{Optional: true,
-				MarkdownDescription: "Client-side burst above `qps`. Default 200."},
+				MarkdownDescription: "Client-side burst above `qps`. Default 1000."},
 		},
 		Blocks: map[string]schema.Block{
 			"exec": schema.ListNestedBlock{
