@@ -117,16 +117,13 @@ func homeStorageSchema() schema.Schema {
 				MarkdownDescription: "On destroy: `retain` (default) leaves every claim and its data; `delete` deletes managed claims, only together with `allow_data_loss = true`.",
 				Validators:          []validator.String{stringvalidator.OneOf(safety.DeletionRetain, safety.DeletionDelete)}},
 			"change_class": computedStr("`none`, `safe` or `destructive`: what this plan does to home data, read from the live cluster."),
-			"claims": schema.MapNestedAttribute{Computed: true,
-				MarkdownDescription: "Home claims by username: the managed ones and those KubeSpawner made that match the template.",
-				NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
-					"name":               computedStr("Claim name."),
-					"access_mode":        computedStr("Access mode(s), comma-separated."),
-					"storage_class_name": computedStr("Storage class; empty when none is named."),
-					"capacity":           computedStr("Requested size."),
-					"phase":              computedStr("`Pending`, `Bound` or `Lost`; unknown in a plan that creates or changes claims."),
-					"managed":            schema.BoolAttribute{Computed: true, MarkdownDescription: "Whether the user is listed in `users`."},
-				}}},
+			// A map of objects rather than nested attributes: the framework then
+			// treats it as one value instead of walking thousands of nested
+			// attributes on every plan (see BENCHMARKS.md).
+			"claims": schema.MapAttribute{Computed: true, ElementType: stateClaimType,
+				MarkdownDescription: "Home claims by username: the managed ones and those KubeSpawner made that match the template. Each has " +
+					"`name`, `access_mode` (comma-separated when several), `storage_class_name` (empty when none is named), `capacity` (requested size), " +
+					"`phase` (`Pending`, `Bound` or `Lost`; unknown in a plan that creates the claim) and `managed` (listed in `users`)."},
 			"legacy_users": schema.ListAttribute{Computed: true, ElementType: types.StringType,
 				MarkdownDescription: "Users kept on a claim that differs from the configuration (`keep_existing`). The spawner config keeps co-location for them."},
 			"colocation_required": schema.BoolAttribute{Computed: true,
