@@ -12,6 +12,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
@@ -225,9 +226,14 @@ resource "jupyter_home_storage" "homes" {
   namespace          = %q
   capacity           = "1Gi"
   storage_class_name = %q
-  users              = [for i in range(%d) : format("new%%05d", i)]
+  users              = jsondecode(file("${path.module}/users.json"))
 }
-`, ans, class, n))
+`, ans, class))
+		if err != nil {
+			return r, err
+		}
+		names, _ := json.Marshal(users("new", n))
+		err = os.WriteFile(filepath.Join(adir, "users.json"), names, 0o644)
 		if err != nil {
 			return r, err
 		}

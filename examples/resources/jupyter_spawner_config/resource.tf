@@ -1,0 +1,18 @@
+# The KubeSpawner configuration of the hub in "jhub": homes from
+# jupyter_home_storage, two profiles, and any other KubeSpawner setting.
+resource "jupyter_spawner_config" "hub" {
+  namespace             = "jhub"
+  home_storage_settings = jupyter_home_storage.homes.spawner_settings
+  legacy_users          = jupyter_home_storage.homes.legacy_users
+  profiles = [
+    jupyter_spawner_profile.small.profile_json,
+    jupyter_spawner_profile.gpu.profile_json,
+  ]
+  extra_settings_json = jsonencode({ start_timeout = 600 })
+}
+
+# Co-location is derived: "all" for ReadWriteOnce homes, "legacy" while some
+# users keep a ReadWriteOnce claim, "none" otherwise.
+output "colocation_mode" {
+  value = jupyter_spawner_config.hub.colocation_mode
+}

@@ -1,0 +1,81 @@
+# A plain zero-to-jupyterhub install whose storage and profiles come from
+# this provider. The ConfigMap holds the rendered jupyterhub_config.d file;
+# helm_values mounts it into the hub and sets what the chart has keys for.
+
+terraform {
+  required_providers {
+    jupyter = { source = "jupyter-infra/jupyter" }
+    helm    = { source = "hashicorp/helm" }
+  }
+}
+
+provider "jupyter" {
+  config_path = "~/.kube/config"
+}
+
+provider "helm" {
+  kubernetes = {
+    config_path = "~/.kube/config"
+  }
+}
+
+resource "jupyter_home_storage" "homes" {
+  namespace          = "jhub"
+  access_mode        = "ReadWriteMany"
+  storage_class_name = "efs"
+  capacity           = "20Gi"
+  # Users whose claims KubeSpawner made as ReadWriteOnce keep them, and
+  # their pods stay co-located, until they are migrated.
+  on_mode_change = "keep_existing"
+}
+
+resource "jupyter_spawner_profile" "small" {
+  slug          = "small"
+  display_name  = "Small (1 core, 2 GiB)"
+  default       = true
+  cpu_guarantee = 0.5
+  cpu_limit     = 1
+  mem_guarantee = "1G"
+  mem_limit     = "2G"
+}
+
+resource "jupyter_spawner_profile" "gpu" {
+  slug          = "gpu"
+  display_name  = "GPU"
+  image         = "quay.io/jupyter/pytorch-notebook:cuda12-2024-07-29"
+  cpu_guarantee = 2
+  mem_guarantee = "8G"
+  gpu {
+    count = 1
+  }
+  tolerations {
+    key      = "nvidia.com/gpu"
+    operator = "Exists"
+    effect   = "NoSchedule"
+  }
+}
+
+resource "jupyter_spawner_config" "hub" {
+  namespace             = "jhub"
+  home_storage_settings = jupyter_home_storage.homes.spawner_settings
+  legacy_users          = jupyter_home_storage.homes.legacy_users
+  profiles = [
+    jupyter_spawner_profile.small.profile_json,
+    jupyter_spawner_profile.gpu.profile_json,
+  ]
+  extra_settings_json = jsonencode({ start_timeout = 600 })
+}
+
+resource "helm_release" "jupyterhub" {
+  name       = "jupyterhub"
+  namespace  = "jhub"
+  repository = "https://hub.jupyter.org/helm-chart/"
+  chart      = "jupyterhub"
+  version    = "4.2.0"
+  values = [
+    jupyter_spawner_config.hub.helm_values,
+    # Your own values go after it; note that hub.extraVolumes and
+    # hub.extraVolumeMounts replace the lists above if you set them.
+    yamlencode({ proxy = { service = { type = "ClusterIP" } } }),
+  ]
+}

@@ -1,0 +1,134 @@
+package kube
+
+import (
+	"context"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/spawner"
+)
+
+// NodeFromCore converts a live Node to what the spawner checks read:
+// labels, taints, cordon and allocatable CPU, memory and extended resources.
+func NodeFromCore(n *corev1.Node) spawner.Node {
+	out := spawner.Node{Name: n.Name, Labels: n.Labels, Unschedulable: n.Spec.Unschedulable, Extended: map[string]int64{}}
+	for _, t := range n.Spec.Taints {
+		out.Taints = append(out.Taints, spawner.Taint{Key: t.Key, Value: t.Value, Effect: string(t.Effect)})
+	}
+	for name, q := range n.Status.Allocatable {
+		switch name {
+		case corev1.ResourceCPU:
+			out.CPUMillis = q.MilliValue()
+		case corev1.ResourceMemory:
+			out.MemBytes = q.Value()
+		case corev1.ResourcePods, corev1.ResourceEphemeralStorage, corev1.ResourceStorage:
+		default:
+			out.Extended[string(name)] = q.Value()
+		}
+	}
+	return out
+}
+
+// GetConfigMap returns the ConfigMap, or nil when it does not exist.
+func (c *Client) GetConfigMap(ctx context.Context, namespace, name string) (*corev1.ConfigMap, error) {
+	var cm *corev1.ConfigMap
+	err := c.Backoff.Retry(ctx, func() (err error) {
+		cm, err = c.Kube.CoreV1().ConfigMaps(namespace).Get(ctx, name, metav1.GetOptions{})
+		return err
+	})
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, Explain(err, "get", "configmaps", namespace)
+	}
+	return cm, nil
+}
+
+// ApplyConfigMap creates the ConfigMap, or replaces the data, labels and
+// annotations of the one that exists.
+func (c *Client) ApplyConfigMap(ctx context.Context, cm *corev1.ConfigMap) error {
+	err := c.Backoff.Retry(ctx, func() error {
+		_, err := c.Kube.CoreV1().ConfigMaps(cm.Namespace).Create(ctx, cm, metav1.CreateOptions{})
+		if !apierrors.IsAlreadyExists(err) {
+			return err
+		}
+		live, err := c.Kube.CoreV1().ConfigMaps(cm.Namespace).Get(ctx, cm.Name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		live.Data, live.BinaryData = cm.Data, nil
+		if live.Labels == nil {
+			live.Labels = map[string]string{}
+		}
+		for k, v := range cm.Labels {
+			live.Labels[k] = v
+		}
+		if live.Annotations == nil {
+			live.Annotations = map[string]string{}
+		}
+		for k, v := range cm.Annotations {
+			live.Annotations[k] = v
+		}
+		_, err = c.Kube.CoreV1().ConfigMaps(cm.Namespace).Update(ctx, live, metav1.UpdateOptions{})
+		return err // a conflict is retried from the Create
+	})
+	return explainIf(err, "update", "configmaps", cm.Namespace)
+}
+
+// DeleteConfigMap deletes the ConfigMap; a missing one is not an error.
+func (c *Client) DeleteConfigMap(ctx context.Context, namespace, name string) error {
+	err := c.Backoff.Retry(ctx, func() error {
+		err := c.Kube.CoreV1().ConfigMaps(namespace).Delete(ctx, name, metav1.DeleteOptions{})
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return err
+	})
+	return explainIf(err, "delete", "configmaps", namespace)
+}
+
+// ListNodes returns every Node, in pages of PageSize. A page token that
+// expired mid-list (410 Gone) restarts the list once.
+func (c *Client) ListNodes(ctx context.Context) ([]corev1.Node, error) {
+	var out []corev1.Node
+	restarted := false
+	opts := metav1.ListOptions{Limit: PageSize}
+	for {
+		var page *corev1.NodeList
+		err := c.Backoff.Retry(ctx, func() (err error) {
+			page, err = c.Kube.CoreV1().Nodes().List(ctx, opts)
+			return err
+		})
+		if apierrors.IsResourceExpired(err) && !restarted {
+			restarted, out, opts.Continue = true, nil, ""
+			continue
+		}
+		if err != nil {
+			return nil, Explain(err, "list", "nodes", "")
+		}
+		out = append(out, page.Items...)
+		if page.Continue == "" {
+			return out, nil
+		}
+		opts.Continue = page.Continue
+	}
+}
+
+// GetClaim returns the claim, or nil when it does not exist.
+func (c *Client) GetClaim(ctx context.Context, namespace, name string) (*corev1.PersistentVolumeClaim, error) {
+	var pvc *corev1.PersistentVolumeClaim
+	err := c.Backoff.Retry(ctx, func() (err error) {
+		pvc, err = c.Kube.CoreV1().PersistentVolumeClaims(namespace).Get(ctx, name, metav1.GetOptions{})
+		return err
+	})
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, Explain(err, "get", "persistentvolumeclaims", namespace)
+	}
+	return pvc, nil
+}

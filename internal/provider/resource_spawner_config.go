@@ -1,0 +1,358 @@
+package provider
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"regexp"
+
+	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
+	"github.com/hashicorp/terraform-plugin-framework-validators/listvalidator"
+	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
+	"github.com/hashicorp/terraform-plugin-framework/attr"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/resource"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/int64default"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringdefault"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/kube"
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/spawner"
+)
+
+type spawnerConfigResource struct{ data *providerData }
+
+var (
+	_ resource.ResourceWithConfigure  = (*spawnerConfigResource)(nil)
+	_ resource.ResourceWithModifyPlan = (*spawnerConfigResource)(nil)
+)
+
+// NewSpawnerConfigResource is the jupyter_spawner_config resource.
+func NewSpawnerConfigResource() resource.Resource { return &spawnerConfigResource{} }
+
+type spawnerConfigModel struct {
+	ID                  types.String `tfsdk:"id"`
+	Namespace           types.String `tfsdk:"namespace"`
+	ConfigMapName       types.String `tfsdk:"config_map_name"`
+	HomeStorageSettings types.String `tfsdk:"home_storage_settings"`
+	Profiles            types.List   `tfsdk:"profiles"`
+	LegacyUsers         types.List   `tfsdk:"legacy_users"`
+	ColocationLabel     types.String `tfsdk:"colocation_label"`
+	ExtraSettingsJSON   types.String `tfsdk:"extra_settings_json"`
+	ColocatedServers    types.Int64  `tfsdk:"colocated_servers"`
+	ProjectedConfigMaps types.List   `tfsdk:"projected_config_maps"`
+	ColocationRequired  types.Bool   `tfsdk:"colocation_required"`
+	ColocationMode      types.String `tfsdk:"colocation_mode"`
+	KubeSpawnerJSON     types.String `tfsdk:"kubespawner_json"`
+	JupyterHubConfigPy  types.String `tfsdk:"jupyterhub_config_py"`
+	HelmValues          types.String `tfsdk:"helm_values"`
+}
+
+func (r *spawnerConfigResource) Metadata(_ context.Context, req resource.MetadataRequest, resp *resource.MetadataResponse) {
+	resp.TypeName = req.ProviderTypeName + "_spawner_config"
+}
+
+func (r *spawnerConfigResource) Schema(_ context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
+	computed := func(desc string) schema.StringAttribute {
+		return schema.StringAttribute{Computed: true, MarkdownDescription: desc}
+	}
+	resp.Schema = schema.Schema{
+		MarkdownDescription: "The KubeSpawner configuration of one JupyterHub deployment: the home storage's settings, the profiles and any other " +
+			"KubeSpawner setting, combined into a ConfigMap with a Python file for the hub's `jupyterhub_config.d/` and the JSON document it applies to `c.KubeSpawner`.\n\n" +
+			"Co-location of a user's pods is derived, never written by hand: with a `ReadWriteOnce` or `ReadWriteOncePod` home every user pod gets the " +
+			"`colocation_label` (the user's label-safe name, as KubeSpawner writes `hub.jupyter.org/username`) and a required pod affinity on it " +
+			"(`topologyKey: kubernetes.io/hostname`); with a `ReadWriteMany` home none does, except the `legacy_users`, whose claims are still " +
+			"`ReadWriteOnce`. A small `modify_pod_hook` in the rendered file does this, so label and affinity always carry the same value " +
+			"(email usernames broke templated affinities in the wild). The file also removes co-location on the same label that earlier configuration set.\n\n" +
+			"Under co-location, plans warn about its failure modes: GPU profiles blocked behind running apps, GPU nodes kept alive by apps, and " +
+			"a user's servers that do not fit on the largest node.\n\n" +
+			"`helm_values` carries the same configuration for the zero-to-jupyterhub chart and mounts the ConfigMap into the hub. " +
+			"Restart the hub (`kubectl rollout restart deployment/hub`) after a change: JupyterHub reads its configuration at start.",
+		Attributes: map[string]schema.Attribute{
+			"id": schema.StringAttribute{Computed: true, MarkdownDescription: "`<namespace>/<config_map_name>`.",
+				PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown()}},
+			"namespace": schema.StringAttribute{Required: true, MarkdownDescription: "Namespace of the hub.",
+				Validators: []validator.String{namespaceValidator()}, PlanModifiers: []planmodifier.String{stringplanmodifier.RequiresReplace()}},
+			"config_map_name": schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString("jupyter-spawner"),
+				MarkdownDescription: "Name of the ConfigMap; default `jupyter-spawner`.",
+				Validators:          []validator.String{stringvalidator.RegexMatches(dns1123Label, "must be a DNS label, e.g. \"jupyter-spawner\"")},
+				PlanModifiers:       []planmodifier.String{stringplanmodifier.RequiresReplace()}},
+			"home_storage_settings": schema.StringAttribute{Required: true,
+				MarkdownDescription: "The `spawner_settings` of a `jupyter_home_storage`: the home's access mode, class, size, claim naming and volume."},
+			"profiles": schema.ListAttribute{Optional: true, ElementType: types.StringType,
+				MarkdownDescription: "`profile_json` of each `jupyter_spawner_profile`, in the order of the spawn form. A profile's own `volumes` get the global ones (the home first) in front."},
+			"legacy_users": schema.ListAttribute{Optional: true, ElementType: types.StringType,
+				MarkdownDescription: "Raw usernames that keep a `ReadWriteOnce` home under a `ReadWriteMany` configuration: pass `jupyter_home_storage.<name>.legacy_users`. Their pods stay co-located.",
+				Validators:          []validator.List{listvalidator.ValueStringsAre(stringvalidator.LengthAtLeast(1))}},
+			"colocation_label": schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString(spawner.DefaultColocationLabel),
+				MarkdownDescription: "Pod label co-location selects on. Default `hub.jupyter.org/colocate-user`; Nebari's data-science-pack uses `nebari.dev/colocate-user`, and the file then replaces that pack's own co-location.",
+				Validators:          []validator.String{labelKeyValidator{}}},
+			"extra_settings_json": schema.StringAttribute{Optional: true,
+				MarkdownDescription: "JSON object of any other KubeSpawner settings (traitlet names), e.g. `jsonencode({ start_timeout = 600 })`. `volumes` and `volume_mounts` are appended to the home's; " +
+					"the home storage's own settings and `profile_list` cannot be set here.",
+				Validators: []validator.String{jsonObjectValidator{}}},
+			"colocated_servers": schema.Int64Attribute{Optional: true, Computed: true, Default: int64default.StaticInt64(2),
+				MarkdownDescription: "How many of one user's servers run at once (a lab and its apps); default 2. Under co-location they must fit on one node: the plan warns when a lab on the largest profile plus the others on the smallest does not fit on the largest node.",
+				Validators:          []validator.Int64{int64validator.AtLeast(1)}},
+			"projected_config_maps": schema.ListAttribute{Optional: true, ElementType: types.StringType,
+				MarkdownDescription: "Other ConfigMaps that must stay mounted at `jupyterhub_config.d/` (z2jh's `hub.extraVolumes` replace, not merge; Nebari's data-science-pack mounts `<release>-hub-config` there). " +
+					"`helm_values` then mounts them and this ConfigMap as one projected volume."},
+			"colocation_required":  schema.BoolAttribute{Computed: true, MarkdownDescription: "Whether any user's pods are pinned to one node (derived from the home's access mode and `legacy_users`)."},
+			"colocation_mode":      computed("`none` (ReadWriteMany, no legacy users), `all` (ReadWriteOnce or ReadWriteOncePod homes) or `legacy` (only `legacy_users`)."),
+			"kubespawner_json":     computed("JSON object of the settings the file applies to `c.KubeSpawner`."),
+			"jupyterhub_config_py": computed("The Python file for `jupyterhub_config.d/` (`" + spawner.PythonFile + "` in the ConfigMap, beside `" + spawner.JSONFile + "`)."),
+			"helm_values": computed("YAML values for the zero-to-jupyterhub chart: `singleuser.storage`, `singleuser.profileList`, `hub.config.KubeSpawner` for settings without a chart key, " +
+				"`hub.extraVolumes`/`hub.extraVolumeMounts` that mount the ConfigMap into `" + spawner.ConfigDir + "`, and a `hub.extraConfig` entry that applies the file once more after every other `hub.extraConfig` entry."),
+		},
+	}
+}
+
+func (r *spawnerConfigResource) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {
+	r.data = configuredData(req.ProviderData, &resp.Diagnostics)
+}
+
+// known reports whether every input of the rendering is known.
+func (m *spawnerConfigModel) known() bool {
+	for _, v := range []attr.Value{m.Namespace, m.ConfigMapName, m.HomeStorageSettings, m.Profiles, m.LegacyUsers, m.ColocationLabel,
+		m.ExtraSettingsJSON, m.ColocatedServers, m.ProjectedConfigMaps} {
+		if v.IsUnknown() {
+			return false
+		}
+	}
+	for _, l := range []types.List{m.Profiles, m.LegacyUsers, m.ProjectedConfigMaps} {
+		for _, e := range l.Elements() {
+			if e.IsUnknown() {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// build renders the model. Errors name the attribute.
+func (m *spawnerConfigModel) build(ctx context.Context, diags *diag.Diagnostics) (spawner.Result, bool) {
+	cfg := spawner.Config{ColocationLabel: m.ColocationLabel.ValueString()}
+	var ok bool
+	if cfg.Home, ok = jsonObject(m.HomeStorageSettings, path.Root("home_storage_settings"), diags); !ok || cfg.Home == nil {
+		if !diags.HasError() {
+			diags.AddAttributeError(path.Root("home_storage_settings"), "home_storage_settings is empty", "Pass jupyter_home_storage.<name>.spawner_settings.")
+		}
+		return spawner.Result{}, false
+	}
+	cfg.Extra, _ = jsonObject(m.ExtraSettingsJSON, path.Root("extra_settings_json"), diags)
+	for i, e := range m.Profiles.Elements() {
+		s, _ := e.(types.String)
+		p, _ := jsonObject(s, path.Root("profiles").AtListIndex(i), diags)
+		cfg.Profiles = append(cfg.Profiles, p)
+	}
+	cfg.LegacyUsers = listStrings(ctx, m.LegacyUsers, diags)
+	if diags.HasError() {
+		return spawner.Result{}, false
+	}
+	res, errs := spawner.Build(cfg)
+	addSpawnerFindings(diags, errs, true)
+	return res, len(errs) == 0
+}
+
+func listStrings(ctx context.Context, l types.List, diags *diag.Diagnostics) []string {
+	var out []string
+	if !l.IsNull() && !l.IsUnknown() {
+		diags.Append(l.ElementsAs(ctx, &out, false)...)
+	}
+	return out
+}
+
+// render fills the computed attributes from res.
+func (m *spawnerConfigModel) render(ctx context.Context, res spawner.Result, diags *diag.Diagnostics) {
+	m.ID = types.StringValue(m.Namespace.ValueString() + "/" + m.ConfigMapName.ValueString())
+	m.ColocationMode = types.StringValue(string(res.Colocation.Mode))
+	m.ColocationRequired = types.BoolValue(res.Colocation.Mode != spawner.ColocateNone)
+	m.KubeSpawnerJSON = types.StringValue(spawner.JSON(res.Settings))
+	m.JupyterHubConfigPy = types.StringValue(spawner.Python())
+	values, err := spawner.HelmYAML(spawner.HelmValues(res, m.ConfigMapName.ValueString(), listStrings(ctx, m.ProjectedConfigMaps, diags)))
+	if err != nil {
+		diags.AddError("Cannot render helm_values", err.Error())
+		return
+	}
+	m.HelmValues = types.StringValue(values)
+}
+
+func (m *spawnerConfigModel) unknownOutputs() {
+	m.ColocationMode, m.KubeSpawnerJSON, m.HelmValues = types.StringUnknown(), types.StringUnknown(), types.StringUnknown()
+	m.ColocationRequired = types.BoolUnknown()
+	m.JupyterHubConfigPy = types.StringValue(spawner.Python())
+}
+
+func (r *spawnerConfigResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
+	if req.Plan.Raw.IsNull() {
+		return
+	}
+	var plan spawnerConfigModel
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	if !plan.known() {
+		plan.unknownOutputs()
+		resp.Diagnostics.Append(resp.Plan.Set(ctx, &plan)...)
+		return
+	}
+	res, ok := plan.build(ctx, &resp.Diagnostics)
+	if !ok {
+		return
+	}
+	plan.render(ctx, res, &resp.Diagnostics)
+	resp.Diagnostics.Append(resp.Plan.Set(ctx, &plan)...)
+	if res.Colocation.Mode == spawner.ColocateNone {
+		return // no co-location, nothing to warn about
+	}
+	var nodes []spawner.Node
+	if client := r.client(); client != nil {
+		live, err := client.ListNodes(ctx)
+		if err != nil {
+			resp.Diagnostics.AddError("Cannot list the cluster's nodes", err.Error())
+			return
+		}
+		for i := range live {
+			nodes = append(nodes, kube.NodeFromCore(&live[i]))
+		}
+	}
+	resp.Diagnostics.Append(spawnerConfigDiagnostics(res, nodes, int(plan.ColocatedServers.ValueInt64()))...)
+}
+
+// spawnerConfigDiagnostics are the plan's co-location warnings for res
+// against the nodes (nil when the cluster could not be read).
+func spawnerConfigDiagnostics(res spawner.Result, nodes []spawner.Node, colocated int) diag.Diagnostics {
+	var diags diag.Diagnostics
+	addSpawnerFindings(&diags, spawner.Warnings(res, nodes, colocated), false)
+	return diags
+}
+
+func (r *spawnerConfigResource) client() *kube.Client {
+	if r.data == nil {
+		return nil
+	}
+	return r.data.Client
+}
+
+// configMap is the ConfigMap with the rendered file and its document.
+func configMap(m *spawnerConfigModel, res spawner.Result) *corev1.ConfigMap {
+	return &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: m.ConfigMapName.ValueString(), Namespace: m.Namespace.ValueString(),
+			Labels: map[string]string{"app.kubernetes.io/managed-by": "terraform-provider-jupyter", "app.kubernetes.io/component": "spawner-config"}},
+		Data: map[string]string{spawner.PythonFile: spawner.Python(), spawner.JSONFile: spawner.JSON(res.Document())},
+	}
+}
+
+func (r *spawnerConfigResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
+	var plan spawnerConfigModel
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	r.apply(ctx, &plan, &resp.Diagnostics)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
+}
+
+func (r *spawnerConfigResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
+	var plan spawnerConfigModel
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	r.apply(ctx, &plan, &resp.Diagnostics)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
+}
+
+func (r *spawnerConfigResource) apply(ctx context.Context, plan *spawnerConfigModel, diags *diag.Diagnostics) {
+	client := requireClient(r.data, diags)
+	if client == nil {
+		return
+	}
+	res, ok := plan.build(ctx, diags)
+	if !ok {
+		return
+	}
+	plan.render(ctx, res, diags)
+	if err := client.ApplyConfigMap(ctx, configMap(plan, res)); err != nil {
+		diags.AddError("Cannot write the spawner ConfigMap", err.Error())
+	}
+}
+
+// Read notices a ConfigMap deleted or edited outside Terraform: a deleted
+// one is removed from the state (the next plan creates it), an edited one
+// shows as a change back to the rendered content.
+func (r *spawnerConfigResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
+	var state spawnerConfigModel
+	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
+	client := r.client()
+	if resp.Diagnostics.HasError() || client == nil {
+		return
+	}
+	cm, err := client.GetConfigMap(ctx, state.Namespace.ValueString(), state.ConfigMapName.ValueString())
+	if err != nil {
+		resp.Diagnostics.AddError("Cannot read the spawner ConfigMap", err.Error())
+		return
+	}
+	if cm == nil {
+		resp.State.RemoveResource(ctx)
+		return
+	}
+	state.JupyterHubConfigPy = types.StringValue(cm.Data[spawner.PythonFile])
+	var doc struct {
+		KubeSpawner map[string]any `json:"KubeSpawner"`
+	}
+	if err := json.Unmarshal([]byte(cm.Data[spawner.JSONFile]), &doc); err != nil || doc.KubeSpawner == nil {
+		state.KubeSpawnerJSON = types.StringValue(fmt.Sprintf("(unreadable %s in the ConfigMap)", spawner.JSONFile))
+	} else {
+		state.KubeSpawnerJSON = types.StringValue(spawner.JSON(doc.KubeSpawner))
+	}
+	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
+}
+
+func (r *spawnerConfigResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
+	var state spawnerConfigModel
+	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	client := requireClient(r.data, &resp.Diagnostics)
+	if client == nil {
+		return
+	}
+	if err := client.DeleteConfigMap(ctx, state.Namespace.ValueString(), state.ConfigMapName.ValueString()); err != nil {
+		resp.Diagnostics.AddError("Cannot delete the spawner ConfigMap", err.Error())
+	}
+}
+
+// labelKeyValidator accepts a Kubernetes label key.
+type labelKeyValidator struct{}
+
+func (labelKeyValidator) Description(context.Context) string { return "a Kubernetes label key" }
+func (v labelKeyValidator) MarkdownDescription(ctx context.Context) string {
+	return v.Description(ctx)
+}
+func (labelKeyValidator) ValidateString(_ context.Context, req validator.StringRequest, resp *validator.StringResponse) {
+	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
+		return
+	}
+	if !labelKeyRE.MatchString(req.ConfigValue.ValueString()) || len(req.ConfigValue.ValueString()) > 316 {
+		resp.Diagnostics.AddAttributeError(req.Path, "Invalid label key",
+			fmt.Sprintf("%q is not a Kubernetes label key; use an optional DNS prefix and a name of at most 63 characters, e.g. \"hub.jupyter.org/colocate-user\".", req.ConfigValue.ValueString()))
+	}
+}
+
+var labelKeyRE = regexp.MustCompile(`^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$`)

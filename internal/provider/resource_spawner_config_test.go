@@ -1,0 +1,228 @@
+package provider
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
+	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
+	"github.com/hashicorp/terraform-plugin-testing/plancheck"
+	"github.com/hashicorp/terraform-plugin-testing/terraform"
+	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/acctest"
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/kubespawner"
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/spawner"
+)
+
+const configAddr = "jupyter_spawner_config.hub"
+
+func homeSettingsJSON(mode string) map[string]any {
+	var m map[string]any
+	h := kubespawner.HomeStorage{AccessMode: mode, Capacity: "10Gi", NameTemplate: "claim-{username}", Scheme: kubespawner.SchemeSafe}
+	_ = json.Unmarshal([]byte(spawner.JSON(h.Settings())), &m)
+	return m
+}
+
+// The plan's co-location warnings, through the seam ModifyPlan uses: none
+// under ReadWriteMany; under ReadWriteOnce the two GPU failure modes and
+// the capacity cap, each naming the profiles and the fix.
+func TestSpawnerConfig_colocationDiagnostics(t *testing.T) {
+	gpu := spawner.Profile{Slug: "gpu", DisplayName: "GPU", CPUGuarantee: one(6), MemGuarantee: "24G", GPU: &spawner.GPU{Count: 1}}.Dict()
+	small := spawner.Profile{Slug: "small", DisplayName: "Small", CPUGuarantee: one(2), MemGuarantee: "4G"}.Dict()
+	nodes := []spawner.Node{{Name: "cpu-a", CPUMillis: 4000, MemBytes: 16 << 30}, {Name: "gpu-a", CPUMillis: 7000, MemBytes: 30 << 30, Extended: map[string]int64{"nvidia.com/gpu": 1}}}
+
+	rwx, errs := spawner.Build(spawner.Config{Home: homeSettingsJSON(spawner.RWX), Profiles: []map[string]any{gpu, small}})
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	if d := spawnerConfigDiagnostics(rwx, nodes, 2); len(d) != 0 {
+		t.Fatalf("warnings under ReadWriteMany:\n%s", diagText(d))
+	}
+	rwo, _ := spawner.Build(spawner.Config{Home: homeSettingsJSON(spawner.RWO), Profiles: []map[string]any{gpu, small}})
+	d := spawnerConfigDiagnostics(rwo, nodes, 2)
+	text := diagText(d)
+	if d.HasError() || d.WarningsCount() != 3 {
+		t.Fatalf("want three warnings:\n%s", text)
+	}
+	for _, s := range []string{
+		"Co-location blocks GPU servers behind running apps", "stays Pending until the spawn timeout",
+		"Co-location keeps GPU nodes alive", "cannot scale it down",
+		"One user's servers do not fit on one node", "largest node, gpa-a", "needs CPU 8 and memory 28Gi",
+		"GPU profile gpu", `switch the home to ReadWriteMany`,
+	} {
+		if s == "largest node, gpa-a" {
+			s = "largest node, gpu-a, has allocatable CPU 7 and memory 30Gi"
+		}
+		if !strings.Contains(text, s) {
+			t.Errorf("warnings lack %q:\n%s", s, text)
+		}
+	}
+	// With one app at most, a lab plus the app fits: no capacity warning.
+	if d := spawnerConfigDiagnostics(rwo, nodes, 1); d.WarningsCount() != 2 {
+		t.Fatalf("colocated_servers = 1:\n%s", diagText(d))
+	}
+}
+
+func spawnerConfigHCL(ns, mode, extra string) string {
+	class := ""
+	if mode == spawner.RWX {
+		class = fmt.Sprintf(`storage_class_name = "rwx-%s"`, ns)
+	}
+	return fmt.Sprintf(`
+resource "jupyter_home_storage" "homes" {
+  namespace   = %q
+  capacity    = "1Gi"
+  access_mode = %q
+  %s
+}
+
+resource "jupyter_spawner_profile" "small" {
+  slug          = "small"
+  display_name  = "Small"
+  default       = true
+  cpu_guarantee = 0.5
+  mem_guarantee = "1G"
+}
+
+resource "jupyter_spawner_config" "hub" {
+  namespace             = %q
+  home_storage_settings = jupyter_home_storage.homes.spawner_settings
+  profiles              = [jupyter_spawner_profile.small.profile_json]
+  legacy_users          = jupyter_home_storage.homes.legacy_users
+  %s
+}
+`, ns, mode, class, ns, extra)
+}
+
+// The ConfigMap holds exactly the rendered file and document; the derived
+// co-location follows the home's mode; changing it updates the ConfigMap;
+// destroy deletes it.
+func TestAccSpawnerConfig_configMap(t *testing.T) {
+	c := acctest.Cluster(t)
+	cs := c.Admin()
+	ns := acctest.Namespace(t)
+	matches := func(s *terraform.State) error {
+		attrs := s.RootModule().Resources[configAddr].Primary.Attributes
+		cm, err := cs.CoreV1().ConfigMaps(ns).Get(context.Background(), "jupyter-spawner", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if cm.Data[spawner.PythonFile] != attrs["jupyterhub_config_py"] || cm.Data[spawner.PythonFile] != spawner.Python() {
+			return fmt.Errorf("the ConfigMap's %s differs from jupyterhub_config_py", spawner.PythonFile)
+		}
+		var doc struct {
+			KubeSpawner map[string]any
+			Colocation  map[string]any `json:"colocation"`
+		}
+		if err := json.Unmarshal([]byte(cm.Data[spawner.JSONFile]), &doc); err != nil {
+			return err
+		}
+		var want map[string]any
+		if err := json.Unmarshal([]byte(attrs["kubespawner_json"]), &want); err != nil {
+			return err
+		}
+		if !reflect.DeepEqual(doc.KubeSpawner, want) {
+			return fmt.Errorf("the ConfigMap's document differs from kubespawner_json:\n%s\n%s", spawner.JSON(doc.KubeSpawner), attrs["kubespawner_json"])
+		}
+		if doc.Colocation["mode"] != attrs["colocation_mode"] {
+			return fmt.Errorf("colocation mode %v in the ConfigMap, %s in the state", doc.Colocation["mode"], attrs["colocation_mode"])
+		}
+		list, _ := want["profile_list"].([]any)
+		if len(list) != 1 || want["storage_access_modes"] == nil {
+			return fmt.Errorf("kubespawner_json lacks the profile or the home: %s", attrs["kubespawner_json"])
+		}
+		var values map[string]any
+		if err := yaml.Unmarshal([]byte(attrs["helm_values"]), &values); err != nil {
+			return fmt.Errorf("helm_values is not YAML: %v", err)
+		}
+		return nil
+	}
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: protoV6ProviderFactories,
+		CheckDestroy: func(*terraform.State) error {
+			if _, err := cs.CoreV1().ConfigMaps(ns).Get(context.Background(), "jupyter-spawner", metav1.GetOptions{}); err == nil {
+				return fmt.Errorf("the ConfigMap outlived destroy")
+			}
+			return nil
+		},
+		Steps: []resource.TestStep{
+			{
+				Config: acctest.AdminConfig(t, spawnerConfigHCL(ns, spawner.RWO, `extra_settings_json = jsonencode({ start_timeout = 600 })`)),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectKnownValue(configAddr, tfjsonpath.New("colocation_mode"), knownvalue.StringExact("all")),
+				}},
+				Check: resource.ComposeAggregateTestCheckFunc(
+					resource.TestCheckResourceAttr(configAddr, "colocation_required", "true"),
+					resource.TestCheckResourceAttr(configAddr, "id", ns+"/jupyter-spawner"),
+					matches,
+				),
+			},
+			{
+				Config:   acctest.AdminConfig(t, spawnerConfigHCL(ns, spawner.RWO, `extra_settings_json = jsonencode({ start_timeout = 600 })`)),
+				PlanOnly: true,
+			},
+			{
+				// Edited outside Terraform: the plan puts it back.
+				PreConfig: func() {
+					cm, err := cs.CoreV1().ConfigMaps(ns).Get(context.Background(), "jupyter-spawner", metav1.GetOptions{})
+					if err != nil {
+						t.Fatal(err)
+					}
+					cm.Data[spawner.JSONFile] = `{"KubeSpawner": {"start_timeout": 1}, "colocation": {"mode": "none"}}`
+					if _, err := cs.CoreV1().ConfigMaps(ns).Update(context.Background(), cm, metav1.UpdateOptions{}); err != nil {
+						t.Fatal(err)
+					}
+				},
+				Config: acctest.AdminConfig(t, spawnerConfigHCL(ns, spawner.RWO, `extra_settings_json = jsonencode({ start_timeout = 600 })`)),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(configAddr, plancheck.ResourceActionUpdate),
+				}},
+				Check: matches,
+			},
+			{
+				Config: acctest.AdminConfig(t, spawnerConfigHCL(ns, spawner.RWX, `colocation_label = "nebari.dev/colocate-user"`)),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectKnownValue(configAddr, tfjsonpath.New("colocation_mode"), knownvalue.StringExact("none")),
+				}},
+				Check: resource.ComposeAggregateTestCheckFunc(
+					resource.TestCheckResourceAttr(configAddr, "colocation_required", "false"),
+					matches,
+				),
+			},
+		},
+	})
+}
+
+// Settings the home storage owns cannot be overridden; the error names the
+// attribute and where to change it.
+func TestAccSpawnerConfig_badInput(t *testing.T) {
+	ns := acctest.Namespace(t)
+	cases := map[string]struct{ extra, want string }{
+		"home_key":     {`extra_settings_json = jsonencode({ storage_access_modes = ["ReadWriteMany"] })`, `storage_access_modes is set by the home storage.*jupyter_home_storage`},
+		"not_json":     {`extra_settings_json = "start_timeout: 600"`, `Not a JSON object`},
+		"label":        {`colocation_label = "Not A Label"`, `Invalid label key`},
+		"colocated":    {`colocated_servers = 0`, `colocated_servers.*at least 1`},
+		"profile_list": {`extra_settings_json = jsonencode({ profile_list = [] })`, `profile_list is set by profiles`},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			resource.Test(t, resource.TestCase{
+				ProtoV6ProviderFactories: protoV6ProviderFactories,
+				Steps: []resource.TestStep{{
+					Config:      acctest.AdminConfig(t, spawnerConfigHCL(ns, spawner.RWO, tc.extra)),
+					ExpectError: wrapRE(`(?s)` + tc.want),
+				}},
+			})
+		})
+	}
+	if got, _ := acctest.Cluster(t).Admin().CoreV1().ConfigMaps(ns).List(context.Background(), metav1.ListOptions{LabelSelector: "app.kubernetes.io/component=spawner-config"}); len(got.Items) != 0 {
+		t.Errorf("bad input reached the cluster: %d ConfigMaps", len(got.Items))
+	}
+}

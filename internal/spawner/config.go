@@ -1,0 +1,371 @@
+package spawner
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/kubespawner"
+)
+
+// DefaultColocationLabel is the pod label co-location selects on by
+// default. Nebari's data-science-pack uses "nebari.dev/colocate-user".
+const DefaultColocationLabel = "hub.jupyter.org/colocate-user"
+
+// HostnameTopologyKey is the topology of co-location: one node.
+const HostnameTopologyKey = "kubernetes.io/hostname"
+
+// Access modes.
+const (
+	RWO  = "ReadWriteOnce"
+	RWX  = "ReadWriteMany"
+	RWOP = "ReadWriteOncePod"
+)
+
+// Mode says which users' pods are pinned to one node.
+type Mode string
+
+const (
+	// ColocateNone: homes are ReadWriteMany and no legacy claim remains.
+	ColocateNone Mode = "none"
+	// ColocateAll: homes are ReadWriteOnce(Pod); every user's pods share a node.
+	ColocateAll Mode = "all"
+	// ColocateLegacy: homes are ReadWriteMany, but the legacy users keep a
+	// ReadWriteOnce claim and so their pods still share a node.
+	ColocateLegacy Mode = "legacy"
+)
+
+// Config is what jupyter_spawner_config combines.
+type Config struct {
+	Home            map[string]any   // jupyter_home_storage's spawner_settings
+	Profiles        []map[string]any // profile_json of each jupyter_spawner_profile
+	LegacyUsers     []string
+	ColocationLabel string
+	Extra           map[string]any // extra_settings_json
+}
+
+// Colocation is the derived co-location, as the rendered hook reads it.
+type Colocation struct {
+	Mode        Mode   `json:"mode"`
+	Label       string `json:"label"`
+	TopologyKey string `json:"topology_key"`
+	// Users maps each legacy user's raw name to the label value of its
+	// pods (KubeSpawner's label-safe username), in ColocateLegacy mode.
+	Users map[string]string `json:"users"`
+}
+
+// Result is the combined configuration.
+type Result struct {
+	AccessMode string
+	Settings   map[string]any // applied to c.KubeSpawner
+	Colocation Colocation
+	Profiles   []map[string]any // as in Settings["profile_list"]
+}
+
+// Document is the JSON kept beside the Python file in the ConfigMap.
+func (r Result) Document() map[string]any {
+	return map[string]any{"KubeSpawner": r.Settings, "colocation": r.Colocation}
+}
+
+// homeKeys are the settings jupyter_home_storage owns; extra settings may
+// not replace them (volumes and volume_mounts are appended to instead).
+var homeKeys = []string{"storage_pvc_ensure", "storage_access_modes", "storage_capacity", "storage_class",
+	"pvc_name_template", "slug_scheme", "storage_extra_labels"}
+
+// Build combines the inputs into KubeSpawner settings and derives
+// co-location. Errors name the attribute at fault.
+func Build(c Config) (Result, []Finding) {
+	var errs []Finding
+	r := Result{Settings: map[string]any{}}
+	label := c.ColocationLabel
+	if label == "" {
+		label = DefaultColocationLabel
+	}
+	home := deepCopy(c.Home)
+	modes, _ := home["storage_access_modes"].([]any)
+	if len(modes) != 1 {
+		errs = append(errs, Finding{"home_storage_settings", "No home access mode",
+			"home_storage_settings must be the spawner_settings of a jupyter_home_storage (a JSON object with storage_access_modes); pass jupyter_home_storage.<name>.spawner_settings."})
+		return r, errs
+	}
+	r.AccessMode, _ = modes[0].(string)
+	for k, v := range home {
+		r.Settings[k] = v
+	}
+
+	legacy := slices.Clone(c.LegacyUsers)
+	slices.Sort(legacy)
+	legacy = slices.Compact(legacy)
+	r.Colocation = Colocation{Label: label, TopologyKey: HostnameTopologyKey, Users: map[string]string{}}
+	switch {
+	case r.AccessMode != RWX:
+		r.Colocation.Mode = ColocateAll
+	case len(legacy) > 0:
+		r.Colocation.Mode = ColocateLegacy
+		var bad []string
+		for _, u := range legacy {
+			v, err := kubespawner.UsernameLabel(u)
+			if err != nil || !kubespawner.IsValidLabelValue(v) {
+				bad = append(bad, fmt.Sprintf("%q", u))
+				continue
+			}
+			r.Colocation.Users[u] = v
+		}
+		if len(bad) > 0 {
+			errs = append(errs, Finding{"legacy_users", "Usernames without a valid label value",
+				fmt.Sprintf("KubeSpawner's label-safe form of %s is not a valid Kubernetes label value, so their pods cannot carry the co-location label. Migrate these users' homes to ReadWriteMany first.", strings.Join(bad, ", "))})
+		}
+	default:
+		r.Colocation.Mode = ColocateNone
+	}
+
+	for k, v := range deepCopy(c.Extra) {
+		switch {
+		case k == "profile_list":
+			errs = append(errs, Finding{"extra_settings_json", "profile_list is set by profiles",
+				"Remove profile_list from extra_settings_json and pass the profiles' profile_json in profiles."})
+		case k == "modify_pod_hook":
+			errs = append(errs, Finding{"extra_settings_json", "modify_pod_hook cannot be JSON",
+				"A hook is Python; put it in hub.extraConfig. The rendered file keeps any hook set before it and runs it first."})
+		case slices.Contains(homeKeys, k):
+			errs = append(errs, Finding{"extra_settings_json", fmt.Sprintf("%s is set by the home storage", k),
+				fmt.Sprintf("Remove %s from extra_settings_json; it comes from jupyter_home_storage's spawner_settings. Change it there, where the plan checks it against the live claims.", k)})
+		case k == "volumes" || k == "volume_mounts":
+			extra, ok := v.([]any)
+			if !ok {
+				errs = append(errs, Finding{"extra_settings_json", k + " must be a list",
+					fmt.Sprintf("extra_settings_json.%s is appended to the home volume's list; give a JSON list of %s.", k, k)})
+				continue
+			}
+			have, _ := r.Settings[k].([]any)
+			for _, e := range extra {
+				if n := nameOf(e); n != "" && slices.ContainsFunc(have, func(h any) bool { return nameOf(h) == n }) && k == "volumes" {
+					errs = append(errs, Finding{"extra_settings_json", "Duplicate volume name",
+						fmt.Sprintf("extra_settings_json.volumes names %q, which the home storage already uses. Choose another name.", n)})
+				}
+			}
+			r.Settings[k] = append(have, extra...)
+		default:
+			r.Settings[k] = v
+		}
+	}
+
+	slugs := map[string]bool{}
+	var defaults []string
+	for i, p := range c.Profiles {
+		p = deepCopy(p)
+		name := ProfileName(p)
+		slug, _ := p["slug"].(string)
+		if slug != "" && slugs[slug] {
+			errs = append(errs, Finding{"profiles", "Duplicate profile slug",
+				fmt.Sprintf("Two profiles have slug %q; KubeSpawner picks profiles by slug. Give each a distinct slug.", slug)})
+		}
+		slugs[slug] = true
+		if d, _ := p["default"].(bool); d {
+			defaults = append(defaults, name)
+		}
+		if _, ok := p["display_name"].(string); !ok {
+			errs = append(errs, Finding{"profiles", "Not a profile",
+				fmt.Sprintf("profiles[%d] has no display_name; pass the profile_json of a jupyter_spawner_profile.", i)})
+		}
+		withGlobalVolumes(p, r.Settings)
+		r.Profiles = append(r.Profiles, p)
+	}
+	if len(defaults) > 1 {
+		errs = append(errs, Finding{"profiles", "More than one default profile",
+			fmt.Sprintf("Profiles %s are all marked default; KubeSpawner uses only one. Set default = true on one profile.", strings.Join(defaults, ", "))})
+	}
+	if len(r.Profiles) > 0 {
+		list := make([]any, len(r.Profiles))
+		for i, p := range r.Profiles {
+			list[i] = p
+		}
+		r.Settings["profile_list"] = list
+	}
+	return r, errs
+}
+
+// withGlobalVolumes puts the global volumes (the home first) in front of a
+// profile's own: KubeSpawner replaces the volumes and volume_mounts lists
+// with a profile's, which would drop the home.
+func withGlobalVolumes(p map[string]any, settings map[string]any) {
+	o, _ := p["kubespawner_override"].(map[string]any)
+	if o == nil {
+		return
+	}
+	for _, k := range []string{"volumes", "volume_mounts"} {
+		own, ok := o[k].([]any)
+		if !ok {
+			continue
+		}
+		global, _ := settings[k].([]any)
+		var merged []any
+		for _, g := range global {
+			if n := nameOf(g); k == "volume_mounts" || !slices.ContainsFunc(own, func(x any) bool { return nameOf(x) == n }) {
+				merged = append(merged, g)
+			}
+		}
+		o[k] = append(merged, own...)
+	}
+}
+
+// ProfileName is how messages name a profile: its slug, else its display name.
+func ProfileName(p map[string]any) string {
+	if s, _ := p["slug"].(string); s != "" {
+		return s
+	}
+	s, _ := p["display_name"].(string)
+	return fmt.Sprintf("%q", s)
+}
+
+func nameOf(v any) string {
+	m, _ := v.(map[string]any)
+	s, _ := m["name"].(string)
+	return s
+}
+
+// deepCopy copies a JSON-like value through encoding/json, which also turns
+// typed slices and maps ([]string, map[string]string) into []any and
+// map[string]any, the shapes the rest of this package reads.
+func deepCopy(m map[string]any) map[string]any {
+	if m == nil {
+		return map[string]any{}
+	}
+	var out map[string]any
+	if err := json.Unmarshal([]byte(JSON(m)), &out); err != nil {
+		panic(err)
+	}
+	return out
+}
+
+// Warnings are the plan-time warnings about co-location: they name the
+// failure mode, the profiles and the fix. nodes may be nil when the cluster
+// could not be read; the capacity check is then skipped. colocated is how
+// many of one user's servers run at once (a lab and its apps).
+func Warnings(r Result, nodes []Node, colocated int) []Finding {
+	if r.Colocation.Mode == ColocateNone || len(r.Profiles) == 0 {
+		return nil
+	}
+	who := "every user"
+	if r.Colocation.Mode == ColocateLegacy {
+		who = "the legacy users (" + strings.Join(sortedKeys(r.Colocation.Users), ", ") + ")"
+	}
+	why := fmt.Sprintf("The home access mode is %s, so all servers of %s are pinned to one node (required pod affinity on %s).", r.AccessMode, who, r.Colocation.Label)
+	if r.Colocation.Mode == ColocateLegacy {
+		why = fmt.Sprintf("The homes are ReadWriteMany, but %s still have a ReadWriteOnce claim, so all their servers are pinned to one node (required pod affinity on %s).", who, r.Colocation.Label)
+	}
+	fix := "Fix: switch the home to ReadWriteMany (jupyter_home_storage access_mode = \"ReadWriteMany\")"
+	if r.Colocation.Mode == ColocateLegacy {
+		fix = "Fix: migrate the legacy users' homes to ReadWriteMany claims"
+	}
+	fix += ", which removes co-location."
+	var out []Finding
+	var gpu []string
+	for _, p := range r.Profiles {
+		if len(extendedResources(p)) > 0 {
+			gpu = append(gpu, ProfileName(p))
+		}
+	}
+	if len(gpu) > 0 {
+		names := strings.Join(gpu, ", ")
+		out = append(out, Finding{"profiles", "Co-location blocks GPU servers behind running apps",
+			fmt.Sprintf("%s A user with an app or lab running on a CPU node cannot start GPU profile %s: the new pod must join the node the others run on, which has no GPU, "+
+				"so it stays Pending until the spawn timeout, and a cluster autoscaler cannot help (no new node satisfies the affinity). %s", why, names, fix)})
+		out = append(out, Finding{"profiles", "Co-location keeps GPU nodes alive",
+			fmt.Sprintf("%s Apps a user starts while GPU profile %s runs ride along onto the GPU node and keep it busy after the lab stops, so the autoscaler cannot scale it down. %s", why, names, fix)})
+	}
+	if f, ok := capacity(r, nodes, colocated, why, fix); ok {
+		out = append(out, f)
+	}
+	return out
+}
+
+// capacity warns when a lab on the largest profile plus colocated-1 apps
+// on the smallest does not fit on any node.
+func capacity(r Result, nodes []Node, colocated int, why, fix string) (Finding, bool) {
+	if len(nodes) == 0 || colocated < 1 {
+		return Finding{}, false
+	}
+	type g struct {
+		name     string
+		cpu, mem int64
+	}
+	var gs []g
+	for _, p := range r.Profiles {
+		cpu, mem := profileGuarantees(p, r.Settings)
+		gs = append(gs, g{ProfileName(p), cpu, mem})
+	}
+	maxCPU := slices.MaxFunc(gs, func(a, b g) int { return cmpInt(a.cpu, b.cpu) })
+	maxMem := slices.MaxFunc(gs, func(a, b g) int { return cmpInt(a.mem, b.mem) })
+	minCPU := slices.MinFunc(gs, func(a, b g) int { return cmpInt(a.cpu, b.cpu) })
+	minMem := slices.MinFunc(gs, func(a, b g) int { return cmpInt(a.mem, b.mem) })
+	n := int64(colocated - 1)
+	sumCPU, sumMem := maxCPU.cpu+n*minCPU.cpu, maxMem.mem+n*minMem.mem
+	for _, node := range nodes {
+		if !node.Unschedulable && node.CPUMillis >= sumCPU && node.MemBytes >= sumMem {
+			return Finding{}, false
+		}
+	}
+	largest := slices.MaxFunc(nodes, func(a, b Node) int {
+		if c := cmpInt(a.CPUMillis, b.CPUMillis); c != 0 {
+			return c
+		}
+		return cmpInt(a.MemBytes, b.MemBytes)
+	})
+	return Finding{"colocated_servers", "One user's servers do not fit on one node",
+		fmt.Sprintf("%s The largest node, %s, has allocatable CPU %s and memory %s. The largest profile guarantees CPU %s (%s) and memory %s (%s); "+
+			"a lab on it plus %d app(s) on the smallest profile (CPU %s, memory %s) needs CPU %s and memory %s on one node (colocated_servers = %d). "+
+			"The last server to start stays Pending although the cluster may have room elsewhere. %s",
+			why, largest.Name, Cores(largest.CPUMillis), Bytes(largest.MemBytes),
+			Cores(maxCPU.cpu), maxCPU.name, Bytes(maxMem.mem), maxMem.name,
+			n, Cores(minCPU.cpu), Bytes(minMem.mem), Cores(sumCPU), Bytes(sumMem), colocated, fix)}, true
+}
+
+// profileGuarantees reads a profile's CPU (millicores) and memory (bytes)
+// guarantees, falling back to the global settings.
+func profileGuarantees(p, settings map[string]any) (cpu, mem int64) {
+	o, _ := p["kubespawner_override"].(map[string]any)
+	get := func(k string) any {
+		if v, ok := o[k]; ok {
+			return v
+		}
+		return settings[k]
+	}
+	if f, ok := get("cpu_guarantee").(float64); ok {
+		cpu = int64(f*1000 + 0.5)
+	}
+	switch v := get("mem_guarantee").(type) {
+	case float64:
+		mem = int64(v)
+	case string:
+		mem, _ = ParseBytes(v)
+	}
+	return cpu, mem
+}
+
+// extendedResources lists the extended resources (GPUs) a profile asks for.
+func extendedResources(p map[string]any) []string {
+	o, _ := p["kubespawner_override"].(map[string]any)
+	var out []string
+	for _, k := range []string{"extra_resource_limits", "extra_resource_guarantees"} {
+		m, _ := o[k].(map[string]any)
+		for r := range m {
+			if !slices.Contains(out, r) {
+				out = append(out, r)
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+func cmpInt(a, b int64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,234 @@
+package spawner
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"slices"
+	"strings"
+	"testing"
+
+	"sigs.k8s.io/yaml"
+)
+
+// chartFile reads a file of the zero-to-jupyterhub chart from
+// ../shared/reference/z2jh/ relative to the repository root, found by
+// walking up from this file to go.mod. A missing file fails the test.
+func chartFile(t *testing.T, name string) map[string]any {
+	t.Helper()
+	_, file, _, _ := runtime.Caller(0)
+	dir := filepath.Dir(file)
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			break
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			t.Fatal("cannot find the repository root (go.mod) above " + file)
+		}
+		dir = parent
+	}
+	p := filepath.Join(dir, "..", "shared", "reference", "z2jh", name)
+	data, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatalf("the chart's %s is needed to check helm_values: %v", name, err)
+	}
+	var m map[string]any
+	if err := yaml.Unmarshal(data, &m); err != nil {
+		t.Fatalf("%s: %v", p, err)
+	}
+	return m
+}
+
+// checkAgainstSchema walks every path of v through the chart's JSON schema
+// (properties, patternProperties, additionalProperties) and checks the type
+// of each value. Paths reached through named properties must also exist in
+// the chart's values.yaml, so that each setting is one the chart reads.
+func checkAgainstSchema(t reporter, path string, v any, schema, defaults map[string]any, inDefaults bool) {
+	t.Helper()
+	if !typeOK(schema, v) {
+		t.Errorf("%s: %T value %v does not match the schema's type %v / enum %v", path, v, v, schema["type"], schema["enum"])
+		return
+	}
+	m, ok := v.(map[string]any)
+	if !ok {
+		return
+	}
+	props, _ := schema["properties"].(map[string]any)
+	for k, child := range m {
+		p := path + "." + k
+		if s, ok := props[k].(map[string]any); ok {
+			var d map[string]any
+			dv, has := defaults[k]
+			if inDefaults {
+				if !has {
+					t.Errorf("%s is in the schema but not in the chart's values.yaml", p)
+				}
+				d, _ = dv.(map[string]any)
+			}
+			checkAgainstSchema(t, p, child, s, d, inDefaults && d != nil)
+			continue
+		}
+		matched := false
+		if pp, ok := schema["patternProperties"].(map[string]any); ok {
+			for pat, s := range pp {
+				if regexp.MustCompile(pat).MatchString(k) {
+					matched = true
+					checkAgainstSchema(t, p, child, s.(map[string]any), nil, false)
+				}
+			}
+		}
+		if !matched && schema["additionalProperties"] == false {
+			t.Errorf("%s is not allowed by the chart's schema (additionalProperties: false)", p)
+		}
+	}
+}
+
+func typeOK(schema map[string]any, v any) bool {
+	if enum, ok := schema["enum"].([]any); ok && !slices.Contains(enum, v) {
+		return false
+	}
+	var types []string
+	switch ty := schema["type"].(type) {
+	case string:
+		types = []string{ty}
+	case []any:
+		for _, x := range ty {
+			types = append(types, fmt.Sprint(x))
+		}
+	default:
+		return true
+	}
+	var kind string
+	switch v.(type) {
+	case map[string]any:
+		kind = "object"
+	case []any:
+		kind = "array"
+	case string:
+		kind = "string"
+	case bool:
+		kind = "boolean"
+	case float64:
+		kind = "number"
+	case nil:
+		kind = "null"
+	}
+	return slices.Contains(types, kind) || kind == "number" && slices.Contains(types, "integer")
+}
+
+func helmOf(t *testing.T, r Result, projected ...string) map[string]any {
+	t.Helper()
+	text, err := HelmYAML(HelmValues(r, "jupyter-spawner", projected))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := yaml.Unmarshal([]byte(text), &m); err != nil {
+		t.Fatalf("helm_values is not YAML: %v\n%s", err, text)
+	}
+	return m
+}
+
+func dig(m map[string]any, path string) any {
+	var v any = m
+	for _, k := range strings.Split(path, ".") {
+		mm, _ := v.(map[string]any)
+		v = mm[k]
+	}
+	return v
+}
+
+// helm_values parse as YAML, every path is one the chart's schema allows
+// with the right type, and each setting sits where the chart reads it.
+func TestSpawnerHelm_valuesMatchTheChart(t *testing.T) {
+	schema, defaults := chartFile(t, "values.schema.yaml"), chartFile(t, "values.yaml")
+	cases := map[string]Result{
+		"rwo_with_profiles": mustBuild(t, Config{Home: homeSettings(RWO), Profiles: []map[string]any{gpuProfileDict()}, Extra: map[string]any{"start_timeout": 600.0}}),
+		"rwx_legacy":        mustBuild(t, Config{Home: homeSettings(RWX), LegacyUsers: []string{"alice"}}),
+	}
+	for name, r := range cases {
+		t.Run(name, func(t *testing.T) {
+			for _, projected := range [][]string{nil, {"nebari-data-science-pack-hub-config"}} {
+				v := helmOf(t, r, projected...)
+				checkAgainstSchema(t, "", v, schema, defaults, true)
+
+				want := map[string]any{
+					"singleuser.storage.type":                       "dynamic",
+					"singleuser.storage.capacity":                   "10Gi",
+					"singleuser.storage.homeMountPath":              "/home/jovyan",
+					"singleuser.storage.dynamic.storageClass":       "longhorn",
+					"singleuser.storage.dynamic.pvcNameTemplate":    "claim-{username}",
+					"singleuser.storage.dynamic.storageAccessModes": []any{r.AccessMode},
+					"hub.config.KubeSpawner.slug_scheme":            "safe",
+				}
+				for p, w := range want {
+					if got := dig(v, p); fmt.Sprint(got) != fmt.Sprint(w) {
+						t.Errorf("%s = %v, want %v", p, got, w)
+					}
+				}
+				if dig(v, "hub.config.KubeSpawner.storage_access_modes") != nil || dig(v, "hub.config.KubeSpawner.profile_list") != nil {
+					t.Error("hub.config.KubeSpawner repeats what singleuser.* expresses")
+				}
+				if got, want := fmt.Sprint(dig(v, "singleuser.profileList")), fmt.Sprint(anyList(r.Profiles)); len(r.Profiles) > 0 && got != want {
+					t.Errorf("singleuser.profileList = %s, want %s", got, want)
+				}
+				if dig(v, "hub.extraConfig."+ExtraConfigKey) != ExtraConfig() {
+					t.Error("hub.extraConfig lacks the entry that applies the file last")
+				}
+				mounts, _ := dig(v, "hub.extraVolumeMounts").([]any)
+				vols, _ := dig(v, "hub.extraVolumes").([]any)
+				if len(mounts) != 1 || dig(mounts[0].(map[string]any), "mountPath") != ConfigDir || len(vols) != 1 {
+					t.Fatalf("the ConfigMap is not mounted into %s: %v %v", ConfigDir, vols, mounts)
+				}
+				vol := vols[0].(map[string]any)
+				if projected == nil && dig(vol, "configMap.name") != "jupyter-spawner" {
+					t.Errorf("volume = %v", vol)
+				}
+				if projected != nil {
+					if got := fmt.Sprint(dig(vol, "projected.sources")); got != "[map[configMap:map[name:nebari-data-science-pack-hub-config]] map[configMap:map[name:jupyter-spawner]]]" {
+						t.Errorf("projected sources = %s", got)
+					}
+				}
+			}
+		})
+	}
+}
+
+// The walker rejects what the chart rejects, so the test above can fail.
+func TestSpawnerHelm_schemaCheckCatchesMistakes(t *testing.T) {
+	schema, defaults := chartFile(t, "values.schema.yaml"), chartFile(t, "values.yaml")
+	bad := []map[string]any{
+		{"singleuser": map[string]any{"storage": map[string]any{"type": "dynamic", "homeMountPath": "/h", "dynamic": map[string]any{"storageClassName": "x"}}}},
+		{"singleuser": map[string]any{"storage": map[string]any{"type": "shared", "homeMountPath": "/h"}}},
+		{"singleuser": map[string]any{"profileList": map[string]any{}}},
+		{"hub": map[string]any{"config": map[string]any{"kubeSpawner": map[string]any{}}}},
+	}
+	for _, v := range bad {
+		var c collector
+		checkAgainstSchema(&c, "", v, schema, defaults, true)
+		if len(c) == 0 {
+			t.Errorf("accepted %v", v)
+		}
+	}
+}
+
+type reporter interface {
+	Helper()
+	Errorf(format string, args ...any)
+}
+
+type collector []string
+
+func (c *collector) Helper()                           {}
+func (c *collector) Errorf(format string, args ...any) { *c = append(*c, fmt.Sprintf(format, args...)) }
+
+func anyList(ps []map[string]any) []any {
+	out := make([]any, len(ps))
+	for i, p := range ps {
+		out[i] = p
+	}
+	return out
+}
