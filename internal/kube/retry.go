@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
+	"io"
 	"math/rand/v2"
 	"net"
 	"syscall"
@@ -48,6 +49,23 @@ func Retriable(err error) bool {
 		return true
 	}
 	return errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET)
+}
+
+// Unreachable says whether err means the API server could not be reached at
+// all (connection refused, reset or cut off), as opposed to an answer from
+// it. Once one call has used up its retries this way, the next ones will
+// not fare better.
+func Unreachable(err error) bool {
+	if err == nil || untrusted(err) {
+		return false
+	}
+	var se apierrors.APIStatus
+	if errors.As(err, &se) {
+		return false
+	}
+	var ne net.Error
+	return errors.As(err, &ne) || errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) ||
+		errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF)
 }
 
 // Retry calls fn until it succeeds, returns a non-retriable error, the

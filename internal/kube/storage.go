@@ -3,6 +3,7 @@ package kube
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -134,6 +135,10 @@ func (c *Client) DeleteClaim(ctx context.Context, namespace, name, uid string) e
 		if apierrors.IsNotFound(err) {
 			return nil
 		}
+		if err != nil && !Retriable(err) {
+			// Forbidden, say: waiting longer cannot tell whether the claim is gone.
+			return Explain(err, "get", "persistentvolumeclaims", namespace)
+		}
 		if time.Now().After(deadline) {
 			return fmt.Errorf("claim %s/%s still exists two minutes after its deletion; a pod may still use it (kubernetes.io/pvc-protection)", namespace, name)
 		}
@@ -176,21 +181,48 @@ func (c *Client) MountedClaims(ctx context.Context, namespace string) (map[strin
 	}
 }
 
+// ErrNotAttempted is the error of an item ForEach did not start because the
+// API server could not be reached by an earlier one.
+var ErrNotAttempted = errors.New("not attempted")
+
 // ForEach runs fn for every item with at most Parallelism at once and
 // returns the error of each item that failed, by index.
+//
+// When an item fails because the API server cannot be reached (Unreachable),
+// the items still running are cancelled at their next retry and the ones
+// not started yet are not attempted: their error wraps ErrNotAttempted and
+// the cause. Waiting out every item's retries would only make the caller
+// wait minutes for the same answer.
 func ForEach[T any](ctx context.Context, items []T, fn func(context.Context, T) error) map[int]error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	var mu sync.Mutex
 	errs := map[int]error{}
+	var down error // the first Unreachable error
 	sem := make(chan struct{}, Parallelism)
 	var wg sync.WaitGroup
 	for i, it := range items {
-		wg.Add(1)
 		sem <- struct{}{}
+		mu.Lock()
+		stop := down
+		mu.Unlock()
+		if stop != nil {
+			<-sem
+			mu.Lock()
+			errs[i] = fmt.Errorf("%w: the API server could not be reached: %w", ErrNotAttempted, stop)
+			mu.Unlock()
+			continue
+		}
+		wg.Add(1)
 		go func() {
 			defer func() { <-sem; wg.Done() }()
 			if err := fn(ctx, it); err != nil {
 				mu.Lock()
 				errs[i] = err
+				if down == nil && Unreachable(err) {
+					down = err
+					cancel()
+				}
 				mu.Unlock()
 			}
 		}()

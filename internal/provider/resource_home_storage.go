@@ -3,11 +3,13 @@ package provider
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
@@ -191,7 +193,7 @@ func (r *homeStorageResource) ModifyPlan(ctx context.Context, req resource.Modif
 		resp.Diagnostics.AddWarning("Live home claims not checked",
 			fmt.Sprintf("The plan for jupyter_home_storage could not read the cluster because %s. Whether this change is safe is decided again at apply, against the live claims, and the apply stops if it is not.", reason))
 		plan.ChangeClass = types.StringUnknown()
-		plan.Claims = types.MapUnknown(stateClaimType)
+		plan.Claims = types.StringUnknown()
 		plan.LegacyUsers = types.ListUnknown(types.StringType)
 		plan.ColocationRequired = types.BoolUnknown()
 		resp.Diagnostics.Append(resp.Plan.Set(ctx, &plan)...)
@@ -311,54 +313,48 @@ func maxClass(a, b safety.Class) safety.Class {
 	return a
 }
 
-// claimsValue is the `claims` map. The phase of a claim that is created or
-// recreated is unknown until apply.
+// claimView is one user's entry in the `claims` JSON object.
+type claimView struct {
+	Name             string `json:"name"`
+	AccessMode       string `json:"access_mode"`
+	StorageClassName string `json:"storage_class_name"`
+	Capacity         string `json:"capacity"`
+	Phase            string `json:"phase"`
+	Managed          bool   `json:"managed"`
+}
+
+// claimsValue is the `claims` attribute: a JSON object keyed by username.
+// A claim that apply creates has an empty phase (and, on the cluster's
+// default class, an empty class) until the next refresh observes it.
 //
 // final is set after apply: only claims that exist are listed.
-func claimsValue(ups []safety.UserPlan, cfg safety.Config, final bool) types.Map {
-	out := make(map[string]attr.Value, len(ups))
+//
+// It is one string rather than a map of objects on purpose: the framework
+// walks every value node of a resource several times per plan, at a cost
+// that grows with the square of their number, and thousands of users would
+// make every plan take minutes (BENCHMARKS.md).
+func claimsValue(ups []safety.UserPlan, cfg safety.Config, final bool) types.String {
+	out := make(map[string]claimView, len(ups))
 	capacity := canonicalQuantity(cfg.Capacity)
 	for _, up := range ups {
 		if up.Live == nil && (final || up.Action != safety.ActionCreate) {
 			continue
 		}
-		o := map[string]attr.Value{"name": types.StringValue(up.ClaimName), "managed": types.BoolValue(up.Managed)}
+		v := claimView{Name: up.ClaimName, Managed: up.Managed}
 		switch up.Action {
 		case safety.ActionCreate, safety.ActionRecreate:
-			o["access_mode"] = types.StringValue(cfg.AccessMode)
-			o["storage_class_name"] = types.StringValue(cfg.StorageClass)
-			if cfg.StorageClass == "" {
-				o["storage_class_name"] = types.StringUnknown() // the cluster's default class, filled in on create
-			}
-			o["capacity"] = types.StringValue(capacity)
-			o["phase"] = types.StringUnknown()
+			v.AccessMode, v.StorageClassName, v.Capacity = cfg.AccessMode, cfg.StorageClass, capacity
 		default:
 			c := up.Live
-			o["name"] = types.StringValue(c.Name)
-			o["access_mode"] = types.StringValue(strings.Join(c.AccessModes, ","))
-			o["storage_class_name"] = types.StringValue(c.StorageClass)
-			o["capacity"] = types.StringValue(c.Requested)
-			o["phase"] = types.StringValue(c.Phase)
+			v.Name, v.AccessMode, v.StorageClassName, v.Capacity, v.Phase = c.Name, strings.Join(c.AccessModes, ","), c.StorageClass, c.Requested, c.Phase
 			if up.Action == safety.ActionResize {
-				o["capacity"] = types.StringValue(capacity)
+				v.Capacity = capacity
 			}
 		}
-		out[up.User] = types.ObjectValueMust(stateClaimAttrTypes, o)
+		out[up.User] = v
 	}
-	return types.MapValueMust(stateClaimType, out)
-}
-
-// settledClaims is the claims map after apply: what the plan said for claims
-// apply did not create (their observed phase is refreshed by the next
-// read), and the live values for the ones it created.
-func settledClaims(planned, live types.Map) types.Map {
-	out := maps.Clone(live.Elements())
-	for user, v := range planned.Elements() {
-		if o, ok := v.(types.Object); ok && !o.Attributes()["phase"].IsUnknown() {
-			out[user] = v
-		}
-	}
-	return types.MapValueMust(stateClaimType, out)
+	b, _ := json.Marshal(out) // map keys are sorted: the value is stable
+	return types.StringValue(string(b))
 }
 
 // canonicalQuantity writes a quantity the way the API returns it ("10240Mi" is "10Gi").
@@ -434,7 +430,9 @@ func (r *homeStorageResource) Create(ctx context.Context, req resource.CreateReq
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	r.apply(ctx, &plan, nil, &resp.Diagnostics)
+	if !r.apply(ctx, &plan, nil, &resp.Diagnostics) {
+		return // nothing was created: no state
+	}
 	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
 }
 
@@ -445,24 +443,27 @@ func (r *homeStorageResource) Update(ctx context.Context, req resource.UpdateReq
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	r.apply(ctx, &plan, &state, &resp.Diagnostics)
+	if !r.apply(ctx, &plan, &state, &resp.Diagnostics) {
+		plan = state // no claim was touched: the state stays as it was
+	}
 	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
 }
 
 // apply makes the cluster match the plan: the StorageClass first, then the
 // claims in parallel. On partial failure the state records what exists, the
-// failed users are named, and a re-apply converges.
-func (r *homeStorageResource) apply(ctx context.Context, plan, state *homeStorageModel, diags *diag.Diagnostics) {
+// failed users are named, and a re-apply converges. It returns false when it
+// stopped before changing any claim; plan is then not a state to record.
+func (r *homeStorageResource) apply(ctx context.Context, plan, state *homeStorageModel, diags *diag.Diagnostics) bool {
 	client := requireClient(r.data, diags)
 	if client == nil {
-		return
+		return false
 	}
 	plan.ID = plan.Namespace
 	plan.SpawnerSettings = types.StringValue(spawnerSettings(plan))
 	if plan.StorageClass != nil {
 		if err := r.ensureClass(ctx, client, plan, state); err != nil {
 			diags.AddAttributeError(path.Root("storage_class"), "Cannot create the StorageClass", err.Error())
-			return
+			return false
 		}
 	}
 	cfg := plan.config(ctx, diags)
@@ -473,12 +474,12 @@ func (r *homeStorageResource) apply(ctx context.Context, plan, state *homeStorag
 	live, err := r.readLive(ctx, client, plan, cfg.OnModeChange == safety.OnModeChangeRecreate, true)
 	if err != nil {
 		diags.AddError("Cannot read the live home claims", err.Error())
-		return
+		return false
 	}
 	res := safety.Plan(cfg, prior, live)
 	if len(res.Errors) > 0 {
 		addFindings(diags, res.Errors, true)
-		return
+		return false
 	}
 	var todo []safety.UserPlan
 	for _, up := range res.Users {
@@ -488,6 +489,8 @@ func (r *homeStorageResource) apply(ctx context.Context, plan, state *homeStorag
 		}
 	}
 	labels, annotations := stringMap(ctx, plan.Labels, diags), stringMap(ctx, plan.Annotations, diags)
+	var mu sync.Mutex
+	created := map[string]*corev1.PersistentVolumeClaim{} // by user
 	failed := kube.ForEach(ctx, todo, func(ctx context.Context, up safety.UserPlan) error {
 		switch up.Action {
 		case safety.ActionResize:
@@ -502,27 +505,55 @@ func (r *homeStorageResource) apply(ctx context.Context, plan, state *homeStorag
 		if err != nil {
 			return err
 		}
-		_, err = client.CreateClaim(ctx, pvc)
+		out, err := client.CreateClaim(ctx, pvc)
+		if err == nil {
+			mu.Lock()
+			created[up.User] = out
+			mu.Unlock()
+		}
 		return err
 	})
 	failedUsers := map[string]bool{}
+	unreachable := false
 	if len(failed) > 0 {
 		var lines []string
+		notAttempted := 0
 		for i, err := range failed {
 			failedUsers[todo[i].User] = true
+			if errors.Is(err, kube.ErrNotAttempted) {
+				notAttempted++
+				continue
+			}
+			unreachable = unreachable || kube.Unreachable(err)
 			lines = append(lines, fmt.Sprintf("  %s (%s, %s): %v", todo[i].User, todo[i].ClaimName, todo[i].Action, err))
 		}
 		sort.Strings(lines)
-		diags.AddError(fmt.Sprintf("%d of %d home claim changes failed", len(failed), len(todo)),
+		if len(lines) > safety.ListLimit {
+			lines = append(lines[:safety.ListLimit], fmt.Sprintf("  ... and %d more", len(lines)-safety.ListLimit))
+		}
+		if notAttempted > 0 {
+			lines = append(lines, fmt.Sprintf("  %d more not attempted: the API server could not be reached", notAttempted))
+		}
+		summary := fmt.Sprintf("%d of %d home claim changes failed", len(failed), len(todo))
+		if unreachable {
+			summary += ": the API server could not be reached"
+		}
+		diags.AddError(summary,
 			"These users' claims were not changed as planned:\n"+strings.Join(lines, "\n")+
-				"\nThe state records everything that was done; apply again to converge. No claim was deleted except by on_mode_change = \"recreate\".")
+				fmt.Sprintf("\n%d change(s) were made; the state records them. Apply again to converge. No claim was deleted except by on_mode_change = \"recreate\".", len(todo)-len(failed)))
 	}
 
-	// The state reflects the cluster after the changes.
-	live, err = r.readLive(ctx, client, plan, false, true)
-	if err != nil {
-		diags.AddError("Cannot read the home claims after apply", err.Error())
-		return
+	// The state reflects the cluster after the changes. When the API server
+	// cannot be reached, it reflects what this apply knows it did.
+	if !unreachable {
+		live, err = r.readLive(ctx, client, plan, false, true)
+	}
+	if unreachable || err != nil {
+		if err != nil {
+			diags.AddError("Cannot read the home claims after apply", err.Error()+
+				"\nThe state records the claims this apply created or changed; apply again to converge.")
+		}
+		live.Claims = appliedClaims(live.Claims, todo, failed, created, cfg)
 	}
 	if len(failedUsers) > 0 {
 		var kept []string
@@ -535,10 +566,52 @@ func (r *homeStorageResource) apply(ctx context.Context, plan, state *homeStorag
 		cfg.Users = kept
 	}
 	after := safety.Plan(cfg, nil, live)
-	plan.Claims = settledClaims(plan.Claims, claimsValue(after.Users, cfg, true))
-	plan.LegacyUsers = stringList(res.LegacyUsers)
-	plan.ColocationRequired = types.BoolValue(res.ColocationRequired)
-	plan.ChangeClass = types.StringValue(string(res.Class))
+	if plan.Claims.IsUnknown() {
+		plan.Claims = claimsValue(after.Users, cfg, true)
+	}
+	// What the plan showed stands; values the plan could not know (the
+	// connection was unknown) come from the classification made now.
+	if plan.LegacyUsers.IsUnknown() {
+		plan.LegacyUsers = stringList(res.LegacyUsers)
+	}
+	if plan.ColocationRequired.IsUnknown() {
+		plan.ColocationRequired = types.BoolValue(res.ColocationRequired)
+	}
+	if plan.ChangeClass.IsUnknown() {
+		plan.ChangeClass = types.StringValue(string(res.Class))
+	}
+	return true
+}
+
+// appliedClaims is the live claims read before apply with the changes that
+// succeeded: created claims added, recreated ones replaced, resized ones grown.
+func appliedClaims(before []claims.Claim, todo []safety.UserPlan, failed map[int]error, created map[string]*corev1.PersistentVolumeClaim, cfg safety.Config) []claims.Claim {
+	resized, replaced := map[string]bool{}, map[string]bool{}
+	var out []claims.Claim
+	for i, up := range todo {
+		if failed[i] != nil {
+			continue
+		}
+		switch up.Action {
+		case safety.ActionResize:
+			resized[up.Live.Name] = true
+		case safety.ActionRecreate:
+			replaced[up.Live.Name] = true
+		}
+		if pvc := created[up.User]; pvc != nil {
+			out = append(out, kube.ClaimFromPVC(pvc))
+		}
+	}
+	for _, c := range before {
+		switch {
+		case replaced[c.Name]:
+			continue
+		case resized[c.Name]:
+			c.Requested, c.RequestedBytes = canonicalQuantity(cfg.Capacity), cfg.CapacityBytes
+		}
+		out = append(out, c)
+	}
+	return out
 }
 
 func (r *homeStorageResource) ensureClass(ctx context.Context, client *kube.Client, plan, state *homeStorageModel) error {

@@ -6,7 +6,6 @@ import (
 
 	"github.com/hashicorp/terraform-plugin-framework-validators/listvalidator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
-	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/booldefault"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
@@ -36,7 +35,7 @@ type homeStorageModel struct {
 	AllowDataLoss      types.Bool   `tfsdk:"allow_data_loss"`
 	DeletionPolicy     types.String `tfsdk:"deletion_policy"`
 	ChangeClass        types.String `tfsdk:"change_class"`
-	Claims             types.Map    `tfsdk:"claims"`
+	Claims             types.String `tfsdk:"claims"`
 	LegacyUsers        types.List   `tfsdk:"legacy_users"`
 	ColocationRequired types.Bool   `tfsdk:"colocation_required"`
 	SpawnerSettings    types.String `tfsdk:"spawner_settings"`
@@ -51,17 +50,6 @@ type scModel struct {
 	AllowVolumeExpansion types.Bool   `tfsdk:"allow_volume_expansion"`
 	MountOptions         types.List   `tfsdk:"mount_options"`
 }
-
-var stateClaimAttrTypes = map[string]attr.Type{
-	"name":               types.StringType,
-	"access_mode":        types.StringType,
-	"storage_class_name": types.StringType,
-	"capacity":           types.StringType,
-	"phase":              types.StringType,
-	"managed":            types.BoolType,
-}
-
-var stateClaimType = types.ObjectType{AttrTypes: stateClaimAttrTypes}
 
 func homeStorageSchema() schema.Schema {
 	computedStr := func(desc string) schema.StringAttribute {
@@ -117,13 +105,11 @@ func homeStorageSchema() schema.Schema {
 				MarkdownDescription: "On destroy: `retain` (default) leaves every claim and its data; `delete` deletes managed claims, only together with `allow_data_loss = true`.",
 				Validators:          []validator.String{stringvalidator.OneOf(safety.DeletionRetain, safety.DeletionDelete)}},
 			"change_class": computedStr("`none`, `safe` or `destructive`: what this plan does to home data, read from the live cluster."),
-			// A map of objects rather than nested attributes: the framework then
-			// treats it as one value instead of walking thousands of nested
-			// attributes on every plan (see BENCHMARKS.md).
-			"claims": schema.MapAttribute{Computed: true, ElementType: stateClaimType,
-				MarkdownDescription: "Home claims by username: the managed ones and those KubeSpawner made that match the template. Each has " +
-					"`name`, `access_mode` (comma-separated when several), `storage_class_name` (empty when none is named), `capacity` (requested size), " +
-					"`phase` (`Pending`, `Bound` or `Lost`; unknown in a plan that creates the claim) and `managed` (listed in `users`)."},
+			"claims": schema.StringAttribute{Computed: true,
+				MarkdownDescription: "JSON object of the home claims by username: the managed ones and those KubeSpawner made that match the template. " +
+					"Each has `name`, `access_mode` (comma-separated when several), `storage_class_name` (empty when none is named), `capacity` (requested size), " +
+					"`phase` (`Pending`, `Bound` or `Lost`; empty for a claim apply has just created, until the next refresh) and `managed` (listed in `users`). " +
+					"Use it with `jsondecode(...)`; plans show changes to it entry by entry. (One string rather than a map of objects keeps plans fast at thousands of users.)"},
 			"legacy_users": schema.ListAttribute{Computed: true, ElementType: types.StringType,
 				MarkdownDescription: "Users kept on a claim that differs from the configuration (`keep_existing`). The spawner config keeps co-location for them."},
 			"colocation_required": schema.BoolAttribute{Computed: true,

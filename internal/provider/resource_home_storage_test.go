@@ -115,14 +115,15 @@ func TestAccHomeStorage_createGrowRetain(t *testing.T) {
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 					plancheck.ExpectResourceAction(hsAddr, plancheck.ResourceActionCreate),
 					expectClass("safe"),
-					plancheck.ExpectKnownValue(hsAddr, tfjsonpath.New("claims").AtMapKey("alice").AtMapKey("name"), knownvalue.StringExact("claim-alice")),
+					expectPlannedClaim("alice", "name", "claim-alice"),
 				}},
 				ConfigStateChecks: []statecheck.StateCheck{
-					statecheck.ExpectKnownValue(hsAddr, tfjsonpath.New("claims").AtMapKey("bob").AtMapKey("access_mode"), knownvalue.StringExact("ReadWriteOnce")),
 					statecheck.ExpectKnownValue(hsAddr, tfjsonpath.New("colocation_required"), knownvalue.Bool(true)),
 					statecheck.ExpectKnownValue(hsAddr, tfjsonpath.New("legacy_users"), knownvalue.ListExact(nil)),
 				},
 				Check: resource.ComposeAggregateTestCheckFunc(
+					checkClaim("bob", "access_mode", "ReadWriteOnce"),
+					checkClaim("bob", "phase", ""), // created by this apply: observed by the next refresh
 					claimCheck(cs, ns, "claim-alice", func(p *corev1.PersistentVolumeClaim) error {
 						if p.Labels["hub.jupyter.org/username"] != "alice" || p.Annotations["hub.jupyter.org/username"] != "alice" ||
 							p.Labels["component"] != "singleuser-storage" || *p.Spec.StorageClassName != class {
@@ -150,7 +151,7 @@ func TestAccHomeStorage_createGrowRetain(t *testing.T) {
 					expectClass("safe"),
 				}},
 				Check: resource.ComposeAggregateTestCheckFunc(
-					resource.TestCheckResourceAttr(hsAddr, "claims.alice.capacity", "2Gi"),
+					checkClaim("alice", "capacity", "2Gi"),
 					claimCheck(cs, ns, "claim-alice", func(p *corev1.PersistentVolumeClaim) error {
 						if q := p.Spec.Resources.Requests[corev1.ResourceStorage]; q.String() != "2Gi" {
 							return fmt.Errorf("claim-alice requests %s, want 2Gi", q.String())
@@ -213,8 +214,8 @@ func TestAccHomeStorage_modeFlip(t *testing.T) {
 				Config:           homeStorageConfig(t, ns, class, rwo),
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{expectClass("none")}},
 				Check: resource.ComposeAggregateTestCheckFunc(unchanged,
-					resource.TestCheckResourceAttr(hsAddr, "claims.carol.managed", "false"),
-					resource.TestCheckResourceAttr(hsAddr, "claims.dave.name", "claim-dave")),
+					checkClaim("carol", "managed", "false"),
+					checkClaim("dave", "name", "claim-dave")),
 			},
 			{
 				Config:      homeStorageConfig(t, ns, class, rwx),
@@ -244,7 +245,7 @@ func TestAccHomeStorage_modeFlip(t *testing.T) {
   allow_data_loss = true`),
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{expectClass("destructive")}},
 				Check: resource.ComposeAggregateTestCheckFunc(
-					resource.TestCheckResourceAttr(hsAddr, "claims.carol.access_mode", "ReadWriteMany"),
+					checkClaim("carol", "access_mode", "ReadWriteMany"),
 					resource.TestCheckResourceAttr(hsAddr, "legacy_users.#", "0"),
 					resource.TestCheckResourceAttr(hsAddr, "colocation_required", "false"),
 					func(*terraform.State) error {
@@ -368,7 +369,7 @@ resource "jupyter_home_storage" "homes" {
 			}},
 			Check: resource.ComposeAggregateTestCheckFunc(
 				resource.TestCheckResourceAttr(hsAddr, "change_class", "safe"),
-				resource.TestCheckResourceAttr(hsAddr, "claims.erin.name", "claim-erin"),
+				checkClaim("erin", "name", "claim-erin"),
 			),
 		}},
 	})
@@ -421,9 +422,9 @@ resource "jupyter_home_storage" "homes" {
   capacity  = "3Gi"
 }`, ns, ns)),
 			ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
-				plancheck.ExpectKnownValue(hsAddr, tfjsonpath.New("claims").AtMapKey("gina").AtMapKey("name"), knownvalue.StringExact("claim-gina")),
+				expectPlannedClaim("gina", "name", "claim-gina"),
 			}},
-			Check: resource.TestCheckResourceAttr(hsAddr, "claims.gina.managed", "false"),
+			Check: checkClaim("gina", "managed", "false"),
 		}},
 	})
 }
