@@ -21,9 +21,10 @@ const RBACExample = "examples/rbac/provider-rbac.yaml"
 
 // Grant binds the documented minimal Role and read-only ClusterRole (and the
 // StorageClass writer when writer is true) to the least-privilege identity,
-// for namespace. drop removes one verb on one resource from the Role, e.g.
-// Grant(t, ns, false, "list", "persistentvolumeclaims"), to show what its
-// absence does. Everything is removed when the test ends.
+// for namespace. drop removes one verb on one resource from the Role and the
+// ClusterRoles, e.g. Grant(t, ns, false, "list", "persistentvolumeclaims") or
+// Grant(t, ns, true, "create", "storageclasses"), to show what its absence
+// does. Everything is removed when the test ends.
 func Grant(t testing.TB, namespace string, writer bool, drop ...string) {
 	t.Helper()
 	c := Cluster(t)
@@ -32,10 +33,9 @@ func Grant(t testing.TB, namespace string, writer bool, drop ...string) {
 	role, clusterRoles := documentedRBAC(t)
 	role.Name, role.Namespace = "jupyter-provider", namespace
 	if len(drop) == 2 {
-		for i, r := range role.Rules {
-			if slices.Contains(r.Resources, drop[1]) {
-				role.Rules[i].Verbs = slices.DeleteFunc(slices.Clone(r.Verbs), func(v string) bool { return v == drop[0] })
-			}
+		role.Rules = dropVerb(role.Rules, drop[0], drop[1])
+		for _, cr := range clusterRoles {
+			cr.Rules = dropVerb(cr.Rules, drop[0], drop[1])
 		}
 	}
 	if _, err := cs.RbacV1().Roles(namespace).Create(ctx, role, metav1.CreateOptions{}); err != nil {
@@ -66,6 +66,17 @@ func Grant(t testing.TB, namespace string, writer bool, drop ...string) {
 			_ = cs.RbacV1().ClusterRoles().Delete(context.Background(), name, metav1.DeleteOptions{})
 		})
 	}
+}
+
+// dropVerb removes verb on resource from every rule that grants it, and a
+// rule left with no verb (the API refuses it).
+func dropVerb(rules []rbacv1.PolicyRule, verb, resource string) []rbacv1.PolicyRule {
+	for i, r := range rules {
+		if slices.Contains(r.Resources, resource) {
+			rules[i].Verbs = slices.DeleteFunc(slices.Clone(r.Verbs), func(v string) bool { return v == verb })
+		}
+	}
+	return slices.DeleteFunc(rules, func(r rbacv1.PolicyRule) bool { return len(r.Verbs) == 0 })
 }
 
 // documentedRBAC reads the Role and ClusterRoles of the RBAC example.

@@ -433,6 +433,13 @@ func (r *homeStorageResource) Create(ctx context.Context, req resource.CreateReq
 	if !r.apply(ctx, &plan, nil, &resp.Diagnostics) {
 		return // nothing was created: no state
 	}
+	if resp.Diagnostics.HasError() {
+		// A create that failed part-way leaves a tainted resource, which the
+		// next apply replaces: destroy, then create. That destroy must not
+		// delete homes (some may have been adopted, not created), so the
+		// tainted state always retains its claims.
+		plan.DeletionPolicy = types.StringValue(safety.DeletionRetain)
+	}
 	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
 }
 
@@ -566,7 +573,8 @@ func (r *homeStorageResource) apply(ctx context.Context, plan, state *homeStorag
 		cfg.Users = kept
 	}
 	after := safety.Plan(cfg, nil, live)
-	if plan.Claims.IsUnknown() {
+	if plan.Claims.IsUnknown() || len(failedUsers) > 0 {
+		// After a partial failure the planned claims did not all come to be.
 		plan.Claims = claimsValue(after.Users, cfg, true)
 	}
 	// What the plan showed stands; values the plan could not know (the

@@ -1,0 +1,89 @@
+package provider
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/acctest"
+)
+
+// Each kind of invalid input fails before apply (at validate or plan time)
+// with an error that shows the offending attribute and says what to write
+// instead; no claim and no StorageClass reaches the cluster.
+func TestAccHomeStorage_badInputNamesAttributeAndFix(t *testing.T) {
+	c := acctest.Cluster(t)
+	cs := c.Admin()
+	ns := acctest.Namespace(t)
+	class := "homes-" + ns
+	block := fmt.Sprintf(`
+  storage_class {
+    name        = %q
+    provisioner = "driver.longhorn.io"
+  }`, class)
+	cases := []struct {
+		name, namespace, args string
+		want                  string // after the attribute's source line, in order
+	}{
+		{"unknown_access_mode", ns, `capacity = "1Gi"` + "\n" + `access_mode = "ReadWriteSometimes"` + block,
+			`access_mode = "ReadWriteSometimes".*value must be one of:.*"ReadWriteOnce".*"ReadWriteMany".*"ReadWriteOncePod"`},
+		{"rwx_without_class", ns, `capacity = "1Gi"` + "\n" + `access_mode = "ReadWriteMany"`,
+			`ReadWriteMany needs a storage class.*Name a class backed by a shared file system with storage_class_name, or create one with a storage_class block`},
+		{"quantity_GB", ns, `capacity = "10GB"` + block,
+			`Invalid quantity.*capacity = "10GB".*Use binary units such as "10Gi"`},
+		{"quantity_negative", ns, `capacity = "-1Gi"` + block,
+			`Capacity must be positive.*capacity = "-1Gi".*use a size such as "10Gi"`},
+		{"quantity_zero", ns, `capacity = "0"` + block,
+			`Capacity must be positive.*capacity = "0".*use a size such as "10Gi"`},
+		{"template_unknown_field", ns, `capacity = "1Gi"` + "\n" + `pvc_name_template = "claim-{nope}"` + block,
+			`Invalid name template.*pvc_name_template = "claim-\{nope\}".*nope.*usable fields: \{username\}`},
+		{"template_unbalanced_braces", ns, `capacity = "1Gi"` + "\n" + `pvc_name_template = "claim-{username"` + block,
+			`Invalid name template.*pvc_name_template = "claim-\{username".*e\.g\. "claim-\{username\}"`},
+		{"namespace_uppercase", "JHub", `capacity = "1Gi"`,
+			`namespace = "JHub".*must be a valid namespace name: lowercase letters, digits and '-'.*e\.g\. "jhub"`},
+		{"namespace_underscore", "team_a", `capacity = "1Gi"`,
+			`namespace = "team_a".*must be a valid namespace name`},
+		{"namespace_empty", "", `capacity = "1Gi"`,
+			`namespace = "".*string length must be between 1 and 63`},
+		{"namespace_too_long", strings.Repeat("a", 64), `capacity = "1Gi"`,
+			`namespace = "a{64}".*string length must be between 1 and 63`},
+		{"empty_username", ns, `capacity = "1Gi"` + "\n" + `users = ["alice", ""]` + block,
+			`users = \["alice", ""\].*users\[1\] string length must be at least 1`},
+		{"duplicate_username", ns, `capacity = "1Gi"` + "\n" + `users = ["alice", "bob", "alice"]` + block,
+			`users = \["alice", "bob", "alice"\].*duplicate values of: "alice"`},
+		{"delete_without_allow_data_loss", ns, `capacity = "1Gi"` + "\n" + `deletion_policy = "delete"` + block,
+			`needs allow_data_loss = true.*deletion_policy = "delete".*Set allow_data_loss = true as well if that is intended, or keep deletion_policy = "retain"`},
+		{"unknown_on_mode_change", ns, `capacity = "1Gi"` + "\n" + `on_mode_change = "replace"` + block,
+			`on_mode_change = "replace".*value must be one of:.*"fail".*"keep_existing".*"recreate"`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			resource.Test(t, resource.TestCase{
+				ProtoV6ProviderFactories: protoV6ProviderFactories,
+				Steps: []resource.TestStep{{
+					Config: acctest.AdminConfig(t, fmt.Sprintf(`
+resource "jupyter_home_storage" "homes" {
+  namespace = %q
+  %s
+}`, tc.namespace, tc.args)),
+					// "pre-apply plan": it failed before anything was applied.
+					ExpectError: wrapRE(`(?s)Error running pre-apply plan.*` + tc.want),
+				}},
+			})
+		})
+	}
+	got, err := cs.CoreV1().PersistentVolumeClaims(ns).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Items) != 0 {
+		t.Errorf("bad input reached the cluster: %d claims in %s", len(got.Items), ns)
+	}
+	if _, err := cs.StorageV1().StorageClasses().Get(context.Background(), class, metav1.GetOptions{}); err == nil {
+		t.Errorf("bad input reached the cluster: StorageClass %s was created", class)
+	}
+}

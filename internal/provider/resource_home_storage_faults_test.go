@@ -1,0 +1,237 @@
+package provider
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	tfjson "github.com/hashicorp/terraform-json"
+	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
+	"github.com/hashicorp/terraform-plugin-testing/plancheck"
+	"github.com/hashicorp/terraform-plugin-testing/terraform"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/acctest"
+)
+
+// claimUIDsByName lists the home claims of a namespace: name -> UID.
+func claimUIDsByName(cs kubernetes.Interface, ns string) (map[string]string, error) {
+	l, err := cs.CoreV1().PersistentVolumeClaims(ns).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]string, len(l.Items))
+	for _, p := range l.Items {
+		out[p.Name] = string(p.UID)
+	}
+	return out, nil
+}
+
+// priorCheck hands the resource's prior state, as the plan shows it, to f.
+type priorCheck struct {
+	f func(before map[string]any, rc *tfjson.ResourceChange) error
+}
+
+func (c priorCheck) CheckPlan(_ context.Context, req plancheck.CheckPlanRequest, resp *plancheck.CheckPlanResponse) {
+	for _, rc := range req.Plan.ResourceChanges {
+		if rc.Address == hsAddr && rc.Change != nil {
+			before, _ := rc.Change.Before.(map[string]any)
+			resp.Error = c.f(before, rc)
+			return
+		}
+	}
+	resp.Error = fmt.Errorf("no planned change for %s", hsAddr)
+}
+
+func stringsOf(v any) []string {
+	l, _ := v.([]any)
+	out := make([]string, 0, len(l))
+	for _, e := range l {
+		s, _ := e.(string)
+		out = append(out, s)
+	}
+	return out
+}
+
+// The API server stops in the middle of an apply that creates 300 home
+// claims: the apply fails soon with an error that says so, the state records
+// the claims that were created, nothing is deleted, and once the API server
+// is back a re-apply converges to one claim per user and an empty plan.
+func TestAccHomeStorage_faultAPIServerStopped(t *testing.T) {
+	const total, stopAfter = 300, 50
+	c := acctest.Cluster(t)
+	cs := c.Admin()
+	ns := acctest.Namespace(t)
+
+	var mu sync.Mutex
+	stopped := false
+	restart := func() error {
+		mu.Lock()
+		defer mu.Unlock()
+		if !stopped {
+			return nil
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		if err := c.StartAPIServer(ctx); err != nil {
+			return err
+		}
+		stopped = false
+		return nil
+	}
+	// Registered after Namespace, so it runs before the namespace is deleted.
+	t.Cleanup(func() {
+		if err := restart(); err != nil {
+			t.Errorf("restart the API server: %v", err)
+		}
+	})
+	pollCtx, stopPolling := context.WithCancel(context.Background())
+	t.Cleanup(stopPolling)
+
+	users := make([]string, total)
+	quoted := make([]string, total)
+	for i := range users {
+		users[i] = fmt.Sprintf("user%03d", i)
+		quoted[i] = fmt.Sprintf("%q", users[i])
+	}
+	// qps keeps the apply slow enough (about 30 creates a second) that the
+	// API server is stopped well before the last claim.
+	cfg := acctest.Config(fmt.Sprintf(`
+provider "jupyter" {
+  host                   = %q
+  token                  = %q
+  cluster_ca_certificate = %q
+  qps                    = 30
+  burst                  = 30
+}`, c.Host, c.AdminToken, c.CAPEM), fmt.Sprintf(`
+resource "jupyter_home_storage" "homes" {
+  namespace = %q
+  capacity  = "1Gi"
+  users     = [%s]
+  # The failed create leaves a tainted resource that the re-apply replaces
+  # (destroy, then create): even with these settings that destroy must not
+  # delete the claims made before the failure.
+  deletion_policy = "delete"
+  allow_data_loss = true
+}`, ns, strings.Join(quoted, ", ")))
+
+	atStop := make(chan int, 1)
+	var afterFailure map[string]string // claims that exist once the apply failed
+	var failedAfter time.Duration
+	var started time.Time
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: protoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{
+				PreConfig: func() {
+					started = time.Now()
+					go func() {
+						for pollCtx.Err() == nil {
+							got, err := claimUIDsByName(cs, ns)
+							if err == nil && len(got) >= stopAfter {
+								mu.Lock()
+								c.StopAPIServer()
+								stopped = true
+								mu.Unlock()
+								atStop <- len(got)
+								return
+							}
+							time.Sleep(20 * time.Millisecond)
+						}
+					}()
+				},
+				Config:      cfg,
+				ExpectError: wrapRE(fmt.Sprintf(`(?s)\d+ of %d home claim changes failed: the API server could not be reached.*connection refused.*more not attempted: the API server could not be reached.*change\(s\) were made; the state records them\. Apply again to converge`, total)),
+			},
+			{
+				PreConfig: func() {
+					failedAfter = time.Since(started)
+					select {
+					case n := <-atStop:
+						t.Logf("API server stopped with %d claims; the apply failed %s after it started", n, failedAfter.Round(time.Second))
+					default:
+						t.Fatal("the apply failed but the API server was never stopped")
+					}
+					if err := restart(); err != nil {
+						t.Fatalf("restart the API server: %v", err)
+					}
+					var err error
+					if afterFailure, err = claimUIDsByName(cs, ns); err != nil {
+						t.Fatal(err)
+					}
+					if len(afterFailure) < stopAfter || len(afterFailure) >= total {
+						t.Fatalf("%d claims after the failed apply; want at least %d and fewer than %d", len(afterFailure), stopAfter, total)
+					}
+					// Retries must not wait out every claim: with 16 at a time and
+					// half a minute of retries each, that would take minutes.
+					if failedAfter > 90*time.Second {
+						t.Errorf("the apply took %s to give up after the API server stopped", failedAfter)
+					}
+				},
+				Config: cfg,
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					priorCheck{func(before map[string]any, rc *tfjson.ResourceChange) error {
+						recorded := stringsOf(before["users"])
+						if len(recorded) == 0 {
+							return fmt.Errorf("the state records no user after the failed apply (actions %v)", rc.Change.Actions)
+						}
+						// Every user the state records has a claim; claims the state
+						// does not record are at most the requests cut off in flight.
+						for _, u := range recorded {
+							if afterFailure["claim-"+u] == "" {
+								return fmt.Errorf("state records %s but claim-%s does not exist", u, u)
+							}
+						}
+						if missing := len(afterFailure) - len(recorded); missing < 0 || missing > 16 {
+							return fmt.Errorf("state records %d users, %d claims exist", len(recorded), len(afterFailure))
+						}
+						// The refresh lists every claim that exists, recorded or not.
+						var claims map[string]any
+						if s, ok := before["claims"].(string); ok {
+							_ = json.Unmarshal([]byte(s), &claims)
+						}
+						if len(claims) != len(afterFailure) {
+							return fmt.Errorf("the refreshed state lists %d claims; %d exist", len(claims), len(afterFailure))
+						}
+						t.Logf("after the failure the state records %d of %d users; %d claims exist; planned actions %v",
+							len(recorded), total, len(afterFailure), rc.Change.Actions)
+						return nil
+					}},
+					expectClass("safe"),
+				}},
+				Check: func(*terraform.State) error {
+					now, err := claimUIDsByName(cs, ns)
+					if err != nil {
+						return err
+					}
+					if len(now) != total {
+						return fmt.Errorf("%d claims after the re-apply, want %d", len(now), total)
+					}
+					for _, u := range users {
+						if now["claim-"+u] == "" {
+							return fmt.Errorf("no claim for %s", u)
+						}
+					}
+					var replaced []string
+					for name, uid := range afterFailure {
+						if now[name] != uid {
+							replaced = append(replaced, name)
+						}
+					}
+					sort.Strings(replaced)
+					if len(replaced) > 0 {
+						return fmt.Errorf("claims created before the failure were deleted or replaced: %v", replaced)
+					}
+					return nil
+				},
+			},
+			{Config: cfg, PlanOnly: true},
+		},
+	})
+}
