@@ -252,29 +252,11 @@ func configMap(m *spawnerConfigModel, res spawner.Result) *corev1.ConfigMap {
 }
 
 func (r *spawnerConfigResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
-	var plan spawnerConfigModel
-	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	r.apply(ctx, &plan, &resp.Diagnostics)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
+	planApply(ctx, req.Plan, &resp.State, &resp.Diagnostics, func(m *spawnerConfigModel) { r.apply(ctx, m, &resp.Diagnostics) })
 }
 
 func (r *spawnerConfigResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
-	var plan spawnerConfigModel
-	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	r.apply(ctx, &plan, &resp.Diagnostics)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
+	planApply(ctx, req.Plan, &resp.State, &resp.Diagnostics, func(m *spawnerConfigModel) { r.apply(ctx, m, &resp.Diagnostics) })
 }
 
 func (r *spawnerConfigResource) apply(ctx context.Context, plan *spawnerConfigModel, diags *diag.Diagnostics) {

@@ -342,29 +342,11 @@ func (r *spawnerProfileResource) client() *kube.Client {
 }
 
 func (r *spawnerProfileResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
-	var plan spawnerProfileModel
-	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	r.apply(ctx, &plan, &resp.Diagnostics)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
+	planApply(ctx, req.Plan, &resp.State, &resp.Diagnostics, func(m *spawnerProfileModel) { r.apply(ctx, m, &resp.Diagnostics) })
 }
 
 func (r *spawnerProfileResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
-	var plan spawnerProfileModel
-	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	r.apply(ctx, &plan, &resp.Diagnostics)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
+	planApply(ctx, req.Plan, &resp.State, &resp.Diagnostics, func(m *spawnerProfileModel) { r.apply(ctx, m, &resp.Diagnostics) })
 }
 
 // apply creates the shared claims of new_claim volumes (a claim that

@@ -9,6 +9,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
+	"github.com/hashicorp/terraform-plugin-framework/tfsdk"
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/kube"
@@ -70,3 +71,18 @@ func (labelSelector) ValidateString(_ context.Context, req validator.StringReque
 }
 
 func pathExpr(name string) path.Expression { return path.MatchRoot(name) }
+
+// planApply reads the plan into a model, lets apply complete it against the
+// cluster, and records it as the new state unless apply failed.
+func planApply[M any](ctx context.Context, plan tfsdk.Plan, state *tfsdk.State, diags *diag.Diagnostics, apply func(*M)) {
+	var m M
+	diags.Append(plan.Get(ctx, &m)...)
+	if diags.HasError() {
+		return
+	}
+	apply(&m)
+	if diags.HasError() {
+		return
+	}
+	diags.Append(state.Set(ctx, &m)...)
+}
