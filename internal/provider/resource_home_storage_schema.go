@@ -104,7 +104,7 @@ func homeStorageSchema() schema.Schema {
 			"deletion_policy": schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString(safety.DeletionRetain),
 				MarkdownDescription: "On destroy: `retain` (default) leaves every claim and its data; `delete` deletes managed claims, only together with `allow_data_loss = true`.",
 				Validators:          []validator.String{stringvalidator.OneOf(safety.DeletionRetain, safety.DeletionDelete)}},
-			"change_class": computedStr("`none`, `safe` or `destructive`: what this plan does to home data, read from the live cluster."),
+			"change_class": computedStr("`none`, `safe` or `destructive`: what this plan does to home data, read from the live cluster. A plan that changes nothing keeps the value of the last apply (so that it stays empty)."),
 			"claims": schema.StringAttribute{Computed: true,
 				MarkdownDescription: "JSON object of the home claims by username: the managed ones and those KubeSpawner made that match the template. " +
 					"Each has `name`, `access_mode` (comma-separated when several), `storage_class_name` (empty when none is named), `capacity` (requested size), " +
