@@ -216,6 +216,14 @@ func (r *homeStorageResource) ModifyPlan(ctx context.Context, req resource.Modif
 	if resp.Diagnostics.HasError() {
 		return
 	}
+	if plan.StorageClass != nil && live.Class != nil && !live.Class.Exists {
+		// Creating the class is a change to the cluster, even with no claims to touch.
+		res.Class = maxClass(res.Class, safety.ClassSafe)
+		if state != nil && state.StorageClass == nil {
+			resp.Diagnostics.AddAttributeWarning(path.Root("storage_class"), "The StorageClass is missing",
+				fmt.Sprintf("StorageClass %q does not exist (deleted outside Terraform?). Apply creates it again; existing claims and volumes are not affected.", plan.className()))
+		}
+	}
 	if state != nil && plan.StorageClass != nil && state.StorageClass != nil {
 		if changed := immutableClassChanges(state.StorageClass, plan.StorageClass); len(changed) > 0 {
 			res.Class = maxClass(res.Class, safety.ClassSafe)
@@ -716,6 +724,11 @@ func (r *homeStorageResource) Read(ctx context.Context, req resource.ReadRequest
 	}
 	res := safety.Plan(cfg, nil, live)
 	state.Claims = claimsValue(res.Users, cfg, true)
+	if state.StorageClass != nil && live.Class != nil && !live.Class.Exists {
+		// The class this resource created was deleted outside Terraform: the
+		// next plan shows the block being added, and apply creates it again.
+		state.StorageClass = nil
+	}
 	if imported {
 		state.LegacyUsers = stringList(res.LegacyUsers)
 		state.ColocationRequired = types.BoolValue(res.ColocationRequired)

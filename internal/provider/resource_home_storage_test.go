@@ -212,7 +212,7 @@ func TestAccHomeStorage_modeFlip(t *testing.T) {
 		Steps: []resource.TestStep{
 			{
 				Config:           homeStorageConfig(t, ns, class, rwo),
-				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{expectClass("none")}},
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{expectClass("safe")}}, // it creates the StorageClass; no claim is touched
 				Check: resource.ComposeAggregateTestCheckFunc(unchanged,
 					checkClaim("carol", "managed", "false"),
 					checkClaim("dave", "name", "claim-dave")),
