@@ -57,6 +57,12 @@ func TestAccHomeStorage_badInputNamesAttributeAndFix(t *testing.T) {
 			`users = \["alice", "bob", "alice"\].*duplicate values of: "alice"`},
 		{"delete_without_allow_data_loss", ns, `capacity = "1Gi"` + "\n" + `deletion_policy = "delete"` + block,
 			`needs allow_data_loss = true.*deletion_policy = "delete".*Set allow_data_loss = true as well if that is intended, or keep deletion_policy = "retain"`},
+		{"rwx_on_block_class", ns, `capacity = "1Gi"` + "\n" + `access_mode = "ReadWriteMany"` + `
+  storage_class {
+    name        = "ebs-homes"
+    provisioner = "ebs.csi.aws.com"
+  }`,
+			`cannot provide ReadWriteMany.*access_mode = "ReadWriteMany".*provisioner ebs.csi.aws.com.*Use a class backed by a shared file system`},
 		{"unknown_on_mode_change", ns, `capacity = "1Gi"` + "\n" + `on_mode_change = "replace"` + block,
 			`on_mode_change = "replace".*value must be one of:.*"fail".*"keep_existing".*"recreate"`},
 	}

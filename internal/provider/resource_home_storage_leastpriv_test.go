@@ -111,12 +111,7 @@ func TestAccHomeStorage_leastPrivilege(t *testing.T) {
 						knownvalue.ListExact([]knownvalue.Check{knownvalue.StringExact("alice"), knownvalue.StringExact("bob")})),
 				}},
 				Check: resource.ComposeAggregateTestCheckFunc(sameUIDs,
-					claimCheck(cs, ns, "claim-carol", func(p *corev1.PersistentVolumeClaim) error {
-						if len(p.Spec.AccessModes) != 1 || p.Spec.AccessModes[0] != corev1.ReadWriteMany {
-							return fmt.Errorf("claim-carol modes %v, want ReadWriteMany", p.Spec.AccessModes)
-						}
-						return nil
-					})),
+					expectModes(cs, ns, "claim-carol", corev1.ReadWriteMany)),
 			},
 		},
 	})
