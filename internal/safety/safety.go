@@ -6,7 +6,10 @@
 // diagnostics a person reading the plan needs, and the change class.
 // "Why is this change destructive?" is answered in this file: only
 // ActionRecreate (Plan) and deleting managed claims on destroy (Destroy)
-// lose data, and both require AllowDataLoss.
+// lose data, and both require AllowDataLoss. ActionMigrate (on_mode_change =
+// "migrate") deletes a claim object too, but only after its volume is
+// retained, and binds the same volume to the new claim: no data is lost, so
+// it is safe (the steps are in internal/migration).
 package safety
 
 import (
@@ -17,6 +20,7 @@ import (
 
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/claims"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/kubespawner"
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/migration"
 )
 
 // Access modes.
@@ -42,6 +46,7 @@ const (
 	OnModeChangeFail         OnModeChange = "fail"
 	OnModeChangeKeepExisting OnModeChange = "keep_existing"
 	OnModeChangeRecreate     OnModeChange = "recreate"
+	OnModeChangeMigrate      OnModeChange = "migrate"
 )
 
 // Deletion policies for destroy.
@@ -63,6 +68,15 @@ type Config struct {
 	OnModeChange   OnModeChange
 	AllowDataLoss  bool
 	DeletionPolicy string
+	Migration      Migration // used with OnModeChangeMigrate
+}
+
+// Migration is how on_mode_change = "migrate" moves users.
+type Migration struct {
+	Method      migration.Method
+	BatchSize   int  // users migrated per apply; 0 for all
+	SkipRunning bool // users with a running server are left for a later apply (else the plan fails)
+	CopyImage   string
 }
 
 // Prior is what the state recorded at the last apply.
@@ -85,6 +99,22 @@ type Live struct {
 	Claims  []claims.Claim  // every claim that matches the home selector
 	Class   *StorageClass   // nil when not read
 	Mounted map[string]bool // claim names used by a pod that is not finished
+	// Volumes the claims are bound to, by name (read when migrating).
+	Volumes map[string]Volume
+	// Migrations in progress, by claim name (read when migrating): the
+	// record on the volume, which outlives the claim.
+	InProgress map[string]InProgress
+}
+
+// Volume is what the method choice needs of a claim's volume.
+type Volume struct {
+	CSIDriver string // "" when not a CSI volume
+}
+
+// InProgress is a migration an earlier apply started.
+type InProgress struct {
+	Volume string
+	Record migration.Record
 }
 
 // Action is what apply does with one user's home claim.
@@ -98,6 +128,7 @@ const (
 	ActionRecreate Action = "recreate" // delete and create in the new mode: the home's data is lost
 	ActionRelease  Action = "release"  // no longer listed in users: left in place, no longer managed
 	ActionObserve  Action = "observe"  // made by KubeSpawner for an unlisted user and matches the config
+	ActionMigrate  Action = "migrate"  // moved to the new mode keeping its data (rebind or copy); see internal/migration
 )
 
 // UserPlan is the plan for one user's home claim.
@@ -108,6 +139,11 @@ type UserPlan struct {
 	Action    Action
 	Live      *claims.Claim // nil when no claim exists
 	Reason    string        // why the action, for the plan summary
+	// With ActionMigrate: the method, the volume and, when an earlier apply
+	// started it, the record it left.
+	Method migration.Method
+	Volume string
+	Resume *migration.Record
 }
 
 // Finding is a diagnostic: the attribute it is about, a summary and a detail
@@ -191,6 +227,13 @@ func (p *planner) run() Result {
 			users[u] = true
 		}
 	}
+	// A migration an earlier apply started is finished first, whatever the
+	// claim looks like now: its record is the truth (the claim may be gone).
+	for _, ip := range p.live.InProgress {
+		if ip.Record.User != "" {
+			users[ip.Record.User] = true
+		}
+	}
 	names := make([]string, 0, len(users))
 	for u := range users {
 		names = append(names, u)
@@ -198,6 +241,7 @@ func (p *planner) run() Result {
 	sort.Strings(names)
 
 	var mismatched, recreate, unlistedMismatch, mounted, goneOutOfBand []UserPlan
+	var migrating, running, refused []UserPlan
 	for _, u := range names {
 		up := UserPlan{User: u, Managed: managed[u], Live: byUser[u]}
 		name, err := kubespawner.Expand(cfg.NameTemplate, u, "", cfg.Scheme)
@@ -207,6 +251,13 @@ func (p *planner) run() Result {
 		}
 		up.ClaimName = name
 		c := up.Live
+		if ip, ok := p.live.InProgress[name]; ok {
+			rec := ip.Record
+			up.Action, up.Method, up.Volume, up.Resume = ActionMigrate, migration.MethodRebind, ip.Volume, &rec
+			up.Reason = fmt.Sprintf("resume the rebind started by an earlier apply (volume %s, step %s)", ip.Volume, rec.Step)
+			p.res.Users = append(p.res.Users, up)
+			continue
+		}
 		switch {
 		case c == nil && !up.Managed:
 			// Was managed, is no longer listed and its claim is gone: nothing to do.
@@ -229,6 +280,8 @@ func (p *planner) run() Result {
 			switch {
 			case cfg.OnModeChange == OnModeChangeKeepExisting:
 				up.Action = ActionLegacy
+			case cfg.OnModeChange == OnModeChangeMigrate:
+				p.migrateAction(&up, &migrating, &running, &refused)
 			case cfg.OnModeChange == OnModeChangeRecreate && !up.Managed:
 				up.Action = ActionLegacy
 				unlistedMismatch = append(unlistedMismatch, up)
@@ -256,6 +309,7 @@ func (p *planner) run() Result {
 	}
 
 	p.modeFindings(mismatched, recreate, unlistedMismatch, mounted)
+	p.migrationFindings(migrating, running, refused)
 	for _, up := range goneOutOfBand {
 		p.warnf("users", "A managed home claim was deleted outside Terraform",
 			"Claim %s of user %q no longer exists; whatever was in that home directory is gone. Apply will create the claim again, empty.", up.ClaimName, up.User)
@@ -335,6 +389,80 @@ func (p *planner) capacityAction(c *claims.Claim, user string) (Action, string) 
 	return ActionResize, fmt.Sprintf("grow %s to %s in place", c.Requested, p.cfg.Capacity)
 }
 
+// migrateAction decides how one user whose claim differs is migrated: not
+// while a server runs, not beyond the batch, and only by a method that can
+// serve the claim's volume in the new mode.
+func (p *planner) migrateAction(up *UserPlan, migrating, running, refused *[]UserPlan) {
+	c, m := up.Live, p.cfg.Migration
+	up.Action = ActionLegacy
+	if p.live.Mounted[c.Name] {
+		up.Reason += "; a server is running: migrated by a later apply"
+		*running = append(*running, *up)
+		return
+	}
+	src := migration.Source{Modes: c.AccessModes, StorageClass: c.StorageClass, Bound: c.Phase == "Bound" && c.VolumeName != ""}
+	if v, ok := p.live.Volumes[c.VolumeName]; ok {
+		src.CSIDriver = v.CSIDriver
+	}
+	method, why := migration.Choose(m.Method, src, p.cfg.AccessMode, p.cfg.StorageClass)
+	switch {
+	case method == "":
+		up.Reason += "; " + why
+		*refused = append(*refused, *up)
+		return
+	case method == migration.MethodCopy:
+		up.Reason += "; needs a copy: " + orDefault(whyNotRebind(src, p.cfg), "method = \"copy\"")
+		*refused = append(*refused, *up)
+		return
+	case m.BatchSize > 0 && len(*migrating) >= m.BatchSize:
+		up.Reason += "; beyond batch_size: migrated by a later apply"
+		return
+	}
+	up.Action, up.Method, up.Volume = ActionMigrate, method, c.VolumeName
+	up.Reason = fmt.Sprintf("rebind volume %s as %s (zero copy)", c.VolumeName, p.cfg.AccessMode)
+	*migrating = append(*migrating, *up)
+}
+
+func whyNotRebind(src migration.Source, cfg Config) string {
+	_, why := migration.Choose(migration.MethodRebind, src, cfg.AccessMode, cfg.StorageClass)
+	return why
+}
+
+// migrationFindings reports the users a migration leaves for later or cannot move.
+func (p *planner) migrationFindings(migrating, running, refused []UserPlan) {
+	if len(refused) > 0 {
+		p.errorf("migration", "Some homes cannot be migrated without data loss",
+			"%d home claim(s) cannot be rebound to %s:\n%s\n"+
+				"Rebind serves the same volume in the new mode; it needs a bound CSI volume, the same class, and a driver that can serve the new mode "+
+				"(ReadWriteOncePod: any CSI driver; ReadWriteMany: Longhorn). Copying data into new claims (migration.method = \"copy\") is not available in this version. "+
+				"Use on_mode_change = \"keep_existing\" for these users for now.",
+			len(refused), p.cfg.AccessMode, describeReasons(refused))
+	}
+	if len(running) > 0 {
+		if p.cfg.Migration.SkipRunning {
+			p.warnf("migration", "Users with a running server are not migrated now",
+				"%d user(s) have a server running, which mounts the home claim; they keep their claim (listed in legacy_users, still co-located) and are migrated by a later apply once the server is stopped:\n%s",
+				len(running), describe(running))
+		} else {
+			p.errorf("migration", "Users with a running server cannot be migrated",
+				"migration.skip_running = false, and %d user(s) have a server running that mounts the home claim:\n%s\n"+
+					"Stop these servers, or set skip_running = true to migrate them by a later apply.", len(running), describe(running))
+		}
+	}
+}
+
+func describeReasons(ups []UserPlan) string {
+	var b strings.Builder
+	for i, up := range ups {
+		if i == ListLimit {
+			fmt.Fprintf(&b, "  ... and %d more (%d in all)\n", len(ups)-ListLimit, len(ups))
+			break
+		}
+		fmt.Fprintf(&b, "  %s: %s (%s)\n", up.User, up.ClaimName, up.Reason)
+	}
+	return strings.TrimRight(b.String(), "\n")
+}
+
 // modeFindings turns mode/class differences into the decision the
 // configuration asked for: fail (error), keep_existing (safe) or recreate
 // (destructive, only with allow_data_loss and never under a running server).
@@ -344,7 +472,7 @@ func (p *planner) modeFindings(mismatched, recreate, unlisted, mounted []UserPla
 	}
 	cfg := p.cfg
 	switch cfg.OnModeChange {
-	case OnModeChangeKeepExisting:
+	case OnModeChangeKeepExisting, OnModeChangeMigrate:
 		return
 	case OnModeChangeRecreate:
 		if len(unlisted) > 0 {
@@ -457,7 +585,7 @@ func (p *planner) class() Class {
 		switch up.Action {
 		case ActionRecreate:
 			return ClassDestructive
-		case ActionCreate, ActionResize, ActionRelease:
+		case ActionCreate, ActionResize, ActionRelease, ActionMigrate:
 			c = ClassSafe
 		case ActionKeep, ActionLegacy:
 			if up.Managed && (p.prior == nil || p.prior.Managed[up.User] == "") {

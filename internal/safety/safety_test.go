@@ -11,6 +11,7 @@ import (
 
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/claims"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/kubespawner"
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/migration"
 )
 
 const (
@@ -22,7 +23,7 @@ const (
 // knownAttributes are the jupyter_home_storage attributes a finding may name.
 var knownAttributes = map[string]bool{
 	"access_mode": true, "capacity": true, "pvc_name_template": true, "allow_data_loss": true,
-	"on_mode_change": true, "users": true, "storage_class_name": true, "deletion_policy": true,
+	"on_mode_change": true, "users": true, "storage_class_name": true, "deletion_policy": true, "migration": true,
 }
 
 // name is the claim name KubeSpawner gives user under template and scheme.
@@ -1115,6 +1116,15 @@ func checkInvariants(t *testing.T, c Config, pr *Prior, live Live, r Result) {
 			if up.Live != nil && !slices.Contains(up.Live.AccessModes, RWX) {
 				colocation = true
 			}
+		case ActionMigrate:
+			// Moving a home keeps its data: only asked for, only by rebind,
+			// never under a running server.
+			if up.Resume == nil && (c.OnModeChange != OnModeChangeMigrate || up.Live == nil || live.Mounted[up.Live.Name]) {
+				t.Errorf("user %q migrated: on_mode_change %q, live %v", up.User, c.OnModeChange, up.Live != nil)
+			}
+			if up.Method != migration.MethodRebind || up.Volume == "" {
+				t.Errorf("user %q migrated by %q from volume %q", up.User, up.Method, up.Volume)
+			}
 		case ActionKeep:
 		default:
 			t.Errorf("user %q: unknown action %q", up.User, up.Action)
@@ -1263,7 +1273,8 @@ var (
 	genTemplates = []string{tmpl, "home-{username}", "claim-{username}--{servername}", "claim-{user_server}"}
 	genModes     = []string{RWO, RWX, RWOP}
 	genClasses   = []string{"", "gp3", "efs"}
-	genOnChange  = []OnModeChange{"", OnModeChangeFail, OnModeChangeKeepExisting, OnModeChangeRecreate}
+	genOnChange  = []OnModeChange{"", OnModeChangeFail, OnModeChangeKeepExisting, OnModeChangeRecreate, OnModeChangeMigrate}
+	genDrivers   = []string{"", "driver.longhorn.io", "ebs.csi.aws.com"}
 	genPolicies  = []string{"", DeletionRetain, DeletionDelete}
 	genSchemes   = []kubespawner.Scheme{kubespawner.SchemeSafe, kubespawner.SchemeEscape}
 )
@@ -1294,6 +1305,8 @@ func genConfig(r *rand.Rand, users []string) Config {
 		DeletionPolicy: pick(r, genPolicies),
 	}
 	c.Capacity = fmt.Sprintf("%dGi", c.CapacityBytes/gi)
+	c.Migration = Migration{Method: pick(r, []migration.Method{migration.MethodAuto, migration.MethodRebind}),
+		BatchSize: r.IntN(3), SkipRunning: r.IntN(4) > 0}
 	return c
 }
 
@@ -1353,6 +1366,13 @@ func genCase(t testing.TB, seed uint64) genned {
 		if r.IntN(4) == 0 {
 			g.live.Mounted[n] = true
 		}
+		if c.Phase == "Bound" {
+			c.VolumeName = "pv-" + n
+			if g.live.Volumes == nil {
+				g.live.Volumes = map[string]Volume{}
+			}
+			g.live.Volumes[c.VolumeName] = Volume{CSIDriver: pick(r, genDrivers)}
+		}
 		g.live.Claims = append(g.live.Claims, c)
 	}
 	switch r.IntN(5) {
@@ -1375,7 +1395,7 @@ func deepCopyConfig(c Config) Config {
 }
 
 func deepCopyLive(l Live) Live {
-	out := Live{Class: l.Class}
+	out := Live{Class: l.Class, Volumes: l.Volumes, InProgress: l.InProgress}
 	for _, c := range l.Claims {
 		c.AccessModes = slices.Clone(c.AccessModes)
 		out.Claims = append(out.Claims, c)
@@ -1405,7 +1425,7 @@ func TestPlanPropertiesCoverage(t *testing.T) {
 		}
 	}
 	for _, k := range []string{"class none", "class safe", "class destructive", "errors",
-		"action keep", "action create", "action resize", "action legacy", "action recreate", "action release", "action observe"} {
+		"action keep", "action create", "action resize", "action legacy", "action recreate", "action release", "action observe", "action migrate"} {
 		if seen[k] == 0 {
 			t.Errorf("the generator never produced %s: %v", k, seen)
 		}
@@ -1479,6 +1499,136 @@ func TestPlanModeDirection(t *testing.T) {
 			legacy:     ab,
 			colocation: true,
 			errors:     []want{{attr: "access_mode", has: []string{"alice: claim-alice (ReadWriteOncePod"}}},
+		},
+	})
+}
+
+// longhornRWO is a bound ReadWriteOnce Longhorn home of user on volume pv-<claim>.
+func longhornRWO(t testing.TB, user string) claims.Claim {
+	c := pvc(t, user, class("longhorn"))
+	c.VolumeName = "pv-" + c.Name
+	return c
+}
+
+func volumes(t testing.TB, driver string, us ...string) map[string]Volume {
+	out := map[string]Volume{}
+	for _, u := range us {
+		out["pv-"+home(t, u)] = Volume{CSIDriver: driver}
+	}
+	return out
+}
+
+func migrate(method migration.Method, batch int, skipRunning bool) cfgOpt {
+	return func(c *Config) {
+		c.OnModeChange = OnModeChangeMigrate
+		c.Migration = Migration{Method: method, BatchSize: batch, SkipRunning: skipRunning}
+	}
+}
+
+func TestPlanMigrate(t *testing.T) {
+	rwxLonghorn := []cfgOpt{mode(RWX), sclass("longhorn")}
+	with := func(extra ...cfgOpt) []cfgOpt { return append(slices.Clone(rwxLonghorn), extra...) }
+	runPlanCases(t, []planCase{
+		{
+			name: "RWO Longhorn homes rebind to RWX, safe, unlisted users too",
+			cfg:  cfg([]string{"alice"}, with(migrate(migration.MethodAuto, 0, true))...),
+			live: Live{Claims: []claims.Claim{longhornRWO(t, "alice"), longhornRWO(t, "bob")},
+				Volumes: volumes(t, "driver.longhorn.io", "alice", "bob"), Mounted: map[string]bool{}},
+			class:   ClassSafe,
+			actions: map[string]Action{"alice": ActionMigrate, "bob": ActionMigrate},
+			checkResult: func(t *testing.T, r Result) {
+				for _, up := range r.Users {
+					if up.Method != migration.MethodRebind || up.Volume != "pv-"+up.ClaimName || !strings.Contains(up.Reason, "zero copy") {
+						t.Errorf("user %s: method %q volume %q reason %q", up.User, up.Method, up.Volume, up.Reason)
+					}
+				}
+			},
+		},
+		{
+			name: "a running server is skipped and reported; the user stays legacy and co-located",
+			cfg:  cfg(nil, with(migrate(migration.MethodAuto, 0, true))...),
+			live: Live{Claims: []claims.Claim{longhornRWO(t, "alice"), longhornRWO(t, "bob")},
+				Volumes: volumes(t, "driver.longhorn.io", "alice", "bob"), Mounted: map[string]bool{home(t, "bob"): true}},
+			class:      ClassSafe,
+			actions:    map[string]Action{"alice": ActionMigrate, "bob": ActionLegacy},
+			legacy:     []string{"bob"},
+			colocation: true,
+			warnings:   []want{{attr: "migration", has: []string{"bob", home(t, "bob"), "later apply"}, hasNot: []string{"alice"}}},
+		},
+		{
+			name: "skip_running = false fails naming the running user",
+			cfg:  cfg(nil, with(migrate(migration.MethodAuto, 0, false))...),
+			live: Live{Claims: []claims.Claim{longhornRWO(t, "alice"), longhornRWO(t, "bob")},
+				Volumes: volumes(t, "driver.longhorn.io", "alice", "bob"), Mounted: map[string]bool{home(t, "bob"): true}},
+			class:   ClassNone,
+			actions: map[string]Action{"alice": ActionMigrate, "bob": ActionLegacy},
+			legacy:  []string{"bob"}, colocation: true,
+			errors: []want{{attr: "migration", has: []string{"bob", "skip_running", "Stop these servers"}}},
+		},
+		{
+			name: "batch_size leaves the rest legacy",
+			cfg:  cfg(nil, with(migrate(migration.MethodAuto, 2, true))...),
+			live: Live{Claims: []claims.Claim{longhornRWO(t, "a"), longhornRWO(t, "b"), longhornRWO(t, "c")},
+				Volumes: volumes(t, "driver.longhorn.io", "a", "b", "c")},
+			class:   ClassSafe,
+			actions: map[string]Action{"a": ActionMigrate, "b": ActionMigrate, "c": ActionLegacy},
+			legacy:  []string{"c"}, colocation: true,
+			checkResult: func(t *testing.T, r Result) {
+				if up := r.Users[2]; !strings.Contains(up.Reason, "batch_size") {
+					t.Errorf("reason %q does not say why c waits", up.Reason)
+				}
+			},
+		},
+		{
+			name: "EBS homes cannot be rebound to RWX: the plan fails naming them",
+			cfg:  cfg(nil, mode(RWX), sclass("gp3"), migrate(migration.MethodAuto, 0, true)),
+			live: Live{Claims: []claims.Claim{func() claims.Claim { c := pvc(t, "alice"); c.VolumeName = "pv-" + c.Name; return c }()},
+				Volumes: volumes(t, "ebs.csi.aws.com", "alice")},
+			class:   ClassNone,
+			actions: map[string]Action{"alice": ActionLegacy},
+			legacy:  []string{"alice"}, colocation: true,
+			errors: []want{{attr: "migration", has: []string{"alice", home(t, "alice"), "ebs.csi.aws.com", "keep_existing"}}},
+		},
+		{
+			name: "rebind asked across classes fails",
+			cfg:  cfg(nil, mode(RWX), sclass("nfs"), migrate(migration.MethodRebind, 0, true)),
+			live: Live{Claims: []claims.Claim{longhornRWO(t, "alice")}, Volumes: volumes(t, "driver.longhorn.io", "alice")},
+			class:   ClassNone,
+			actions: map[string]Action{"alice": ActionLegacy},
+			legacy:  []string{"alice"}, colocation: true,
+			errors: []want{{attr: "migration", has: []string{"alice", "class changes"}}},
+		},
+		{
+			// A ReadWriteOnce claim is less restrictive than ReadWriteOncePod:
+			// it does not differ in a way that matters, so nothing moves.
+			name: "RWO homes under RWOP are kept, not migrated",
+			cfg:  cfg([]string{"alice"}, mode(RWOP), migrate(migration.MethodAuto, 0, true)),
+			live: Live{Claims: []claims.Claim{func() claims.Claim { c := pvc(t, "alice"); c.VolumeName = "pv-" + c.Name; return c }()},
+				Volumes: volumes(t, "ebs.csi.aws.com", "alice")},
+			class:      ClassSafe, // alice is adopted into management
+			actions:    map[string]Action{"alice": ActionKeep},
+			colocation: true,
+			warnings:   []want{{attr: "access_mode", has: []string{"one pod"}}},
+		},
+		{
+			name: "a migration an earlier apply started resumes, even with the claim gone",
+			cfg:  cfg([]string{"alice"}, with(migrate(migration.MethodAuto, 0, true))...),
+			live: Live{InProgress: map[string]InProgress{home(t, "alice"): {Volume: "pv-x", Record: migration.Record{
+				Step: migration.StepRetained, User: "alice", Claim: home(t, "alice"), Namespace: ns, To: RWX}}}},
+			class:   ClassSafe,
+			actions: map[string]Action{"alice": ActionMigrate},
+			checkResult: func(t *testing.T, r Result) {
+				if up := r.Users[0]; up.Resume == nil || up.Volume != "pv-x" || !strings.Contains(up.Reason, "resume") {
+					t.Errorf("resume not planned: %+v", up)
+				}
+			},
+		},
+		{
+			name:    "nothing differs: nothing to migrate",
+			cfg:     cfg(nil, with(migrate(migration.MethodAuto, 0, true))...),
+			live:    Live{Claims: []claims.Claim{pvc(t, "alice", class("longhorn"), modes(RWX))}},
+			class:   ClassNone,
+			actions: map[string]Action{"alice": ActionObserve},
 		},
 	})
 }

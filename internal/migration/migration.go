@@ -1,0 +1,261 @@
+// Package migration moves a user's home claim to another access mode
+// without losing data. It is pure: it chooses the method for a claim and,
+// from what is observed in the cluster, the next step of a migration. The
+// kube layer executes the steps (internal/kube/migrate.go).
+//
+// Rebind (zero copy) serves the same volume in the new mode:
+//
+//	pending   the claim is bound to its volume in the old mode
+//	retained  the volume's reclaim policy is Retain (the old one is recorded)
+//	released  the claim is deleted; the volume is reserved for the new claim
+//	          (claimRef = namespace/name, no UID) in the new access mode
+//	rebound   the new claim, same name, labels and annotations, new mode,
+//	          volumeName = that volume, is Bound
+//	done      the reclaim policy is restored and the record removed
+//
+// The record of a migration lives in an annotation on the volume (it
+// outlives the claim), so an apply stopped at any point resumes where it
+// stopped, and no step is repeated: every step is decided from what the
+// cluster shows, never from memory. No step deletes a volume; the claim is
+// deleted only once the volume is retained.
+package migration
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// Access modes.
+const (
+	RWO  = "ReadWriteOnce"
+	RWX  = "ReadWriteMany"
+	RWOP = "ReadWriteOncePod"
+)
+
+// Method is how a claim is migrated.
+type Method string
+
+const (
+	MethodAuto   Method = "auto"   // rebind where the backend can, else copy
+	MethodRebind Method = "rebind" // the same volume, served in the new mode
+	MethodCopy   Method = "copy"   // a new claim, the data copied by a Job
+)
+
+// Step is a migration's progress.
+type Step string
+
+const (
+	StepPending  Step = "pending"
+	StepRetained Step = "retained"
+	StepReleased Step = "released"
+	StepRebound  Step = "rebound"
+	StepDone     Step = "done"
+)
+
+// Metadata the provider writes while a migration is in progress.
+const (
+	// RecordAnnotation on a volume holds its Record (JSON).
+	RecordAnnotation = "jupyter-infra.github.io/home-migration"
+	// NamespaceLabel on a volume names the namespace of the claim being
+	// migrated, so that one label-selected List finds every migration in
+	// progress, including those whose claim is deleted.
+	NamespaceLabel = "jupyter-infra.github.io/home-migration-namespace"
+)
+
+// Record is what a volume carries while its claim is rebound: enough to
+// recreate the claim exactly and to restore the volume.
+type Record struct {
+	Step          Step              `json:"step"`
+	User          string            `json:"user"`
+	Claim         string            `json:"claim"`
+	Namespace     string            `json:"namespace"`
+	From          []string          `json:"from"`
+	To            string            `json:"to"`
+	ReclaimPolicy string            `json:"reclaimPolicy"` // to restore
+	StorageClass  *string           `json:"storageClassName"`
+	Requested     string            `json:"requested"`
+	VolumeMode    string            `json:"volumeMode,omitempty"`
+	Labels        map[string]string `json:"labels,omitempty"`
+	Annotations   map[string]string `json:"annotations,omitempty"`
+}
+
+// Encode is the annotation value.
+func (r Record) Encode() string {
+	b, _ := json.Marshal(r)
+	return string(b)
+}
+
+// DecodeRecord parses an annotation value.
+func DecodeRecord(s string) (*Record, error) {
+	var r Record
+	if err := json.Unmarshal([]byte(s), &r); err != nil {
+		return nil, fmt.Errorf("annotation %s is not a migration record: %w", RecordAnnotation, err)
+	}
+	if r.Claim == "" || r.Namespace == "" || r.To == "" {
+		return nil, fmt.Errorf("annotation %s lacks the claim or the target mode", RecordAnnotation)
+	}
+	return &r, nil
+}
+
+// rebindDrivers serve an existing volume in ReadWriteMany once an RWX claim
+// uses it (Longhorn: "the volume access mode will be changed to RWX").
+var rebindDrivers = []string{"driver.longhorn.io"}
+
+// Source is what the method choice needs to know about a claim and its volume.
+type Source struct {
+	Modes        []string // the claim's access modes
+	StorageClass string   // the claim's class
+	Bound        bool     // the claim is Bound to a volume
+	CSIDriver    string   // the volume's CSI driver; "" if it is not a CSI volume or unknown
+}
+
+// Choose picks the method for migrating src to mode `to` in class `toClass`
+// ("" keeps the claim's class). It returns the method and, when the method
+// asked for cannot be used, why.
+func Choose(asked Method, src Source, to, toClass string) (Method, string) {
+	rebind, why := canRebind(src, to, toClass)
+	switch asked {
+	case MethodRebind:
+		if !rebind {
+			return "", why
+		}
+		return MethodRebind, ""
+	case MethodCopy:
+		return MethodCopy, ""
+	}
+	if rebind {
+		return MethodRebind, ""
+	}
+	return MethodCopy, ""
+}
+
+func canRebind(src Source, to, toClass string) (bool, string) {
+	switch {
+	case !src.Bound:
+		return false, "the claim is not bound to a volume"
+	case toClass != "" && toClass != src.StorageClass:
+		return false, fmt.Sprintf("the class changes (%q to %q); a volume keeps its class", src.StorageClass, toClass)
+	case src.CSIDriver == "":
+		return false, "its volume is not a CSI volume"
+	case to == RWOP && slices.Contains(src.Modes, RWO):
+		return true, "" // Kubernetes' documented ReadWriteOncePod migration works on any CSI volume
+	case to == RWX && slices.Contains(rebindDrivers, src.CSIDriver):
+		return true, ""
+	case to == RWX:
+		return false, fmt.Sprintf("CSI driver %s is not known to serve an existing volume as ReadWriteMany (rebind works with %s)", src.CSIDriver, strings.Join(rebindDrivers, ", "))
+	}
+	return false, fmt.Sprintf("%s to %s is not a rebind the provider knows", strings.Join(src.Modes, ","), to)
+}
+
+// Claim is the observed state of the claim being migrated.
+type Claim struct {
+	UID         string
+	Modes       []string
+	Phase       string
+	VolumeName  string
+	Deleting    bool
+	Annotations map[string]string
+}
+
+// Volume is the observed state of the volume.
+type Volume struct {
+	Name          string
+	Phase         string // Available, Bound, Released, Failed
+	ReclaimPolicy string
+	ClaimRefName  string
+	ClaimRefNS    string
+	ClaimRefUID   string
+	Modes         []string
+	Record        *Record // nil when the volume carries none
+}
+
+// Op is the next operation of a rebind.
+type Op string
+
+const (
+	OpRetain       Op = "retain"        // patch reclaim policy Retain + write the record
+	OpDeleteClaim  Op = "delete-claim"  // delete the old claim (UID precondition) and wait until it is gone
+	OpWaitReleased Op = "wait-released" // the binder marks the volume Released
+	OpReserve      Op = "reserve"       // claimRef = namespace/name without UID, modes = [to]
+	OpCreateClaim  Op = "create-claim"  // the new claim with volumeName
+	OpWaitBound    Op = "wait-bound"    // the binder binds them
+	OpRestore      Op = "restore"       // reclaim policy back, record and label removed
+	OpDone         Op = "done"
+)
+
+// StepOf is the step a migration has reached, as shown to people.
+func StepOf(op Op) Step {
+	switch op {
+	case OpRetain:
+		return StepPending
+	case OpDeleteClaim, OpWaitReleased, OpReserve:
+		return StepRetained
+	case OpCreateClaim:
+		return StepReleased
+	case OpWaitBound, OpRestore:
+		return StepRebound
+	}
+	return StepDone
+}
+
+// NextRebind decides the next operation from what is observed: the claim
+// (nil when it does not exist) and its volume (never nil: the volume is
+// found from the claim's volumeName or from the record's label). It returns
+// an error when the cluster shows something no step of this provider would
+// have produced; nothing is then touched.
+func NextRebind(c *Claim, v *Volume, to string) (Op, error) {
+	rec := v.Record
+	if rec == nil {
+		// Not started: the claim must be bound to this volume.
+		switch {
+		case c == nil:
+			return "", fmt.Errorf("volume %s carries no migration record and its claim does not exist", v.Name)
+		case c.VolumeName != v.Name || c.Phase != "Bound" || v.ClaimRefUID != c.UID:
+			return "", fmt.Errorf("the claim is not bound to volume %s (phase %s)", v.Name, orDash(c.Phase))
+		case slices.Equal(c.Modes, []string{to}):
+			return OpDone, nil
+		}
+		return OpRetain, nil
+	}
+	if v.ReclaimPolicy != "Retain" {
+		// The record is written together with Retain; a volume that lost it
+		// was changed by someone else. Retain it again before anything else.
+		return OpRetain, nil
+	}
+	if c != nil && c.UID == v.ClaimRefUID && c.VolumeName == v.Name && !slices.Equal(c.Modes, []string{rec.To}) {
+		// Retained, the old claim still there (or being deleted: deleting
+		// again waits for it to go).
+		return OpDeleteClaim, nil
+	}
+	if c != nil && c.VolumeName == v.Name && slices.Equal(c.Modes, []string{rec.To}) {
+		// The new claim exists.
+		if c.Phase == "Bound" && v.ClaimRefUID == c.UID {
+			return OpRestore, nil
+		}
+		return OpWaitBound, nil
+	}
+	if c != nil {
+		return "", fmt.Errorf("claim %s was created again by someone else (bound to %q) while its home was being migrated; the home's data is on volume %s, which is retained and reserved for %s/%s. "+
+			"Stop the user's server, delete the new claim (it holds no data of the old home), and apply again", rec.Claim, c.VolumeName, v.Name, rec.Namespace, rec.Claim)
+	}
+	// The old claim is gone.
+	reserved := v.ClaimRefName == rec.Claim && v.ClaimRefNS == rec.Namespace && v.ClaimRefUID == ""
+	switch {
+	case reserved && slices.Equal(v.Modes, []string{rec.To}):
+		return OpCreateClaim, nil
+	case v.Phase == "Released" || reserved:
+		return OpReserve, nil
+	case v.Phase == "Bound" && v.ClaimRefName == rec.Claim && v.ClaimRefNS == rec.Namespace:
+		return OpWaitReleased, nil
+	}
+	return "", fmt.Errorf("volume %s is %s and bound to %s/%s; expected it Released after its claim was deleted", v.Name, orDash(v.Phase), v.ClaimRefNS, v.ClaimRefName)
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}

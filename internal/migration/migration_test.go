@@ -1,0 +1,147 @@
+package migration
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestChoose(t *testing.T) {
+	longhorn := Source{Modes: []string{RWO}, StorageClass: "longhorn", Bound: true, CSIDriver: "driver.longhorn.io"}
+	ebs := Source{Modes: []string{RWO}, StorageClass: "gp3", Bound: true, CSIDriver: "ebs.csi.aws.com"}
+	intree := Source{Modes: []string{RWO}, StorageClass: "old", Bound: true}
+	pending := longhorn
+	pending.Bound = false
+	cases := []struct {
+		name    string
+		asked   Method
+		src     Source
+		to      string
+		class   string
+		want    Method
+		whyPart string
+	}{
+		{"longhorn RWX auto", MethodAuto, longhorn, RWX, "", MethodRebind, ""},
+		{"longhorn RWX same class named", MethodAuto, longhorn, RWX, "longhorn", MethodRebind, ""},
+		{"longhorn RWX explicit rebind", MethodRebind, longhorn, RWX, "", MethodRebind, ""},
+		{"longhorn RWX copy asked", MethodCopy, longhorn, RWX, "", MethodCopy, ""},
+		{"class change needs copy", MethodAuto, longhorn, RWX, "nfs", MethodCopy, ""},
+		{"class change refuses rebind", MethodRebind, longhorn, RWX, "nfs", "", "class changes"},
+		{"ebs RWX auto copies", MethodAuto, ebs, RWX, "", MethodCopy, ""},
+		{"ebs RWX rebind refused", MethodRebind, ebs, RWX, "", "", "not known to serve"},
+		{"ebs RWOP rebinds", MethodAuto, ebs, RWOP, "", MethodRebind, ""},
+		{"in-tree RWOP copies", MethodAuto, intree, RWOP, "", MethodCopy, ""},
+		{"in-tree rebind refused", MethodRebind, intree, RWOP, "", "", "not a CSI volume"},
+		{"pending claim refused", MethodRebind, pending, RWX, "", "", "not bound"},
+		{"RWX to RWO is not a rebind", MethodRebind, Source{Modes: []string{RWX}, Bound: true, CSIDriver: "driver.longhorn.io"}, RWO, "", "", "not a rebind"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got, why := Choose(tc.asked, tc.src, tc.to, tc.class)
+			if got != tc.want {
+				t.Fatalf("Choose = %q (%s), want %q", got, why, tc.want)
+			}
+			if tc.whyPart != "" && !strings.Contains(why, tc.whyPart) {
+				t.Fatalf("why = %q, want it to mention %q", why, tc.whyPart)
+			}
+			if tc.want != "" && why != "" {
+				t.Fatalf("a chosen method comes with no refusal, got %q", why)
+			}
+		})
+	}
+}
+
+func TestRecordRoundTrip(t *testing.T) {
+	class := "longhorn"
+	r := Record{Step: StepRetained, User: "alice@example.org", Claim: "claim-alice", Namespace: "jhub", From: []string{RWO}, To: RWX,
+		ReclaimPolicy: "Delete", StorageClass: &class, Requested: "10Gi", Labels: map[string]string{"a": "b"}, Annotations: map[string]string{"c": "d"}}
+	got, err := DecodeRecord(r.Encode())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Encode() != r.Encode() || *got.StorageClass != "longhorn" || got.Labels["a"] != "b" {
+		t.Fatalf("round trip changed the record: %+v", got)
+	}
+	for _, bad := range []string{"", "{", `{"claim":"x"}`, `{"claim":"x","namespace":"y"}`} {
+		if _, err := DecodeRecord(bad); err == nil {
+			t.Errorf("DecodeRecord(%q) accepted", bad)
+		}
+	}
+}
+
+// TestNextRebind_walk follows a rebind the way the cluster changes under it,
+// and checks that at every point the decision is the next step, so that an
+// apply stopped anywhere resumes there.
+func TestNextRebind_walk(t *testing.T) {
+	rec := &Record{Step: StepRetained, Claim: "claim-a", Namespace: "jhub", To: RWX, ReclaimPolicy: "Delete"}
+	old := &Claim{UID: "u1", Modes: []string{RWO}, Phase: "Bound", VolumeName: "pv1"}
+	steps := []struct {
+		name string
+		c    *Claim
+		v    Volume
+		want Op
+	}{
+		{"bound, not started", old, Volume{Name: "pv1", Phase: "Bound", ReclaimPolicy: "Delete", ClaimRefName: "claim-a", ClaimRefNS: "jhub", ClaimRefUID: "u1", Modes: []string{RWO}}, OpRetain},
+		{"retained", old, Volume{Name: "pv1", Phase: "Bound", ReclaimPolicy: "Retain", ClaimRefName: "claim-a", ClaimRefNS: "jhub", ClaimRefUID: "u1", Modes: []string{RWO}, Record: rec}, OpDeleteClaim},
+		{"claim being deleted", &Claim{UID: "u1", Modes: []string{RWO}, Phase: "Bound", VolumeName: "pv1", Deleting: true},
+			Volume{Name: "pv1", Phase: "Bound", ReclaimPolicy: "Retain", ClaimRefName: "claim-a", ClaimRefNS: "jhub", ClaimRefUID: "u1", Modes: []string{RWO}, Record: rec}, OpDeleteClaim},
+		{"claim gone, binder not yet", nil, Volume{Name: "pv1", Phase: "Bound", ReclaimPolicy: "Retain", ClaimRefName: "claim-a", ClaimRefNS: "jhub", ClaimRefUID: "u1", Modes: []string{RWO}, Record: rec}, OpWaitReleased},
+		{"released", nil, Volume{Name: "pv1", Phase: "Released", ReclaimPolicy: "Retain", ClaimRefName: "claim-a", ClaimRefNS: "jhub", ClaimRefUID: "u1", Modes: []string{RWO}, Record: rec}, OpReserve},
+		{"reserved, modes not yet", nil, Volume{Name: "pv1", Phase: "Available", ReclaimPolicy: "Retain", ClaimRefName: "claim-a", ClaimRefNS: "jhub", Modes: []string{RWO}, Record: rec}, OpReserve},
+		{"reserved", nil, Volume{Name: "pv1", Phase: "Available", ReclaimPolicy: "Retain", ClaimRefName: "claim-a", ClaimRefNS: "jhub", Modes: []string{RWX}, Record: rec}, OpCreateClaim},
+		{"new claim pending", &Claim{UID: "u2", Modes: []string{RWX}, Phase: "Pending", VolumeName: "pv1"},
+			Volume{Name: "pv1", Phase: "Available", ReclaimPolicy: "Retain", ClaimRefName: "claim-a", ClaimRefNS: "jhub", Modes: []string{RWX}, Record: rec}, OpWaitBound},
+		{"new claim bound", &Claim{UID: "u2", Modes: []string{RWX}, Phase: "Bound", VolumeName: "pv1"},
+			Volume{Name: "pv1", Phase: "Bound", ReclaimPolicy: "Retain", ClaimRefName: "claim-a", ClaimRefNS: "jhub", ClaimRefUID: "u2", Modes: []string{RWX}, Record: rec}, OpRestore},
+		{"restored", &Claim{UID: "u2", Modes: []string{RWX}, Phase: "Bound", VolumeName: "pv1"},
+			Volume{Name: "pv1", Phase: "Bound", ReclaimPolicy: "Delete", ClaimRefName: "claim-a", ClaimRefNS: "jhub", ClaimRefUID: "u2", Modes: []string{RWX}}, OpDone},
+		{"record but policy lost", old, Volume{Name: "pv1", Phase: "Bound", ReclaimPolicy: "Delete", ClaimRefUID: "u1", Modes: []string{RWO}, Record: rec}, OpRetain},
+	}
+	seen := map[Step]bool{}
+	for _, s := range steps {
+		t.Run(s.name, func(t *testing.T) {
+			v := s.v
+			got, err := NextRebind(s.c, &v, RWX)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != s.want {
+				t.Fatalf("NextRebind = %s, want %s", got, s.want)
+			}
+			seen[StepOf(got)] = true
+		})
+	}
+	for _, st := range []Step{StepPending, StepRetained, StepReleased, StepRebound, StepDone} {
+		if !seen[st] {
+			t.Errorf("the walk never reached step %s", st)
+		}
+	}
+}
+
+// TestNextRebind_refuses: what no step of the provider produces stops the
+// migration of that user, naming where the data is.
+func TestNextRebind_refuses(t *testing.T) {
+	rec := &Record{Claim: "claim-a", Namespace: "jhub", To: RWX}
+	cases := []struct {
+		name string
+		c    *Claim
+		v    Volume
+		want string
+	}{
+		{"no record, no claim", nil, Volume{Name: "pv1", Phase: "Released"}, "no migration record"},
+		{"claim bound elsewhere", &Claim{UID: "u1", Modes: []string{RWO}, Phase: "Bound", VolumeName: "pv9"},
+			Volume{Name: "pv1", Phase: "Bound", ClaimRefUID: "u1"}, "not bound to volume pv1"},
+		{"claim recreated by the hub meanwhile", &Claim{UID: "u3", Modes: []string{RWO}, Phase: "Bound", VolumeName: "pv7"},
+			Volume{Name: "pv1", Phase: "Available", ReclaimPolicy: "Retain", ClaimRefName: "claim-a", ClaimRefNS: "jhub", Modes: []string{RWX}, Record: rec}, "created again by someone else"},
+		{"volume taken by another claim", nil,
+			Volume{Name: "pv1", Phase: "Bound", ReclaimPolicy: "Retain", ClaimRefName: "other", ClaimRefNS: "x", ClaimRefUID: "u9", Modes: []string{RWX}, Record: rec}, "expected it Released"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			v := tc.v
+			op, err := NextRebind(tc.c, &v, RWX)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("NextRebind = %s, %v; want error mentioning %q", op, err, tc.want)
+			}
+		})
+	}
+}
