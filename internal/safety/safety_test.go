@@ -1590,9 +1590,9 @@ func TestPlanMigrate(t *testing.T) {
 			errors: []want{{attr: "migration", has: []string{"alice", home(t, "alice"), "ebs.csi.aws.com", "keep_existing"}}},
 		},
 		{
-			name: "rebind asked across classes fails",
-			cfg:  cfg(nil, mode(RWX), sclass("nfs"), migrate(migration.MethodRebind, 0, true)),
-			live: Live{Claims: []claims.Claim{longhornRWO(t, "alice")}, Volumes: volumes(t, "driver.longhorn.io", "alice")},
+			name:    "rebind asked across classes fails",
+			cfg:     cfg(nil, mode(RWX), sclass("nfs"), migrate(migration.MethodRebind, 0, true)),
+			live:    Live{Claims: []claims.Claim{longhornRWO(t, "alice")}, Volumes: volumes(t, "driver.longhorn.io", "alice")},
 			class:   ClassNone,
 			actions: map[string]Action{"alice": ActionLegacy},
 			legacy:  []string{"alice"}, colocation: true,
