@@ -27,6 +27,20 @@ const RBACExample = "examples/rbac/provider-rbac.yaml"
 // does. Everything is removed when the test ends.
 func Grant(t testing.TB, namespace string, writer bool, drop ...string) {
 	t.Helper()
+	grant(t, namespace, writer, false, drop...)
+}
+
+// migratorRole is the ClusterRole of the RBAC example that migrations need.
+const migratorRole = "jupyter-provider-migrator"
+
+// GrantMigrator is Grant with the migrator ClusterRole bound too.
+func GrantMigrator(t testing.TB, namespace string, drop ...string) {
+	t.Helper()
+	grant(t, namespace, false, true, drop...)
+}
+
+func grant(t testing.TB, namespace string, writer, grantMigrator bool, drop ...string) {
+	t.Helper()
 	c := Cluster(t)
 	ctx := context.Background()
 	cs := c.Admin()
@@ -48,7 +62,7 @@ func Grant(t testing.TB, namespace string, writer bool, drop ...string) {
 		t.Fatalf("create rolebinding: %v", err)
 	}
 	for _, cr := range clusterRoles {
-		if cr.Name == "jupyter-provider-storageclass-writer" && !writer {
+		if cr.Name == "jupyter-provider-storageclass-writer" && !writer || cr.Name == migratorRole && !grantMigrator {
 			continue
 		}
 		cr.Name = cr.Name + "-" + namespace

@@ -1,6 +1,8 @@
 package kube
 
 import (
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/migration"
+
 	"context"
 	"fmt"
 	"sync"
@@ -20,6 +22,9 @@ const PageSize = 500
 type Client struct {
 	Kube    kubernetes.Interface
 	Backoff Backoff
+	// AfterStep, when set, is called after each step of a migration
+	// (Rebind); an error stops that migration there. Tests inject it.
+	AfterStep func(user string, op migration.Op) error
 
 	mu        sync.Mutex
 	snapshots map[string]snapshot

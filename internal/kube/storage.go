@@ -194,12 +194,20 @@ var ErrNotAttempted = errors.New("not attempted")
 // the cause. Waiting out every item's retries would only make the caller
 // wait minutes for the same answer.
 func ForEach[T any](ctx context.Context, items []T, fn func(context.Context, T) error) map[int]error {
+	return ForEachN(ctx, items, Parallelism, fn)
+}
+
+// ForEachN is ForEach with at most n items at once.
+func ForEachN[T any](ctx context.Context, items []T, n int, fn func(context.Context, T) error) map[int]error {
+	if n < 1 {
+		n = 1
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var mu sync.Mutex
 	errs := map[int]error{}
 	var down error // the first Unreachable error
-	sem := make(chan struct{}, Parallelism)
+	sem := make(chan struct{}, n)
 	var wg sync.WaitGroup
 	for i, it := range items {
 		sem <- struct{}{}

@@ -4,6 +4,8 @@
 package provider
 
 import (
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/migration"
+
 	"context"
 	"os"
 
@@ -34,6 +36,7 @@ type JupyterProvider struct {
 	version   string
 	newClient ClientFactory
 	lookupEnv func(string) (string, bool)
+	afterStep func(user string, op migration.Op) error
 }
 
 var (
@@ -52,6 +55,17 @@ func New(version string) func() provider.Provider {
 func NewWithClientFactory(version string, f ClientFactory) func() provider.Provider {
 	return func() provider.Provider {
 		return &JupyterProvider{version: version, newClient: f, lookupEnv: os.LookupEnv}
+	}
+}
+
+// NewWithMigrationHook is New with a function called after every step of a
+// home migration; an error from it stops that migration there, as if the
+// apply had been stopped. Tests use it to show that a re-apply resumes.
+func NewWithMigrationHook(version string, afterStep func(user string, op migration.Op) error) func() provider.Provider {
+	return func() provider.Provider {
+		p := New(version)().(*JupyterProvider)
+		p.afterStep = afterStep
+		return p
 	}
 }
 
@@ -101,6 +115,7 @@ func (p *JupyterProvider) Configure(ctx context.Context, req provider.ConfigureR
 		return
 	}
 	pd := &providerData{Client: kube.NewClient(cs)}
+	pd.Client.AfterStep = p.afterStep
 	resp.DataSourceData, resp.ResourceData = pd, pd
 }
 

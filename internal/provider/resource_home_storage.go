@@ -73,6 +73,10 @@ func (r *homeStorageResource) ValidateConfig(ctx context.Context, req resource.V
 				"Set storage_class.name and storage_class.provisioner, or remove the block and use storage_class_name for an existing class.")
 		}
 	}
+	if m.Migration != nil && !m.OnModeChange.IsUnknown() && m.OnModeChange.ValueString() != string(safety.OnModeChangeMigrate) {
+		resp.Diagnostics.AddAttributeWarning(path.Root("migration"), "The migration block is not used",
+			fmt.Sprintf("on_mode_change = %q: the migration block applies only with on_mode_change = \"migrate\".", m.OnModeChange.ValueString()))
+	}
 	if m.AccessMode.ValueString() == safety.RWX && m.StorageClass == nil && m.StorageClassName.IsNull() {
 		resp.Diagnostics.AddAttributeError(path.Root("storage_class_name"), "ReadWriteMany needs a storage class",
 			"The cluster's default class is usually a block-volume class that cannot serve ReadWriteMany. Name a class backed by a shared file system with storage_class_name, or create one with a storage_class block.")
@@ -91,6 +95,7 @@ func (m *homeStorageModel) config(ctx context.Context, diags *diag.Diagnostics) 
 		OnModeChange:   safety.OnModeChange(m.OnModeChange.ValueString()),
 		AllowDataLoss:  m.AllowDataLoss.ValueBool(),
 		DeletionPolicy: m.DeletionPolicy.ValueString(),
+		Migration:      m.migrationConfig(),
 	}
 	if q, err := kresource.ParseQuantity(cfg.Capacity); err == nil {
 		cfg.CapacityBytes = q.Value()
@@ -125,7 +130,8 @@ func (m *homeStorageModel) prior(ctx context.Context, diags *diag.Diagnostics) *
 // when a claim may be deleted, the pods that mount claims.
 //
 // fresh skips the process's snapshot of the claims (apply always reads afresh).
-func (r *homeStorageResource) readLive(ctx context.Context, client *kube.Client, m *homeStorageModel, needPods, fresh bool) (safety.Live, error) {
+// migrate also reads the migrations in progress and, when needed, the volumes.
+func (r *homeStorageResource) readLive(ctx context.Context, client *kube.Client, m *homeStorageModel, needPods, fresh, migrate bool) (safety.Live, error) {
 	var live safety.Live
 	list := client.ListClaims
 	if fresh {
@@ -154,8 +160,14 @@ func (r *homeStorageResource) readLive(ctx context.Context, client *kube.Client,
 	case m.className() != "":
 		live.Class = &safety.StorageClass{Name: m.className()}
 	}
-	if needPods {
+	if needPods || migrate {
 		if live.Mounted, err = client.MountedClaims(ctx, m.Namespace.ValueString()); err != nil {
+			return live, err
+		}
+	}
+	if migrate {
+		var diags diag.Diagnostics
+		if err := readMigrations(ctx, client, m.config(ctx, &diags), &live); err != nil {
 			return live, err
 		}
 	}
@@ -196,6 +208,7 @@ func (r *homeStorageResource) ModifyPlan(ctx context.Context, req resource.Modif
 		plan.Claims = types.StringUnknown()
 		plan.LegacyUsers = types.ListUnknown(types.StringType)
 		plan.ColocationRequired = types.BoolUnknown()
+		plan.MigrationPlan, plan.MigrationStatus = types.StringUnknown(), types.StringUnknown()
 		resp.Diagnostics.Append(resp.Plan.Set(ctx, &plan)...)
 		return
 	}
@@ -205,7 +218,7 @@ func (r *homeStorageResource) ModifyPlan(ctx context.Context, req resource.Modif
 	if state != nil {
 		prior = state.prior(ctx, &resp.Diagnostics)
 	}
-	live, err := r.readLive(ctx, client, &plan, cfg.OnModeChange == safety.OnModeChangeRecreate, false)
+	live, err := r.readLive(ctx, client, &plan, cfg.OnModeChange == safety.OnModeChangeRecreate, false, migrates(&plan, state))
 	if err != nil {
 		resp.Diagnostics.AddError("Cannot read the live home claims", err.Error())
 		return
@@ -237,11 +250,26 @@ func (r *homeStorageResource) ModifyPlan(ctx context.Context, req resource.Modif
 	plan.LegacyUsers = stringList(res.LegacyUsers)
 	plan.ColocationRequired = types.BoolValue(res.ColocationRequired)
 	plan.Claims = claimsValue(res.Users, cfg, false)
+	var nMigrations int
+	plan.MigrationPlan, nMigrations = migrationPlanValue(res.Users, cfg)
+	plan.MigrationStatus = types.StringValue("{}")
+	if state != nil && !state.MigrationStatus.IsNull() {
+		plan.MigrationStatus = state.MigrationStatus
+	}
+	if nMigrations > 0 {
+		// Who ends up legacy, and the claims' new identities, are known once
+		// the migrations ran (a user may start a server meanwhile).
+		plan.LegacyUsers = types.ListUnknown(types.StringType)
+		plan.ColocationRequired = types.BoolUnknown()
+		plan.Claims = types.StringUnknown()
+		plan.MigrationStatus = types.StringUnknown()
+	}
 	if state != nil && res.Class == safety.ClassNone && sameArguments(&plan, state) {
 		// Nothing changes: keep what the last apply or refresh recorded, so the
 		// plan is empty. (Observations such as a claim's phase are refreshed by Read.)
 		plan.ChangeClass = state.ChangeClass
 		plan.Claims = state.Claims
+		plan.MigrationPlan = state.MigrationPlan
 	}
 	resp.Diagnostics.Append(resp.Plan.Set(ctx, &plan)...)
 }
@@ -254,7 +282,7 @@ func (r *homeStorageResource) planDestroy(ctx context.Context, req resource.Modi
 		return
 	}
 	cfg := state.config(ctx, &resp.Diagnostics)
-	live, err := r.readLive(ctx, client, &state, cfg.DeletionPolicy == safety.DeletionDelete, false)
+	live, err := r.readLive(ctx, client, &state, cfg.DeletionPolicy == safety.DeletionDelete, false, false)
 	if err != nil {
 		resp.Diagnostics.AddError("Cannot read the live home claims", err.Error())
 		return
@@ -295,6 +323,9 @@ func sameArguments(a, b *homeStorageModel) bool {
 		if !av[i].Equal(bv[i]) {
 			return false
 		}
+	}
+	if a.migrationConfig() != b.migrationConfig() || a.maxParallel() != b.maxParallel() {
+		return false
 	}
 	if (a.StorageClass == nil) != (b.StorageClass == nil) {
 		return false
@@ -486,7 +517,7 @@ func (r *homeStorageResource) apply(ctx context.Context, plan, state *homeStorag
 	if state != nil {
 		prior = state.prior(ctx, diags)
 	}
-	live, err := r.readLive(ctx, client, plan, cfg.OnModeChange == safety.OnModeChangeRecreate, true)
+	live, err := r.readLive(ctx, client, plan, cfg.OnModeChange == safety.OnModeChangeRecreate, true, migrates(plan, state))
 	if err != nil {
 		diags.AddError("Cannot read the live home claims", err.Error())
 		return false
@@ -496,11 +527,18 @@ func (r *homeStorageResource) apply(ctx context.Context, plan, state *homeStorag
 		addFindings(diags, res.Errors, true)
 		return false
 	}
-	var todo []safety.UserPlan
+	var todo, migrations []safety.UserPlan
+	planned := plannedMigrations(plan.MigrationPlan)
 	for _, up := range res.Users {
 		switch up.Action {
 		case safety.ActionCreate, safety.ActionResize, safety.ActionRecreate:
 			todo = append(todo, up)
+		case safety.ActionMigrate:
+			// Only what the plan showed (a user may have stopped a server
+			// since; they move with the next plan).
+			if planned == nil || planned[up.User] {
+				migrations = append(migrations, up)
+			}
 		}
 	}
 	labels, annotations := stringMap(ctx, plan.Labels, diags), stringMap(ctx, plan.Annotations, diags)
@@ -558,10 +596,20 @@ func (r *homeStorageResource) apply(ctx context.Context, plan, state *homeStorag
 				fmt.Sprintf("\n%d change(s) were made; the state records them. Apply again to converge. No claim was deleted except by on_mode_change = \"recreate\".", len(todo)-len(failed)))
 	}
 
+	if len(migrations) > 0 && !unreachable {
+		plan.MigrationStatus = runMigrations(ctx, client, plan, migrations, cfg, diags)
+	}
+	if plan.MigrationStatus.IsUnknown() {
+		plan.MigrationStatus = types.StringValue("{}")
+		if state != nil && !state.MigrationStatus.IsNull() && !state.MigrationStatus.IsUnknown() {
+			plan.MigrationStatus = state.MigrationStatus
+		}
+	}
+
 	// The state reflects the cluster after the changes. When the API server
 	// cannot be reached, it reflects what this apply knows it did.
 	if !unreachable {
-		live, err = r.readLive(ctx, client, plan, false, true)
+		live, err = r.readLive(ctx, client, plan, false, true, false)
 	}
 	if unreachable || err != nil {
 		if err != nil {
@@ -584,6 +632,21 @@ func (r *homeStorageResource) apply(ctx context.Context, plan, state *homeStorag
 	if plan.Claims.IsUnknown() || len(failedUsers) > 0 {
 		// After a partial failure the planned claims did not all come to be.
 		plan.Claims = claimsValue(after.Users, cfg, true)
+	}
+	if plan.MigrationPlan.IsUnknown() {
+		plan.MigrationPlan, _ = migrationPlanValue(res.Users, cfg)
+	}
+	if len(migrations) > 0 || plan.LegacyUsers.IsUnknown() && cfg.OnModeChange == safety.OnModeChangeMigrate {
+		// Who is still on a claim that differs is known now: the users whose
+		// migration was skipped or stopped.
+		kept := cfg
+		kept.OnModeChange = safety.OnModeChangeKeepExisting
+		now := safety.Plan(kept, nil, live)
+		plan.LegacyUsers = stringList(now.LegacyUsers)
+		plan.ColocationRequired = types.BoolValue(now.ColocationRequired)
+		if plan.Claims.IsUnknown() {
+			plan.Claims = claimsValue(now.Users, cfg, true)
+		}
 	}
 	// What the plan showed stands; values the plan could not know (the
 	// connection was unknown) come from the classification made now.
@@ -717,13 +780,18 @@ func (r *homeStorageResource) Read(ctx context.Context, req resource.ReadRequest
 		r.fillImported(ctx, client, &state, &resp.Diagnostics)
 	}
 	cfg := state.config(ctx, &resp.Diagnostics)
-	live, err := r.readLive(ctx, client, &state, false, false)
+	live, err := r.readLive(ctx, client, &state, false, false, false)
 	if err != nil {
 		resp.Diagnostics.AddError("Cannot read the live home claims", err.Error())
 		return
 	}
 	res := safety.Plan(cfg, nil, live)
 	state.Claims = claimsValue(res.Users, cfg, true)
+	for _, v := range []*types.String{&state.MigrationPlan, &state.MigrationStatus} {
+		if v.IsNull() || v.IsUnknown() {
+			*v = types.StringValue("{}") // imported, or written before these attributes existed
+		}
+	}
 	if state.StorageClass != nil && live.Class != nil && !live.Class.Exists {
 		// The class this resource created was deleted outside Terraform: the
 		// next plan shows the block being added, and apply creates it again.
@@ -800,7 +868,7 @@ func (r *homeStorageResource) Delete(ctx context.Context, req resource.DeleteReq
 	if client == nil {
 		return
 	}
-	live, err := r.readLive(ctx, client, &state, true, true)
+	live, err := r.readLive(ctx, client, &state, true, true, false)
 	if err != nil {
 		resp.Diagnostics.AddError("Cannot read the live home claims", err.Error())
 		return

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/listvalidator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
@@ -20,25 +21,35 @@ import (
 )
 
 type homeStorageModel struct {
-	ID                 types.String `tfsdk:"id"`
-	Namespace          types.String `tfsdk:"namespace"`
-	AccessMode         types.String `tfsdk:"access_mode"`
-	StorageClassName   types.String `tfsdk:"storage_class_name"`
-	StorageClass       *scModel     `tfsdk:"storage_class"`
-	Capacity           types.String `tfsdk:"capacity"`
-	PVCNameTemplate    types.String `tfsdk:"pvc_name_template"`
-	SlugScheme         types.String `tfsdk:"slug_scheme"`
-	Users              types.List   `tfsdk:"users"`
-	Labels             types.Map    `tfsdk:"labels"`
-	Annotations        types.Map    `tfsdk:"annotations"`
-	OnModeChange       types.String `tfsdk:"on_mode_change"`
-	AllowDataLoss      types.Bool   `tfsdk:"allow_data_loss"`
-	DeletionPolicy     types.String `tfsdk:"deletion_policy"`
-	ChangeClass        types.String `tfsdk:"change_class"`
-	Claims             types.String `tfsdk:"claims"`
-	LegacyUsers        types.List   `tfsdk:"legacy_users"`
-	ColocationRequired types.Bool   `tfsdk:"colocation_required"`
-	SpawnerSettings    types.String `tfsdk:"spawner_settings"`
+	ID                 types.String    `tfsdk:"id"`
+	Namespace          types.String    `tfsdk:"namespace"`
+	AccessMode         types.String    `tfsdk:"access_mode"`
+	StorageClassName   types.String    `tfsdk:"storage_class_name"`
+	StorageClass       *scModel        `tfsdk:"storage_class"`
+	Capacity           types.String    `tfsdk:"capacity"`
+	PVCNameTemplate    types.String    `tfsdk:"pvc_name_template"`
+	SlugScheme         types.String    `tfsdk:"slug_scheme"`
+	Users              types.List      `tfsdk:"users"`
+	Labels             types.Map       `tfsdk:"labels"`
+	Annotations        types.Map       `tfsdk:"annotations"`
+	OnModeChange       types.String    `tfsdk:"on_mode_change"`
+	AllowDataLoss      types.Bool      `tfsdk:"allow_data_loss"`
+	DeletionPolicy     types.String    `tfsdk:"deletion_policy"`
+	ChangeClass        types.String    `tfsdk:"change_class"`
+	Claims             types.String    `tfsdk:"claims"`
+	LegacyUsers        types.List      `tfsdk:"legacy_users"`
+	ColocationRequired types.Bool      `tfsdk:"colocation_required"`
+	SpawnerSettings    types.String    `tfsdk:"spawner_settings"`
+	Migration          *migrationModel `tfsdk:"migration"`
+	MigrationPlan      types.String    `tfsdk:"migration_plan"`
+	MigrationStatus    types.String    `tfsdk:"migration_status"`
+}
+
+type migrationModel struct {
+	Method      types.String `tfsdk:"method"`
+	BatchSize   types.Int64  `tfsdk:"batch_size"`
+	MaxParallel types.Int64  `tfsdk:"max_parallel"`
+	SkipRunning types.Bool   `tfsdk:"skip_running"`
 }
 
 type scModel struct {
@@ -97,8 +108,10 @@ func homeStorageSchema() schema.Schema {
 				MarkdownDescription: "Extra annotations for created claims."},
 			"on_mode_change": schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString(string(safety.OnModeChangeFail)),
 				MarkdownDescription: "What to do with live claims whose access mode or class differs from the configuration: `fail` (default; the plan fails naming them), " +
-					"`keep_existing` (they stay as they are, their users are listed in `legacy_users` and keep co-location; safe), or `recreate` (delete and recreate them empty; needs `allow_data_loss`; destructive).",
-				Validators: []validator.String{stringvalidator.OneOf(string(safety.OnModeChangeFail), string(safety.OnModeChangeKeepExisting), string(safety.OnModeChangeRecreate))}},
+					"`keep_existing` (they stay as they are, their users are listed in `legacy_users` and keep co-location; safe), " +
+					"`migrate` (move them to the new mode keeping every byte, see the `migration` block; safe), " +
+					"or `recreate` (delete and recreate them empty; needs `allow_data_loss`; destructive).",
+				Validators: []validator.String{stringvalidator.OneOf(string(safety.OnModeChangeFail), string(safety.OnModeChangeKeepExisting), string(safety.OnModeChangeMigrate), string(safety.OnModeChangeRecreate))}},
 			"allow_data_loss": schema.BoolAttribute{Optional: true, Computed: true, Default: booldefault.StaticBool(false),
 				MarkdownDescription: "Must be `true` for any operation that deletes a home claim (`on_mode_change = \"recreate\"`, `deletion_policy = \"delete\"`)."},
 			"deletion_policy": schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString(safety.DeletionRetain),
@@ -114,9 +127,33 @@ func homeStorageSchema() schema.Schema {
 				MarkdownDescription: "Users kept on a claim that differs from the configuration (`keep_existing`). The spawner config keeps co-location for them."},
 			"colocation_required": schema.BoolAttribute{Computed: true,
 				MarkdownDescription: "True while some user's home cannot be shared across nodes (the mode is not ReadWriteMany, or a legacy claim is not)."},
+			"migration_plan": computedStr("JSON object, by username, of what `on_mode_change = \"migrate\"` does in this apply: `method` (`rebind`), `claim`, `volume`, `from` and `to` modes, " +
+				"or, for a user left for a later apply, `method` = `none` and the `reason` (a running server, `batch_size`). `{}` when nothing is migrated. Like `change_class`, a plan that changes nothing keeps the last value."),
+			"migration_status": computedStr("JSON object, by username, of the migrations the last apply ran: `method`, `volume`, the `step` reached (`done` when finished; " +
+				"`pending`, `retained`, `released` or `rebound` when it stopped there) and `error` if it failed. A later apply resumes an unfinished migration from the cluster's record of it."),
 			"spawner_settings": computedStr("JSON object of the KubeSpawner settings this storage implies (`storage_access_modes`, `storage_class`, `storage_capacity`, `pvc_name_template`, `slug_scheme`, `storage_pvc_ensure`, the home `volumes` and `volume_mounts`)."),
 		},
 		Blocks: map[string]schema.Block{
+			"migration": schema.SingleNestedBlock{
+				MarkdownDescription: "How `on_mode_change = \"migrate\"` moves users to the new mode without losing data.\n\n" +
+					"**Rebind** (zero copy) serves the same volume in the new mode. Per user, with the user's servers stopped: the volume's reclaim policy is set to `Retain` " +
+					"(the old one is recorded on the volume), the claim is deleted, the volume is reserved for a new claim with the same name, labels and annotations in the new mode, " +
+					"that claim is bound to it, and the reclaim policy is restored. No volume is ever deleted, and the claim only once its volume is retained. " +
+					"Each step is decided from what the cluster shows (the record lives in an annotation on the volume), so an apply stopped at any point resumes where it stopped. " +
+					"Rebind works for `ReadWriteMany` on Longhorn (`driver.longhorn.io` turns a volume used by an RWX claim into a shared one), and keeps the claim's class.\n\n" +
+					"Homes that cannot be rebound (another class, a driver that cannot share an existing volume) fail the plan naming them: copying data into new claims is not available in this version.\n\n" +
+					"Users with a running server (a pod mounting the claim) are never touched. Needs `get`, `list` and `patch` on `persistentvolumes` (see examples/rbac).",
+				Attributes: map[string]schema.Attribute{
+					"method": schema.StringAttribute{Optional: true, MarkdownDescription: "`auto` (default) or `rebind`; both rebind, and fail the plan for homes that cannot be rebound.",
+						Validators: []validator.String{stringvalidator.OneOf("auto", "rebind")}},
+					"batch_size": schema.Int64Attribute{Optional: true, MarkdownDescription: "Users migrated per apply (default: all). The rest keep their claims, stay in `legacy_users` and are reported; the next apply continues.",
+						Validators: []validator.Int64{int64validator.AtLeast(1)}},
+					"max_parallel": schema.Int64Attribute{Optional: true, MarkdownDescription: "Users migrated at a time (default 4).",
+						Validators: []validator.Int64{int64validator.AtLeast(1)}},
+					"skip_running": schema.BoolAttribute{Optional: true, MarkdownDescription: "Default `true`: users with a running server are left for a later apply and reported (their pods stay co-located). " +
+						"`false`: the plan fails naming them, so that they are stopped first."},
+				},
+			},
 			"storage_class": schema.SingleNestedBlock{
 				MarkdownDescription: "A StorageClass this resource creates and uses. Changing `provisioner`, `parameters`, `reclaim_policy` or `volume_binding_mode` " +
 					"(immutable in Kubernetes) replaces the class; existing claims and volumes keep working.",

@@ -346,6 +346,14 @@ func (p *planner) differs(c *claims.Claim) string {
 	return strings.Join(d, "; ")
 }
 
+// Differs reports whether a live claim differs from cfg in a way that
+// on_mode_change decides (the rule of Plan, for callers that read more of
+// the cluster only when some claim does).
+func Differs(cfg Config, c claims.Claim) bool {
+	p := planner{cfg: cfg}
+	return p.differs(&c) != ""
+}
+
 // restrictiveness orders access modes by how many pods on how many nodes
 // may use a claim: ReadWriteMany 0, ReadWriteOnce 1, ReadWriteOncePod 2.
 // A claim with several modes counts as its least restrictive one.

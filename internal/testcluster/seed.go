@@ -23,6 +23,8 @@ type SeedClaim struct {
 	// Bound pre-creates a PersistentVolume reserved for the claim; the test
 	// cluster's PV binder (kube-controller-manager) then binds it.
 	Bound bool
+	// ReclaimPolicy of that volume; Retain when empty.
+	ReclaimPolicy corev1.PersistentVolumeReclaimPolicy
 }
 
 // Seed creates claims as KubeSpawner would, through client-go, and for
@@ -68,13 +70,17 @@ func Seed(ctx context.Context, cs kubernetes.Interface, namespace string, seeds 
 			if s.StorageClass != nil {
 				class = *s.StorageClass
 			}
+			policy := s.ReclaimPolicy
+			if policy == "" {
+				policy = corev1.PersistentVolumeReclaimRetain
+			}
 			pv := &corev1.PersistentVolume{
 				ObjectMeta: metav1.ObjectMeta{Name: pvName, Labels: map[string]string{SeededVolumeLabel: namespace}},
 				Spec: corev1.PersistentVolumeSpec{
 					Capacity:                      corev1.ResourceList{corev1.ResourceStorage: resource.MustParse(s.Size)},
 					AccessModes:                   s.Modes,
 					StorageClassName:              class,
-					PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimRetain,
+					PersistentVolumeReclaimPolicy: policy,
 					ClaimRef:                      &corev1.ObjectReference{Namespace: namespace, Name: s.Name},
 					PersistentVolumeSource: corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{
 						Driver: "driver.longhorn.io", VolumeHandle: pvName,

@@ -1,0 +1,300 @@
+package provider
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/hashicorp/terraform-plugin-go/tfprotov6"
+	"github.com/hashicorp/terraform-plugin-framework/providerserver"
+	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
+	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
+	"github.com/hashicorp/terraform-plugin-testing/plancheck"
+	"github.com/hashicorp/terraform-plugin-testing/terraform"
+	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/acctest"
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/kube"
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/migration"
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/spawner"
+)
+
+// migratingHomes seeds users' RWO Longhorn homes, each bound to its own CSI
+// volume with reclaim policy Delete (so that a claim deleted before its
+// volume is retained would take the data with it), and returns, by claim,
+// the volume and its volumeHandle.
+func migratingHomes(t *testing.T, cs kubernetes.Interface, ns, class string, users ...string) map[string][2]string {
+	t.Helper()
+	var seeds []acctest.SeedClaim
+	for _, u := range users {
+		seeds = append(seeds, acctest.SeedClaim{Name: "claim-" + u, Username: u, StorageClass: &class, Bound: true,
+			ReclaimPolicy: corev1.PersistentVolumeReclaimDelete})
+	}
+	acctest.Seed(t, cs, ns, seeds...)
+	out := map[string][2]string{}
+	for _, u := range users {
+		pvc, err := cs.CoreV1().PersistentVolumeClaims(ns).Get(context.Background(), "claim-"+u, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pv, err := cs.CoreV1().PersistentVolumes().Get(context.Background(), pvc.Spec.VolumeName, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[pvc.Name] = [2]string{pv.Name, pv.Spec.CSI.VolumeHandle}
+	}
+	return out
+}
+
+// runningServer creates a Pod object that mounts user's home, as a running server does.
+func runningServer(t *testing.T, cs kubernetes.Interface, ns, user string) {
+	t.Helper()
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "jupyter-" + user, Namespace: ns},
+		Spec: corev1.PodSpec{
+			Containers: []corev1.Container{{Name: "notebook", Image: "quay.io/jupyter/base-notebook"}},
+			Volumes: []corev1.Volume{{Name: "home", VolumeSource: corev1.VolumeSource{
+				PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "claim-" + user}}}},
+		},
+	}
+	if _, err := cs.CoreV1().Pods(ns).Create(context.Background(), pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// rebound checks that each claim is ReadWriteMany, Bound to the volume it had
+// (same volumeHandle), is a new object (other UID) with the labels and
+// annotations KubeSpawner gave it, and that the volume is back to its
+// reclaim policy with no migration record left.
+func rebound(cs kubernetes.Interface, ns string, vols map[string][2]string, oldUIDs map[string]string, claimNames ...string) resource.TestCheckFunc {
+	return func(*terraform.State) error {
+		ctx := context.Background()
+		for _, name := range claimNames {
+			pvc, err := cs.CoreV1().PersistentVolumeClaims(ns).Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			want := vols[name]
+			switch {
+			case !slices.Equal(pvc.Spec.AccessModes, []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany}):
+				return fmt.Errorf("%s: modes %v", name, pvc.Spec.AccessModes)
+			case pvc.Status.Phase != corev1.ClaimBound || pvc.Spec.VolumeName != want[0]:
+				return fmt.Errorf("%s: %s on volume %q, want Bound on %s", name, pvc.Status.Phase, pvc.Spec.VolumeName, want[0])
+			case string(pvc.UID) == oldUIDs[name]:
+				return fmt.Errorf("%s: same UID: the claim was not recreated", name)
+			case pvc.Labels["hub.jupyter.org/username"] == "" || pvc.Annotations["hub.jupyter.org/username"] == "" || pvc.Labels["component"] != "singleuser-storage":
+				return fmt.Errorf("%s lost KubeSpawner's labels or annotations: %v %v", name, pvc.Labels, pvc.Annotations)
+			case pvc.Annotations[kube.MigratedAnnotation] == "":
+				return fmt.Errorf("%s: no %s annotation", name, kube.MigratedAnnotation)
+			}
+			pv, err := cs.CoreV1().PersistentVolumes().Get(ctx, want[0], metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			switch {
+			case pv.Spec.CSI.VolumeHandle != want[1]:
+				return fmt.Errorf("volume %s: handle %s, want %s", pv.Name, pv.Spec.CSI.VolumeHandle, want[1])
+			case pv.Spec.PersistentVolumeReclaimPolicy != corev1.PersistentVolumeReclaimDelete:
+				return fmt.Errorf("volume %s: reclaim policy %s, want Delete restored", pv.Name, pv.Spec.PersistentVolumeReclaimPolicy)
+			case pv.Annotations[migration.RecordAnnotation] != "" || pv.Labels[migration.NamespaceLabel] != "":
+				return fmt.Errorf("volume %s still carries the migration record", pv.Name)
+			case pv.Spec.ClaimRef == nil || string(pv.Spec.ClaimRef.UID) != string(pvc.UID):
+				return fmt.Errorf("volume %s: claimRef %+v, want the new claim", pv.Name, pv.Spec.ClaimRef)
+			}
+		}
+		return nil
+	}
+}
+
+func unchanged(cs kubernetes.Interface, ns string, oldUIDs map[string]string, name string) resource.TestCheckFunc {
+	return claimCheck(cs, ns, name, func(pvc *corev1.PersistentVolumeClaim) error {
+		if string(pvc.UID) != oldUIDs[name] || pvc.Spec.AccessModes[0] != corev1.ReadWriteOnce {
+			return fmt.Errorf("%s was touched: uid %s (was %s), modes %v", name, pvc.UID, oldUIDs[name], pvc.Spec.AccessModes)
+		}
+		return nil
+	})
+}
+
+func migrateConfig(t *testing.T, ns, class, users string) string {
+	return acctest.AdminConfig(t, fmt.Sprintf(`
+resource "jupyter_home_storage" "homes" {
+  namespace          = %q
+  storage_class_name = %q
+  capacity           = "1Gi"
+  access_mode        = "ReadWriteMany"
+  users              = %s
+  on_mode_change     = "migrate"
+}
+
+resource "jupyter_spawner_config" "hub" {
+  namespace             = %q
+  home_storage_settings = jupyter_home_storage.homes.spawner_settings
+  legacy_users          = jupyter_home_storage.homes.legacy_users
+}
+`, ns, class, users, ns))
+}
+
+func legacyInConfigMap(cs kubernetes.Interface, ns string, want ...string) resource.TestCheckFunc {
+	return func(*terraform.State) error {
+		cm, err := cs.CoreV1().ConfigMaps(ns).Get(context.Background(), "jupyter-spawner", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		var doc struct {
+			Colocation struct {
+				Mode  string            `json:"mode"`
+				Users map[string]string `json:"users"`
+			} `json:"colocation"`
+		}
+		if err := json.Unmarshal([]byte(cm.Data[spawner.JSONFile]), &doc); err != nil {
+			return err
+		}
+		var got []string
+		for u := range doc.Colocation.Users {
+			got = append(got, u)
+		}
+		slices.Sort(got)
+		wantMode := string(spawner.ColocateNone)
+		if len(want) > 0 {
+			wantMode = string(spawner.ColocateLegacy)
+		}
+		if doc.Colocation.Mode != wantMode || !slices.Equal(got, want) {
+			return fmt.Errorf("hub config co-locates %v (mode %s), want %v (mode %s)", got, doc.Colocation.Mode, want, wantMode)
+		}
+		return nil
+	}
+}
+
+// RWO Longhorn homes move to RWX in one apply with zero bytes copied: every
+// claim is rebound to its own volume, the reclaim policies are restored, a
+// user with a running server is skipped and stays co-located in the hub
+// config, and is migrated by the apply after the server stops.
+func TestAccHomeStorage_migrateRebind(t *testing.T) {
+	cs := acctest.Cluster(t).Admin()
+	ns := acctest.Namespace(t)
+	class := "longhorn-" + ns
+	vols := migratingHomes(t, cs, ns, class, "alice", "bob", "carol")
+	old := uids(t, cs, ns, "claim-alice", "claim-bob", "claim-carol")
+	runningServer(t, cs, ns, "carol")
+	cfg := migrateConfig(t, ns, class, `["alice"]`) // bob's and carol's homes were made by KubeSpawner
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: protoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{
+				Config: cfg,
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					expectClass("safe"),
+					plancheck.ExpectUnknownValue(hsAddr, tfjsonpath.New("legacy_users")),
+					plancheck.ExpectKnownValue(hsAddr, tfjsonpath.New("migration_plan"), knownvalue.StringExact(fmt.Sprintf(
+						`{"alice":{"method":"rebind","claim":"claim-alice","volume":%q,"from":"ReadWriteOnce","to":"ReadWriteMany"},`+
+							`"bob":{"method":"rebind","claim":"claim-bob","volume":%q,"from":"ReadWriteOnce","to":"ReadWriteMany"},`+
+							`"carol":{"method":"none","claim":"claim-carol","reason":"access mode ReadWriteOnce, config ReadWriteMany; a server is running: migrated by a later apply"}}`,
+						vols["claim-alice"][0], vols["claim-bob"][0]))),
+				}},
+				Check: resource.ComposeAggregateTestCheckFunc(
+					rebound(cs, ns, vols, old, "claim-alice", "claim-bob"),
+					unchanged(cs, ns, old, "claim-carol"),
+					resource.TestCheckResourceAttr(hsAddr, "legacy_users.#", "1"),
+					resource.TestCheckResourceAttr(hsAddr, "legacy_users.0", "carol"),
+					resource.TestCheckResourceAttr(hsAddr, "colocation_required", "true"),
+					checkClaim("alice", "access_mode", "ReadWriteMany"),
+					checkClaim("bob", "access_mode", "ReadWriteMany"),
+					checkClaim("carol", "access_mode", "ReadWriteOnce"),
+					resource.TestCheckResourceAttr(hsAddr, "migration_status", fmt.Sprintf(
+						`{"alice":{"method":"rebind","volume":%q,"step":"done"},"bob":{"method":"rebind","volume":%q,"step":"done"}}`,
+						vols["claim-alice"][0], vols["claim-bob"][0])),
+					legacyInConfigMap(cs, ns, "carol"),
+				),
+			},
+			{Config: cfg, PlanOnly: true}, // carol still runs: nothing to do
+			{
+				PreConfig: func() {
+					if err := cs.CoreV1().Pods(ns).Delete(context.Background(), "jupyter-carol", metav1.DeleteOptions{GracePeriodSeconds: new(int64)}); err != nil {
+						t.Fatal(err)
+					}
+				},
+				Config: cfg,
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					expectClass("safe"),
+					plancheck.ExpectKnownValue(hsAddr, tfjsonpath.New("migration_plan"), knownvalue.StringExact(fmt.Sprintf(
+						`{"carol":{"method":"rebind","claim":"claim-carol","volume":%q,"from":"ReadWriteOnce","to":"ReadWriteMany"}}`, vols["claim-carol"][0]))),
+				}},
+				Check: resource.ComposeAggregateTestCheckFunc(
+					rebound(cs, ns, vols, old, "claim-alice", "claim-bob", "claim-carol"),
+					resource.TestCheckResourceAttr(hsAddr, "legacy_users.#", "0"),
+					resource.TestCheckResourceAttr(hsAddr, "colocation_required", "false"),
+					legacyInConfigMap(cs, ns),
+				),
+			},
+			{Config: cfg, PlanOnly: true},
+		},
+	})
+}
+
+// An apply stopped after any step of a rebind leaves the home safe (the
+// volume retained), and the next apply resumes from what the cluster shows
+// and converges: the same volume, in the new mode, its policy restored.
+func TestAccHomeStorage_migrateResumesAfterEveryStep(t *testing.T) {
+	cs := acctest.Cluster(t).Admin()
+	// Every operation that changes the cluster. (Waiting for the binder to
+	// release the volume changes nothing: a stop there is a stop after
+	// delete-claim, and the binder is often done before the wait begins.)
+	for _, stop := range []migration.Op{migration.OpRetain, migration.OpDeleteClaim,
+		migration.OpReserve, migration.OpCreateClaim, migration.OpWaitBound, migration.OpRestore} {
+		t.Run(string(stop), func(t *testing.T) {
+			ns := acctest.Namespace(t)
+			class := "longhorn-" + ns
+			vols := migratingHomes(t, cs, ns, class, "dana")
+			old := uids(t, cs, ns, "claim-dana")
+			stopped := false
+			hook := func(user string, op migration.Op) error {
+				if op == stop && !stopped {
+					stopped = true
+					return fmt.Errorf("apply stopped after step %s", op)
+				}
+				return nil
+			}
+			stopping := map[string]func() (tfprotov6.ProviderServer, error){
+				"jupyter": providerserver.NewProtocol6WithError(NewWithMigrationHook("test", hook)()),
+			}
+			cfg := migrateConfig(t, ns, class, `["dana"]`)
+			resource.Test(t, resource.TestCase{
+				Steps: []resource.TestStep{
+					{
+						ProtoV6ProviderFactories: stopping,
+						Config:                   cfg,
+						ExpectError:              wrapRE(fmt.Sprintf(`(?s)1 of 1 home migrations did not finish.*dana \(claim-dana, volume %s, stopped at.*apply stopped after step %s.*No data was lost`, vols["claim-dana"][0], stop)),
+					},
+					{
+						PreConfig: func() {
+							if !stopped {
+								t.Fatalf("the apply never reached step %s", stop)
+							}
+							// Whatever the step, the volume is retained and not deleted.
+							pv, err := cs.CoreV1().PersistentVolumes().Get(context.Background(), vols["claim-dana"][0], metav1.GetOptions{})
+							if err != nil {
+								t.Fatalf("volume gone after stopping at %s: %v", stop, err)
+							}
+							if stop != migration.OpRestore && pv.Spec.PersistentVolumeReclaimPolicy != corev1.PersistentVolumeReclaimRetain {
+								t.Fatalf("stopped at %s with reclaim policy %s", stop, pv.Spec.PersistentVolumeReclaimPolicy)
+							}
+						},
+						ProtoV6ProviderFactories: protoV6ProviderFactories,
+						Config:                   cfg,
+						Check: resource.ComposeAggregateTestCheckFunc(
+							rebound(cs, ns, vols, old, "claim-dana"),
+							resource.TestCheckResourceAttr(hsAddr, "legacy_users.#", "0"),
+							legacyInConfigMap(cs, ns),
+						),
+					},
+					{ProtoV6ProviderFactories: protoV6ProviderFactories, Config: cfg, PlanOnly: true},
+				},
+			})
+		})
+	}
+}
