@@ -249,7 +249,12 @@ func reboundClaim(job Rebind, rec *migration.Record, pv *corev1.PersistentVolume
 		ann[k] = v
 	}
 	ann[MigratedAnnotation] = fmt.Sprintf("rebind from %s, volume %s", strings.Join(rec.From, ","), pv.Name)
-	class := pv.Spec.StorageClassName // binding needs the volume's class, even ""
+	// The claim's own class; a claim that named none gets the volume's,
+	// even "" (binding needs them to agree; the default class would not).
+	class := pv.Spec.StorageClassName
+	if rec.StorageClass != nil {
+		class = *rec.StorageClass
+	}
 	pvc := &corev1.PersistentVolumeClaim{
 		ObjectMeta: metav1.ObjectMeta{Name: job.Claim, Namespace: job.Namespace, Labels: rec.Labels, Annotations: ann},
 		Spec: corev1.PersistentVolumeClaimSpec{

@@ -147,6 +147,11 @@ func (m propModel) apply(cfg propConfig) propPrediction {
 			switch {
 			case cfg.onModeChange == "keep_existing":
 				actions[u] = "legacy"
+			case cfg.onModeChange == "migrate" && (c.class != cfg.class || !c.bound):
+				// A volume keeps its class, and only a bound claim has one.
+				errs = append(errs, "Some homes cannot be migrated without data loss")
+			case cfg.onModeChange == "migrate":
+				actions[u] = "migrate" // rebind: same volume, new mode
 			case cfg.onModeChange == "recreate" && !managed[u]:
 				errs = append(errs, "recreate only touches users listed in users")
 			case cfg.onModeChange == "recreate" && !cfg.allowDataLoss:
@@ -181,7 +186,7 @@ func (m propModel) apply(cfg propConfig) propPrediction {
 		case "recreate":
 			p.class = "destructive"
 			p.deleted = append(p.deleted, u)
-		case "create", "resize", "release":
+		case "create", "resize", "release", "migrate":
 			if p.class == "none" {
 				p.class = "safe"
 			}
@@ -203,6 +208,10 @@ func (m propModel) apply(cfg propConfig) propPrediction {
 		case "resize":
 			c := p.next.live[u]
 			c.bytes = want
+			p.next.live[u] = c
+		case "migrate":
+			c := p.next.live[u]
+			c.mode = cfg.mode
 			p.next.live[u] = c
 		}
 	}
@@ -254,7 +263,7 @@ func mutate(r *rand.Rand, cfg propConfig, pool []string) propConfig {
 				cfg.users = append(cfg.users[:i], cfg.users[i+1:]...)
 			}
 		case 5:
-			cfg.onModeChange = []string{"fail", "keep_existing", "recreate", "recreate"}[r.IntN(4)]
+			cfg.onModeChange = []string{"fail", "keep_existing", "recreate", "recreate", "migrate", "migrate"}[r.IntN(6)]
 		case 6:
 			cfg.allowDataLoss = !cfg.allowDataLoss
 		case 7:
@@ -343,7 +352,7 @@ func TestAccHomeStorage_noDataLossProperty(t *testing.T) {
 		return acctest.AdminConfig(t, p.hcl(ns))
 	}
 
-	var snapshot map[string]string // claim UIDs when the step started
+	var snapshot map[string]claimIdentity // claims when the step started
 	var planned string             // change_class of the step's plan
 	var steps []resource.TestStep
 	later := map[int]func() error{} // checks of steps without a Check, run when the next starts
@@ -377,19 +386,21 @@ func TestAccHomeStorage_noDataLossProperty(t *testing.T) {
 		step := resource.TestStep{Config: render(cfg), Destroy: destroy}
 		step.PreConfig = func() {
 			var err error
-			if snapshot, err = claimUIDsByName(cs, ns); err != nil {
+			if snapshot, err = claimIdentities(cs, ns); err != nil {
 				t.Fatal(err)
 			}
 			planned = ""
 		}
 		verify := func() error {
-			now, err := claimUIDsByName(cs, ns)
+			now, err := claimIdentities(cs, ns)
 			if err != nil {
 				return err
 			}
+			// A home is lost when its claim is gone or replaced, unless the
+			// new claim is bound to the volume the old one had (a migration).
 			var gone []string
-			for name, uid := range snapshot {
-				if now[name] != uid {
+			for name, was := range snapshot {
+				if is := now[name]; is.uid != was.uid && (was.volume == "" || is.volume != was.volume) {
 					gone = append(gone, strings.TrimPrefix(name, "claim-"))
 				}
 			}
@@ -477,6 +488,21 @@ func TestAccHomeStorage_noDataLossProperty(t *testing.T) {
 			return nil
 		},
 	})
+}
+
+// claimIdentity is what identifies a home's data: the claim and its volume.
+type claimIdentity struct{ uid, volume string }
+
+func claimIdentities(cs kubernetes.Interface, ns string) (map[string]claimIdentity, error) {
+	l, err := cs.CoreV1().PersistentVolumeClaims(ns).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]claimIdentity, len(l.Items))
+	for _, p := range l.Items {
+		out[p.Name] = claimIdentity{string(p.UID), p.Spec.VolumeName}
+	}
+	return out, nil
 }
 
 func regexpQuote(s string) string {
