@@ -353,7 +353,7 @@ func TestAccHomeStorage_noDataLossProperty(t *testing.T) {
 	}
 
 	var snapshot map[string]claimIdentity // claims when the step started
-	var planned string             // change_class of the step's plan
+	var planned string                    // change_class of the step's plan
 	var steps []resource.TestStep
 	later := map[int]func() error{} // checks of steps without a Check, run when the next starts
 	// The last step is an apply that succeeds, so that every step is checked
