@@ -298,3 +298,72 @@ func TestAccHomeStorage_migrateResumesAfterEveryStep(t *testing.T) {
 		})
 	}
 }
+
+func limitedMigrateConfig(t *testing.T, ns, class string) string {
+	c := acctest.Cluster(t)
+	return acctest.Config(acctest.ProviderBlock(c, c.LimitedToken), fmt.Sprintf(`
+resource "jupyter_home_storage" "homes" {
+  namespace          = %q
+  storage_class_name = %q
+  capacity           = "1Gi"
+  access_mode        = "ReadWriteMany"
+  on_mode_change     = "migrate"
+}
+`, ns, class))
+}
+
+// A migration runs with exactly the documented Role, read-only ClusterRole
+// and migrator ClusterRole bound to a non-admin identity.
+func TestAccHomeStorage_migrateLeastPrivilege(t *testing.T) {
+	cs := acctest.Cluster(t).Admin()
+	ns := acctest.Namespace(t)
+	class := "longhorn-" + ns
+	vols := migratingHomes(t, cs, ns, class, "erin")
+	old := uids(t, cs, ns, "claim-erin")
+	acctest.GrantMigrator(t, ns)
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: protoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{Config: limitedMigrateConfig(t, ns, class), Check: rebound(cs, ns, vols, old, "claim-erin")},
+			{Config: limitedMigrateConfig(t, ns, class), PlanOnly: true},
+		},
+	})
+}
+
+// Without the migrator role, or without one of its verbs, the plan or the
+// apply fails naming the verb and the resource, and the home is intact
+// (its claim unchanged, or its volume retained for the next apply).
+func TestAccHomeStorage_migrateMissingPermission(t *testing.T) {
+	cs := acctest.Cluster(t).Admin()
+	for _, tc := range []struct {
+		name  string
+		grant func(t *testing.T, ns string)
+		want  string
+	}{
+		{"no migrator role", func(t *testing.T, ns string) { acctest.Grant(t, ns, false) },
+			`(?s)Cannot read the live home claims.*list persistentvolumes`},
+		{"no patch on volumes", func(t *testing.T, ns string) { acctest.GrantMigrator(t, ns, "patch", "persistentvolumes") },
+			`(?s)home migrations did not finish.*erin.*patch persistentvolumes`},
+		{"no get on volumes", func(t *testing.T, ns string) { acctest.GrantMigrator(t, ns, "get", "persistentvolumes") },
+			`(?s)home migrations did not finish.*erin.*get persistentvolumes`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ns := acctest.Namespace(t)
+			class := "longhorn-" + ns
+			vols := migratingHomes(t, cs, ns, class, "erin")
+			old := uids(t, cs, ns, "claim-erin")
+			tc.grant(t, ns)
+			resource.Test(t, resource.TestCase{
+				ProtoV6ProviderFactories: protoV6ProviderFactories,
+				Steps: []resource.TestStep{{Config: limitedMigrateConfig(t, ns, class), ExpectError: wrapRE(tc.want)}},
+			})
+			if now := uids(t, cs, ns, "claim-erin"); now["claim-erin"] != old["claim-erin"] {
+				t.Errorf("claim-erin changed although the migration could not start")
+			}
+			pv, err := cs.CoreV1().PersistentVolumes().Get(context.Background(), vols["claim-erin"][0], metav1.GetOptions{})
+			if err != nil || pv.Spec.PersistentVolumeReclaimPolicy != corev1.PersistentVolumeReclaimDelete || pv.Annotations[migration.RecordAnnotation] != "" {
+				t.Errorf("the volume was changed: %v", err)
+			}
+		})
+	}
+}
