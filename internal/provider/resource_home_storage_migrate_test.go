@@ -355,7 +355,7 @@ func TestAccHomeStorage_migrateMissingPermission(t *testing.T) {
 			tc.grant(t, ns)
 			resource.Test(t, resource.TestCase{
 				ProtoV6ProviderFactories: protoV6ProviderFactories,
-				Steps: []resource.TestStep{{Config: limitedMigrateConfig(t, ns, class), ExpectError: wrapRE(tc.want)}},
+				Steps:                    []resource.TestStep{{Config: limitedMigrateConfig(t, ns, class), ExpectError: wrapRE(tc.want)}},
 			})
 			if now := uids(t, cs, ns, "claim-erin"); now["claim-erin"] != old["claim-erin"] {
 				t.Errorf("claim-erin changed although the migration could not start")
