@@ -62,3 +62,19 @@ output "legacy_users" {
 output "colocation_required" {
   value = jupyter_home_storage.homes.colocation_required
 }
+
+output "migration_status" {
+  value = jupyter_home_storage.homes.migration_status
+}
+
+# The hub's KubeSpawner configuration follows the homes: co-location only
+# for the users whose home is still ReadWriteOnce.
+resource "jupyter_spawner_config" "hub" {
+  namespace             = var.namespace
+  home_storage_settings = jupyter_home_storage.homes.spawner_settings
+  legacy_users          = jupyter_home_storage.homes.legacy_users
+}
+
+output "colocation_mode" {
+  value = jupyter_spawner_config.hub.colocation_mode
+}

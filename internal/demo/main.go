@@ -2,20 +2,26 @@
 // builds the provider, starts etcd, kube-apiserver and the PV binder, seeds
 // a JupyterHub namespace with home claims as KubeSpawner makes them, runs
 // `tofu init` and `tofu apply` on examples/quickstart with a dev override,
-// prints the result and stops everything. Run it with `make demo`.
+// shows the plan refusing an unsafe ReadWriteOnce -> ReadWriteMany flip,
+// keep_existing, and then on_mode_change = "migrate" moving every home to
+// ReadWriteMany on its own volume, and stops everything. Run it with `make demo`.
 package main
 
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"syscall"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/testcluster"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/tofurun"
@@ -82,6 +88,10 @@ func run() error {
 	if err := testcluster.Seed(ctx, cs, namespace, seeds...); err != nil {
 		return err
 	}
+	// A Longhorn volume waiting for dave's home, which Terraform creates.
+	if err := reserveVolume(ctx, cs, "claim-dave", class); err != nil {
+		return err
+	}
 	for _, s := range seeds {
 		fmt.Printf("  %-30s user %-18s %s\n", s.Name, s.Username, modes(s.Modes))
 	}
@@ -114,7 +124,80 @@ func run() error {
 		"-var", "access_mode=ReadWriteMany", "-var", "on_mode_change=keep_existing"); err != nil {
 		return fmt.Errorf("tofu apply: %w", err)
 	}
-	return nil
+
+	before, err := homes(ctx, cs)
+	if err != nil {
+		return err
+	}
+	step("on_mode_change = migrate: every ReadWriteOnce home is rebound to ReadWriteMany on its own Longhorn volume (zero bytes copied), and the hub config drops co-location")
+	if err := tofu("apply", "-auto-approve", "-no-color", "-compact-warnings",
+		"-var", "access_mode=ReadWriteMany", "-var", "on_mode_change=migrate"); err != nil {
+		return fmt.Errorf("tofu apply: %w", err)
+	}
+	after, err := homes(ctx, cs)
+	if err != nil {
+		return err
+	}
+	fmt.Println("\nhome claims before -> after the migration:")
+	for _, name := range slices.Sorted(maps.Keys(after)) {
+		fmt.Printf("  %-12s %-32s -> %s\n", name, before[name], after[name])
+		if b, a := before[name], after[name]; b.volume != a.volume {
+			return fmt.Errorf("%s moved from volume %s to %s", name, b.volume, a.volume)
+		}
+		if after[name].mode != "ReadWriteMany" {
+			return fmt.Errorf("%s is still %s", name, after[name].mode)
+		}
+	}
+	step("plan again: nothing left to do (after the outputs read by the data source are refreshed)")
+	vars := []string{"-var", "access_mode=ReadWriteMany", "-var", "on_mode_change=migrate"}
+	if err := ws.Run(ctx, cfgDir, append([]string{"apply", "-refresh-only", "-auto-approve", "-no-color"}, vars...)...); err != nil {
+		return err
+	}
+	return tofu(append([]string{"plan", "-no-color", "-detailed-exitcode"}, vars...)...)
+}
+
+type home struct{ mode, volume, phase string }
+
+func (h home) String() string { return fmt.Sprintf("%s %s on %s", h.mode, h.phase, h.volume) }
+
+// homes reads the home claims: mode, phase and volume.
+func homes(ctx context.Context, cs kubernetes.Interface) (map[string]home, error) {
+	l, err := cs.CoreV1().PersistentVolumeClaims(namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]home{}
+	for _, p := range l.Items {
+		out[p.Name] = home{modes(p.Spec.AccessModes), orDash(p.Spec.VolumeName), string(p.Status.Phase)}
+	}
+	return out, nil
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// reserveVolume creates a Longhorn volume reserved for a claim not made yet.
+func reserveVolume(ctx context.Context, cs kubernetes.Interface, claim, class string) error {
+	name := "pv-" + namespace + "-" + claim
+	pv := &corev1.PersistentVolume{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: corev1.PersistentVolumeSpec{
+			Capacity:                      corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("10Gi")},
+			AccessModes:                   []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			StorageClassName:              class,
+			PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimDelete,
+			ClaimRef:                      &corev1.ObjectReference{Namespace: namespace, Name: claim},
+			PersistentVolumeSource: corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{
+				Driver: "driver.longhorn.io", VolumeHandle: name,
+			}},
+		},
+	}
+	_, err := cs.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{})
+	return err
 }
 
 func modes(m []corev1.PersistentVolumeAccessMode) string {

@@ -30,3 +30,13 @@ output "legacy_users" {
 output "change_class" {
   value = jupyter_home_storage.homes.change_class
 }
+
+# Later, move the legacy users' homes to ReadWriteMany keeping their data:
+# each claim is rebound to its own Longhorn volume (zero copy), users with a
+# running server are left for the next apply.
+#
+#   on_mode_change = "migrate"
+#   migration {
+#     batch_size   = 50
+#     max_parallel = 4
+#   }
