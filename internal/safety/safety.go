@@ -77,6 +77,8 @@ type Migration struct {
 	BatchSize   int  // users migrated per apply; 0 for all
 	SkipRunning bool // users with a running server are left for a later apply (else the plan fails)
 	CopyImage   string
+	// TargetTemplate names the new claim of a copied home, e.g. "home-{username}".
+	TargetTemplate string
 }
 
 // Prior is what the state recorded at the last apply.
@@ -129,6 +131,7 @@ const (
 	ActionRelease  Action = "release"  // no longer listed in users: left in place, no longer managed
 	ActionObserve  Action = "observe"  // made by KubeSpawner for an unlisted user and matches the config
 	ActionMigrate  Action = "migrate"  // moved to the new mode keeping its data (rebind or copy); see internal/migration
+	ActionCopied   Action = "copied"   // an earlier apply copied the home to a new claim; the source is kept
 )
 
 // UserPlan is the plan for one user's home claim.
@@ -144,6 +147,9 @@ type UserPlan struct {
 	Method migration.Method
 	Volume string
 	Resume *migration.Record
+	// With a copy: the new claim, and the record an earlier apply left.
+	Target     string
+	CopyResume *migration.CopyRecord
 }
 
 // Finding is a diagnostic: the attribute it is about, a summary and a detail
@@ -160,6 +166,7 @@ type Result struct {
 	Users              []UserPlan // sorted by user
 	LegacyUsers        []string   // users kept on a claim that differs from the config
 	ColocationRequired bool       // some user's home cannot be shared across nodes
+	HomeClaims         map[string]string // user -> claim, for homes copied to a new claim (the hub config switches them)
 	Errors             []Finding
 	Warnings           []Finding
 }
@@ -203,8 +210,8 @@ func (p *planner) run() Result {
 	for i := range p.live.Claims {
 		c := &p.live.Claims[i]
 		liveNames[c.Name] = true
-		if c.Username == "" {
-			continue
+		if c.Username == "" || c.Annotations[migration.CopyOfAnnotation] != "" {
+			continue // a copy's target is its user's home through the source's record
 		}
 		want, err := kubespawner.Expand(cfg.NameTemplate, c.Username, "", cfg.Scheme)
 		if err == nil && want == c.Name {
@@ -251,6 +258,11 @@ func (p *planner) run() Result {
 		}
 		up.ClaimName = name
 		c := up.Live
+		if c != nil && c.Annotations[migration.CopyAnnotation] != "" {
+			p.copied(&up)
+			p.res.Users = append(p.res.Users, up)
+			continue
+		}
 		if ip, ok := p.live.InProgress[name]; ok {
 			rec := ip.Record
 			up.Action, up.Method, up.Volume, up.Resume = ActionMigrate, migration.MethodRebind, ip.Volume, &rec
@@ -418,17 +430,55 @@ func (p *planner) migrateAction(up *UserPlan, migrating, running, refused *[]Use
 		up.Reason += "; " + why
 		*refused = append(*refused, *up)
 		return
-	case method == migration.MethodCopy:
-		up.Reason += "; needs a copy: " + orDefault(whyNotRebind(src, p.cfg), "method = \"copy\"")
-		*refused = append(*refused, *up)
-		return
 	case m.BatchSize > 0 && len(*migrating) >= m.BatchSize:
 		up.Reason += "; beyond batch_size: migrated by a later apply"
+		return
+	}
+	if method == migration.MethodCopy {
+		why := orDefault(whyNotRebind(src, p.cfg), "method = \"copy\"")
+		target, err := kubespawner.Expand(m.TargetTemplate, up.User, "", p.cfg.Scheme)
+		switch {
+		case m.CopyImage == "" || m.TargetTemplate == "":
+			up.Reason += "; needs a copy (" + why + "): set migration.copy_image and migration.target_name_template"
+			*refused = append(*refused, *up)
+			return
+		case err != nil || target == c.Name:
+			up.Reason += fmt.Sprintf("; migration.target_name_template gives %q for this user, which cannot be the new claim", target)
+			*refused = append(*refused, *up)
+			return
+		}
+		up.Action, up.Method, up.Target = ActionMigrate, method, target
+		up.Reason = fmt.Sprintf("copy to a new %s claim %s (%s); %s is kept", p.cfg.AccessMode, target, why, c.Name)
+		*migrating = append(*migrating, *up)
 		return
 	}
 	up.Action, up.Method, up.Volume = ActionMigrate, method, c.VolumeName
 	up.Reason = fmt.Sprintf("rebind volume %s as %s (zero copy)", c.VolumeName, p.cfg.AccessMode)
 	*migrating = append(*migrating, *up)
+}
+
+// copied plans a user whose home claim carries a copy record: a finished
+// copy is the user's home from now on; an unfinished one is resumed.
+func (p *planner) copied(up *UserPlan) {
+	c := up.Live
+	rec, err := migration.DecodeCopyRecord(c.Annotations[migration.CopyAnnotation])
+	if err != nil {
+		up.Action, up.Reason = ActionKeep, err.Error()
+		p.errorf("migration", "A home's copy record cannot be read", "Claim %s of user %q: %v. Fix or remove the annotation.", c.Name, up.User, err)
+		return
+	}
+	up.Target, up.CopyResume = rec.Target, rec
+	if rec.Step == migration.StepSwitched {
+		up.Action = ActionCopied
+		up.Reason = fmt.Sprintf("copied to %s (%d files, %d bytes); %s is kept with the old data", rec.Target, rec.Files, rec.Bytes, c.Name)
+		if p.res.HomeClaims == nil {
+			p.res.HomeClaims = map[string]string{}
+		}
+		p.res.HomeClaims[up.User] = rec.Target
+		return
+	}
+	up.Action, up.Method = ActionMigrate, migration.MethodCopy
+	up.Reason = fmt.Sprintf("resume the copy to %s started by an earlier apply (step %s)", rec.Target, rec.Step)
 }
 
 func whyNotRebind(src migration.Source, cfg Config) string {
@@ -440,10 +490,10 @@ func whyNotRebind(src migration.Source, cfg Config) string {
 func (p *planner) migrationFindings(migrating, running, refused []UserPlan) {
 	if len(refused) > 0 {
 		p.errorf("migration", "Some homes cannot be migrated without data loss",
-			"%d home claim(s) cannot be rebound to %s:\n%s\n"+
+			"%d home claim(s) cannot be moved to %s:\n%s\n"+
 				"Rebind serves the same volume in the new mode; it needs a bound CSI volume, the same class, and a driver that can serve the new mode "+
-				"(ReadWriteOncePod: any CSI driver; ReadWriteMany: Longhorn). Copying data into new claims (migration.method = \"copy\") is not available in this version. "+
-				"Use on_mode_change = \"keep_existing\" for these users for now.",
+				"(ReadWriteOncePod: any CSI driver; ReadWriteMany: Longhorn). Other homes are copied into new claims: that needs migration.copy_image and migration.target_name_template. "+
+				"Or use on_mode_change = \"keep_existing\" for these users for now.",
 			len(refused), p.cfg.AccessMode, describeReasons(refused))
 	}
 	if len(running) > 0 {

@@ -1119,11 +1119,25 @@ func checkInvariants(t *testing.T, c Config, pr *Prior, live Live, r Result) {
 		case ActionMigrate:
 			// Moving a home keeps its data: only asked for, only by rebind,
 			// never under a running server.
-			if up.Resume == nil && (c.OnModeChange != OnModeChangeMigrate || up.Live == nil || live.Mounted[up.Live.Name]) {
+			if up.Resume == nil && up.CopyResume == nil && (c.OnModeChange != OnModeChangeMigrate || up.Live == nil || live.Mounted[up.Live.Name]) {
 				t.Errorf("user %q migrated: on_mode_change %q, live %v", up.User, c.OnModeChange, up.Live != nil)
 			}
-			if up.Method != migration.MethodRebind || up.Volume == "" {
-				t.Errorf("user %q migrated by %q from volume %q", up.User, up.Method, up.Volume)
+			switch up.Method {
+			case migration.MethodRebind:
+				if up.Volume == "" {
+					t.Errorf("user %q rebound without a volume", up.User)
+				}
+			case migration.MethodCopy:
+				// A copy never touches the source: it needs a new claim of another name.
+				if up.Target == "" || up.Target == up.ClaimName || up.CopyResume == nil && c.Migration.CopyImage == "" {
+					t.Errorf("user %q copied to %q (image %q)", up.User, up.Target, c.Migration.CopyImage)
+				}
+			default:
+				t.Errorf("user %q migrated by %q", up.User, up.Method)
+			}
+		case ActionCopied:
+			if up.Live == nil || up.CopyResume == nil || r.HomeClaims[up.User] != up.Target {
+				t.Errorf("user %q copied: %+v", up.User, up)
 			}
 		case ActionKeep:
 		default:
@@ -1305,8 +1319,11 @@ func genConfig(r *rand.Rand, users []string) Config {
 		DeletionPolicy: pick(r, genPolicies),
 	}
 	c.Capacity = fmt.Sprintf("%dGi", c.CapacityBytes/gi)
-	c.Migration = Migration{Method: pick(r, []migration.Method{migration.MethodAuto, migration.MethodRebind}),
+	c.Migration = Migration{Method: pick(r, []migration.Method{migration.MethodAuto, migration.MethodRebind, migration.MethodCopy}),
 		BatchSize: r.IntN(3), SkipRunning: r.IntN(4) > 0}
+	if r.IntN(2) == 0 {
+		c.Migration.CopyImage, c.Migration.TargetTemplate = "rsync:3", pick(r, []string{"home-{username}", tmpl})
+	}
 	return c
 }
 
@@ -1365,6 +1382,13 @@ func genCase(t testing.TB, seed uint64) genned {
 		c.Requested = fmt.Sprintf("%dGi", c.RequestedBytes/gi)
 		if r.IntN(4) == 0 {
 			g.live.Mounted[n] = true
+		}
+		if r.IntN(8) == 0 {
+			// An earlier apply copied (or is copying) this home.
+			step := pick(r, []migration.Step{migration.StepTargetCreated, migration.StepCopying, migration.StepVerified, migration.StepSwitched})
+			c.Annotations = map[string]string{migration.CopyAnnotation: migration.CopyRecord{Step: step, User: u, Target: "home-" + n, To: RWX}.Encode()}
+			g.live.Claims = append(g.live.Claims, claims.Claim{Name: "home-" + n, Username: u, AccessModes: []string{RWX}, Phase: "Bound",
+				Annotations: map[string]string{migration.CopyOfAnnotation: n}})
 		}
 		if c.Phase == "Bound" {
 			c.VolumeName = "pv-" + n
@@ -1425,7 +1449,7 @@ func TestPlanPropertiesCoverage(t *testing.T) {
 		}
 	}
 	for _, k := range []string{"class none", "class safe", "class destructive", "errors",
-		"action keep", "action create", "action resize", "action legacy", "action recreate", "action release", "action observe", "action migrate"} {
+		"action keep", "action create", "action resize", "action legacy", "action recreate", "action release", "action observe", "action migrate", "action copied"} {
 		if seen[k] == 0 {
 			t.Errorf("the generator never produced %s: %v", k, seen)
 		}
@@ -1629,6 +1653,99 @@ func TestPlanMigrate(t *testing.T) {
 			live:    Live{Claims: []claims.Claim{pvc(t, "alice", class("longhorn"), modes(RWX))}},
 			class:   ClassNone,
 			actions: map[string]Action{"alice": ActionObserve},
+		},
+	})
+}
+
+func copyTo(image, target string) cfgOpt {
+	return func(c *Config) { c.Migration.CopyImage, c.Migration.TargetTemplate = image, target }
+}
+
+// ebsRWO is a bound ReadWriteOnce gp3 home on an EBS volume.
+func ebsRWO(t testing.TB, user string, opts ...claimOpt) claims.Claim {
+	c := pvc(t, user, opts...)
+	c.VolumeName = "pv-" + c.Name
+	return c
+}
+
+func withCopyRecord(step migration.Step, target string) claimOpt {
+	return func(c *claims.Claim) {
+		c.Annotations = map[string]string{migration.CopyAnnotation: migration.CopyRecord{Step: step, User: c.Username, Target: target, To: RWX, Files: 3, Bytes: 42}.Encode()}
+	}
+}
+
+func copyTarget(t testing.TB, user, name string) claims.Claim {
+	return claims.Claim{Name: name, Username: user, AccessModes: []string{RWX}, StorageClass: "efs", Phase: "Bound",
+		Annotations: map[string]string{migration.CopyOfAnnotation: home(t, user)}}
+}
+
+func TestPlanMigrateCopy(t *testing.T) {
+	toEFS := []cfgOpt{mode(RWX), sclass("efs")}
+	with := func(extra ...cfgOpt) []cfgOpt { return append(slices.Clone(toEFS), extra...) }
+	runPlanCases(t, []planCase{
+		{
+			name: "EBS homes are copied to new EFS claims; the sources are kept",
+			cfg:  cfg([]string{"alice"}, with(migrate(migration.MethodAuto, 0, true), copyTo("rsync:3", "home-{username}"))...),
+			live: Live{Claims: []claims.Claim{ebsRWO(t, "alice"), ebsRWO(t, "bob")}, Volumes: volumes(t, "ebs.csi.aws.com", "alice", "bob")},
+			class:   ClassSafe,
+			actions: map[string]Action{"alice": ActionMigrate, "bob": ActionMigrate},
+			checkResult: func(t *testing.T, r Result) {
+				for _, up := range r.Users {
+					if up.Method != migration.MethodCopy || up.Target != "home-"+up.User || !strings.Contains(up.Reason, "is kept") || !strings.Contains(up.Reason, "class changes") {
+						t.Errorf("user %s: %+v", up.User, up)
+					}
+				}
+			},
+		},
+		{
+			name:    "a copy without an image or a target name fails naming both settings",
+			cfg:     cfg(nil, with(migrate(migration.MethodAuto, 0, true))...),
+			live:    Live{Claims: []claims.Claim{ebsRWO(t, "alice")}, Volumes: volumes(t, "ebs.csi.aws.com", "alice")},
+			class:   ClassNone,
+			actions: map[string]Action{"alice": ActionLegacy},
+			legacy:  []string{"alice"}, colocation: true,
+			errors: []want{{attr: "migration", has: []string{"alice", "migration.copy_image", "migration.target_name_template"}}},
+		},
+		{
+			name:    "a target template that names the source is refused",
+			cfg:     cfg(nil, with(migrate(migration.MethodCopy, 0, true), copyTo("rsync:3", tmpl))...),
+			live:    Live{Claims: []claims.Claim{ebsRWO(t, "alice")}, Volumes: volumes(t, "ebs.csi.aws.com", "alice")},
+			class:   ClassNone,
+			actions: map[string]Action{"alice": ActionLegacy},
+			legacy:  []string{"alice"}, colocation: true,
+			errors: []want{{attr: "migration", has: []string{"alice", "cannot be the new claim"}}},
+		},
+		{
+			name: "a finished copy: the user's home is the target, which is no stray; nothing to do",
+			cfg:  cfg(nil, with(migrate(migration.MethodAuto, 0, true), copyTo("rsync:3", "home-{username}"))...),
+			live: Live{Claims: []claims.Claim{ebsRWO(t, "alice", withCopyRecord(migration.StepSwitched, "home-alice")), copyTarget(t, "alice", "home-alice")}},
+			class:   ClassNone,
+			actions: map[string]Action{"alice": ActionCopied},
+			checkResult: func(t *testing.T, r Result) {
+				if r.HomeClaims["alice"] != "home-alice" || !strings.Contains(r.Users[0].Reason, "3 files, 42 bytes") {
+					t.Errorf("home claims %v, reason %q", r.HomeClaims, r.Users[0].Reason)
+				}
+			},
+		},
+		{
+			name: "an unfinished copy resumes whatever on_mode_change says now",
+			cfg:  cfg(nil, with(onChange(OnModeChangeKeepExisting))...),
+			live: Live{Claims: []claims.Claim{ebsRWO(t, "alice", withCopyRecord(migration.StepCopying, "home-alice")), copyTarget(t, "alice", "home-alice")}},
+			class:   ClassSafe,
+			actions: map[string]Action{"alice": ActionMigrate},
+			checkResult: func(t *testing.T, r Result) {
+				if up := r.Users[0]; up.Method != migration.MethodCopy || up.CopyResume == nil || up.Target != "home-alice" {
+					t.Errorf("resume not planned: %+v", up)
+				}
+			},
+		},
+		{
+			name:    "an unreadable copy record is an error naming the claim",
+			cfg:     cfg(nil, with(migrate(migration.MethodAuto, 0, true))...),
+			live:    Live{Claims: []claims.Claim{func() claims.Claim { c := ebsRWO(t, "alice"); c.Annotations = map[string]string{migration.CopyAnnotation: "{"}; return c }()}},
+			class:   ClassNone,
+			actions: map[string]Action{"alice": ActionKeep},
+			errors:  []want{{attr: "migration", has: []string{"claim-alice", "alice", "copy record"}}},
 		},
 	})
 }

@@ -1,0 +1,188 @@
+package migration
+
+import (
+	"encoding/json"
+	"fmt"
+	"hash/fnv"
+)
+
+// Copy, for backends that cannot serve a volume in the new mode (EBS, PD,
+// Azure Disk, Hetzner, ... to EFS, NFS, CephFS, Longhorn RWX):
+//
+//	pending         the source claim is as KubeSpawner made it
+//	target-created  a new claim (migration.target_name_template) exists in
+//	                the new mode and class
+//	copying         a Job mounts both and copies with rsync, keeping
+//	                ownership, permissions, hard links and sparse files, then
+//	                compares both sides (rsync --checksum dry run must be empty)
+//	verified        the Job succeeded; its file count and bytes are recorded
+//	switched        the hub config maps the user to the target claim
+//
+// The record is an annotation on the source claim, which is never deleted
+// by a migration; the target carries the name of its source.
+const (
+	StepTargetCreated Step = "target-created"
+	StepCopying       Step = "copying"
+	StepVerified      Step = "verified"
+	StepSwitched      Step = "switched"
+)
+
+// Annotations of a copy.
+const (
+	CopyAnnotation   = "jupyter-infra.github.io/home-copy" // on the source: its CopyRecord
+	CopyOfAnnotation = "jupyter-infra.github.io/copy-of"   // on the target: the source claim's name
+)
+
+// CopyRecord is what the source claim carries during and after a copy.
+type CopyRecord struct {
+	Step   Step   `json:"step"`
+	User   string `json:"user"`
+	Target string `json:"target"`
+	To     string `json:"to"`
+	Job    string `json:"job,omitempty"`
+	Files  int64  `json:"files,omitempty"` // as the Job counted them on the target
+	Bytes  int64  `json:"bytes,omitempty"`
+}
+
+// Encode is the annotation value.
+func (r CopyRecord) Encode() string {
+	b, _ := json.Marshal(r)
+	return string(b)
+}
+
+// DecodeCopyRecord parses an annotation value.
+func DecodeCopyRecord(s string) (*CopyRecord, error) {
+	var r CopyRecord
+	if err := json.Unmarshal([]byte(s), &r); err != nil {
+		return nil, fmt.Errorf("annotation %s is not a copy record: %w", CopyAnnotation, err)
+	}
+	if r.Target == "" || r.Step == "" {
+		return nil, fmt.Errorf("annotation %s lacks the target or the step", CopyAnnotation)
+	}
+	return &r, nil
+}
+
+// JobName is the copy Job of a source claim: the same name every time, so
+// that a resumed apply finds the Job an earlier one started.
+func JobName(source string) string {
+	h := fnv.New32a()
+	h.Write([]byte(source))
+	prefix := source
+	if len(prefix) > 40 {
+		prefix = prefix[:40]
+	}
+	return fmt.Sprintf("home-copy-%s-%08x", trimDash(prefix), h.Sum32())
+}
+
+func trimDash(s string) string {
+	for len(s) > 0 && (s[len(s)-1] == '-' || s[len(s)-1] == '.') {
+		s = s[:len(s)-1]
+	}
+	return s
+}
+
+// Job is the observed copy Job.
+type Job struct {
+	Succeeded bool
+	Failed    bool
+	Reason    string // of the failure
+}
+
+// Copy operations.
+const (
+	OpCreateTarget Op = "create-target" // the target claim, then the record (step target-created)
+	OpStartCopy    Op = "start-copy"    // the Job, then the record (step copying)
+	OpWaitCopy     Op = "wait-copy"     // until the Job succeeds or fails
+	OpVerify       Op = "verify"        // record the Job's counts (step verified), delete the Job
+	OpSwitch       Op = "switch"        // record step switched: the hub config maps the user to the target
+)
+
+// CopyStepOf is the step a copy has reached before op.
+func CopyStepOf(op Op) Step {
+	switch op {
+	case OpCreateTarget:
+		return StepPending
+	case OpStartCopy:
+		return StepTargetCreated
+	case OpWaitCopy, OpVerify:
+		return StepCopying
+	case OpSwitch:
+		return StepVerified
+	}
+	return StepSwitched
+}
+
+// NextCopy decides the next operation of a copy from the source's record
+// (nil before the first step), the target claim's copy-of annotation (""
+// when it has none; targetExists false when there is no target) and the
+// Job (nil when there is none).
+func NextCopy(rec *CopyRecord, source string, targetExists bool, targetCopyOf string, job *Job) (Op, error) {
+	if targetExists && targetCopyOf != source {
+		target := "the target claim"
+		if rec != nil {
+			target = rec.Target
+		}
+		return "", fmt.Errorf("%s already exists and is not a copy of %s; choose another migration.target_name_template", target, source)
+	}
+	if rec == nil || rec.Step == StepPending || !targetExists && rec.Step == StepTargetCreated {
+		return OpCreateTarget, nil
+	}
+	if !targetExists {
+		return "", fmt.Errorf("target claim %s of %s (step %s) was deleted outside Terraform; the source keeps the data. Remove annotation %s from %s to start the copy again",
+			rec.Target, source, rec.Step, CopyAnnotation, source)
+	}
+	switch rec.Step {
+	case StepTargetCreated:
+		return OpStartCopy, nil
+	case StepCopying:
+		switch {
+		case job == nil:
+			return OpStartCopy, nil // deleted meanwhile: copy again (rsync only sends what differs)
+		case job.Failed:
+			return "", fmt.Errorf("copy Job %s failed (%s); the source %s is unchanged. See `kubectl logs job/%s`, fix the cause, delete the Job, and apply again",
+				JobName(source), orDash(job.Reason), source, JobName(source))
+		case job.Succeeded:
+			return OpVerify, nil
+		}
+		return OpWaitCopy, nil
+	case StepVerified:
+		return OpSwitch, nil
+	case StepSwitched:
+		return OpDone, nil
+	}
+	return "", fmt.Errorf("%s has unknown copy step %q", source, rec.Step)
+}
+
+// Verification is what the copy Job reports in its termination message.
+type Verification struct {
+	Files int64 `json:"files"`
+	Bytes int64 `json:"bytes"`
+}
+
+// ParseVerification reads the copy Job's termination message.
+func ParseVerification(msg string) (Verification, error) {
+	var v Verification
+	if err := json.Unmarshal([]byte(msg), &v); err != nil || v.Files <= 0 {
+		return v, fmt.Errorf("the copy Job's termination message %q is not a verification record", msg)
+	}
+	return v, nil
+}
+
+// CopyScript is the copy Job's shell script (POSIX sh, rsync 3). It copies
+// /src to /dst keeping ownership (numeric ids), permissions, times, hard
+// links and sparse files, then compares both sides with checksums: any
+// difference fails the Job. It writes the target's file count and bytes to
+// the termination log.
+const CopyScript = `set -eu
+rsync -aHS --numeric-ids --delete /src/ /dst/
+diff=$(rsync -aHS --numeric-ids --delete --dry-run --checksum --itemize-changes /src/ /dst/)
+if [ -n "$diff" ]; then
+  echo "verification failed: source and copy differ:" >&2
+  echo "$diff" | head -n 50 >&2
+  exit 1
+fi
+stats=$(rsync -aHS --dry-run --stats /dst/ /tmp/.count/)
+files=$(echo "$stats" | sed -n 's/^Number of files: \([0-9,]*\).*/\1/p' | tr -d ,)
+bytes=$(echo "$stats" | sed -n 's/^Total file size: \([0-9,]*\) bytes.*/\1/p' | tr -d ,)
+printf '{"files":%s,"bytes":%s}' "${files:-0}" "${bytes:-0}" > /dev/termination-log
+`

@@ -1,0 +1,99 @@
+package migration
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestNextCopy_walk follows a copy as the cluster changes under it: at every
+// point the decision is the next step, so an apply stopped anywhere resumes.
+func TestNextCopy_walk(t *testing.T) {
+	rec := func(s Step) *CopyRecord { return &CopyRecord{Step: s, Target: "home-a", To: RWX} }
+	const src = "claim-a"
+	steps := []struct {
+		name         string
+		rec          *CopyRecord
+		targetExists bool
+		copyOf       string
+		job          *Job
+		want         Op
+	}{
+		{"not started", nil, false, "", nil, OpCreateTarget},
+		{"target made, record not yet", nil, true, src, nil, OpCreateTarget},
+		{"target created", rec(StepTargetCreated), true, src, nil, OpStartCopy},
+		{"job not made yet", rec(StepCopying), true, src, nil, OpStartCopy},
+		{"copying", rec(StepCopying), true, src, &Job{}, OpWaitCopy},
+		{"copied", rec(StepCopying), true, src, &Job{Succeeded: true}, OpVerify},
+		{"verified", rec(StepVerified), true, src, nil, OpSwitch},
+		{"switched", rec(StepSwitched), true, src, nil, OpDone},
+	}
+	seen := map[Step]bool{}
+	for _, s := range steps {
+		got, err := NextCopy(s.rec, src, s.targetExists, s.copyOf, s.job)
+		if err != nil || got != s.want {
+			t.Errorf("%s: NextCopy = %s, %v; want %s", s.name, got, err, s.want)
+		}
+		seen[CopyStepOf(got)] = true
+	}
+	for _, st := range []Step{StepPending, StepTargetCreated, StepCopying, StepVerified, StepSwitched} {
+		if !seen[st] {
+			t.Errorf("the walk never reached %s", st)
+		}
+	}
+}
+
+func TestNextCopy_refuses(t *testing.T) {
+	const src = "claim-a"
+	rec := &CopyRecord{Step: StepCopying, Target: "home-a", To: RWX}
+	cases := []struct {
+		name         string
+		rec          *CopyRecord
+		targetExists bool
+		copyOf       string
+		job          *Job
+		want         string
+	}{
+		{"target name taken by another claim", nil, true, "", nil, "is not a copy of claim-a"},
+		{"target deleted mid-copy", rec, false, "", nil, "deleted outside Terraform"},
+		{"job failed", rec, true, src, &Job{Failed: true, Reason: "BackoffLimitExceeded"}, "BackoffLimitExceeded"},
+		{"unknown step", &CopyRecord{Step: "sideways", Target: "home-a"}, true, src, nil, "unknown copy step"},
+	}
+	for _, tc := range cases {
+		op, err := NextCopy(tc.rec, src, tc.targetExists, tc.copyOf, tc.job)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: NextCopy = %s, %v; want an error mentioning %q", tc.name, op, err, tc.want)
+		}
+	}
+}
+
+func TestCopyRecordsAndNames(t *testing.T) {
+	r := CopyRecord{Step: StepVerified, User: "a@b", Target: "home-a", To: RWX, Job: "j", Files: 12, Bytes: 3456}
+	got, err := DecodeCopyRecord(r.Encode())
+	if err != nil || *got != r {
+		t.Fatalf("round trip: %+v, %v", got, err)
+	}
+	for _, bad := range []string{"", "[]", `{"step":"copying"}`, `{"target":"x"}`} {
+		if _, err := DecodeCopyRecord(bad); err == nil {
+			t.Errorf("DecodeCopyRecord(%q) accepted", bad)
+		}
+	}
+	long := strings.Repeat("claim-", 20) + "-"
+	for _, src := range []string{"claim-a", "claim-b", long} {
+		n := JobName(src)
+		if len(n) > 63 || strings.Contains(n, "--") || JobName(src) != n {
+			t.Errorf("JobName(%q) = %q", src, n)
+		}
+	}
+	if JobName("claim-a") == JobName("claim-b") {
+		t.Errorf("two sources share a Job")
+	}
+	v, err := ParseVerification(`{"files":12,"bytes":3456}`)
+	if err != nil || v.Files != 12 || v.Bytes != 3456 {
+		t.Fatalf("ParseVerification: %+v, %v", v, err)
+	}
+	for _, bad := range []string{"", "done", `{"files":0,"bytes":0}`} {
+		if _, err := ParseVerification(bad); err == nil {
+			t.Errorf("ParseVerification(%q) accepted", bad)
+		}
+	}
+}
