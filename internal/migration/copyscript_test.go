@@ -1,0 +1,112 @@
+package migration
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// runCopyScript runs CopyScript with its paths moved under dir.
+func runCopyScript(t *testing.T, dir string) (string, error) {
+	t.Helper()
+	script := strings.NewReplacer(
+		"/src/", filepath.Join(dir, "src")+"/",
+		"/dst/", filepath.Join(dir, "dst")+"/",
+		"/tmp/.count/", filepath.Join(dir, "count")+"/",
+		"/dev/termination-log", filepath.Join(dir, "termination-log"),
+	).Replace(CopyScript)
+	out, err := exec.Command("sh", "-c", script).CombinedOutput()
+	msg, _ := os.ReadFile(filepath.Join(dir, "termination-log"))
+	if err != nil {
+		return string(out), err
+	}
+	return string(msg), nil
+}
+
+// The copy Job's script, run here with the local rsync on a home with the
+// things a copy must keep: permissions, times, hard links, sparse files,
+// symlinks, empty files and directories. (In the cluster it runs in the
+// migration.copy_image container; no test here runs that Job.)
+func TestCopyScript(t *testing.T) {
+	if _, err := exec.LookPath("rsync"); err != nil {
+		t.Fatal("rsync is needed (make test installs it): ", err)
+	}
+	dir := t.TempDir()
+	src, dst := filepath.Join(dir, "src"), filepath.Join(dir, "dst")
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(os.MkdirAll(filepath.Join(src, "work", "empty"), 0o750))
+	must(os.MkdirAll(dst, 0o755))
+	must(os.WriteFile(filepath.Join(src, "notebook.ipynb"), []byte(`{"cells": []}`), 0o640))
+	must(os.Link(filepath.Join(src, "notebook.ipynb"), filepath.Join(src, "work", "hardlink.ipynb")))
+	must(os.Symlink("../notebook.ipynb", filepath.Join(src, "work", "link")))
+	must(os.WriteFile(filepath.Join(src, "work", ".empty"), nil, 0o600))
+	sparse, err := os.Create(filepath.Join(src, "sparse.bin"))
+	must(err)
+	must(sparse.Truncate(64 << 20))
+	_, err = sparse.WriteAt([]byte("end"), 64<<20-3)
+	must(err)
+	must(sparse.Close())
+	if os.Getuid() == 0 { // as in the Job: numeric ownership is kept
+		must(os.Lchown(filepath.Join(src, "notebook.ipynb"), 1000, 100))
+	}
+
+	msg, err := runCopyScript(t, dir)
+	if err != nil {
+		t.Fatalf("script failed: %v\n%s", err, msg)
+	}
+	v, err := ParseVerification(msg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// ., notebook, sparse.bin, work, work/empty, work/hardlink, work/link, work/.empty
+	if v.Files != 8 || v.Bytes != int64(len(`{"cells": []}`))*2+64<<20+int64(len("../notebook.ipynb")) {
+		t.Errorf("verification %+v", v)
+	}
+	stat := func(p string) *syscall.Stat_t {
+		t.Helper()
+		fi, err := os.Lstat(p)
+		must(err)
+		return fi.Sys().(*syscall.Stat_t)
+	}
+	a, b := stat(filepath.Join(dst, "notebook.ipynb")), stat(filepath.Join(dst, "work", "hardlink.ipynb"))
+	if os.Getuid() == 0 && (a.Uid != 1000 || a.Gid != 100) {
+		t.Errorf("owner %d:%d, want 1000:100", a.Uid, a.Gid)
+	}
+	if a.Ino != b.Ino {
+		t.Errorf("the hard link became two files")
+	}
+	if got := stat(filepath.Join(dst, "work")).Mode & 0o777; got != 0o750 {
+		t.Errorf("directory mode %o, want 750", got)
+	}
+	if a.Mode&0o777 != 0o640 {
+		t.Errorf("file mode %o, want 640", a.Mode&0o777)
+	}
+	if s := stat(filepath.Join(dst, "sparse.bin")); s.Size != 64<<20 || s.Blocks*512 > 1<<20 {
+		t.Errorf("sparse file: size %d, %d bytes allocated", s.Size, s.Blocks*512)
+	}
+	if l, err := os.Readlink(filepath.Join(dst, "work", "link")); err != nil || l != "../notebook.ipynb" {
+		t.Errorf("symlink: %q, %v", l, err)
+	}
+	if st, ss := stat(filepath.Join(dst, "notebook.ipynb")), stat(filepath.Join(src, "notebook.ipynb")); st.Mtim != ss.Mtim {
+		t.Errorf("modification time not kept")
+	}
+
+	// A second run (a resumed copy) sends nothing new and verifies again.
+	if msg2, err := runCopyScript(t, dir); err != nil || msg2 != msg {
+		t.Errorf("second run: %v %q, first %q", err, msg2, msg)
+	}
+	// No source: the Job fails, nothing is reported as verified.
+	must(os.RemoveAll(src))
+	must(os.Remove(filepath.Join(dir, "termination-log")))
+	if out, err := runCopyScript(t, dir); err == nil {
+		t.Errorf("the script succeeded without a source: %s", out)
+	}
+}
