@@ -61,12 +61,25 @@ type Result struct {
 	Settings   map[string]any // applied to c.KubeSpawner
 	Colocation Colocation
 	Profiles   []map[string]any // as in Settings["profile_list"]
+	// HomeClaims maps users whose home was copied to a new claim to that
+	// claim (jupyter_home_storage's home_claims); a pre_spawn_hook sets it.
+	HomeClaims map[string]string
 }
 
 // Document is the JSON kept beside the Python file in the ConfigMap.
 func (r Result) Document() map[string]any {
-	return map[string]any{"KubeSpawner": r.Settings, "colocation": r.Colocation}
+	claims := r.HomeClaims
+	if claims == nil {
+		claims = map[string]string{}
+	}
+	return map[string]any{"KubeSpawner": r.Settings, "colocation": r.Colocation, "home_claims": claims}
 }
+
+// HomeClaimsKey in jupyter_home_storage's spawner_settings maps users whose
+// home was copied to a new claim to that claim. It is not a KubeSpawner
+// setting: the rendered file applies it after KubeSpawner restores a
+// user's state (remember_pvc_name would otherwise keep the old name).
+const HomeClaimsKey = "home_claims"
 
 // homeKeys are the settings jupyter_home_storage owns; extra settings may
 // not replace them (volumes and volume_mounts are appended to instead).
@@ -90,6 +103,15 @@ func Build(c Config) (Result, []Finding) {
 		return r, errs
 	}
 	r.AccessMode, _ = modes[0].(string)
+	if hc, ok := home[HomeClaimsKey].(map[string]any); ok {
+		r.HomeClaims = map[string]string{}
+		for u, v := range hc {
+			if name, ok := v.(string); ok {
+				r.HomeClaims[u] = name
+			}
+		}
+	}
+	delete(home, HomeClaimsKey)
 	for k, v := range home {
 		r.Settings[k] = v
 	}

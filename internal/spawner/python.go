@@ -22,6 +22,9 @@ const (
 //   - it first removes the co-location label and any required pod affinity
 //     term on it that earlier configuration set (a chart's own file), so
 //     that co-location on that label is derived here only;
+//   - with home_claims, it installs a pre_spawn_hook that points a user
+//     whose home was copied to a new claim at that claim (after KubeSpawner
+//     restored the remembered name), running any earlier hook first;
 //   - unless the mode is "none", it installs a modify_pod_hook that gives
 //     the pods of the users concerned the label and a required pod
 //     affinity on it. The hook runs any hook set before it first, and
@@ -116,6 +119,29 @@ def _jupyter_spawner_config(c, here):
 
     for name, value in doc["KubeSpawner"].items():
         spawner[name] = value
+
+    # Users whose home was copied to a new claim: KubeSpawner restores the
+    # old pvc_name from its state (remember_pvc_name) before the spawn, so
+    # a pre_spawn_hook sets the new one.
+    home_claims = doc.get("home_claims") or {}
+    previous_pre = current("pre_spawn_hook")
+    previous_pre = getattr(previous_pre, "jupyter_spawner_previous", previous_pre)
+    if home_claims:
+        async def use_copied_home(spawner):
+            if previous_pre is not None:
+                r = previous_pre(spawner)
+                if inspect.isawaitable(r):
+                    await r
+            name = home_claims.get(spawner.user.name)
+            if name:
+                spawner.pvc_name = name
+
+        use_copied_home.jupyter_spawner_previous = previous_pre
+        spawner.pre_spawn_hook = use_copied_home
+    elif previous_pre is not None:
+        spawner.pre_spawn_hook = previous_pre
+    elif "pre_spawn_hook" in spawner:
+        del spawner["pre_spawn_hook"]
 
     previous = current("modify_pod_hook")
     previous = getattr(previous, "jupyter_spawner_previous", previous)

@@ -46,8 +46,9 @@ def plain(v):
         return [plain(x) for x in v]
     return v
 
-out = {"settings": {k: v for k, v in c.KubeSpawner.items() if k != "modify_pod_hook"},
-       "hook": "modify_pod_hook" in c.KubeSpawner, "pods": []}
+out = {"settings": {k: v for k, v in c.KubeSpawner.items() if k not in ("modify_pod_hook", "pre_spawn_hook")},
+       "hook": "modify_pod_hook" in c.KubeSpawner, "pods": [], "pvc_names": {}}
+pre_spawn = c.KubeSpawner["pre_spawn_hook"] if "pre_spawn_hook" in c.KubeSpawner else None
 hook = c.KubeSpawner["modify_pod_hook"] if out["hook"] else None
 for p in json.load(open(os.path.join(d, "pods.json"))):
     affinity = p.get("affinity")
@@ -56,7 +57,12 @@ for p in json.load(open(os.path.join(d, "pods.json"))):
         affinity = types.SimpleNamespace(node_affinity="kept", pod_affinity=None, pod_anti_affinity=None)
     pod = types.SimpleNamespace(metadata=types.SimpleNamespace(name="jupyter-x", labels=dict(p["labels"])),
                                 spec=types.SimpleNamespace(affinity=affinity, containers=[]))
-    spawner = types.SimpleNamespace(user=types.SimpleNamespace(name=p["user"]))
+    spawner = types.SimpleNamespace(user=types.SimpleNamespace(name=p["user"]), pvc_name="remembered-" + p["user"])
+    if pre_spawn is not None:
+        r = pre_spawn(spawner)
+        if asyncio.iscoroutine(r):
+            asyncio.run(r)
+    out["pvc_names"][p["user"]] = spawner.pvc_name
     if hook is not None:
         pod = asyncio.run(hook(spawner, pod))
     out["pods"].append({"labels": pod.metadata.labels, "affinity": plain(pod.spec.affinity)})
@@ -71,8 +77,9 @@ type pyPod struct {
 }
 
 type pyOut struct {
-	Settings map[string]any `json:"settings"`
-	Hook     bool           `json:"hook"`
+	Settings map[string]any    `json:"settings"`
+	Hook     bool              `json:"hook"`
+	PVCNames map[string]string `json:"pvc_names"`
 	Pods     []struct {
 		Labels   map[string]string `json:"labels"`
 		Affinity any               `json:"affinity"`
@@ -285,5 +292,32 @@ func TestSpawnerPython_extraConfigCompiles(t *testing.T) {
 	cmd.Stdin = strings.NewReader(src)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("extraConfig does not compile: %v\n%s", err, out)
+	}
+}
+
+// A user whose home was copied to a new claim spawns on that claim, even
+// though KubeSpawner restored the remembered name; other users keep theirs;
+// home_claims never reaches c.KubeSpawner as a setting; loading twice
+// installs one hook, and without home_claims no hook is left behind.
+func TestSpawnerPython_homeClaims(t *testing.T) {
+	home := homeSettings(RWX)
+	home[HomeClaimsKey] = map[string]any{"alice": "home-alice"}
+	r := mustBuild(t, Config{Home: home})
+	if r.HomeClaims["alice"] != "home-alice" {
+		t.Fatalf("HomeClaims = %v", r.HomeClaims)
+	}
+	pods := []pyPod{{User: "alice", Labels: map[string]string{}}, {User: "bob", Labels: map[string]string{}}}
+	for _, runs := range []int{1, 2} {
+		got := runPython(t, r, nil, pods, runs, false)
+		if got.PVCNames["alice"] != "home-alice" || got.PVCNames["bob"] != "remembered-bob" {
+			t.Errorf("runs=%d: pvc names %v", runs, got.PVCNames)
+		}
+		if _, ok := got.Settings[HomeClaimsKey]; ok {
+			t.Errorf("home_claims was applied to c.KubeSpawner")
+		}
+	}
+	plain := mustBuild(t, Config{Home: homeSettings(RWX)})
+	if got := runPython(t, plain, nil, pods, 1, false); got.PVCNames["alice"] != "remembered-alice" {
+		t.Errorf("without home_claims: pvc names %v", got.PVCNames)
 	}
 }
