@@ -163,9 +163,9 @@ type Finding struct {
 // Result is the outcome of Plan or Destroy.
 type Result struct {
 	Class              Class
-	Users              []UserPlan // sorted by user
-	LegacyUsers        []string   // users kept on a claim that differs from the config
-	ColocationRequired bool       // some user's home cannot be shared across nodes
+	Users              []UserPlan        // sorted by user
+	LegacyUsers        []string          // users kept on a claim that differs from the config
+	ColocationRequired bool              // some user's home cannot be shared across nodes
 	HomeClaims         map[string]string // user -> claim, for homes copied to a new claim (the hub config switches them)
 	Errors             []Finding
 	Warnings           []Finding

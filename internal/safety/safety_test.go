@@ -1684,9 +1684,9 @@ func TestPlanMigrateCopy(t *testing.T) {
 	with := func(extra ...cfgOpt) []cfgOpt { return append(slices.Clone(toEFS), extra...) }
 	runPlanCases(t, []planCase{
 		{
-			name: "EBS homes are copied to new EFS claims; the sources are kept",
-			cfg:  cfg([]string{"alice"}, with(migrate(migration.MethodAuto, 0, true), copyTo("rsync:3", "home-{username}"))...),
-			live: Live{Claims: []claims.Claim{ebsRWO(t, "alice"), ebsRWO(t, "bob")}, Volumes: volumes(t, "ebs.csi.aws.com", "alice", "bob")},
+			name:    "EBS homes are copied to new EFS claims; the sources are kept",
+			cfg:     cfg([]string{"alice"}, with(migrate(migration.MethodAuto, 0, true), copyTo("rsync:3", "home-{username}"))...),
+			live:    Live{Claims: []claims.Claim{ebsRWO(t, "alice"), ebsRWO(t, "bob")}, Volumes: volumes(t, "ebs.csi.aws.com", "alice", "bob")},
 			class:   ClassSafe,
 			actions: map[string]Action{"alice": ActionMigrate, "bob": ActionMigrate},
 			checkResult: func(t *testing.T, r Result) {
@@ -1716,9 +1716,9 @@ func TestPlanMigrateCopy(t *testing.T) {
 			errors: []want{{attr: "migration", has: []string{"alice", "cannot be the new claim"}}},
 		},
 		{
-			name: "a finished copy: the user's home is the target, which is no stray; nothing to do",
-			cfg:  cfg(nil, with(migrate(migration.MethodAuto, 0, true), copyTo("rsync:3", "home-{username}"))...),
-			live: Live{Claims: []claims.Claim{ebsRWO(t, "alice", withCopyRecord(migration.StepSwitched, "home-alice")), copyTarget(t, "alice", "home-alice")}},
+			name:    "a finished copy: the user's home is the target, which is no stray; nothing to do",
+			cfg:     cfg(nil, with(migrate(migration.MethodAuto, 0, true), copyTo("rsync:3", "home-{username}"))...),
+			live:    Live{Claims: []claims.Claim{ebsRWO(t, "alice", withCopyRecord(migration.StepSwitched, "home-alice")), copyTarget(t, "alice", "home-alice")}},
 			class:   ClassNone,
 			actions: map[string]Action{"alice": ActionCopied},
 			checkResult: func(t *testing.T, r Result) {
@@ -1728,9 +1728,9 @@ func TestPlanMigrateCopy(t *testing.T) {
 			},
 		},
 		{
-			name: "an unfinished copy resumes whatever on_mode_change says now",
-			cfg:  cfg(nil, with(onChange(OnModeChangeKeepExisting))...),
-			live: Live{Claims: []claims.Claim{ebsRWO(t, "alice", withCopyRecord(migration.StepCopying, "home-alice")), copyTarget(t, "alice", "home-alice")}},
+			name:    "an unfinished copy resumes whatever on_mode_change says now",
+			cfg:     cfg(nil, with(onChange(OnModeChangeKeepExisting))...),
+			live:    Live{Claims: []claims.Claim{ebsRWO(t, "alice", withCopyRecord(migration.StepCopying, "home-alice")), copyTarget(t, "alice", "home-alice")}},
 			class:   ClassSafe,
 			actions: map[string]Action{"alice": ActionMigrate},
 			checkResult: func(t *testing.T, r Result) {
@@ -1740,9 +1740,13 @@ func TestPlanMigrateCopy(t *testing.T) {
 			},
 		},
 		{
-			name:    "an unreadable copy record is an error naming the claim",
-			cfg:     cfg(nil, with(migrate(migration.MethodAuto, 0, true))...),
-			live:    Live{Claims: []claims.Claim{func() claims.Claim { c := ebsRWO(t, "alice"); c.Annotations = map[string]string{migration.CopyAnnotation: "{"}; return c }()}},
+			name: "an unreadable copy record is an error naming the claim",
+			cfg:  cfg(nil, with(migrate(migration.MethodAuto, 0, true))...),
+			live: Live{Claims: []claims.Claim{func() claims.Claim {
+				c := ebsRWO(t, "alice")
+				c.Annotations = map[string]string{migration.CopyAnnotation: "{"}
+				return c
+			}()}},
 			class:   ClassNone,
 			actions: map[string]Action{"alice": ActionKeep},
 			errors:  []want{{attr: "migration", has: []string{"claim-alice", "alice", "copy record"}}},
