@@ -44,22 +44,31 @@ func grant(t testing.TB, namespace string, writer, grantMigrator bool, drop ...s
 	c := Cluster(t)
 	ctx := context.Background()
 	cs := c.Admin()
-	role, clusterRoles := documentedRBAC(t)
+	role, extraRoles, clusterRoles := documentedRBAC(t)
 	role.Name, role.Namespace = "jupyter-provider", namespace
 	if len(drop) == 2 {
-		role.Rules = dropVerb(role.Rules, drop[0], drop[1])
 		for _, cr := range clusterRoles {
 			cr.Rules = dropVerb(cr.Rules, drop[0], drop[1])
 		}
 	}
-	if _, err := cs.RbacV1().Roles(namespace).Create(ctx, role, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("create role: %v", err)
+	roles := []*rbacv1.Role{role}
+	if grantMigrator {
+		roles = append(roles, extraRoles...) // the copier
 	}
 	subject := []rbacv1.Subject{{Kind: "User", APIGroup: rbacv1.GroupName, Name: testcluster.LimitedUser}}
-	rb := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "jupyter-provider", Namespace: namespace},
-		RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role.Name}, Subjects: subject}
-	if _, err := cs.RbacV1().RoleBindings(namespace).Create(ctx, rb, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("create rolebinding: %v", err)
+	for _, r := range roles {
+		r.Namespace = namespace
+		if len(drop) == 2 {
+			r.Rules = dropVerb(r.Rules, drop[0], drop[1])
+		}
+		if _, err := cs.RbacV1().Roles(namespace).Create(ctx, r, metav1.CreateOptions{}); err != nil {
+			t.Fatalf("create role: %v", err)
+		}
+		rb := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: r.Name, Namespace: namespace},
+			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: r.Name}, Subjects: subject}
+		if _, err := cs.RbacV1().RoleBindings(namespace).Create(ctx, rb, metav1.CreateOptions{}); err != nil {
+			t.Fatalf("create rolebinding: %v", err)
+		}
 	}
 	for _, cr := range clusterRoles {
 		if cr.Name == "jupyter-provider-storageclass-writer" && !writer || cr.Name == migratorRole && !grantMigrator {
@@ -93,14 +102,16 @@ func dropVerb(rules []rbacv1.PolicyRule, verb, resource string) []rbacv1.PolicyR
 	return slices.DeleteFunc(rules, func(r rbacv1.PolicyRule) bool { return len(r.Verbs) == 0 })
 }
 
-// documentedRBAC reads the Role and ClusterRoles of the RBAC example.
-func documentedRBAC(t testing.TB) (*rbacv1.Role, []*rbacv1.ClusterRole) {
+// documentedRBAC reads the Roles and ClusterRoles of the RBAC example: the
+// provider's Role, the other Roles (the copier's), and the ClusterRoles.
+func documentedRBAC(t testing.TB) (*rbacv1.Role, []*rbacv1.Role, []*rbacv1.ClusterRole) {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join(RepoRoot(t), RBACExample))
 	if err != nil {
 		t.Fatal(err)
 	}
 	var role *rbacv1.Role
+	var extra []*rbacv1.Role
 	var crs []*rbacv1.ClusterRole
 	for _, doc := range bytes.Split(data, []byte("\n---\n")) {
 		var meta metav1.TypeMeta
@@ -109,9 +120,14 @@ func documentedRBAC(t testing.TB) (*rbacv1.Role, []*rbacv1.ClusterRole) {
 		}
 		switch meta.Kind {
 		case "Role":
-			role = &rbacv1.Role{}
-			if err := yaml.UnmarshalStrict(doc, role); err != nil {
+			r := &rbacv1.Role{}
+			if err := yaml.UnmarshalStrict(doc, r); err != nil {
 				t.Fatal(err)
+			}
+			if r.Name == "jupyter-provider" {
+				role = r
+			} else {
+				extra = append(extra, r)
 			}
 		case "ClusterRole":
 			cr := &rbacv1.ClusterRole{}
@@ -124,7 +140,7 @@ func documentedRBAC(t testing.TB) (*rbacv1.Role, []*rbacv1.ClusterRole) {
 	if role == nil || len(crs) == 0 {
 		t.Fatalf("%s has no Role or ClusterRole", RBACExample)
 	}
-	return role, crs
+	return role, extra, crs
 }
 
 // RepoRoot is the repository's top directory.

@@ -153,32 +153,7 @@ func (c *Client) DeleteClaim(ctx context.Context, namespace, name, uid string) e
 // MountedClaims returns the names of claims used by pods in namespace that
 // have not finished.
 func (c *Client) MountedClaims(ctx context.Context, namespace string) (map[string]bool, error) {
-	out := map[string]bool{}
-	opts := metav1.ListOptions{Limit: PageSize}
-	for {
-		var page *corev1.PodList
-		err := c.Backoff.Retry(ctx, func() (err error) {
-			page, err = c.Kube.CoreV1().Pods(namespace).List(ctx, opts)
-			return err
-		})
-		if err != nil {
-			return nil, Explain(err, "list", "pods", namespace)
-		}
-		for _, p := range page.Items {
-			if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
-				continue
-			}
-			for _, v := range p.Spec.Volumes {
-				if v.PersistentVolumeClaim != nil {
-					out[v.PersistentVolumeClaim.ClaimName] = true
-				}
-			}
-		}
-		if page.Continue == "" {
-			return out, nil
-		}
-		opts.Continue = page.Continue
-	}
+	return c.mountedExcept(ctx, namespace, "")
 }
 
 // ErrNotAttempted is the error of an item ForEach did not start because the

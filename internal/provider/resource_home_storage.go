@@ -25,6 +25,7 @@ import (
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/kube"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/kubespawner"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/safety"
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/spawner"
 )
 
 type homeStorageResource struct{ data *providerData }
@@ -193,8 +194,10 @@ func (r *homeStorageResource) ModifyPlan(ctx context.Context, req resource.Modif
 		return
 	}
 	plan.ID = plan.Namespace
-	if !plan.Capacity.IsUnknown() && !plan.AccessMode.IsUnknown() && !plan.PVCNameTemplate.IsUnknown() && !plan.SlugScheme.IsUnknown() {
-		plan.SpawnerSettings = types.StringValue(spawnerSettings(&plan))
+	if !plan.Capacity.IsUnknown() && !plan.AccessMode.IsUnknown() && !plan.PVCNameTemplate.IsUnknown() && !plan.SlugScheme.IsUnknown() && !migrates(&plan, state) {
+		// Known from the configuration alone, unless migrations may switch
+		// copied users to new claims (then it is set below from the cluster).
+		plan.SpawnerSettings = types.StringValue(spawnerSettings(&plan, nil))
 	}
 	client := r.client()
 	if client == nil || !plannable(&plan) {
@@ -250,8 +253,13 @@ func (r *homeStorageResource) ModifyPlan(ctx context.Context, req resource.Modif
 	plan.LegacyUsers = stringList(res.LegacyUsers)
 	plan.ColocationRequired = types.BoolValue(res.ColocationRequired)
 	plan.Claims = claimsValue(res.Users, cfg, false)
-	var nMigrations int
-	plan.MigrationPlan, nMigrations = migrationPlanValue(res.Users, cfg)
+	var nMigrations, nCopies int
+	plan.MigrationPlan, nMigrations, nCopies = migrationPlanValue(res.Users, cfg)
+	plan.SpawnerSettings = types.StringValue(spawnerSettings(&plan, res.HomeClaims))
+	if nCopies > 0 {
+		// Copied users are switched to their new claim once their copy is verified.
+		plan.SpawnerSettings = types.StringUnknown()
+	}
 	plan.MigrationStatus = types.StringValue("{}")
 	if state != nil && !state.MigrationStatus.IsNull() {
 		plan.MigrationStatus = state.MigrationStatus
@@ -385,6 +393,9 @@ func claimsValue(ups []safety.UserPlan, cfg safety.Config, final bool) types.Str
 			v.AccessMode, v.StorageClassName, v.Capacity = cfg.AccessMode, cfg.StorageClass, capacity
 		default:
 			c := up.Live
+			if up.Action == safety.ActionCopied && up.TargetLive != nil {
+				c = up.TargetLive // the user's home now; the source is kept aside
+			}
 			v.Name, v.AccessMode, v.StorageClassName, v.Capacity, v.Phase = c.Name, strings.Join(c.AccessModes, ","), c.StorageClass, c.Requested, c.Phase
 			if up.Action == safety.ActionResize {
 				v.Capacity = capacity
@@ -413,12 +424,18 @@ func stringList(v []string) types.List {
 	return types.ListValueMust(types.StringType, elems)
 }
 
-func spawnerSettings(m *homeStorageModel) string {
+// spawnerSettings is the spawner_settings attribute: KubeSpawner's settings
+// for this storage, and the users whose home was copied to a new claim.
+func spawnerSettings(m *homeStorageModel, homeClaims map[string]string) string {
 	h := kubespawner.HomeStorage{
 		AccessMode: m.AccessMode.ValueString(), StorageClass: m.className(), Capacity: m.Capacity.ValueString(),
 		NameTemplate: m.PVCNameTemplate.ValueString(), Scheme: kubespawner.Scheme(m.SlugScheme.ValueString()),
 	}
-	b, _ := json.Marshal(h.Settings())
+	s := h.Settings()
+	if len(homeClaims) > 0 {
+		s[spawner.HomeClaimsKey] = homeClaims
+	}
+	b, _ := json.Marshal(s)
 	return string(b)
 }
 
@@ -505,7 +522,6 @@ func (r *homeStorageResource) apply(ctx context.Context, plan, state *homeStorag
 		return false
 	}
 	plan.ID = plan.Namespace
-	plan.SpawnerSettings = types.StringValue(spawnerSettings(plan))
 	if plan.StorageClass != nil {
 		if err := r.ensureClass(ctx, client, plan, state); err != nil {
 			diags.AddAttributeError(path.Root("storage_class"), "Cannot create the StorageClass", err.Error())
@@ -597,7 +613,7 @@ func (r *homeStorageResource) apply(ctx context.Context, plan, state *homeStorag
 	}
 
 	if len(migrations) > 0 && !unreachable {
-		plan.MigrationStatus = runMigrations(ctx, client, plan, migrations, cfg, diags)
+		plan.MigrationStatus = runMigrations(ctx, client, plan, migrations, cfg, labels, diags)
 	}
 	if plan.MigrationStatus.IsUnknown() {
 		plan.MigrationStatus = types.StringValue("{}")
@@ -629,12 +645,15 @@ func (r *homeStorageResource) apply(ctx context.Context, plan, state *homeStorag
 		cfg.Users = kept
 	}
 	after := safety.Plan(cfg, nil, live)
+	if plan.SpawnerSettings.IsUnknown() {
+		plan.SpawnerSettings = types.StringValue(spawnerSettings(plan, after.HomeClaims))
+	}
 	if plan.Claims.IsUnknown() || len(failedUsers) > 0 {
 		// After a partial failure the planned claims did not all come to be.
 		plan.Claims = claimsValue(after.Users, cfg, true)
 	}
 	if plan.MigrationPlan.IsUnknown() {
-		plan.MigrationPlan, _ = migrationPlanValue(res.Users, cfg)
+		plan.MigrationPlan, _, _ = migrationPlanValue(res.Users, cfg)
 	}
 	if len(migrations) > 0 || plan.LegacyUsers.IsUnknown() && cfg.OnModeChange == safety.OnModeChangeMigrate {
 		// Who is still on a claim that differs is known now: the users whose
@@ -801,7 +820,7 @@ func (r *homeStorageResource) Read(ctx context.Context, req resource.ReadRequest
 		state.LegacyUsers = stringList(res.LegacyUsers)
 		state.ColocationRequired = types.BoolValue(res.ColocationRequired)
 		state.ChangeClass = types.StringValue(string(safety.ClassNone))
-		state.SpawnerSettings = types.StringValue(spawnerSettings(&state))
+		state.SpawnerSettings = types.StringValue(spawnerSettings(&state, res.HomeClaims))
 	}
 	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
 }

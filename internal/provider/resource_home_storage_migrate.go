@@ -39,6 +39,7 @@ func (m *homeStorageModel) migrationConfig() safety.Migration {
 	if !mm.SkipRunning.IsNull() && !mm.SkipRunning.IsUnknown() {
 		out.SkipRunning = mm.SkipRunning.ValueBool()
 	}
+	out.CopyImage, out.TargetTemplate = mm.CopyImage.ValueString(), mm.TargetNameTemplate.ValueString()
 	return out
 }
 
@@ -104,6 +105,7 @@ type migrationPlanEntry struct {
 	Method string `json:"method"`
 	Claim  string `json:"claim"`
 	Volume string `json:"volume,omitempty"`
+	Target string `json:"target,omitempty"`
 	From   string `json:"from,omitempty"`
 	To     string `json:"to,omitempty"`
 	Resume string `json:"resume_from,omitempty"`
@@ -111,20 +113,26 @@ type migrationPlanEntry struct {
 }
 
 // migrationPlanValue is migration_plan: the users migrated by this apply
-// and, under on_mode_change = "migrate", those left for later.
-func migrationPlanValue(ups []safety.UserPlan, cfg safety.Config) (types.String, int) {
+// and, under on_mode_change = "migrate", those left for later. It also
+// counts the migrations and the copies among them.
+func migrationPlanValue(ups []safety.UserPlan, cfg safety.Config) (v types.String, n, copies int) {
 	out := map[string]migrationPlanEntry{}
-	n := 0
 	for _, up := range ups {
 		switch {
 		case up.Action == safety.ActionMigrate:
 			n++
-			e := migrationPlanEntry{Method: string(up.Method), Claim: up.ClaimName, Volume: up.Volume, To: cfg.AccessMode}
+			if up.Method == migration.MethodCopy {
+				copies++
+			}
+			e := migrationPlanEntry{Method: string(up.Method), Claim: up.ClaimName, Volume: up.Volume, Target: up.Target, To: cfg.AccessMode}
 			if up.Live != nil {
 				e.From = strings.Join(up.Live.AccessModes, ",")
 			}
 			if up.Resume != nil {
 				e.From, e.To, e.Resume = strings.Join(up.Resume.From, ","), up.Resume.To, string(up.Resume.Step)
+			}
+			if up.CopyResume != nil {
+				e.To, e.Resume = up.CopyResume.To, string(up.CopyResume.Step)
 			}
 			out[up.User] = e
 		case up.Action == safety.ActionLegacy && cfg.OnModeChange == safety.OnModeChangeMigrate:
@@ -132,7 +140,7 @@ func migrationPlanValue(ups []safety.UserPlan, cfg safety.Config) (types.String,
 		}
 	}
 	b, _ := json.Marshal(out)
-	return types.StringValue(string(b)), n
+	return types.StringValue(string(b)), n, copies
 }
 
 // plannedMigrations are the users migration_plan says this apply rebinds;
@@ -147,7 +155,7 @@ func plannedMigrations(v types.String) map[string]bool {
 	}
 	out := map[string]bool{}
 	for u, e := range entries {
-		if e.Method == string(migration.MethodRebind) {
+		if e.Method == string(migration.MethodRebind) || e.Method == string(migration.MethodCopy) {
 			out[u] = true
 		}
 	}
@@ -157,7 +165,8 @@ func plannedMigrations(v types.String) map[string]bool {
 // migrationStatusEntry is one user's entry in migration_status.
 type migrationStatusEntry struct {
 	Method string `json:"method"`
-	Volume string `json:"volume"`
+	Volume string `json:"volume,omitempty"`
+	Target string `json:"target,omitempty"`
 	Step   string `json:"step"`
 	Error  string `json:"error,omitempty"`
 }
@@ -165,16 +174,29 @@ type migrationStatusEntry struct {
 // runMigrations rebinds the planned users, max_parallel at a time, and
 // returns migration_status. Failures are reported per user; no data is lost
 // by a failure at any step (the volume is retained from the first step on).
-func runMigrations(ctx context.Context, client *kube.Client, plan *homeStorageModel, ups []safety.UserPlan, cfg safety.Config, diags *diag.Diagnostics) types.String {
+func runMigrations(ctx context.Context, client *kube.Client, plan *homeStorageModel, ups []safety.UserPlan, cfg safety.Config, labels map[string]string, diags *diag.Diagnostics) types.String {
 	status := map[string]migrationStatusEntry{}
 	var mu sync.Mutex
 	failed := kube.ForEachN(ctx, ups, plan.maxParallel(), func(ctx context.Context, up safety.UserPlan) error {
-		to := cfg.AccessMode
-		if up.Resume != nil {
-			to = up.Resume.To
+		var step migration.Step
+		var err error
+		e := migrationStatusEntry{Method: string(up.Method), Volume: up.Volume, Target: up.Target}
+		switch up.Method {
+		case migration.MethodCopy:
+			to := cfg.AccessMode
+			if up.CopyResume != nil {
+				to = up.CopyResume.To
+			}
+			step, err = client.Copy(ctx, kube.Copy{User: up.User, Namespace: cfg.Namespace, Source: up.ClaimName, Target: up.Target, To: to,
+				StorageClass: cfg.StorageClass, Capacity: cfg.Capacity, Image: cfg.Migration.CopyImage, ExtraLabels: labels})
+		default:
+			to := cfg.AccessMode
+			if up.Resume != nil {
+				to = up.Resume.To
+			}
+			step, err = client.Rebind(ctx, kube.Rebind{User: up.User, Namespace: cfg.Namespace, Claim: up.ClaimName, Volume: up.Volume, To: to})
 		}
-		step, err := client.Rebind(ctx, kube.Rebind{User: up.User, Namespace: cfg.Namespace, Claim: up.ClaimName, Volume: up.Volume, To: to})
-		e := migrationStatusEntry{Method: string(migration.MethodRebind), Volume: up.Volume, Step: string(step)}
+		e.Step = string(step)
 		if err != nil {
 			e.Error = err.Error()
 		}
@@ -188,9 +210,13 @@ func runMigrations(ctx context.Context, client *kube.Client, plan *homeStorageMo
 		for i, err := range failed {
 			up := ups[i]
 			if errors.Is(err, kube.ErrNotAttempted) {
-				status[up.User] = migrationStatusEntry{Method: string(migration.MethodRebind), Volume: up.Volume, Step: string(migration.StepPending), Error: err.Error()}
+				status[up.User] = migrationStatusEntry{Method: string(up.Method), Volume: up.Volume, Target: up.Target, Step: string(migration.StepPending), Error: err.Error()}
 			}
-			lines = append(lines, fmt.Sprintf("  %s (%s, volume %s, stopped at %s): %v", up.User, up.ClaimName, up.Volume, status[up.User].Step, err))
+			where := "volume " + up.Volume
+			if up.Method == migration.MethodCopy {
+				where = "copy to " + up.Target
+			}
+			lines = append(lines, fmt.Sprintf("  %s (%s, %s, stopped at %s): %v", up.User, up.ClaimName, where, status[up.User].Step, err))
 		}
 		sort.Strings(lines)
 		if len(lines) > safety.ListLimit {
@@ -198,7 +224,7 @@ func runMigrations(ctx context.Context, client *kube.Client, plan *homeStorageMo
 		}
 		diags.AddError(fmt.Sprintf("%d of %d home migrations did not finish", len(failed), len(ups)),
 			"These users' homes were not fully migrated:\n"+strings.Join(lines, "\n")+
-				"\nNo data was lost: each volume is retained from the first step on, and its record of the migration is an annotation on the volume. "+
+				"\nNo data was lost: a rebound volume is retained from the first step on (its record is an annotation on the volume), and a copied home's source claim is never changed but for its record annotation. "+
 				"Apply again to resume from the step reached; these users stay in legacy_users (co-located) until then.")
 	}
 	b, _ := json.Marshal(status)

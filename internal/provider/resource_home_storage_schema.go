@@ -46,10 +46,12 @@ type homeStorageModel struct {
 }
 
 type migrationModel struct {
-	Method      types.String `tfsdk:"method"`
-	BatchSize   types.Int64  `tfsdk:"batch_size"`
-	MaxParallel types.Int64  `tfsdk:"max_parallel"`
-	SkipRunning types.Bool   `tfsdk:"skip_running"`
+	Method             types.String `tfsdk:"method"`
+	CopyImage          types.String `tfsdk:"copy_image"`
+	TargetNameTemplate types.String `tfsdk:"target_name_template"`
+	BatchSize          types.Int64  `tfsdk:"batch_size"`
+	MaxParallel        types.Int64  `tfsdk:"max_parallel"`
+	SkipRunning        types.Bool   `tfsdk:"skip_running"`
 }
 
 type scModel struct {
@@ -122,15 +124,17 @@ func homeStorageSchema() schema.Schema {
 				MarkdownDescription: "JSON object of the home claims by username: the managed ones and those KubeSpawner made that match the template. " +
 					"Each has `name`, `access_mode` (comma-separated when several), `storage_class_name` (empty when none is named), `capacity` (requested size), " +
 					"`phase` (`Pending`, `Bound` or `Lost`; empty for a claim apply has just created, until the next refresh) and `managed` (listed in `users`). " +
+					"A user whose home was copied to a new claim (`on_mode_change = \"migrate\"`) is listed with that claim. " +
 					"Use it with `jsondecode(...)`; plans show changes to it entry by entry. (One string rather than a map of objects keeps plans fast at thousands of users.)"},
 			"legacy_users": schema.ListAttribute{Computed: true, ElementType: types.StringType,
 				MarkdownDescription: "Users kept on a claim that differs from the configuration (`keep_existing`). The spawner config keeps co-location for them."},
 			"colocation_required": schema.BoolAttribute{Computed: true,
 				MarkdownDescription: "True while some user's home cannot be shared across nodes (the mode is not ReadWriteMany, or a legacy claim is not)."},
-			"migration_plan": computedStr("JSON object, by username, of what `on_mode_change = \"migrate\"` does in this apply: `method` (`rebind`), `claim`, `volume`, `from` and `to` modes, " +
+			"migration_plan": computedStr("JSON object, by username, of what `on_mode_change = \"migrate\"` does in this apply: `method` (`rebind` or `copy`), `claim`, `volume` (rebind) or `target` (copy), `from` and `to` modes, " +
 				"or, for a user left for a later apply, `method` = `none` and the `reason` (a running server, `batch_size`). `{}` when nothing is migrated. Like `change_class`, a plan that changes nothing keeps the last value."),
-			"migration_status": computedStr("JSON object, by username, of the migrations the last apply ran: `method`, `volume`, the `step` reached (`done` when finished; " +
-				"`pending`, `retained`, `released` or `rebound` when it stopped there) and `error` if it failed. A later apply resumes an unfinished migration from the cluster's record of it."),
+			"migration_status": computedStr("JSON object, by username, of the migrations the last apply ran: `method`, `volume` or `target`, the `step` reached (rebind: `done` when finished, " +
+				"`pending`, `retained`, `released` or `rebound` when it stopped there; copy: `switched` when finished, `pending`, `target-created`, `copying` or `verified`) and `error` if it failed. " +
+				"A later apply resumes an unfinished migration from the cluster's record of it."),
 			"spawner_settings": computedStr("JSON object of the KubeSpawner settings this storage implies (`storage_access_modes`, `storage_class`, `storage_capacity`, `pvc_name_template`, `slug_scheme`, `storage_pvc_ensure`, the home `volumes` and `volume_mounts`)."),
 		},
 		Blocks: map[string]schema.Block{
@@ -141,11 +145,18 @@ func homeStorageSchema() schema.Schema {
 					"that claim is bound to it, and the reclaim policy is restored. No volume is ever deleted, and the claim only once its volume is retained. " +
 					"Each step is decided from what the cluster shows (the record lives in an annotation on the volume), so an apply stopped at any point resumes where it stopped. " +
 					"Rebind works for `ReadWriteMany` on Longhorn (`driver.longhorn.io` turns a volume used by an RWX claim into a shared one), and keeps the claim's class.\n\n" +
-					"Homes that cannot be rebound (another class, a driver that cannot share an existing volume) fail the plan naming them: copying data into new claims is not available in this version.\n\n" +
-					"Users with a running server (a pod mounting the claim) are never touched. Needs `get`, `list` and `patch` on `persistentvolumes` (see examples/rbac).",
+					"**Copy**, for every other home (EBS, PD, Azure Disk, Hetzner to EFS, NFS, CephFS, ...): a new claim (`target_name_template`) in the new mode and class, a Job (`copy_image`) " +
+					"that mounts both and copies with rsync keeping ownership, permissions, times, hard links and sparse files, then compares both sides with checksums; the file count and bytes " +
+					"are recorded on the source claim, and the user is switched to the new claim: `spawner_settings` carries `home_claims`, which `jupyter_spawner_config` applies after KubeSpawner " +
+					"restores a user's remembered claim name. The source claim is kept. A copy that takes longer than one apply waits for goes on; the next apply verifies and switches it.\n\n" +
+					"Users with a running server (a pod mounting the claim) are never touched. Needs the migrator ClusterRole (volumes) and, for copies, the copier Role (Jobs) of examples/rbac.",
 				Attributes: map[string]schema.Attribute{
-					"method": schema.StringAttribute{Optional: true, MarkdownDescription: "`auto` (default) or `rebind`; both rebind, and fail the plan for homes that cannot be rebound.",
-						Validators: []validator.String{stringvalidator.OneOf("auto", "rebind")}},
+					"method": schema.StringAttribute{Optional: true, MarkdownDescription: "`auto` (default: rebind where the volume allows it, else copy), `rebind` (fail the plan for homes that cannot be rebound) or `copy`.",
+						Validators: []validator.String{stringvalidator.OneOf("auto", "rebind", "copy")}},
+					"copy_image": schema.StringAttribute{Optional: true, MarkdownDescription: "Image of the copy Job: it needs `sh` and `rsync` 3 (e.g. an Alpine image with rsync installed). Required when a home is copied.",
+						Validators: []validator.String{stringvalidator.LengthAtLeast(1)}},
+					"target_name_template": schema.StringAttribute{Optional: true, MarkdownDescription: "Name of a copied home's new claim, a KubeSpawner template such as `home-{username}`; it must differ from `pvc_name_template`. Required when a home is copied.",
+						Validators: []validator.String{templateValidator{}}},
 					"batch_size": schema.Int64Attribute{Optional: true, MarkdownDescription: "Users migrated per apply (default: all). The rest keep their claims, stay in `legacy_users` and are reported; the next apply continues.",
 						Validators: []validator.Int64{int64validator.AtLeast(1)}},
 					"max_parallel": schema.Int64Attribute{Optional: true, MarkdownDescription: "Users migrated at a time (default 4).",

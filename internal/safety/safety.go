@@ -150,6 +150,7 @@ type UserPlan struct {
 	// With a copy: the new claim, and the record an earlier apply left.
 	Target     string
 	CopyResume *migration.CopyRecord
+	TargetLive *claims.Claim // the new claim, when it exists
 }
 
 // Finding is a diagnostic: the attribute it is about, a summary and a detail
@@ -206,12 +207,17 @@ func (p *planner) run() Result {
 	}
 	byUser := map[string]*claims.Claim{}
 	liveNames := make(map[string]bool, len(p.live.Claims))
-	var strays []claims.Claim // labelled as homes, but not named by the template
+	var strays []claims.Claim             // labelled as homes, but not named by the template
+	targets := map[string]*claims.Claim{} // copies' new claims, by source claim
 	for i := range p.live.Claims {
 		c := &p.live.Claims[i]
 		liveNames[c.Name] = true
-		if c.Username == "" || c.Annotations[migration.CopyOfAnnotation] != "" {
-			continue // a copy's target is its user's home through the source's record
+		if src := c.Annotations[migration.CopyOfAnnotation]; src != "" {
+			targets[src] = c // a copy's target is its user's home through the source's record
+			continue
+		}
+		if c.Username == "" {
+			continue
 		}
 		want, err := kubespawner.Expand(cfg.NameTemplate, c.Username, "", cfg.Scheme)
 		if err == nil && want == c.Name {
@@ -259,6 +265,7 @@ func (p *planner) run() Result {
 		up.ClaimName = name
 		c := up.Live
 		if c != nil && c.Annotations[migration.CopyAnnotation] != "" {
+			up.TargetLive = targets[c.Name]
 			p.copied(&up)
 			p.res.Users = append(p.res.Users, up)
 			continue

@@ -25,6 +25,8 @@ type SeedClaim struct {
 	Bound bool
 	// ReclaimPolicy of that volume; Retain when empty.
 	ReclaimPolicy corev1.PersistentVolumeReclaimPolicy
+	// Driver is that volume's CSI driver; driver.longhorn.io when empty.
+	Driver string
 }
 
 // Seed creates claims as KubeSpawner would, through client-go, and for
@@ -70,6 +72,10 @@ func Seed(ctx context.Context, cs kubernetes.Interface, namespace string, seeds 
 			if s.StorageClass != nil {
 				class = *s.StorageClass
 			}
+			driver := s.Driver
+			if driver == "" {
+				driver = "driver.longhorn.io"
+			}
 			policy := s.ReclaimPolicy
 			if policy == "" {
 				policy = corev1.PersistentVolumeReclaimRetain
@@ -83,7 +89,7 @@ func Seed(ctx context.Context, cs kubernetes.Interface, namespace string, seeds 
 					PersistentVolumeReclaimPolicy: policy,
 					ClaimRef:                      &corev1.ObjectReference{Namespace: namespace, Name: s.Name},
 					PersistentVolumeSource: corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{
-						Driver: "driver.longhorn.io", VolumeHandle: pvName,
+						Driver: driver, VolumeHandle: pvName,
 					}},
 				},
 			}
