@@ -32,11 +32,14 @@ output "change_class" {
 }
 
 # Later, move the legacy users' homes to ReadWriteMany keeping their data:
-# each claim is rebound to its own Longhorn volume (zero copy), users with a
-# running server are left for the next apply.
+# each claim is rebound to its own Longhorn volume (zero copy), homes on other
+# backends are copied into new claims by a Job, users with a running server
+# are left for the next apply.
 #
 #   on_mode_change = "migrate"
 #   migration {
-#     batch_size   = 50
-#     max_parallel = 4
+#     batch_size           = 50
+#     max_parallel         = 4
+#     copy_image           = "registry.example.org/tools/rsync:3"
+#     target_name_template = "home-{username}"
 #   }
