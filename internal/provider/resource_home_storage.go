@@ -98,6 +98,9 @@ func (m *homeStorageModel) config(ctx context.Context, diags *diag.Diagnostics) 
 		DeletionPolicy: m.DeletionPolicy.ValueString(),
 		Migration:      m.migrationConfig(),
 	}
+	if !m.ExtraUserVolumes.IsNull() && !m.ExtraUserVolumes.IsUnknown() {
+		diags.Append(m.ExtraUserVolumes.ElementsAs(ctx, &cfg.ExtraVolumes, false)...)
+	}
 	if q, err := kresource.ParseQuantity(cfg.Capacity); err == nil {
 		cfg.CapacityBytes = q.Value()
 	}
@@ -138,7 +141,11 @@ func (r *homeStorageResource) readLive(ctx context.Context, client *kube.Client,
 	if fresh {
 		list = client.ListClaimsFresh
 	}
-	pvcs, err := list(ctx, m.Namespace.ValueString(), DefaultClaimSelector)
+	selector := DefaultClaimSelector
+	if len(m.ExtraUserVolumes.Elements()) > 0 {
+		selector = "" // other per-user claims need not carry KubeSpawner's labels
+	}
+	pvcs, err := list(ctx, m.Namespace.ValueString(), selector)
 	if err != nil {
 		return live, err
 	}
@@ -254,7 +261,7 @@ func (r *homeStorageResource) ModifyPlan(ctx context.Context, req resource.Modif
 	plan.ColocationRequired = types.BoolValue(res.ColocationRequired)
 	plan.Claims = claimsValue(res.Users, cfg, false)
 	var nMigrations, nCopies int
-	plan.MigrationPlan, nMigrations, nCopies = migrationPlanValue(res.Users, cfg)
+	plan.MigrationPlan, nMigrations, nCopies = migrationPlanValue(res, cfg)
 	plan.SpawnerSettings = types.StringValue(spawnerSettings(&plan, res.HomeClaims))
 	if nCopies > 0 {
 		// Copied users are switched to their new claim once their copy is verified.
@@ -310,7 +317,7 @@ func (r *homeStorageResource) client() *kube.Client {
 // plannable reports whether every argument the classification needs is known.
 func plannable(m *homeStorageModel) bool {
 	for _, v := range []attr.Value{m.Namespace, m.AccessMode, m.StorageClassName, m.Capacity, m.PVCNameTemplate, m.SlugScheme,
-		m.Users, m.OnModeChange, m.AllowDataLoss, m.DeletionPolicy} {
+		m.Users, m.OnModeChange, m.AllowDataLoss, m.DeletionPolicy, m.ExtraUserVolumes} {
 		if v.IsUnknown() {
 			return false
 		}
@@ -324,9 +331,9 @@ func plannable(m *homeStorageModel) bool {
 // sameArguments reports whether plan and state agree on every argument.
 func sameArguments(a, b *homeStorageModel) bool {
 	av := []attr.Value{a.Namespace, a.AccessMode, a.StorageClassName, a.Capacity, a.PVCNameTemplate, a.SlugScheme,
-		a.Users, a.Labels, a.Annotations, a.OnModeChange, a.AllowDataLoss, a.DeletionPolicy}
+		a.Users, a.Labels, a.Annotations, a.OnModeChange, a.AllowDataLoss, a.DeletionPolicy, a.ExtraUserVolumes}
 	bv := []attr.Value{b.Namespace, b.AccessMode, b.StorageClassName, b.Capacity, b.PVCNameTemplate, b.SlugScheme,
-		b.Users, b.Labels, b.Annotations, b.OnModeChange, b.AllowDataLoss, b.DeletionPolicy}
+		b.Users, b.Labels, b.Annotations, b.OnModeChange, b.AllowDataLoss, b.DeletionPolicy, b.ExtraUserVolumes}
 	for i := range av {
 		if !av[i].Equal(bv[i]) {
 			return false
@@ -543,18 +550,20 @@ func (r *homeStorageResource) apply(ctx context.Context, plan, state *homeStorag
 		addFindings(diags, res.Errors, true)
 		return false
 	}
-	var todo, migrations []safety.UserPlan
-	planned := plannedMigrations(plan.MigrationPlan)
+	var todo []safety.UserPlan
 	for _, up := range res.Users {
 		switch up.Action {
 		case safety.ActionCreate, safety.ActionResize, safety.ActionRecreate:
 			todo = append(todo, up)
-		case safety.ActionMigrate:
-			// Only what the plan showed (a user may have stopped a server
-			// since; they move with the next plan).
-			if planned == nil || planned[up.User] {
-				migrations = append(migrations, up)
-			}
+		}
+	}
+	// Only the migrations the plan showed (a user may have stopped a server
+	// since; they move with the next plan).
+	var migrations []migrationItem
+	planned := plannedMigrations(plan.MigrationPlan)
+	for _, it := range migrationItems(res, false) {
+		if planned == nil || planned[it.key] {
+			migrations = append(migrations, it)
 		}
 	}
 	labels, annotations := stringMap(ctx, plan.Labels, diags), stringMap(ctx, plan.Annotations, diags)
@@ -653,7 +662,7 @@ func (r *homeStorageResource) apply(ctx context.Context, plan, state *homeStorag
 		plan.Claims = claimsValue(after.Users, cfg, true)
 	}
 	if plan.MigrationPlan.IsUnknown() {
-		plan.MigrationPlan, _, _ = migrationPlanValue(res.Users, cfg)
+		plan.MigrationPlan, _, _ = migrationPlanValue(res, cfg)
 	}
 	if len(migrations) > 0 || plan.LegacyUsers.IsUnknown() && cfg.OnModeChange == safety.OnModeChangeMigrate {
 		// Who is still on a claim that differs is known now: the users whose

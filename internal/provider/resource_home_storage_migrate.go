@@ -115,9 +115,10 @@ type migrationPlanEntry struct {
 // migrationPlanValue is migration_plan: the users migrated by this apply
 // and, under on_mode_change = "migrate", those left for later. It also
 // counts the migrations and the copies among them.
-func migrationPlanValue(ups []safety.UserPlan, cfg safety.Config) (v types.String, n, copies int) {
+func migrationPlanValue(res safety.Result, cfg safety.Config) (v types.String, n, copies int) {
 	out := map[string]migrationPlanEntry{}
-	for _, up := range ups {
+	for _, it := range migrationItems(res, true) {
+		up := it.up
 		switch {
 		case up.Action == safety.ActionMigrate:
 			n++
@@ -134,13 +135,38 @@ func migrationPlanValue(ups []safety.UserPlan, cfg safety.Config) (v types.Strin
 			if up.CopyResume != nil {
 				e.To, e.Resume = up.CopyResume.To, string(up.CopyResume.Step)
 			}
-			out[up.User] = e
+			out[it.key] = e
 		case up.Action == safety.ActionLegacy && cfg.OnModeChange == safety.OnModeChangeMigrate:
-			out[up.User] = migrationPlanEntry{Method: "none", Claim: up.ClaimName, Reason: up.Reason}
+			out[it.key] = migrationPlanEntry{Method: "none", Claim: up.ClaimName, Reason: up.Reason}
 		}
 	}
 	b, _ := json.Marshal(out)
 	return types.StringValue(string(b)), n, copies
+}
+
+// migrationItem is one claim to migrate, keyed as in migration_plan and
+// migration_status: the username for a home, "user (claim)" for another
+// per-user claim (extra_user_volumes).
+type migrationItem struct {
+	key string
+	up  safety.UserPlan
+}
+
+// migrationItems lists the homes and other per-user claims of a plan; all
+// of them, or only those to migrate.
+func migrationItems(res safety.Result, all bool) []migrationItem {
+	var out []migrationItem
+	for _, up := range res.Users {
+		if all || up.Action == safety.ActionMigrate {
+			out = append(out, migrationItem{up.User, up})
+		}
+	}
+	for _, up := range res.Extra {
+		if all || up.Action == safety.ActionMigrate {
+			out = append(out, migrationItem{fmt.Sprintf("%s (%s)", up.User, up.ClaimName), up})
+		}
+	}
+	return out
 }
 
 // plannedMigrations are the users migration_plan says this apply rebinds;
@@ -174,10 +200,11 @@ type migrationStatusEntry struct {
 // runMigrations rebinds the planned users, max_parallel at a time, and
 // returns migration_status. Failures are reported per user; no data is lost
 // by a failure at any step (the volume is retained from the first step on).
-func runMigrations(ctx context.Context, client *kube.Client, plan *homeStorageModel, ups []safety.UserPlan, cfg safety.Config, labels map[string]string, diags *diag.Diagnostics) types.String {
+func runMigrations(ctx context.Context, client *kube.Client, plan *homeStorageModel, items []migrationItem, cfg safety.Config, labels map[string]string, diags *diag.Diagnostics) types.String {
 	status := map[string]migrationStatusEntry{}
 	var mu sync.Mutex
-	failed := kube.ForEachN(ctx, ups, plan.maxParallel(), func(ctx context.Context, up safety.UserPlan) error {
+	failed := kube.ForEachN(ctx, items, plan.maxParallel(), func(ctx context.Context, it migrationItem) error {
+		up := it.up
 		var step migration.Step
 		var err error
 		e := migrationStatusEntry{Method: string(up.Method), Volume: up.Volume, Target: up.Target}
@@ -201,28 +228,28 @@ func runMigrations(ctx context.Context, client *kube.Client, plan *homeStorageMo
 			e.Error = err.Error()
 		}
 		mu.Lock()
-		status[up.User] = e
+		status[it.key] = e
 		mu.Unlock()
 		return err
 	})
 	if len(failed) > 0 {
 		var lines []string
 		for i, err := range failed {
-			up := ups[i]
+			up, key := items[i].up, items[i].key
 			if errors.Is(err, kube.ErrNotAttempted) {
-				status[up.User] = migrationStatusEntry{Method: string(up.Method), Volume: up.Volume, Target: up.Target, Step: string(migration.StepPending), Error: err.Error()}
+				status[key] = migrationStatusEntry{Method: string(up.Method), Volume: up.Volume, Target: up.Target, Step: string(migration.StepPending), Error: err.Error()}
 			}
 			where := "volume " + up.Volume
 			if up.Method == migration.MethodCopy {
 				where = "copy to " + up.Target
 			}
-			lines = append(lines, fmt.Sprintf("  %s (%s, %s, stopped at %s): %v", up.User, up.ClaimName, where, status[up.User].Step, err))
+			lines = append(lines, fmt.Sprintf("  %s (%s, %s, stopped at %s): %v", up.User, up.ClaimName, where, status[key].Step, err))
 		}
 		sort.Strings(lines)
 		if len(lines) > safety.ListLimit {
 			lines = append(lines[:safety.ListLimit], fmt.Sprintf("  ... and %d more", len(lines)-safety.ListLimit))
 		}
-		diags.AddError(fmt.Sprintf("%d of %d home migrations did not finish", len(failed), len(ups)),
+		diags.AddError(fmt.Sprintf("%d of %d home migrations did not finish", len(failed), len(items)),
 			"These users' homes were not fully migrated:\n"+strings.Join(lines, "\n")+
 				"\nNo data was lost: a rebound volume is retained from the first step on (its record is an annotation on the volume), and a copied home's source claim is never changed but for its record annotation. "+
 				"Apply again to resume from the step reached; these users stay in legacy_users (co-located) until then.")

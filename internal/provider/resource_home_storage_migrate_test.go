@@ -367,3 +367,80 @@ func TestAccHomeStorage_migrateMissingPermission(t *testing.T) {
 		})
 	}
 }
+
+// A workspace claim beside an RWX home (Nebari's nebi-workspaces-{username})
+// keeps its user co-located while it is ReadWriteOnce, and is rebound to
+// ReadWriteMany by on_mode_change = "migrate"; the hub config follows.
+func TestAccHomeStorage_extraUserVolumes(t *testing.T) {
+	cs := acctest.Cluster(t).Admin()
+	ns := acctest.Namespace(t)
+	class := "longhorn-" + ns
+	rwx := []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany}
+	acctest.Seed(t, cs, ns,
+		acctest.SeedClaim{Name: "claim-alice", Username: "alice", Modes: rwx, StorageClass: &class, Bound: true},
+		acctest.SeedClaim{Name: "claim-bob", Username: "bob", Modes: rwx, StorageClass: &class, Bound: true},
+		acctest.SeedClaim{Name: "nebi-workspaces-alice", Username: "alice", StorageClass: &class, Bound: true, ReclaimPolicy: corev1.PersistentVolumeReclaimDelete},
+	)
+	ws, err := cs.CoreV1().PersistentVolumeClaims(ns).Get(context.Background(), "nebi-workspaces-alice", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pv, err := cs.CoreV1().PersistentVolumes().Get(context.Background(), ws.Spec.VolumeName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	vols := map[string][2]string{"nebi-workspaces-alice": {pv.Name, pv.Spec.CSI.VolumeHandle}}
+	old := uids(t, cs, ns, "nebi-workspaces-alice")
+	config := func(onModeChange string) string {
+		return acctest.AdminConfig(t, fmt.Sprintf(`
+resource "jupyter_home_storage" "homes" {
+  namespace          = %q
+  storage_class_name = %q
+  capacity           = "1Gi"
+  access_mode        = "ReadWriteMany"
+  extra_user_volumes = ["nebi-workspaces-{username}"]
+  on_mode_change     = %q
+}
+
+resource "jupyter_spawner_config" "hub" {
+  namespace             = %q
+  home_storage_settings = jupyter_home_storage.homes.spawner_settings
+  legacy_users          = jupyter_home_storage.homes.legacy_users
+}
+`, ns, class, onModeChange, ns))
+	}
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: protoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{
+				Config:      config("fail"),
+				ExpectError: wrapRE(`(?s)Other per-user claims are more restrictive than the homes.*alice: nebi-workspaces-alice`),
+			},
+			{
+				Config: config("keep_existing"),
+				Check: resource.ComposeAggregateTestCheckFunc(
+					resource.TestCheckResourceAttr(hsAddr, "legacy_users.#", "1"),
+					resource.TestCheckResourceAttr(hsAddr, "legacy_users.0", "alice"),
+					resource.TestCheckResourceAttr(hsAddr, "colocation_required", "true"),
+					unchanged(cs, ns, old, "nebi-workspaces-alice"),
+					legacyInConfigMap(cs, ns, "alice"),
+				),
+			},
+			{
+				Config: config("migrate"),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					expectClass("safe"),
+					plancheck.ExpectKnownValue(hsAddr, tfjsonpath.New("migration_plan"), knownvalue.StringExact(fmt.Sprintf(
+						`{"alice (nebi-workspaces-alice)":{"method":"rebind","claim":"nebi-workspaces-alice","volume":%q,"from":"ReadWriteOnce","to":"ReadWriteMany"}}`, pv.Name))),
+				}},
+				Check: resource.ComposeAggregateTestCheckFunc(
+					rebound(cs, ns, vols, old, "nebi-workspaces-alice"),
+					resource.TestCheckResourceAttr(hsAddr, "legacy_users.#", "0"),
+					resource.TestCheckResourceAttr(hsAddr, "colocation_required", "false"),
+					legacyInConfigMap(cs, ns),
+				),
+			},
+			{Config: config("migrate"), PlanOnly: true},
+		},
+	})
+}

@@ -43,6 +43,7 @@ type homeStorageModel struct {
 	Migration          *migrationModel `tfsdk:"migration"`
 	MigrationPlan      types.String    `tfsdk:"migration_plan"`
 	MigrationStatus    types.String    `tfsdk:"migration_status"`
+	ExtraUserVolumes   types.List      `tfsdk:"extra_user_volumes"`
 }
 
 type migrationModel struct {
@@ -104,6 +105,11 @@ func homeStorageSchema() schema.Schema {
 				MarkdownDescription: "Raw JupyterHub usernames whose claims Terraform creates and manages. Claims KubeSpawner made for other users are read and classified but never modified. " +
 					"Removing a user leaves the claim in place.",
 				Validators: []validator.List{listvalidator.UniqueValues(), listvalidator.ValueStringsAre(stringvalidator.LengthAtLeast(1))}},
+			"extra_user_volumes": schema.ListAttribute{Optional: true, ElementType: types.StringType,
+				MarkdownDescription: "Name templates of other per-user claims that a user's servers mount besides the home, e.g. `[\"nebi-workspaces-{username}\"]` (Nebari's data-science-pack). " +
+					"Their access mode counts for co-location: a `ReadWriteOnce` workspace pins its user's pods to one node as a `ReadWriteOnce` home does, so such users are in `legacy_users`. " +
+					"`on_mode_change` applies to them as to homes, except that they are only kept (`keep_existing`) or rebound (`migrate`), never recreated or copied. They are never created or deleted.",
+				Validators: []validator.List{listvalidator.ValueStringsAre(templateValidator{})}},
 			"labels": schema.MapAttribute{Optional: true, ElementType: types.StringType,
 				MarkdownDescription: "Extra labels for created claims, besides the ones KubeSpawner uses (so that it adopts them)."},
 			"annotations": schema.MapAttribute{Optional: true, ElementType: types.StringType,

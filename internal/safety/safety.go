@@ -69,6 +69,12 @@ type Config struct {
 	AllowDataLoss  bool
 	DeletionPolicy string
 	Migration      Migration // used with OnModeChangeMigrate
+	// ExtraVolumes are name templates of other per-user claims, such as a
+	// workspace "nebi-workspaces-{username}". Their access mode counts for
+	// co-location (an RWO workspace pins its user as an RWO home does) and
+	// on_mode_change applies to them (never recreate: they are only kept or
+	// rebound). They are never created or deleted.
+	ExtraVolumes []string
 }
 
 // Migration is how on_mode_change = "migrate" moves users.
@@ -168,6 +174,7 @@ type Result struct {
 	LegacyUsers        []string          // users kept on a claim that differs from the config
 	ColocationRequired bool              // some user's home cannot be shared across nodes
 	HomeClaims         map[string]string // user -> claim, for homes copied to a new claim (the hub config switches them)
+	Extra              []UserPlan        // other per-user claims (Config.ExtraVolumes) that differ or migrate
 	Errors             []Finding
 	Warnings           []Finding
 }
@@ -220,9 +227,10 @@ func (p *planner) run() Result {
 			continue
 		}
 		want, err := kubespawner.Expand(cfg.NameTemplate, c.Username, "", cfg.Scheme)
-		if err == nil && want == c.Name {
+		switch {
+		case err == nil && want == c.Name:
 			byUser[c.Username] = c
-		} else if c.Servername == "" {
+		case c.Servername == "" && !p.isExtra(c):
 			strays = append(strays, *c)
 		}
 	}
@@ -327,6 +335,7 @@ func (p *planner) run() Result {
 		p.res.Users = append(p.res.Users, up)
 	}
 
+	p.extraVolumes(names, &migrating, &running, &refused)
 	p.modeFindings(mismatched, recreate, unlistedMismatch, mounted)
 	p.migrationFindings(migrating, running, refused)
 	for _, up := range goneOutOfBand {
@@ -335,7 +344,7 @@ func (p *planner) run() Result {
 	}
 
 	p.res.ColocationRequired = cfg.AccessMode != RWX
-	for _, up := range p.res.Users {
+	for _, up := range slices.Concat(p.res.Users, p.res.Extra) {
 		if up.Action == ActionLegacy {
 			p.res.LegacyUsers = append(p.res.LegacyUsers, up.User)
 			if up.Live != nil && !slices.Contains(up.Live.AccessModes, RWX) {
@@ -343,6 +352,8 @@ func (p *planner) run() Result {
 			}
 		}
 	}
+	slices.Sort(p.res.LegacyUsers)
+	p.res.LegacyUsers = slices.Compact(p.res.LegacyUsers)
 	p.res.Class = p.class()
 	return p.res
 }
@@ -420,6 +431,12 @@ func (p *planner) capacityAction(c *claims.Claim, user string) (Action, string) 
 // while a server runs, not beyond the batch, and only by a method that can
 // serve the claim's volume in the new mode.
 func (p *planner) migrateAction(up *UserPlan, migrating, running, refused *[]UserPlan) {
+	p.migrate(up, false, migrating, running, refused)
+}
+
+// migrate is migrateAction for a home (extra false) or another per-user
+// claim (extra true: it keeps its class, and is only rebound).
+func (p *planner) migrate(up *UserPlan, extra bool, migrating, running, refused *[]UserPlan) {
 	c, m := up.Live, p.cfg.Migration
 	up.Action = ActionLegacy
 	if p.live.Mounted[c.Name] {
@@ -431,7 +448,14 @@ func (p *planner) migrateAction(up *UserPlan, migrating, running, refused *[]Use
 	if v, ok := p.live.Volumes[c.VolumeName]; ok {
 		src.CSIDriver = v.CSIDriver
 	}
-	method, why := migration.Choose(m.Method, src, p.cfg.AccessMode, p.cfg.StorageClass)
+	toClass, asked := p.cfg.StorageClass, m.Method
+	if extra {
+		toClass, asked = "", migration.MethodRebind
+	}
+	method, why := migration.Choose(asked, src, p.cfg.AccessMode, toClass)
+	if extra && method == "" {
+		why += " (other per-user claims are only rebound, never copied)"
+	}
 	switch {
 	case method == "":
 		up.Reason += "; " + why
@@ -462,6 +486,69 @@ func (p *planner) migrateAction(up *UserPlan, migrating, running, refused *[]Use
 	up.Action, up.Method, up.Volume = ActionMigrate, method, c.VolumeName
 	up.Reason = fmt.Sprintf("rebind volume %s as %s (zero copy)", c.VolumeName, p.cfg.AccessMode)
 	*migrating = append(*migrating, *up)
+}
+
+// isExtra reports whether c is one of its user's other per-user claims.
+func (p *planner) isExtra(c *claims.Claim) bool {
+	for _, t := range p.cfg.ExtraVolumes {
+		if n, err := kubespawner.Expand(t, c.Username, "", p.cfg.Scheme); err == nil && n == c.Name {
+			return true
+		}
+	}
+	return false
+}
+
+// extraVolumes classifies the users' other per-user claims: one more
+// restrictive than the configured mode keeps its user co-located
+// (keep_existing), is rebound (migrate), or fails the plan.
+func (p *planner) extraVolumes(users []string, migrating, running, refused *[]UserPlan) {
+	if len(p.cfg.ExtraVolumes) == 0 {
+		return
+	}
+	byName := make(map[string]*claims.Claim, len(p.live.Claims))
+	for i := range p.live.Claims {
+		byName[p.live.Claims[i].Name] = &p.live.Claims[i]
+	}
+	var mismatched []UserPlan
+	for _, t := range p.cfg.ExtraVolumes {
+		for _, u := range users {
+			name, err := kubespawner.Expand(t, u, "", p.cfg.Scheme)
+			if err != nil {
+				continue
+			}
+			up := UserPlan{User: u, ClaimName: name, Live: byName[name]}
+			if ip, ok := p.live.InProgress[name]; ok {
+				rec := ip.Record
+				up.Action, up.Method, up.Volume, up.Resume = ActionMigrate, migration.MethodRebind, ip.Volume, &rec
+				up.Reason = fmt.Sprintf("resume the rebind started by an earlier apply (volume %s, step %s)", ip.Volume, rec.Step)
+				p.res.Extra = append(p.res.Extra, up)
+				continue
+			}
+			c := up.Live
+			if c == nil || c.Deleting || restrictiveness(c.AccessModes) <= restrictiveness([]string{p.cfg.AccessMode}) {
+				continue
+			}
+			up.Reason = fmt.Sprintf("access mode %s, config %s", strings.Join(c.AccessModes, ","), p.cfg.AccessMode)
+			switch p.cfg.OnModeChange {
+			case OnModeChangeKeepExisting:
+				up.Action = ActionLegacy
+			case OnModeChangeMigrate:
+				p.migrate(&up, true, migrating, running, refused)
+			default:
+				up.Action = ActionLegacy
+				mismatched = append(mismatched, up)
+			}
+			p.res.Extra = append(p.res.Extra, up)
+		}
+	}
+	if len(mismatched) > 0 {
+		p.errorf("extra_user_volumes", "Other per-user claims are more restrictive than the homes",
+			"%d per-user claim(s) named by extra_user_volumes do not allow access_mode = %q:\n%s\n"+
+				"A user's pods that share such a claim must stay on one node, whatever the home's mode; without co-location they get Multi-Attach errors. "+
+				"Choose with on_mode_change: \"keep_existing\" (these users stay co-located, listed in legacy_users) or \"migrate\" (their claims are rebound in the new mode). "+
+				"\"recreate\" never applies to these claims.",
+			len(mismatched), p.cfg.AccessMode, describe(mismatched))
+	}
 }
 
 // copied plans a user whose home claim carries a copy record: a finished
@@ -646,7 +733,7 @@ func (p *planner) class() Class {
 		return ClassNone
 	}
 	c := ClassNone
-	for _, up := range p.res.Users {
+	for _, up := range slices.Concat(p.res.Users, p.res.Extra) {
 		switch up.Action {
 		case ActionRecreate:
 			return ClassDestructive

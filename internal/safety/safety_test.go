@@ -24,6 +24,7 @@ const (
 var knownAttributes = map[string]bool{
 	"access_mode": true, "capacity": true, "pvc_name_template": true, "allow_data_loss": true,
 	"on_mode_change": true, "users": true, "storage_class_name": true, "deletion_policy": true, "migration": true,
+	"extra_user_volumes": true,
 }
 
 // name is the claim name KubeSpawner gives user under template and scheme.
@@ -1153,6 +1154,22 @@ func checkInvariants(t *testing.T, c Config, pr *Prior, live Live, r Result) {
 			t.Errorf("user %q: claim name %q, live claim %q", up.User, up.ClaimName, up.Live.Name)
 		}
 	}
+	for _, up := range r.Extra {
+		// Other per-user claims are kept (legacy) or rebound, nothing else.
+		switch {
+		case up.Action == ActionLegacy:
+			if !slices.Contains(legacy, up.User) {
+				legacy = append(legacy, up.User)
+			}
+			if up.Live != nil && !slices.Contains(up.Live.AccessModes, RWX) {
+				colocation = true
+			}
+		case up.Action == ActionMigrate && up.Method == migration.MethodRebind && (up.Resume != nil || c.OnModeChange == OnModeChangeMigrate && !live.Mounted[up.ClaimName]):
+		default:
+			t.Errorf("extra claim %s of %q: %s by %q", up.ClaimName, up.User, up.Action, up.Method)
+		}
+	}
+	slices.Sort(legacy)
 	// Destructive exactly when a plan that can be applied recreates a claim.
 	if (r.Class == ClassDestructive) != (recreate && len(r.Errors) == 0) {
 		t.Errorf("class %q, recreate %v, %d errors", r.Class, recreate, len(r.Errors))
@@ -1319,6 +1336,9 @@ func genConfig(r *rand.Rand, users []string) Config {
 		DeletionPolicy: pick(r, genPolicies),
 	}
 	c.Capacity = fmt.Sprintf("%dGi", c.CapacityBytes/gi)
+	if r.IntN(3) == 0 {
+		c.ExtraVolumes = []string{"work-{username}"}
+	}
 	c.Migration = Migration{Method: pick(r, []migration.Method{migration.MethodAuto, migration.MethodRebind, migration.MethodCopy}),
 		BatchSize: r.IntN(3), SkipRunning: r.IntN(4) > 0}
 	if r.IntN(2) == 0 {
@@ -1390,6 +1410,19 @@ func genCase(t testing.TB, seed uint64) genned {
 			g.live.Claims = append(g.live.Claims, claims.Claim{Name: "home-" + n, Username: u, AccessModes: []string{RWX}, Phase: "Bound",
 				Annotations: map[string]string{migration.CopyOfAnnotation: n}})
 		}
+		if r.IntN(3) == 0 {
+			// A workspace claim beside the home.
+			wn, _ := kubespawner.Expand("work-{username}", u, "", sch)
+			w := claims.Claim{Name: wn, Username: u, AccessModes: []string{pick(r, genModes)}, StorageClass: "longhorn", Phase: "Bound", VolumeName: "pv-" + wn}
+			if g.live.Volumes == nil {
+				g.live.Volumes = map[string]Volume{}
+			}
+			g.live.Volumes[w.VolumeName] = Volume{CSIDriver: pick(r, genDrivers)}
+			if r.IntN(4) == 0 {
+				g.live.Mounted[wn] = true
+			}
+			g.live.Claims = append(g.live.Claims, w)
+		}
 		if c.Phase == "Bound" {
 			c.VolumeName = "pv-" + n
 			if g.live.Volumes == nil {
@@ -1444,12 +1477,15 @@ func TestPlanPropertiesCoverage(t *testing.T) {
 		for _, up := range r.Users {
 			seen["action "+string(up.Action)]++
 		}
+		for _, up := range r.Extra {
+			seen["extra "+string(up.Action)]++
+		}
 		if len(r.Errors) > 0 {
 			seen["errors"]++
 		}
 	}
 	for _, k := range []string{"class none", "class safe", "class destructive", "errors",
-		"action keep", "action create", "action resize", "action legacy", "action recreate", "action release", "action observe", "action migrate", "action copied"} {
+		"action keep", "action create", "action resize", "action legacy", "action recreate", "action release", "action observe", "action migrate", "action copied", "extra legacy", "extra migrate"} {
 		if seen[k] == 0 {
 			t.Errorf("the generator never produced %s: %v", k, seen)
 		}
@@ -1750,6 +1786,66 @@ func TestPlanMigrateCopy(t *testing.T) {
 			class:   ClassNone,
 			actions: map[string]Action{"alice": ActionKeep},
 			errors:  []want{{attr: "migration", has: []string{"claim-alice", "alice", "copy record"}}},
+		},
+	})
+}
+
+// workspace is user's RWO Longhorn workspace claim "nebi-workspaces-<user>".
+func workspace(t testing.TB, user string) claims.Claim {
+	n := name(t, "nebi-workspaces-{username}", user, kubespawner.SchemeSafe)
+	return claims.Claim{Name: n, Username: user, AccessModes: []string{RWO}, StorageClass: "longhorn", Phase: "Bound", VolumeName: "pv-" + n}
+}
+
+func extras(c *Config) { c.ExtraVolumes = []string{"nebi-workspaces-{username}"} }
+
+func TestPlanExtraUserVolumes(t *testing.T) {
+	rwxHome := func(u string) claims.Claim { return pvc(t, u, class("longhorn"), modes(RWX)) }
+	ws := map[string]Volume{"pv-" + workspace(t, "alice").Name: {CSIDriver: "driver.longhorn.io"}}
+	runPlanCases(t, []planCase{
+		{
+			name:    "an RWO workspace beside an RWX home keeps its user co-located",
+			cfg:     cfg(nil, mode(RWX), sclass("longhorn"), extras, onChange(OnModeChangeKeepExisting)),
+			live:    Live{Claims: []claims.Claim{rwxHome("alice"), workspace(t, "alice"), rwxHome("bob")}},
+			class:   ClassNone,
+			actions: map[string]Action{"alice": ActionObserve, "bob": ActionObserve},
+			legacy:  []string{"alice"}, colocation: true,
+		},
+		{
+			name:    "without on_mode_change the plan fails naming the workspace",
+			cfg:     cfg(nil, mode(RWX), sclass("longhorn"), extras),
+			live:    Live{Claims: []claims.Claim{rwxHome("alice"), workspace(t, "alice")}},
+			class:   ClassNone,
+			actions: map[string]Action{"alice": ActionObserve},
+			legacy:  []string{"alice"}, colocation: true,
+			errors: []want{{attr: "extra_user_volumes", has: []string{"nebi-workspaces-alice", "alice", "keep_existing", "migrate", "Multi-Attach"}}},
+		},
+		{
+			name:    "migrate rebinds the workspace; it is no stray of the home template",
+			cfg:     cfg(nil, mode(RWX), sclass("longhorn"), extras, migrate(migration.MethodAuto, 0, true)),
+			live:    Live{Claims: []claims.Claim{rwxHome("alice"), workspace(t, "alice")}, Volumes: ws},
+			class:   ClassSafe,
+			actions: map[string]Action{"alice": ActionObserve},
+			checkResult: func(t *testing.T, r Result) {
+				if len(r.Extra) != 1 || r.Extra[0].Action != ActionMigrate || r.Extra[0].ClaimName != "nebi-workspaces-alice" || r.Extra[0].Volume != "pv-nebi-workspaces-alice" {
+					t.Errorf("extra %+v", r.Extra)
+				}
+			},
+		},
+		{
+			name:    "a workspace in another class is rebound all the same (it keeps its class)",
+			cfg:     cfg(nil, mode(RWX), sclass("efs"), extras, migrate(migration.MethodAuto, 0, true)),
+			live:    Live{Claims: []claims.Claim{pvc(t, "alice", class("efs"), modes(RWX)), workspace(t, "alice")}, Volumes: ws},
+			class:   ClassSafe,
+			actions: map[string]Action{"alice": ActionObserve},
+		},
+		{
+			name:    "a workspace on a driver that cannot share it is refused, never copied",
+			cfg:     cfg(nil, mode(RWX), sclass("longhorn"), extras, migrate(migration.MethodAuto, 0, true), copyTo("rsync:3", "home-{username}")),
+			live:    Live{Claims: []claims.Claim{rwxHome("alice"), workspace(t, "alice")}, Volumes: map[string]Volume{"pv-nebi-workspaces-alice": {CSIDriver: "ebs.csi.aws.com"}}},
+			class:   ClassNone,
+			actions: map[string]Action{"alice": ActionObserve},
+			legacy:  []string{"alice"}, colocation: true,
+			errors: []want{{attr: "migration", has: []string{"nebi-workspaces-alice", "only rebound, never copied"}}},
 		},
 	})
 }
