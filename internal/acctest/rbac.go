@@ -71,7 +71,8 @@ func grant(t testing.TB, namespace string, writer, grantMigrator bool, drop ...s
 		}
 	}
 	for _, cr := range clusterRoles {
-		if cr.Name == "jupyter-provider-storageclass-writer" && !writer || cr.Name == migratorRole && !grantMigrator {
+		if cr.Name == "jupyter-provider-storageclass-writer" && !writer || cr.Name == migratorRole && !grantMigrator ||
+			cr.Name == "jupyter-provider-user-namespaces" {
 			continue
 		}
 		cr.Name = cr.Name + "-" + namespace

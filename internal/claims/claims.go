@@ -10,6 +10,7 @@ import (
 // Claim is what the provider knows about one PersistentVolumeClaim.
 type Claim struct {
 	Name           string
+	Namespace      string
 	UID            string
 	Username       string // raw JupyterHub username, from the annotation, else the label
 	UsernameLabel  string // value of the hub.jupyter.org/username label

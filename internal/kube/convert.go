@@ -16,6 +16,7 @@ const (
 func ClaimFromPVC(p *corev1.PersistentVolumeClaim) claims.Claim {
 	c := claims.Claim{
 		Name:          p.Name,
+		Namespace:     p.Namespace,
 		UID:           string(p.UID),
 		UsernameLabel: p.Labels[usernameKey],
 		Servername:    p.Annotations[servernameKey],

@@ -44,9 +44,13 @@ func (c *Client) ListVolumes(ctx context.Context, selector string) ([]corev1.Per
 }
 
 // MigrationsInProgress returns the volumes that carry a migration record
-// for a claim in namespace, by claim name.
+// for a claim in namespace ("": any namespace), by claim name.
 func (c *Client) MigrationsInProgress(ctx context.Context, namespace string) (map[string]corev1.PersistentVolume, map[string]*migration.Record, error) {
-	pvs, err := c.ListVolumes(ctx, migration.NamespaceLabel+"="+namespace)
+	selector := migration.NamespaceLabel + "=" + namespace
+	if namespace == "" {
+		selector = migration.NamespaceLabel // every namespace
+	}
+	pvs, err := c.ListVolumes(ctx, selector)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -56,7 +60,7 @@ func (c *Client) MigrationsInProgress(ctx context.Context, namespace string) (ma
 		if err != nil {
 			return nil, nil, fmt.Errorf("volume %s: %w", pv.Name, err)
 		}
-		if rec.Namespace != namespace {
+		if namespace != "" && rec.Namespace != namespace {
 			continue
 		}
 		vols[rec.Claim], recs[rec.Claim] = pv, rec

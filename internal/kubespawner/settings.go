@@ -9,6 +9,8 @@ type HomeStorage struct {
 	Scheme       Scheme
 	MountPath    string // default /home/jovyan
 	ExtraLabels  map[string]string
+	// UserNamespaceTemplate turns on KubeSpawner's per-user namespaces.
+	UserNamespaceTemplate string
 }
 
 // HomeVolumeName is the name of the home volume in the pod spec, as
@@ -38,6 +40,10 @@ func (h HomeStorage) Settings() map[string]any {
 	}
 	if h.StorageClass != "" {
 		s["storage_class"] = h.StorageClass
+	}
+	if h.UserNamespaceTemplate != "" {
+		s["enable_user_namespaces"] = true
+		s["user_namespace_template"] = h.UserNamespaceTemplate
 	}
 	if len(h.ExtraLabels) > 0 {
 		s["storage_extra_labels"] = h.ExtraLabels

@@ -97,6 +97,8 @@ func (m *homeStorageModel) config(ctx context.Context, diags *diag.Diagnostics) 
 		AllowDataLoss:  m.AllowDataLoss.ValueBool(),
 		DeletionPolicy: m.DeletionPolicy.ValueString(),
 		Migration:      m.migrationConfig(),
+		// The template KubeSpawner uses: "" when user namespaces are off.
+		UserNamespaceTemplate: m.UserNamespaceTemplate.ValueString(),
 	}
 	if !m.ExtraUserVolumes.IsNull() && !m.ExtraUserVolumes.IsUnknown() {
 		diags.Append(m.ExtraUserVolumes.ElementsAs(ctx, &cfg.ExtraVolumes, false)...)
@@ -108,6 +110,10 @@ func (m *homeStorageModel) config(ctx context.Context, diags *diag.Diagnostics) 
 		diags.Append(m.Users.ElementsAs(ctx, &cfg.Users, false)...)
 	}
 	return cfg
+}
+
+func (m *homeStorageModel) userNamespaces() bool {
+	return m.UserNamespaceTemplate.ValueString() != ""
 }
 
 func (m *homeStorageModel) className() string {
@@ -145,7 +151,13 @@ func (r *homeStorageResource) readLive(ctx context.Context, client *kube.Client,
 	if len(m.ExtraUserVolumes.Elements()) > 0 {
 		selector = "" // other per-user claims need not carry KubeSpawner's labels
 	}
-	pvcs, err := list(ctx, m.Namespace.ValueString(), selector)
+	// Under per-user namespaces, one cluster-wide List (the safety core
+	// keeps the claims in their users' namespaces).
+	namespace := m.Namespace.ValueString()
+	if m.userNamespaces() {
+		namespace = ""
+	}
+	pvcs, err := list(ctx, namespace, selector)
 	if err != nil {
 		return live, err
 	}
@@ -169,7 +181,7 @@ func (r *homeStorageResource) readLive(ctx context.Context, client *kube.Client,
 		live.Class = &safety.StorageClass{Name: m.className()}
 	}
 	if needPods || migrate {
-		if live.Mounted, err = client.MountedClaims(ctx, m.Namespace.ValueString()); err != nil {
+		if live.Mounted, err = client.MountedClaims(ctx, namespace); err != nil {
 			return live, err
 		}
 	}
@@ -317,7 +329,7 @@ func (r *homeStorageResource) client() *kube.Client {
 // plannable reports whether every argument the classification needs is known.
 func plannable(m *homeStorageModel) bool {
 	for _, v := range []attr.Value{m.Namespace, m.AccessMode, m.StorageClassName, m.Capacity, m.PVCNameTemplate, m.SlugScheme,
-		m.Users, m.OnModeChange, m.AllowDataLoss, m.DeletionPolicy, m.ExtraUserVolumes} {
+		m.Users, m.OnModeChange, m.AllowDataLoss, m.DeletionPolicy, m.ExtraUserVolumes, m.UserNamespaceTemplate} {
 		if v.IsUnknown() {
 			return false
 		}
@@ -331,9 +343,9 @@ func plannable(m *homeStorageModel) bool {
 // sameArguments reports whether plan and state agree on every argument.
 func sameArguments(a, b *homeStorageModel) bool {
 	av := []attr.Value{a.Namespace, a.AccessMode, a.StorageClassName, a.Capacity, a.PVCNameTemplate, a.SlugScheme,
-		a.Users, a.Labels, a.Annotations, a.OnModeChange, a.AllowDataLoss, a.DeletionPolicy, a.ExtraUserVolumes}
+		a.Users, a.Labels, a.Annotations, a.OnModeChange, a.AllowDataLoss, a.DeletionPolicy, a.ExtraUserVolumes, a.UserNamespaceTemplate}
 	bv := []attr.Value{b.Namespace, b.AccessMode, b.StorageClassName, b.Capacity, b.PVCNameTemplate, b.SlugScheme,
-		b.Users, b.Labels, b.Annotations, b.OnModeChange, b.AllowDataLoss, b.DeletionPolicy, b.ExtraUserVolumes}
+		b.Users, b.Labels, b.Annotations, b.OnModeChange, b.AllowDataLoss, b.DeletionPolicy, b.ExtraUserVolumes, b.UserNamespaceTemplate}
 	for i := range av {
 		if !av[i].Equal(bv[i]) {
 			return false
@@ -437,6 +449,7 @@ func spawnerSettings(m *homeStorageModel, homeClaims map[string]string) string {
 	h := kubespawner.HomeStorage{
 		AccessMode: m.AccessMode.ValueString(), StorageClass: m.className(), Capacity: m.Capacity.ValueString(),
 		NameTemplate: m.PVCNameTemplate.ValueString(), Scheme: kubespawner.Scheme(m.SlugScheme.ValueString()),
+		UserNamespaceTemplate: m.UserNamespaceTemplate.ValueString(),
 	}
 	s := h.Settings()
 	if len(homeClaims) > 0 {
@@ -572,10 +585,10 @@ func (r *homeStorageResource) apply(ctx context.Context, plan, state *homeStorag
 	failed := kube.ForEach(ctx, todo, func(ctx context.Context, up safety.UserPlan) error {
 		switch up.Action {
 		case safety.ActionResize:
-			return client.ResizeClaim(ctx, cfg.Namespace, up.Live.Name, cfg.Capacity)
+			return client.ResizeClaim(ctx, up.Namespace, up.Live.Name, cfg.Capacity)
 		case safety.ActionRecreate:
 			// Allowed only with allow_data_loss; the safety core refuses it otherwise.
-			if err := client.DeleteClaim(ctx, cfg.Namespace, up.Live.Name, up.Live.UID); err != nil {
+			if err := client.DeleteClaim(ctx, up.Namespace, up.Live.Name, up.Live.UID); err != nil {
 				return err
 			}
 		}
@@ -776,7 +789,7 @@ func newClaim(cfg safety.Config, up safety.UserPlan, labels, annotations map[str
 		return nil, err
 	}
 	pvc := &corev1.PersistentVolumeClaim{
-		ObjectMeta: metav1.ObjectMeta{Name: up.ClaimName, Namespace: cfg.Namespace, Labels: l, Annotations: a},
+		ObjectMeta: metav1.ObjectMeta{Name: up.ClaimName, Namespace: up.Namespace, Labels: l, Annotations: a},
 		Spec: corev1.PersistentVolumeClaimSpec{
 			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.PersistentVolumeAccessMode(cfg.AccessMode)},
 			Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: size}},
@@ -913,7 +926,7 @@ func (r *homeStorageResource) Delete(ctx context.Context, req resource.DeleteReq
 		}
 	}
 	failed := kube.ForEach(ctx, del, func(ctx context.Context, up safety.UserPlan) error {
-		return client.DeleteClaim(ctx, cfg.Namespace, up.Live.Name, up.Live.UID)
+		return client.DeleteClaim(ctx, up.Namespace, up.Live.Name, up.Live.UID)
 	})
 	for i, err := range failed {
 		resp.Diagnostics.AddError("Cannot delete a home claim", fmt.Sprintf("%s (%s): %v", del[i].User, del[i].ClaimName, err))

@@ -67,12 +67,19 @@ func migrates(plan, state *homeStorageModel) bool {
 // claim differs from the configuration, the CSI driver of every volume (one
 // paginated List).
 func readMigrations(ctx context.Context, client *kube.Client, cfg safety.Config, live *safety.Live) error {
-	vols, recs, err := client.MigrationsInProgress(ctx, cfg.Namespace)
+	namespace := cfg.Namespace
+	if cfg.UserNamespaceTemplate != "" {
+		namespace = "" // every namespace; kept below when it is the user's
+	}
+	vols, recs, err := client.MigrationsInProgress(ctx, namespace)
 	if err != nil {
 		return err
 	}
 	live.InProgress = map[string]safety.InProgress{}
 	for claim, rec := range recs {
+		if ns, err := cfg.NamespaceOf(rec.User); err != nil || ns != rec.Namespace {
+			continue // another deployment's migration
+		}
 		live.InProgress[claim] = safety.InProgress{Volume: vols[claim].Name, Record: *rec}
 	}
 	need := false
@@ -214,14 +221,14 @@ func runMigrations(ctx context.Context, client *kube.Client, plan *homeStorageMo
 			if up.CopyResume != nil {
 				to = up.CopyResume.To
 			}
-			step, err = client.Copy(ctx, kube.Copy{User: up.User, Namespace: cfg.Namespace, Source: up.ClaimName, Target: up.Target, To: to,
+			step, err = client.Copy(ctx, kube.Copy{User: up.User, Namespace: up.Namespace, Source: up.ClaimName, Target: up.Target, To: to,
 				StorageClass: cfg.StorageClass, Capacity: cfg.Capacity, Image: cfg.Migration.CopyImage, ExtraLabels: labels})
 		default:
 			to := cfg.AccessMode
 			if up.Resume != nil {
 				to = up.Resume.To
 			}
-			step, err = client.Rebind(ctx, kube.Rebind{User: up.User, Namespace: cfg.Namespace, Claim: up.ClaimName, Volume: up.Volume, To: to})
+			step, err = client.Rebind(ctx, kube.Rebind{User: up.User, Namespace: up.Namespace, Claim: up.ClaimName, Volume: up.Volume, To: to})
 		}
 		e.Step = string(step)
 		if err != nil {

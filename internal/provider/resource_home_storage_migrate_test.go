@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework/providerserver"
 	"github.com/hashicorp/terraform-plugin-go/tfprotov6"
@@ -441,6 +442,72 @@ resource "jupyter_spawner_config" "hub" {
 				),
 			},
 			{Config: config("migrate"), PlanOnly: true},
+		},
+	})
+}
+
+// Under KubeSpawner's per-user namespaces, the claims in the users' own
+// namespaces are read (one cluster-wide List), migrated there, and new ones
+// created there; a same-named claim of another hub is left alone.
+func TestAccHomeStorage_userNamespaces(t *testing.T) {
+	cs := acctest.Cluster(t).Admin()
+	hub := acctest.Namespace(t)
+	prefix := fmt.Sprintf("u%x", time.Now().UnixNano()&0xffffff)
+	// Another JupyterHub, also with a claim-alice, in a namespace a
+	// cluster-wide List returns after the users' ones.
+	other := "zz-" + prefix
+	class := "longhorn-" + hub
+	for _, ns := range []string{prefix + "-alice", prefix + "-bob", prefix + "-carol", other} {
+		if _, err := cs.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = cs.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{}) })
+	}
+	alice := migratingHomes(t, cs, prefix+"-alice", class, "alice")
+	bob := migratingHomes(t, cs, prefix+"-bob", class, "bob")
+	migratingHomes(t, cs, other, class, "alice")
+	oldAlice, oldBob := uids(t, cs, prefix+"-alice", "claim-alice"), uids(t, cs, prefix+"-bob", "claim-bob")
+	oldOther := uids(t, cs, other, "claim-alice")
+	cfg := acctest.AdminConfig(t, fmt.Sprintf(`
+resource "jupyter_home_storage" "homes" {
+  namespace               = %q
+  user_namespace_template = "%s-{username}"
+  storage_class_name      = %q
+  capacity                = "1Gi"
+  access_mode             = "ReadWriteMany"
+  users                   = ["carol"]
+  on_mode_change          = "migrate"
+}
+`, hub, prefix, class))
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: protoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{
+				Config: cfg,
+				Check: resource.ComposeAggregateTestCheckFunc(
+					rebound(cs, prefix+"-alice", alice, oldAlice, "claim-alice"),
+					rebound(cs, prefix+"-bob", bob, oldBob, "claim-bob"),
+					unchanged(cs, other, oldOther, "claim-alice"),
+					claimCheck(cs, prefix+"-carol", "claim-carol", func(pvc *corev1.PersistentVolumeClaim) error {
+						if pvc.Spec.AccessModes[0] != corev1.ReadWriteMany {
+							return fmt.Errorf("claim-carol: %v", pvc.Spec.AccessModes)
+						}
+						return nil
+					}),
+					resource.TestCheckResourceAttr(hsAddr, "legacy_users.#", "0"),
+					func(s *terraform.State) error {
+						var settings map[string]any
+						if err := json.Unmarshal([]byte(s.RootModule().Resources[hsAddr].Primary.Attributes["spawner_settings"]), &settings); err != nil {
+							return err
+						}
+						if settings["enable_user_namespaces"] != true || settings["user_namespace_template"] != prefix+"-{username}" {
+							return fmt.Errorf("spawner_settings do not turn on user namespaces: %v", settings)
+						}
+						return nil
+					},
+				),
+			},
+			{Config: cfg, PlanOnly: true},
 		},
 	})
 }

@@ -21,29 +21,30 @@ import (
 )
 
 type homeStorageModel struct {
-	ID                 types.String    `tfsdk:"id"`
-	Namespace          types.String    `tfsdk:"namespace"`
-	AccessMode         types.String    `tfsdk:"access_mode"`
-	StorageClassName   types.String    `tfsdk:"storage_class_name"`
-	StorageClass       *scModel        `tfsdk:"storage_class"`
-	Capacity           types.String    `tfsdk:"capacity"`
-	PVCNameTemplate    types.String    `tfsdk:"pvc_name_template"`
-	SlugScheme         types.String    `tfsdk:"slug_scheme"`
-	Users              types.List      `tfsdk:"users"`
-	Labels             types.Map       `tfsdk:"labels"`
-	Annotations        types.Map       `tfsdk:"annotations"`
-	OnModeChange       types.String    `tfsdk:"on_mode_change"`
-	AllowDataLoss      types.Bool      `tfsdk:"allow_data_loss"`
-	DeletionPolicy     types.String    `tfsdk:"deletion_policy"`
-	ChangeClass        types.String    `tfsdk:"change_class"`
-	Claims             types.String    `tfsdk:"claims"`
-	LegacyUsers        types.List      `tfsdk:"legacy_users"`
-	ColocationRequired types.Bool      `tfsdk:"colocation_required"`
-	SpawnerSettings    types.String    `tfsdk:"spawner_settings"`
-	Migration          *migrationModel `tfsdk:"migration"`
-	MigrationPlan      types.String    `tfsdk:"migration_plan"`
-	MigrationStatus    types.String    `tfsdk:"migration_status"`
-	ExtraUserVolumes   types.List      `tfsdk:"extra_user_volumes"`
+	ID                    types.String    `tfsdk:"id"`
+	Namespace             types.String    `tfsdk:"namespace"`
+	AccessMode            types.String    `tfsdk:"access_mode"`
+	StorageClassName      types.String    `tfsdk:"storage_class_name"`
+	StorageClass          *scModel        `tfsdk:"storage_class"`
+	Capacity              types.String    `tfsdk:"capacity"`
+	PVCNameTemplate       types.String    `tfsdk:"pvc_name_template"`
+	SlugScheme            types.String    `tfsdk:"slug_scheme"`
+	Users                 types.List      `tfsdk:"users"`
+	Labels                types.Map       `tfsdk:"labels"`
+	Annotations           types.Map       `tfsdk:"annotations"`
+	OnModeChange          types.String    `tfsdk:"on_mode_change"`
+	AllowDataLoss         types.Bool      `tfsdk:"allow_data_loss"`
+	DeletionPolicy        types.String    `tfsdk:"deletion_policy"`
+	ChangeClass           types.String    `tfsdk:"change_class"`
+	Claims                types.String    `tfsdk:"claims"`
+	LegacyUsers           types.List      `tfsdk:"legacy_users"`
+	ColocationRequired    types.Bool      `tfsdk:"colocation_required"`
+	SpawnerSettings       types.String    `tfsdk:"spawner_settings"`
+	Migration             *migrationModel `tfsdk:"migration"`
+	MigrationPlan         types.String    `tfsdk:"migration_plan"`
+	MigrationStatus       types.String    `tfsdk:"migration_status"`
+	ExtraUserVolumes      types.List      `tfsdk:"extra_user_volumes"`
+	UserNamespaceTemplate types.String    `tfsdk:"user_namespace_template"`
 }
 
 type migrationModel struct {
@@ -105,6 +106,11 @@ func homeStorageSchema() schema.Schema {
 				MarkdownDescription: "Raw JupyterHub usernames whose claims Terraform creates and manages. Claims KubeSpawner made for other users are read and classified but never modified. " +
 					"Removing a user leaves the claim in place.",
 				Validators: []validator.List{listvalidator.UniqueValues(), listvalidator.ValueStringsAre(stringvalidator.LengthAtLeast(1))}},
+			"user_namespace_template": schema.StringAttribute{Optional: true,
+				MarkdownDescription: "KubeSpawner's `user_namespace_template` when each user's server and claims live in the user's own namespace (`enable_user_namespaces`), e.g. `{hubnamespace}-{username}` " +
+					"(`{hubnamespace}` is `namespace`). Claims are then read with one cluster-wide List (the provider needs `list` on claims and pods in every namespace, see examples/rbac), " +
+					"a claim counts only in its user's namespace, and new claims, migrations and copies happen there. `spawner_settings` turns user namespaces on with this template.",
+				Validators: []validator.String{namespaceTemplateValidator{}}},
 			"extra_user_volumes": schema.ListAttribute{Optional: true, ElementType: types.StringType,
 				MarkdownDescription: "Name templates of other per-user claims that a user's servers mount besides the home, e.g. `[\"nebi-workspaces-{username}\"]` (Nebari's data-science-pack). " +
 					"Their access mode counts for co-location: a `ReadWriteOnce` workspace pins its user's pods to one node as a `ReadWriteOnce` home does, so such users are in `legacy_users`. " +
@@ -231,5 +237,29 @@ func (templateValidator) ValidateString(_ context.Context, req validator.StringR
 	if err != nil {
 		resp.Diagnostics.AddAttributeError(req.Path, "Invalid name template",
 			fmt.Sprintf("%v. Fields are written in braces, e.g. \"claim-{username}\"; usable fields: {username}, {servername}, {user_server} and their safe_, escaped_ and unescaped_ forms.", err))
+	}
+}
+
+type namespaceTemplateValidator struct{}
+
+func (namespaceTemplateValidator) Description(context.Context) string {
+	return "a KubeSpawner namespace template"
+}
+func (v namespaceTemplateValidator) MarkdownDescription(ctx context.Context) string {
+	return v.Description(ctx)
+}
+func (namespaceTemplateValidator) ValidateString(_ context.Context, req validator.StringRequest, resp *validator.StringResponse) {
+	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
+		return
+	}
+	t := req.ConfigValue.ValueString()
+	hub := "jhub"
+	ns, err := kubespawner.ExpandValues(t, kubespawner.Values{Username: "jovyan", HubNamespace: &hub}, kubespawner.SchemeSafe)
+	if err == nil && !dns1123Label.MatchString(ns) {
+		err = fmt.Errorf("it gives %q for user jovyan in namespace jhub, which is not a namespace name", ns)
+	}
+	if err != nil {
+		resp.Diagnostics.AddAttributeError(req.Path, "Invalid user namespace template",
+			fmt.Sprintf("%v. Write it as KubeSpawner does, e.g. \"{hubnamespace}-{username}\" or \"jupyter-{username}\".", err))
 	}
 }

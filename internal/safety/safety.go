@@ -75,6 +75,53 @@ type Config struct {
 	// on_mode_change applies to them (never recreate: they are only kept or
 	// rebound). They are never created or deleted.
 	ExtraVolumes []string
+	// UserNamespaceTemplate is KubeSpawner's user_namespace_template when
+	// every user's server and claims live in the user's own namespace
+	// (enable_user_namespaces); "" when they live in Namespace.
+	UserNamespaceTemplate string
+}
+
+// NamespaceOf is the namespace of user's claims: Namespace, or the user's
+// own under UserNamespaceTemplate ({hubnamespace} is Namespace).
+func (c Config) NamespaceOf(user string) (string, error) {
+	if c.UserNamespaceTemplate == "" {
+		return c.Namespace, nil
+	}
+	hub := c.Namespace
+	return kubespawner.ExpandValues(c.UserNamespaceTemplate, kubespawner.Values{Username: user, HubNamespace: &hub}, c.Scheme)
+}
+
+// ownClaims are the live claims of this deployment. Under user namespaces
+// the provider reads claims cluster-wide: a claim counts when it is in its
+// user's namespace (claims of other hubs, or in another user's namespace,
+// are not this deployment's); a claim without a user (a workspace claim
+// without KubeSpawner's labels) when it is in some user's namespace.
+func ownClaims(cfg Config, cs []claims.Claim) []claims.Claim {
+	if cfg.UserNamespaceTemplate == "" {
+		return cs
+	}
+	userNS := map[string]bool{}
+	for _, u := range cfg.Users {
+		if ns, err := cfg.NamespaceOf(u); err == nil {
+			userNS[ns] = true
+		}
+	}
+	var out []claims.Claim
+	for _, c := range cs {
+		if c.Username == "" {
+			continue
+		}
+		if ns, err := cfg.NamespaceOf(c.Username); err == nil && ns == c.Namespace {
+			userNS[ns] = true
+			out = append(out, c)
+		}
+	}
+	for _, c := range cs {
+		if c.Username == "" && userNS[c.Namespace] {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 // Migration is how on_mode_change = "migrate" moves users.
@@ -148,6 +195,7 @@ type UserPlan struct {
 	Action    Action
 	Live      *claims.Claim // nil when no claim exists
 	Reason    string        // why the action, for the plan summary
+	Namespace string        // of the claim: the deployment's, or the user's own (UserNamespaceTemplate)
 	// With ActionMigrate: the method, the volume and, when an earlier apply
 	// started it, the record it left.
 	Method migration.Method
@@ -184,6 +232,7 @@ const ListLimit = 20
 
 // Plan classifies the change from prior (nil on create) to cfg against the live claims.
 func Plan(cfg Config, prior *Prior, live Live) Result {
+	live.Claims = ownClaims(cfg, live.Claims)
 	p := planner{cfg: cfg, prior: prior, live: live}
 	return p.run()
 }
@@ -271,6 +320,10 @@ func (p *planner) run() Result {
 			continue
 		}
 		up.ClaimName = name
+		if up.Namespace, err = cfg.NamespaceOf(u); err != nil {
+			p.errorf("user_namespace_template", "Username cannot be turned into a namespace", "%q: %v", u, err)
+			continue
+		}
 		c := up.Live
 		if c != nil && c.Annotations[migration.CopyAnnotation] != "" {
 			up.TargetLive = targets[c.Name]
@@ -517,6 +570,7 @@ func (p *planner) extraVolumes(users []string, migrating, running, refused *[]Us
 				continue
 			}
 			up := UserPlan{User: u, ClaimName: name, Live: byName[name]}
+			up.Namespace, _ = p.cfg.NamespaceOf(u) // the home pass reported a user without one
 			if ip, ok := p.live.InProgress[name]; ok {
 				rec := ip.Record
 				up.Action, up.Method, up.Volume, up.Resume = ActionMigrate, migration.MethodRebind, ip.Volume, &rec
@@ -762,6 +816,7 @@ func Destroy(cfg Config, prior Prior, live Live) Result {
 	var res Result
 	res.Class = ClassNone
 	var del, mounted []UserPlan
+	live.Claims = ownClaims(cfg, live.Claims)
 	liveByName := map[string]*claims.Claim{}
 	for i := range live.Claims {
 		liveByName[live.Claims[i].Name] = &live.Claims[i]
@@ -776,7 +831,10 @@ func Destroy(cfg Config, prior Prior, live Live) Result {
 		if c == nil {
 			continue
 		}
-		up := UserPlan{User: u, ClaimName: c.Name, Managed: true, Live: c, Action: ActionRelease, Reason: "retained"}
+		up := UserPlan{User: u, ClaimName: c.Name, Managed: true, Live: c, Action: ActionRelease, Reason: "retained", Namespace: c.Namespace}
+		if up.Namespace == "" {
+			up.Namespace = cfg.Namespace
+		}
 		if cfg.DeletionPolicy == DeletionDelete && cfg.AllowDataLoss {
 			up.Action, up.Reason = ActionRecreate, "deleted"
 			del = append(del, up)

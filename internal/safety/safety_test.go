@@ -24,7 +24,7 @@ const (
 var knownAttributes = map[string]bool{
 	"access_mode": true, "capacity": true, "pvc_name_template": true, "allow_data_loss": true,
 	"on_mode_change": true, "users": true, "storage_class_name": true, "deletion_policy": true, "migration": true,
-	"extra_user_volumes": true,
+	"extra_user_volumes": true, "user_namespace_template": true,
 }
 
 // name is the claim name KubeSpawner gives user under template and scheme.
@@ -1848,4 +1848,52 @@ func TestPlanExtraUserVolumes(t *testing.T) {
 			errors: []want{{attr: "migration", has: []string{"nebi-workspaces-alice", "only rebound, never copied"}}},
 		},
 	})
+}
+
+func inNS(ns string) claimOpt { return func(c *claims.Claim) { c.Namespace = ns } }
+
+func userNamespaces(t string) cfgOpt { return func(c *Config) { c.UserNamespaceTemplate = t } }
+
+// Under KubeSpawner's per-user namespaces, a user's home is the claim named
+// by the template in the user's own namespace; claims elsewhere (another
+// hub, another user's namespace) are not this deployment's and are neither
+// homes nor strays; new claims go to the user's namespace.
+func TestPlanUserNamespaces(t *testing.T) {
+	runPlanCases(t, []planCase{
+		{
+			name: "claims are read per user namespace",
+			cfg:  cfg([]string{"carol"}, userNamespaces("{hubnamespace}-{username}")),
+			live: Live{Claims: []claims.Claim{
+				pvc(t, "alice", inNS("jhub-alice")),
+				pvc(t, "alice", inNS("other-hub"), named("claim-alice"), modes(RWOP)),
+				pvc(t, "bob", inNS("jhub-alice")),
+				{Name: "scratch", Namespace: "jhub-alice", AccessModes: []string{RWO}},
+			}},
+			class:      ClassSafe,
+			actions:    map[string]Action{"alice": ActionObserve, "carol": ActionCreate},
+			colocation: true,
+			checkResult: func(t *testing.T, r Result) {
+				ns := map[string]string{}
+				for _, up := range r.Users {
+					ns[up.User] = up.Namespace
+				}
+				if ns["alice"] != "jhub-alice" || ns["carol"] != "jhub-carol" {
+					t.Errorf("namespaces %v", ns)
+				}
+				if r.Users[0].Live.Namespace != "jhub-alice" {
+					t.Errorf("alice's home is the claim in %q", r.Users[0].Live.Namespace)
+				}
+			},
+		},
+	})
+	// dave's claim in his own namespace not named by the template is a stray, as in one namespace.
+	r := Plan(cfg(nil, userNamespaces("jupyter-{username}")), nil, Live{Claims: []claims.Claim{pvc(t, "dave", inNS("jupyter-dave"), named("home-dave"))}})
+	if len(r.Errors) != 1 || r.Errors[0].Attribute != "pvc_name_template" {
+		t.Errorf("stray in a user namespace: %s", dump(r.Errors))
+	}
+	// A template that cannot name a namespace for a user is an error naming the attribute.
+	r = Plan(cfg([]string{"alice"}, userNamespaces("{nope}")), nil, Live{})
+	if len(r.Errors) == 0 || r.Errors[0].Attribute != "user_namespace_template" {
+		t.Errorf("bad template: %s", dump(r.Errors))
+	}
 }

@@ -84,6 +84,7 @@ const HomeClaimsKey = "home_claims"
 // homeKeys are the settings jupyter_home_storage owns; extra settings may
 // not replace them (volumes and volume_mounts are appended to instead).
 var homeKeys = []string{"storage_pvc_ensure", "storage_access_modes", "storage_capacity", "storage_class",
+	"enable_user_namespaces", "user_namespace_template",
 	"pvc_name_template", "slug_scheme", "storage_extra_labels"}
 
 // Build combines the inputs into KubeSpawner settings and derives
