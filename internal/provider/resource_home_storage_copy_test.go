@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hashicorp/terraform-plugin-framework/providerserver"
+	"github.com/hashicorp/terraform-plugin-go/tfprotov6"
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
 	"github.com/hashicorp/terraform-plugin-testing/plancheck"
@@ -312,5 +314,62 @@ func TestAccHomeStorage_migrateCopy(t *testing.T) {
 		if err != nil {
 			t.Error(err)
 		}
+	}
+}
+
+// A copy stopped after any of its steps resumes with the next apply and
+// converges to the same result; the source is never touched but for its
+// record.
+func TestAccHomeStorage_migrateCopyResumesAfterEveryStep(t *testing.T) {
+	cs := acctest.Cluster(t).Admin()
+	for _, stop := range []migration.Op{migration.OpCreateTarget, migration.OpStartCopy, migration.OpWaitCopy, migration.OpVerify, migration.OpSwitch} {
+		t.Run(string(stop), func(t *testing.T) {
+			ns := acctest.Namespace(t)
+			ebs, efs := "gp3-"+ns, "efs-"+ns
+			acctest.Seed(t, cs, ns, acctest.SeedClaim{Name: "claim-alice", Username: "alice", StorageClass: &ebs, Bound: true, Driver: "ebs.csi.aws.com"})
+			reserveVolume(t, cs, ns, "home-alice", efs)
+			old := uids(t, cs, ns, "claim-alice")
+			jobs := &fakeJobController{seen: map[string]int{}, fail: map[string]bool{}}
+			ctx, cancel := context.WithCancel(context.Background())
+			var wg sync.WaitGroup
+			wg.Add(1)
+			go func() { defer wg.Done(); jobs.run(ctx, t, cs, ns) }()
+			t.Cleanup(func() { cancel(); wg.Wait() })
+
+			stopped := false
+			stopping := map[string]func() (tfprotov6.ProviderServer, error){
+				"jupyter": providerserver.NewProtocol6WithError(NewWithMigrationHook("test", func(_ string, op migration.Op) error {
+					if op == stop && !stopped {
+						stopped = true
+						return fmt.Errorf("apply stopped after step %s", op)
+					}
+					return nil
+				})()),
+			}
+			cfg := copyConfig(t, ns, efs)
+			resource.Test(t, resource.TestCase{
+				Steps: []resource.TestStep{
+					{ProtoV6ProviderFactories: stopping, Config: cfg,
+						ExpectError: wrapRE(fmt.Sprintf(`(?s)1 of 1 home migrations did not finish.*alice \(claim-alice, copy to home-alice.*apply stopped after step %s`, stop))},
+					{
+						PreConfig: func() {
+							if !stopped {
+								t.Fatalf("the apply never reached step %s", stop)
+							}
+						},
+						ProtoV6ProviderFactories: protoV6ProviderFactories, Config: cfg,
+						Check: copied(cs, ns, efs, old, "alice"),
+					},
+					{ProtoV6ProviderFactories: protoV6ProviderFactories, Config: cfg, PlanOnly: true},
+				},
+			})
+			jobs.mu.Lock()
+			defer jobs.mu.Unlock()
+			for _, err := range jobs.specs {
+				if err != nil {
+					t.Error(err)
+				}
+			}
+		})
 	}
 }
