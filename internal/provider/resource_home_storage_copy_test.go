@@ -373,3 +373,47 @@ func TestAccHomeStorage_migrateCopyResumesAfterEveryStep(t *testing.T) {
 		})
 	}
 }
+
+// A copy runs with exactly the documented RBAC: the Role, the read-only and
+// migrator ClusterRoles and the copier Role, bound to a non-admin identity.
+func TestAccHomeStorage_migrateCopyLeastPrivilege(t *testing.T) {
+	c := acctest.Cluster(t)
+	cs := c.Admin()
+	ns := acctest.Namespace(t)
+	ebs, efs := "gp3-"+ns, "efs-"+ns
+	acctest.Seed(t, cs, ns, acctest.SeedClaim{Name: "claim-alice", Username: "alice", StorageClass: &ebs, Bound: true, Driver: "ebs.csi.aws.com"})
+	reserveVolume(t, cs, ns, "home-alice", efs)
+	old := uids(t, cs, ns, "claim-alice")
+	acctest.GrantMigrator(t, ns)
+	jobs := &fakeJobController{seen: map[string]int{}, fail: map[string]bool{}}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); jobs.run(ctx, t, cs, ns) }()
+	t.Cleanup(func() { cancel(); wg.Wait() })
+	cfg := acctest.Config(acctest.ProviderBlock(c, c.LimitedToken), fmt.Sprintf(`
+resource "jupyter_home_storage" "homes" {
+  namespace          = %q
+  storage_class_name = %q
+  capacity           = "2Gi"
+  access_mode        = "ReadWriteMany"
+  on_mode_change     = "migrate"
+  migration {
+    copy_image           = %q
+    target_name_template = "home-{username}"
+  }
+}
+
+resource "jupyter_spawner_config" "hub" {
+  namespace             = %q
+  home_storage_settings = jupyter_home_storage.homes.spawner_settings
+}
+`, ns, efs, copyImage, ns))
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: protoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{Config: cfg, Check: copied(cs, ns, efs, old, "alice")},
+			{Config: cfg, PlanOnly: true},
+		},
+	})
+}
