@@ -200,12 +200,16 @@ func (p *planner) run() Result {
 	var mismatched, recreate, unlistedMismatch, mounted, goneOutOfBand []UserPlan
 	for _, u := range names {
 		up := UserPlan{User: u, Managed: managed[u], Live: byUser[u]}
-		name, err := kubespawner.Expand(cfg.NameTemplate, u, "", cfg.Scheme)
-		if err != nil {
-			p.errorf("users", "Username cannot be turned into a claim name", "%q: %v", u, err)
-			continue
+		if up.Live != nil {
+			up.ClaimName = up.Live.Name // the template's name for u: that is how it was found
+		} else {
+			name, err := kubespawner.Expand(cfg.NameTemplate, u, "", cfg.Scheme)
+			if err != nil {
+				p.errorf("users", "Username cannot be turned into a claim name", "%q: %v", u, err)
+				continue
+			}
+			up.ClaimName = name
 		}
-		up.ClaimName = name
 		c := up.Live
 		switch {
 		case c == nil && !up.Managed:
