@@ -632,18 +632,6 @@ func (r *homeStorageResource) apply(ctx context.Context, plan, state *homeStorag
 				fmt.Sprintf("\n%d change(s) were made; the state records them. Apply again to converge. No claim was deleted except by on_mode_change = \"recreate\".", len(todo)-len(failed)))
 	}
 
-	// The state reflects the cluster after the changes. When the API server
-	// cannot be reached, it reflects what this apply knows it did.
-	if !unreachable {
-		live, err = r.readLive(ctx, client, plan, false, true)
-	}
-	if unreachable || err != nil {
-		if err != nil {
-			diags.AddError("Cannot read the home claims after apply", err.Error()+
-				"\nThe state records the claims this apply created or changed; apply again to converge.")
-		}
-		live.Claims = appliedClaims(live.Claims, todo, failed, created, cfg)
-	}
 	if len(failedUsers) > 0 {
 		var kept []string
 		for _, u := range cfg.Users {
@@ -654,10 +642,25 @@ func (r *homeStorageResource) apply(ctx context.Context, plan, state *homeStorag
 		plan.Users = stringList(kept)
 		cfg.Users = kept
 	}
-	after := safety.Plan(cfg, nil, live)
 	if plan.Claims.IsUnknown() || len(failedUsers) > 0 {
-		// After a partial failure the planned claims did not all come to be.
-		plan.Claims = claimsValue(after.Users, cfg, true)
+		// The planned claims are not known (the plan could not read the
+		// cluster), or did not all come to be: the state records the claims
+		// that exist. After a partial failure they are read afresh (a change
+		// that failed may have been made all the same); otherwise, and when
+		// the API server cannot be reached, they are the claims read before
+		// with the changes this apply made.
+		before := live.Claims
+		var err error
+		if len(failedUsers) > 0 && !unreachable {
+			if live, err = r.readLive(ctx, client, plan, false, true); err != nil {
+				diags.AddError("Cannot read the home claims after apply", err.Error()+
+					"\nThe state records the claims this apply created or changed; apply again to converge.")
+			}
+		}
+		if len(failedUsers) == 0 || unreachable || err != nil {
+			live.Claims = appliedClaims(before, todo, failed, created, cfg)
+		}
+		plan.Claims = claimsValue(safety.Plan(cfg, nil, live).Users, cfg, true)
 	}
 	// What the plan showed stands; values the plan could not know (the
 	// connection was unknown) come from the classification made now.
