@@ -78,6 +78,10 @@ func TestRESTConfig_overridesAndEnv(t *testing.T) {
 	if rc.Host != "https://127.0.0.1:6443" || rc.BearerToken != "override" || rc.QPS != 7 || rc.Burst != 9 {
 		t.Fatalf("unexpected config: host=%s token=%s qps=%v burst=%v", rc.Host, rc.BearerToken, rc.QPS, rc.Burst)
 	}
+	// Protobuf, with JSON accepted for anything served without it.
+	if rc.ContentType != "application/vnd.kubernetes.protobuf" || rc.AcceptContentTypes != "application/vnd.kubernetes.protobuf,application/json" {
+		t.Fatalf("content types: %q, accept %q", rc.ContentType, rc.AcceptContentTypes)
+	}
 
 	env := map[string]string{"KUBE_HOST": "https://10.1.2.3", "KUBE_TOKEN": "from-env", "KUBE_CONFIG_PATHS": kc + ":" + kc}
 	cc := ConnectionConfig{Token: "explicit"}

@@ -197,64 +197,60 @@ func ExpandValues(template string, v Values, scheme Scheme) (string, error) {
 	if err := checkUTF8("template", template); err != nil {
 		return "", err
 	}
-	uf, err := ComputeUserFields(v.Username, v.Servername)
-	if err != nil {
+	// The name-derived fields are computed on first use: most templates use
+	// one or two of them, and a plan expands a template once per claim.
+	// ComputeUserFields fails only on invalid UTF-8, checked here up front.
+	if err := checkUTF8("username", v.Username); err != nil {
 		return "", err
 	}
-	fields := map[string]string{
-		FieldUnescapedUsername:   v.Username,
-		FieldUnescapedServername: v.Servername,
-		FieldSafeUsername:        uf.SafeUsername,
-		FieldSafeServername:      uf.SafeServername,
-		FieldSafeUserServer:      uf.SafeUserServer,
-		FieldEscapedUsername:     uf.EscapedUsername,
-		FieldEscapedServername:   uf.EscapedServername,
-		FieldEscapedUserServer:   uf.EscapedUserServer,
+	if err := checkUTF8("server name", v.Servername); err != nil {
+		return "", err
 	}
-	if scheme == SchemeSafe {
-		fields[FieldUsername] = uf.SafeUsername
-		fields[FieldServername] = uf.SafeServername
-		fields[FieldUserServer] = uf.SafeUserServer
-	} else {
-		fields[FieldUsername] = uf.EscapedUsername
-		fields[FieldServername] = uf.EscapedServername
-		if v.Servername != "" {
-			fields[FieldUserServer] = uf.EscapedUsername + "--" + uf.EscapedServername
-		} else {
-			fields[FieldUserServer] = uf.EscapedUsername
+	var uf *UserFields
+	userFields := func() (*UserFields, error) {
+		if uf == nil {
+			u, err := ComputeUserFields(v.Username, v.Servername)
+			if err != nil {
+				return nil, err
+			}
+			uf = &u
 		}
-	}
-	optional := map[string]*string{
-		FieldNamespace: v.Namespace,
-		FieldPodName:   v.PodName,
-		FieldPVCName:   v.PVCName,
-	}
-	if v.HubNamespace != nil {
-		hub := *v.HubNamespace
-		if hub == "default" {
-			hub = "user"
-		}
-		optional[FieldHubNamespace] = &hub
-	} else {
-		optional[FieldHubNamespace] = nil
+		return uf, nil
 	}
 	f := &formatter{lookup: func(name string) (pyValue, error) {
-		if s, ok := fields[name]; ok {
-			return strValue(s), nil
-		}
-		if name == FieldUserID {
+		switch name {
+		case FieldUnescapedUsername:
+			return strValue(v.Username), nil
+		case FieldUnescapedServername:
+			return strValue(v.Servername), nil
+		case FieldUserID:
 			if v.UserID == nil {
 				return pyValue{}, missingValue(name, "Values.UserID")
 			}
 			return pyValue{isInt: true, i: *v.UserID}, nil
-		}
-		if p, ok := optional[name]; ok {
+		case FieldHubNamespace:
+			if v.HubNamespace == nil {
+				return pyValue{}, missingValue(name, optionalSource[name])
+			}
+			if *v.HubNamespace == "default" {
+				return strValue("user"), nil
+			}
+			return strValue(*v.HubNamespace), nil
+		case FieldNamespace, FieldPodName, FieldPVCName:
+			p := map[string]*string{FieldNamespace: v.Namespace, FieldPodName: v.PodName, FieldPVCName: v.PVCName}[name]
 			if p == nil {
 				return pyValue{}, missingValue(name, optionalSource[name])
 			}
 			return strValue(*p), nil
 		}
-		return pyValue{}, unknownField(name)
+		s, ok, err := userField(name, v, scheme, userFields)
+		if err != nil {
+			return pyValue{}, err
+		}
+		if !ok {
+			return pyValue{}, unknownField(name)
+		}
+		return strValue(s), nil
 	}}
 	rendered, err := f.expandFormat(template)
 	if err != nil {
@@ -264,6 +260,48 @@ func ExpandValues(template string, v Values, scheme Scheme) (string, error) {
 		rendered = strings.TrimRight(rendered, "-")
 	}
 	return rendered, nil
+}
+
+// userField is the value of a name-derived field under scheme; ok is false
+// for a name that is not one.
+func userField(name string, v Values, scheme Scheme, fields func() (*UserFields, error)) (string, bool, error) {
+	switch name {
+	case FieldSafeUsername, FieldSafeServername, FieldSafeUserServer,
+		FieldEscapedUsername, FieldEscapedServername, FieldEscapedUserServer,
+		FieldUsername, FieldServername, FieldUserServer:
+	default:
+		return "", false, nil
+	}
+	uf, err := fields()
+	if err != nil {
+		return "", false, err
+	}
+	if scheme == SchemeEscape {
+		switch name {
+		case FieldUsername:
+			return uf.EscapedUsername, true, nil
+		case FieldServername:
+			return uf.EscapedServername, true, nil
+		case FieldUserServer:
+			if v.Servername != "" {
+				return uf.EscapedUsername + "--" + uf.EscapedServername, true, nil
+			}
+			return uf.EscapedUsername, true, nil
+		}
+	}
+	switch name {
+	case FieldSafeUsername, FieldUsername:
+		return uf.SafeUsername, true, nil
+	case FieldSafeServername, FieldServername:
+		return uf.SafeServername, true, nil
+	case FieldSafeUserServer, FieldUserServer:
+		return uf.SafeUserServer, true, nil
+	case FieldEscapedUsername:
+		return uf.EscapedUsername, true, nil
+	case FieldEscapedServername:
+		return uf.EscapedServername, true, nil
+	}
+	return uf.EscapedUserServer, true, nil
 }
 
 var optionalSource = map[string]string{

@@ -9,11 +9,44 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/plancheck"
 )
 
-// claimField reads one field of one user's entry in a `claims` JSON value.
+// decodeClaims decodes a `claims` JSON value as documented: each user's
+// entry in "users" over the fields of "default".
+func decodeClaims(claimsJSON string) (map[string]map[string]any, error) {
+	var doc struct {
+		Default map[string]any            `json:"default"`
+		Users   map[string]map[string]any `json:"users"`
+	}
+	if err := json.Unmarshal([]byte(claimsJSON), &doc); err != nil {
+		return nil, fmt.Errorf("claims is not a JSON object: %v: %q", err, claimsJSON)
+	}
+	if doc.Users == nil {
+		return nil, fmt.Errorf("claims has no users object: %q", claimsJSON)
+	}
+	if doc.Default == nil && len(doc.Users) > 0 {
+		return nil, fmt.Errorf("claims has users but no default: %q", claimsJSON)
+	}
+	out := make(map[string]map[string]any, len(doc.Users))
+	for u, d := range doc.Users {
+		if _, ok := d["name"]; !ok {
+			return nil, fmt.Errorf("claims.users[%q] has no name: %q", u, claimsJSON)
+		}
+		c := make(map[string]any, len(doc.Default)+len(d))
+		for k, v := range doc.Default {
+			c[k] = v
+		}
+		for k, v := range d {
+			c[k] = v
+		}
+		out[u] = c
+	}
+	return out, nil
+}
+
+// claimField reads one field of one user's claim in a `claims` JSON value.
 func claimField(claimsJSON, user, field string) (string, error) {
-	var m map[string]map[string]any
-	if err := json.Unmarshal([]byte(claimsJSON), &m); err != nil {
-		return "", fmt.Errorf("claims is not a JSON object: %v: %q", err, claimsJSON)
+	m, err := decodeClaims(claimsJSON)
+	if err != nil {
+		return "", err
 	}
 	c, ok := m[user]
 	if !ok {

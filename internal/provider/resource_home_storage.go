@@ -271,7 +271,6 @@ func (r *homeStorageResource) ModifyPlan(ctx context.Context, req resource.Modif
 	plan.ChangeClass = types.StringValue(string(res.Class))
 	plan.LegacyUsers = stringList(res.LegacyUsers)
 	plan.ColocationRequired = types.BoolValue(res.ColocationRequired)
-	plan.Claims = claimsValue(res.Users, cfg, false)
 	var nMigrations, nCopies int
 	plan.MigrationPlan, nMigrations, nCopies = migrationPlanValue(res, cfg)
 	plan.SpawnerSettings = types.StringValue(spawnerSettings(&plan, res.HomeClaims))
@@ -283,6 +282,15 @@ func (r *homeStorageResource) ModifyPlan(ctx context.Context, req resource.Modif
 	if state != nil && !state.MigrationStatus.IsNull() {
 		plan.MigrationStatus = state.MigrationStatus
 	}
+	if state != nil && res.Class == safety.ClassNone && sameArguments(&plan, state) {
+		// Nothing changes: keep what the last apply or refresh recorded, so the
+		// plan is empty. (Observations such as a claim's phase are refreshed by Read.)
+		plan.ChangeClass = state.ChangeClass
+		plan.Claims = state.Claims
+		plan.MigrationPlan = state.MigrationPlan
+	} else {
+		plan.Claims = claimsValue(res.Users, cfg, false)
+	}
 	if nMigrations > 0 {
 		// Who ends up legacy, and the claims' new identities, are known once
 		// the migrations ran (a user may start a server meanwhile).
@@ -290,13 +298,6 @@ func (r *homeStorageResource) ModifyPlan(ctx context.Context, req resource.Modif
 		plan.ColocationRequired = types.BoolUnknown()
 		plan.Claims = types.StringUnknown()
 		plan.MigrationStatus = types.StringUnknown()
-	}
-	if state != nil && res.Class == safety.ClassNone && sameArguments(&plan, state) {
-		// Nothing changes: keep what the last apply or refresh recorded, so the
-		// plan is empty. (Observations such as a claim's phase are refreshed by Read.)
-		plan.ChangeClass = state.ChangeClass
-		plan.Claims = state.Claims
-		plan.MigrationPlan = state.MigrationPlan
 	}
 	resp.Diagnostics.Append(resp.Plan.Set(ctx, &plan)...)
 }
@@ -379,9 +380,8 @@ func maxClass(a, b safety.Class) safety.Class {
 	return a
 }
 
-// claimView is one user's entry in the `claims` JSON object.
+// claimView is what `claims` says about one user's claim besides its name.
 type claimView struct {
-	Name             string `json:"name"`
 	AccessMode       string `json:"access_mode"`
 	StorageClassName string `json:"storage_class_name"`
 	Capacity         string `json:"capacity"`
@@ -389,24 +389,42 @@ type claimView struct {
 	Managed          bool   `json:"managed"`
 }
 
-// claimsValue is the `claims` attribute: a JSON object keyed by username.
-// A claim that apply creates has an empty phase (and, on the cluster's
-// default class, an empty class) until the next refresh observes it.
+// claimsDoc is the `claims` attribute: the most common claim as "default",
+// and for every user the claim's name and the fields in which it differs
+// from the default.
+type claimsDoc struct {
+	Default *claimView                `json:"default"`
+	Users   map[string]map[string]any `json:"users"`
+}
+
+// claimsValue is the `claims` attribute: every user's claim, as its name and
+// the fields that differ from the most common claim ("default"). A claim
+// that apply creates has an empty phase (and, on the cluster's default
+// class, an empty class) until the next refresh observes it.
 //
 // final is set after apply: only claims that exist are listed.
 //
 // It is one string rather than a map of objects on purpose: the framework
 // walks every value node of a resource several times per plan, at a cost
 // that grows with the square of their number, and thousands of users would
-// make every plan take minutes (BENCHMARKS.md).
+// make every plan take minutes (BENCHMARKS.md). It is compact because
+// OpenTofu and the provider decode, copy and compare it several times per
+// plan: at 5,000 users every field of every claim made 650 KB, names and
+// differences from the default make 225 KB.
 func claimsValue(ups []safety.UserPlan, cfg safety.Config, final bool) types.String {
-	out := make(map[string]claimView, len(ups))
+	type entry struct {
+		name string
+		view claimView
+	}
+	entries := make(map[string]entry, len(ups))
+	counts := map[claimView]int{}
 	capacity := canonicalQuantity(cfg.Capacity)
 	for _, up := range ups {
 		if up.Live == nil && (final || up.Action != safety.ActionCreate) {
 			continue
 		}
-		v := claimView{Name: up.ClaimName, Managed: up.Managed}
+		e := entry{name: up.ClaimName, view: claimView{Managed: up.Managed}}
+		v := &e.view
 		switch up.Action {
 		case safety.ActionCreate, safety.ActionRecreate:
 			v.AccessMode, v.StorageClassName, v.Capacity = cfg.AccessMode, cfg.StorageClass, capacity
@@ -415,15 +433,71 @@ func claimsValue(ups []safety.UserPlan, cfg safety.Config, final bool) types.Str
 			if up.Action == safety.ActionCopied && up.TargetLive != nil {
 				c = up.TargetLive // the user's home now; the source is kept aside
 			}
-			v.Name, v.AccessMode, v.StorageClassName, v.Capacity, v.Phase = c.Name, strings.Join(c.AccessModes, ","), c.StorageClass, c.Requested, c.Phase
+			e.name, v.AccessMode, v.StorageClassName, v.Capacity, v.Phase = c.Name, strings.Join(c.AccessModes, ","), c.StorageClass, c.Requested, c.Phase
 			if up.Action == safety.ActionResize {
 				v.Capacity = capacity
 			}
 		}
-		out[up.User] = v
+		entries[up.User] = e
+		counts[e.view]++
 	}
-	b, _ := json.Marshal(out) // map keys are sorted: the value is stable
+	doc := claimsDoc{Users: make(map[string]map[string]any, len(entries))}
+	if len(entries) > 0 {
+		// The most common claim; among equally common ones the first by its
+		// fields, so that the value is stable.
+		var def claimView
+		n := 0
+		for v, c := range counts {
+			if c > n || c == n && claimViewLess(v, def) {
+				def, n = v, c
+			}
+		}
+		doc.Default = &def
+	}
+	for u, e := range entries {
+		d := claimDelta(e.view, *doc.Default)
+		d["name"] = e.name
+		doc.Users[u] = d
+	}
+	b, _ := json.Marshal(doc) // map keys are sorted: the value is stable
 	return types.StringValue(string(b))
+}
+
+// claimDelta is the fields of v that differ from def.
+func claimDelta(v, def claimView) map[string]any {
+	d := map[string]any{}
+	if v.AccessMode != def.AccessMode {
+		d["access_mode"] = v.AccessMode
+	}
+	if v.StorageClassName != def.StorageClassName {
+		d["storage_class_name"] = v.StorageClassName
+	}
+	if v.Capacity != def.Capacity {
+		d["capacity"] = v.Capacity
+	}
+	if v.Phase != def.Phase {
+		d["phase"] = v.Phase
+	}
+	if v.Managed != def.Managed {
+		d["managed"] = v.Managed
+	}
+	return d
+}
+
+func claimViewLess(a, b claimView) bool {
+	if a.AccessMode != b.AccessMode {
+		return a.AccessMode < b.AccessMode
+	}
+	if a.StorageClassName != b.StorageClassName {
+		return a.StorageClassName < b.StorageClassName
+	}
+	if a.Capacity != b.Capacity {
+		return a.Capacity < b.Capacity
+	}
+	if a.Phase != b.Phase {
+		return a.Phase < b.Phase
+	}
+	return !a.Managed && b.Managed
 }
 
 // canonicalQuantity writes a quantity the way the API returns it ("10240Mi" is "10Gi").
@@ -634,8 +708,10 @@ func (r *homeStorageResource) apply(ctx context.Context, plan, state *homeStorag
 				fmt.Sprintf("\n%d change(s) were made; the state records them. Apply again to converge. No claim was deleted except by on_mode_change = \"recreate\".", len(todo)-len(failed)))
 	}
 
+	migrated := false
 	if len(migrations) > 0 && !unreachable {
 		plan.MigrationStatus = runMigrations(ctx, client, plan, migrations, cfg, labels, diags)
+		migrated = true
 	}
 	if plan.MigrationStatus.IsUnknown() {
 		plan.MigrationStatus = types.StringValue("{}")
@@ -643,18 +719,15 @@ func (r *homeStorageResource) apply(ctx context.Context, plan, state *homeStorag
 			plan.MigrationStatus = state.MigrationStatus
 		}
 	}
-
-	// The state reflects the cluster after the changes. When the API server
-	// cannot be reached, it reflects what this apply knows it did.
-	if !unreachable {
-		live, err = r.readLive(ctx, client, plan, false, true, false)
-	}
-	if unreachable || err != nil {
-		if err != nil {
-			diags.AddError("Cannot read the home claims after apply", err.Error()+
-				"\nThe state records the claims this apply created or changed; apply again to converge.")
+	// Migrations replace claims (new objects, new modes): read them afresh.
+	var migratedErr error
+	if migrated {
+		pre := live
+		if live, migratedErr = r.readLive(ctx, client, plan, false, true, false); migratedErr != nil {
+			diags.AddError("Cannot read the home claims after the migrations", migratedErr.Error()+
+				"\nApply again: the next plan reads them, and a migration that did not finish resumes.")
+			live = pre
 		}
-		live.Claims = appliedClaims(live.Claims, todo, failed, created, cfg)
 	}
 	if len(failedUsers) > 0 {
 		var kept []string
@@ -666,13 +739,33 @@ func (r *homeStorageResource) apply(ctx context.Context, plan, state *homeStorag
 		plan.Users = stringList(kept)
 		cfg.Users = kept
 	}
-	after := safety.Plan(cfg, nil, live)
-	if plan.SpawnerSettings.IsUnknown() {
-		plan.SpawnerSettings = types.StringValue(spawnerSettings(plan, after.HomeClaims))
-	}
 	if plan.Claims.IsUnknown() || len(failedUsers) > 0 {
-		// After a partial failure the planned claims did not all come to be.
-		plan.Claims = claimsValue(after.Users, cfg, true)
+		// The planned claims are not known (the plan could not read the
+		// cluster), or did not all come to be: the state records the claims
+		// that exist. After a partial failure they are read afresh (a change
+		// that failed may have been made all the same); otherwise, and when
+		// the API server cannot be reached, they are the claims read before
+		// with the changes this apply made.
+		before := live.Claims
+		var err error
+		switch {
+		case migrated && migratedErr == nil:
+			// Read afresh after the migrations: the creates are in it.
+		case len(failedUsers) > 0 && !unreachable && !migrated:
+			pre := live
+			if live, err = r.readLive(ctx, client, plan, false, true, false); err != nil {
+				diags.AddError("Cannot read the home claims after apply", err.Error()+
+					"\nThe state records the claims this apply created or changed; apply again to converge.")
+				live = pre
+			}
+		}
+		if !(migrated && migratedErr == nil) && (len(failedUsers) == 0 || unreachable || err != nil || migrated) {
+			live.Claims = appliedClaims(before, todo, failed, created, cfg)
+		}
+		plan.Claims = claimsValue(safety.Plan(cfg, nil, live).Users, cfg, true)
+	}
+	if plan.SpawnerSettings.IsUnknown() {
+		plan.SpawnerSettings = types.StringValue(spawnerSettings(plan, safety.Plan(cfg, nil, live).HomeClaims))
 	}
 	if plan.MigrationPlan.IsUnknown() {
 		plan.MigrationPlan, _, _ = migrationPlanValue(res, cfg)

@@ -2,7 +2,6 @@ package provider
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"sort"
 	"strconv"
@@ -358,9 +357,9 @@ func TestAccHomeStorage_conflictingWrite(t *testing.T) {
 func claimsBefore(f func(map[string]map[string]any) error) plancheck.PlanCheck {
 	return priorCheck{func(before map[string]any, _ *tfjson.ResourceChange) error {
 		s, _ := before["claims"].(string)
-		var m map[string]map[string]any
-		if err := json.Unmarshal([]byte(s), &m); err != nil {
-			return fmt.Errorf("prior claims %q: %v", s, err)
+		m, err := decodeClaims(s)
+		if err != nil {
+			return fmt.Errorf("prior claims: %v", err)
 		}
 		return f(m)
 	}}

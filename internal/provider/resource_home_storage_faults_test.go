@@ -2,7 +2,6 @@ package provider
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
@@ -192,9 +191,10 @@ resource "jupyter_home_storage" "homes" {
 							return fmt.Errorf("state records %d users, %d claims exist", len(recorded), len(afterFailure))
 						}
 						// The refresh lists every claim that exists, recorded or not.
-						var claims map[string]any
-						if s, ok := before["claims"].(string); ok {
-							_ = json.Unmarshal([]byte(s), &claims)
+						s, _ := before["claims"].(string)
+						claims, err := decodeClaims(s)
+						if err != nil {
+							return err
 						}
 						if len(claims) != len(afterFailure) {
 							return fmt.Errorf("the refreshed state lists %d claims; %d exist", len(claims), len(afterFailure))

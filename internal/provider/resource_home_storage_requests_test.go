@@ -61,10 +61,10 @@ func countingFactories(log *requestLog) map[string]func() (tfprotov6.ProviderSer
 
 var perClaimGet = regexp.MustCompile(`^GET /api/v1/namespaces/[^/]+/persistentvolumeclaims/[^/?]+\?`)
 
-// A plan over N claims costs ceil(N/500) List requests plus a constant,
-// and never one request per claim.
+// A plan over N claims costs ceil(N/kube.PageSize) List requests plus a
+// constant, and never one request per claim. N spans two pages.
 func TestAccHomeStorage_planRequestCount(t *testing.T) {
-	const n = 1234
+	const n = kube.PageSize + 234
 	cs := acctest.Cluster(t).Admin()
 	ns := acctest.Namespace(t)
 	seeds := make([]acctest.SeedClaim, n)

@@ -133,11 +133,13 @@ func homeStorageSchema() schema.Schema {
 				Validators:          []validator.String{stringvalidator.OneOf(safety.DeletionRetain, safety.DeletionDelete)}},
 			"change_class": computedStr("`none`, `safe` or `destructive`: what this plan does to home data, read from the live cluster. A plan that changes nothing keeps the value of the last apply (so that it stays empty)."),
 			"claims": schema.StringAttribute{Computed: true,
-				MarkdownDescription: "JSON object of the home claims by username: the managed ones and those KubeSpawner made that match the template. " +
-					"Each has `name`, `access_mode` (comma-separated when several), `storage_class_name` (empty when none is named), `capacity` (requested size), " +
-					"`phase` (`Pending`, `Bound` or `Lost`; empty for a claim apply has just created, until the next refresh) and `managed` (listed in `users`). " +
-					"A user whose home was copied to a new claim (`on_mode_change = \"migrate\"`) is listed with that claim. " +
-					"Use it with `jsondecode(...)`; plans show changes to it entry by entry. (One string rather than a map of objects keeps plans fast at thousands of users.)"},
+				MarkdownDescription: "JSON of the home claims: the managed ones and those KubeSpawner made that match the template. " +
+					"`users` maps each username to its claim's `name` and the fields in which the claim differs from `default`, the most common claim " +
+					"(`null` when there is none). The fields are `access_mode` (comma-separated when several), `storage_class_name` (empty when none is named), " +
+					"`capacity` (requested size), `phase` (`Pending`, `Bound` or `Lost`; empty for a claim apply has just created, until the next refresh) " +
+					"and `managed` (listed in `users`). A user whose home was copied to a new claim (`on_mode_change = \"migrate\"`) is listed with that claim. With `c = jsondecode(claims)`, every user's full claim is " +
+					"`{ for user, e in c.users : user => merge(c.default, e) }`; plans show changes to it user by user. " +
+					"(One compact string rather than a map of objects keeps plans fast at thousands of users.)"},
 			"legacy_users": schema.ListAttribute{Computed: true, ElementType: types.StringType,
 				MarkdownDescription: "Users kept on a claim that differs from the configuration (`keep_existing`). The spawner config keeps co-location for them."},
 			"colocation_required": schema.BoolAttribute{Computed: true,

@@ -314,12 +314,17 @@ func (p *planner) run() Result {
 	var migrating, running, refused []UserPlan
 	for _, u := range names {
 		up := UserPlan{User: u, Managed: managed[u], Live: byUser[u]}
-		name, err := kubespawner.Expand(cfg.NameTemplate, u, "", cfg.Scheme)
-		if err != nil {
-			p.errorf("users", "Username cannot be turned into a claim name", "%q: %v", u, err)
-			continue
+		if up.Live != nil {
+			up.ClaimName = up.Live.Name // the template's name for u: that is how it was found
+		} else {
+			name, err := kubespawner.Expand(cfg.NameTemplate, u, "", cfg.Scheme)
+			if err != nil {
+				p.errorf("users", "Username cannot be turned into a claim name", "%q: %v", u, err)
+				continue
+			}
+			up.ClaimName = name
 		}
-		up.ClaimName = name
+		var err error
 		if up.Namespace, err = cfg.NamespaceOf(u); err != nil {
 			p.errorf("user_namespace_template", "Username cannot be turned into a namespace", "%q: %v", u, err)
 			continue
@@ -331,7 +336,7 @@ func (p *planner) run() Result {
 			p.res.Users = append(p.res.Users, up)
 			continue
 		}
-		if ip, ok := p.live.InProgress[name]; ok {
+		if ip, ok := p.live.InProgress[up.ClaimName]; ok {
 			rec := ip.Record
 			up.Action, up.Method, up.Volume, up.Resume = ActionMigrate, migration.MethodRebind, ip.Volume, &rec
 			up.Reason = fmt.Sprintf("resume the rebind started by an earlier apply (volume %s, step %s)", ip.Volume, rec.Step)

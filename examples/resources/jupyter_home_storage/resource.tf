@@ -31,6 +31,22 @@ output "change_class" {
   value = jupyter_home_storage.homes.change_class
 }
 
+# Every user's home claim: name, access_mode, storage_class_name, capacity,
+# phase and managed. `claims` lists each user's name and what differs from
+# the most common claim, `default`.
+locals {
+  home_claims = jsondecode(jupyter_home_storage.homes.claims)
+}
+
+output "home_claims" {
+  value = { for user, c in local.home_claims.users : user => merge(local.home_claims.default, c) }
+}
+
+# Users whose homes are not ReadWriteMany yet.
+output "not_shared" {
+  value = sort([for user, c in local.home_claims.users : user if merge(local.home_claims.default, c).access_mode != "ReadWriteMany"])
+}
+
 # Later, move the legacy users' homes to ReadWriteMany keeping their data:
 # each claim is rebound to its own Longhorn volume (zero copy), homes on other
 # backends are copied into new claims by a Job, users with a running server
