@@ -549,7 +549,7 @@ func reserveVolume(t *testing.T, cs kubernetes.Interface, ns, claim, class strin
 	t.Helper()
 	name := "pv-" + class + "-" + claim
 	if len(name) > 63 {
-		name = name[:63]
+		name = strings.TrimRight(name[:63], "-.")
 	}
 	pv := &corev1.PersistentVolume{
 		ObjectMeta: metav1.ObjectMeta{Name: name},

@@ -3,6 +3,7 @@ package testcluster
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -66,7 +67,7 @@ func Seed(ctx context.Context, cs kubernetes.Interface, namespace string, seeds 
 		if s.Bound {
 			pvName := fmt.Sprintf("pv-%s-%s", namespace, s.Name)
 			if len(pvName) > 63 {
-				pvName = pvName[:63]
+				pvName = strings.TrimRight(pvName[:63], "-.")
 			}
 			class := ""
 			if s.StorageClass != nil {
