@@ -74,6 +74,10 @@ func (r *homeStorageResource) ValidateConfig(ctx context.Context, req resource.V
 				"Set storage_class.name and storage_class.provisioner, or remove the block and use storage_class_name for an existing class.")
 		}
 	}
+	if m.Migration != nil && m.Migration.DeleteCopiedSources.ValueBool() && !m.AllowDataLoss.IsUnknown() && !m.AllowDataLoss.ValueBool() {
+		resp.Diagnostics.AddAttributeError(path.Root("migration").AtName("delete_copied_sources"), "delete_copied_sources needs allow_data_loss = true",
+			"Deleting the source claims of copied homes deletes the old home directories (the verified copies stay). Set allow_data_loss = true as well if that is intended, or remove delete_copied_sources to keep them.")
+	}
 	if m.Migration != nil && !m.OnModeChange.IsUnknown() && m.OnModeChange.ValueString() != string(safety.OnModeChangeMigrate) {
 		resp.Diagnostics.AddAttributeWarning(path.Root("migration"), "The migration block is not used",
 			fmt.Sprintf("on_mode_change = %q: the migration block applies only with on_mode_change = \"migrate\".", m.OnModeChange.ValueString()))
@@ -430,7 +434,7 @@ func claimsValue(ups []safety.UserPlan, cfg safety.Config, final bool) types.Str
 			v.AccessMode, v.StorageClassName, v.Capacity = cfg.AccessMode, cfg.StorageClass, capacity
 		default:
 			c := up.Live
-			if up.Action == safety.ActionCopied && up.TargetLive != nil {
+			if (up.Action == safety.ActionCopied || up.Action == safety.ActionDeleteSource) && up.TargetLive != nil {
 				c = up.TargetLive // the user's home now; the source is kept aside
 			}
 			e.name, v.AccessMode, v.StorageClassName, v.Capacity, v.Phase = c.Name, strings.Join(c.AccessModes, ","), c.StorageClass, c.Requested, c.Phase
@@ -640,7 +644,7 @@ func (r *homeStorageResource) apply(ctx context.Context, plan, state *homeStorag
 	var todo []safety.UserPlan
 	for _, up := range res.Users {
 		switch up.Action {
-		case safety.ActionCreate, safety.ActionResize, safety.ActionRecreate:
+		case safety.ActionCreate, safety.ActionResize, safety.ActionRecreate, safety.ActionDeleteSource:
 			todo = append(todo, up)
 		}
 	}
@@ -660,6 +664,10 @@ func (r *homeStorageResource) apply(ctx context.Context, plan, state *homeStorag
 		switch up.Action {
 		case safety.ActionResize:
 			return client.ResizeClaim(ctx, up.Namespace, up.Live.Name, cfg.Capacity)
+		case safety.ActionDeleteSource:
+			// The old home of a finished, verified copy; only with
+			// migration.delete_copied_sources and allow_data_loss.
+			return client.DeleteClaim(ctx, up.Namespace, up.Live.Name, up.Live.UID)
 		case safety.ActionRecreate:
 			// Allowed only with allow_data_loss; the safety core refuses it otherwise.
 			if err := client.DeleteClaim(ctx, up.Namespace, up.Live.Name, up.Live.UID); err != nil {
@@ -808,7 +816,7 @@ func appliedClaims(before []claims.Claim, todo []safety.UserPlan, failed map[int
 		switch up.Action {
 		case safety.ActionResize:
 			resized[up.Live.Name] = true
-		case safety.ActionRecreate:
+		case safety.ActionRecreate, safety.ActionDeleteSource:
 			replaced[up.Live.Name] = true
 		}
 		if pvc := created[up.User]; pvc != nil {

@@ -150,7 +150,11 @@ func checkCopyJob(j *batchv1.Job, source, target string) error {
 	return nil
 }
 
-func copyConfig(t *testing.T, ns, class string) string {
+func copyConfig(t *testing.T, ns, class string, extra ...string) string {
+	top, inMigration := "", ""
+	if len(extra) == 2 {
+		top, inMigration = extra[0], extra[1]
+	}
 	return acctest.AdminConfig(t, fmt.Sprintf(`
 resource "jupyter_home_storage" "homes" {
   namespace          = %q
@@ -159,9 +163,11 @@ resource "jupyter_home_storage" "homes" {
   access_mode        = "ReadWriteMany"
   users              = ["alice"]
   on_mode_change     = "migrate"
+  %s
   migration {
     copy_image           = %q
     target_name_template = "home-{username}"
+    %s
   }
 }
 
@@ -170,7 +176,7 @@ resource "jupyter_spawner_config" "hub" {
   home_storage_settings = jupyter_home_storage.homes.spawner_settings
   legacy_users          = jupyter_home_storage.homes.legacy_users
 }
-`, ns, class, copyImage, ns))
+`, ns, class, top, copyImage, inMigration, ns))
 }
 
 // copied checks a finished copy: the new claim in the new mode and class,
@@ -308,6 +314,39 @@ func TestAccHomeStorage_migrateCopy(t *testing.T) {
 				),
 			},
 			{Config: cfg, PlanOnly: true},
+			{
+				// Deleting the old homes is asked for, but not allowed.
+				Config:      copyConfig(t, ns, efs, "", "delete_copied_sources = true"),
+				ExpectError: wrapRE(`(?s)delete_copied_sources needs allow_data_loss = true`),
+			},
+			{
+				Config:           copyConfig(t, ns, efs, "allow_data_loss = true", "delete_copied_sources = true"),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{expectClass("destructive")}},
+				Check: resource.ComposeAggregateTestCheckFunc(
+					func(*terraform.State) error {
+						// The old homes are gone; the copies are the homes, and alice,
+						// listed in users, gets no new empty claim-alice.
+						for _, u := range []string{"alice", "bob"} {
+							if _, err := cs.CoreV1().PersistentVolumeClaims(ns).Get(context.Background(), "claim-"+u, metav1.GetOptions{}); err == nil {
+								return fmt.Errorf("claim-%s still exists", u)
+							}
+							if _, err := cs.CoreV1().PersistentVolumeClaims(ns).Get(context.Background(), "home-"+u, metav1.GetOptions{}); err != nil {
+								return fmt.Errorf("home-%s: %v", u, err)
+							}
+						}
+						return nil
+					},
+					checkClaim("alice", "name", "home-alice"),
+					resource.TestCheckResourceAttr(hsAddr, "change_class", "destructive"),
+					resource.TestCheckResourceAttrWith(hsAddr, "spawner_settings", func(v string) error {
+						if !strings.Contains(v, `"home_claims":{"alice":"home-alice","bob":"home-bob"}`) {
+							return fmt.Errorf("spawner_settings lost the switch: %s", v)
+						}
+						return nil
+					}),
+				),
+			},
+			{Config: copyConfig(t, ns, efs, "allow_data_loss = true", "delete_copied_sources = true"), PlanOnly: true},
 		},
 	})
 	for _, err := range jobs.specs {

@@ -40,6 +40,7 @@ func (m *homeStorageModel) migrationConfig() safety.Migration {
 		out.SkipRunning = mm.SkipRunning.ValueBool()
 	}
 	out.CopyImage, out.TargetTemplate = mm.CopyImage.ValueString(), mm.TargetNameTemplate.ValueString()
+	out.DeleteSources = mm.DeleteCopiedSources.ValueBool()
 	return out
 }
 

@@ -48,12 +48,13 @@ type homeStorageModel struct {
 }
 
 type migrationModel struct {
-	Method             types.String `tfsdk:"method"`
-	CopyImage          types.String `tfsdk:"copy_image"`
-	TargetNameTemplate types.String `tfsdk:"target_name_template"`
-	BatchSize          types.Int64  `tfsdk:"batch_size"`
-	MaxParallel        types.Int64  `tfsdk:"max_parallel"`
-	SkipRunning        types.Bool   `tfsdk:"skip_running"`
+	Method              types.String `tfsdk:"method"`
+	CopyImage           types.String `tfsdk:"copy_image"`
+	TargetNameTemplate  types.String `tfsdk:"target_name_template"`
+	DeleteCopiedSources types.Bool   `tfsdk:"delete_copied_sources"`
+	BatchSize           types.Int64  `tfsdk:"batch_size"`
+	MaxParallel         types.Int64  `tfsdk:"max_parallel"`
+	SkipRunning         types.Bool   `tfsdk:"skip_running"`
 }
 
 type scModel struct {
@@ -171,6 +172,9 @@ func homeStorageSchema() schema.Schema {
 						Validators: []validator.String{stringvalidator.LengthAtLeast(1)}},
 					"target_name_template": schema.StringAttribute{Optional: true, MarkdownDescription: "Name of a copied home's new claim, a KubeSpawner template such as `home-{username}`; it must differ from `pvc_name_template`. Required when a home is copied.",
 						Validators: []validator.String{templateValidator{}}},
+					"delete_copied_sources": schema.BoolAttribute{Optional: true, MarkdownDescription: "Delete the source claims of finished copies, the old homes (their data was copied and verified; the copies are the users' homes). " +
+						"Default `false`: sources are kept. Needs `allow_data_loss = true`; the plan is then `destructive` and lists them.",
+					},
 					"batch_size": schema.Int64Attribute{Optional: true, MarkdownDescription: "Users migrated per apply (default: all). The rest keep their claims, stay in `legacy_users` and are reported; the next apply continues.",
 						Validators: []validator.Int64{int64validator.AtLeast(1)}},
 					"max_parallel": schema.Int64Attribute{Optional: true, MarkdownDescription: "Users migrated at a time (default 4).",

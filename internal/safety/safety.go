@@ -9,7 +9,9 @@
 // lose data, and both require AllowDataLoss. ActionMigrate (on_mode_change =
 // "migrate") deletes a claim object too, but only after its volume is
 // retained, and binds the same volume to the new claim: no data is lost, so
-// it is safe (the steps are in internal/migration).
+// it is safe (the steps are in internal/migration). After a copy, deleting
+// the source claim (ActionDeleteSource) loses the old data: destructive,
+// and only with migration.delete_copied_sources and AllowDataLoss.
 package safety
 
 import (
@@ -132,6 +134,9 @@ type Migration struct {
 	CopyImage   string
 	// TargetTemplate names the new claim of a copied home, e.g. "home-{username}".
 	TargetTemplate string
+	// DeleteSources deletes the source claims of finished copies (with
+	// AllowDataLoss only): the old homes, whose data the copy verified.
+	DeleteSources bool
 }
 
 // Prior is what the state recorded at the last apply.
@@ -185,6 +190,10 @@ const (
 	ActionObserve  Action = "observe"  // made by KubeSpawner for an unlisted user and matches the config
 	ActionMigrate  Action = "migrate"  // moved to the new mode keeping its data (rebind or copy); see internal/migration
 	ActionCopied   Action = "copied"   // an earlier apply copied the home to a new claim; the source is kept
+	// ActionDeleteSource deletes the source claim of a finished copy: the
+	// old home, whose data the copy verified. Destructive; only with
+	// migration.delete_copied_sources and allow_data_loss.
+	ActionDeleteSource Action = "delete-source"
 )
 
 // UserPlan is the plan for one user's home claim.
@@ -238,10 +247,11 @@ func Plan(cfg Config, prior *Prior, live Live) Result {
 }
 
 type planner struct {
-	cfg   Config
-	prior *Prior
-	live  Live
-	res   Result
+	cfg           Config
+	prior         *Prior
+	live          Live
+	res           Result
+	deleteSources []UserPlan
 }
 
 func (p *planner) errorf(attr, summary, format string, a ...any) {
@@ -284,8 +294,18 @@ func (p *planner) run() Result {
 		}
 	}
 	p.checkStrays(strays, managed)
+	// A copy whose source claim was deleted: the target is the user's home.
+	orphans := map[string]*claims.Claim{}
+	for src, t := range targets {
+		if !liveNames[src] && t.Username != "" {
+			orphans[t.Username] = t
+		}
+	}
 
 	users := map[string]bool{}
+	for u := range orphans {
+		users[u] = true
+	}
 	for u := range byUser {
 		users[u] = true
 	}
@@ -343,6 +363,14 @@ func (p *planner) run() Result {
 			p.res.Users = append(p.res.Users, up)
 			continue
 		}
+		if t := orphans[u]; c == nil && t != nil {
+			// Never a new, empty home under the old name: the copy is the home.
+			up.Action, up.Target, up.TargetLive = ActionCopied, t.Name, t
+			up.Reason = fmt.Sprintf("copied to %s; the source claim %s was deleted", t.Name, up.ClaimName)
+			p.homeClaim(u, t.Name)
+			p.res.Users = append(p.res.Users, up)
+			continue
+		}
 		switch {
 		case c == nil && !up.Managed:
 			// Was managed, is no longer listed and its claim is gone: nothing to do.
@@ -396,6 +424,7 @@ func (p *planner) run() Result {
 	p.extraVolumes(names, &migrating, &running, &refused)
 	p.modeFindings(mismatched, recreate, unlistedMismatch, mounted)
 	p.migrationFindings(migrating, running, refused)
+	p.deleteSourceFindings()
 	for _, up := range goneOutOfBand {
 		p.warnf("users", "A managed home claim was deleted outside Terraform",
 			"Claim %s of user %q no longer exists; whatever was in that home directory is gone. Apply will create the claim again, empty.", up.ClaimName, up.User)
@@ -622,16 +651,47 @@ func (p *planner) copied(up *UserPlan) {
 	}
 	up.Target, up.CopyResume = rec.Target, rec
 	if rec.Step == migration.StepSwitched {
+		p.homeClaim(up.User, rec.Target)
 		up.Action = ActionCopied
 		up.Reason = fmt.Sprintf("copied to %s (%d files, %d bytes); %s is kept with the old data", rec.Target, rec.Files, rec.Bytes, c.Name)
-		if p.res.HomeClaims == nil {
-			p.res.HomeClaims = map[string]string{}
+		if m := p.cfg.Migration; m.DeleteSources && p.cfg.AllowDataLoss && p.cfg.OnModeChange == OnModeChangeMigrate && up.TargetLive != nil {
+			up.Action = ActionDeleteSource
+			up.Reason = fmt.Sprintf("delete %s, the old home: the user's home is %s, a verified copy (%d files, %d bytes)", c.Name, rec.Target, rec.Files, rec.Bytes)
+			p.deleteSources = append(p.deleteSources, *up)
 		}
-		p.res.HomeClaims[up.User] = rec.Target
 		return
 	}
 	up.Action, up.Method = ActionMigrate, migration.MethodCopy
 	up.Reason = fmt.Sprintf("resume the copy to %s started by an earlier apply (step %s)", rec.Target, rec.Step)
+}
+
+func (p *planner) homeClaim(user, claim string) {
+	if p.res.HomeClaims == nil {
+		p.res.HomeClaims = map[string]string{}
+	}
+	p.res.HomeClaims[user] = claim
+}
+
+// deleteSourceFindings reports deleting the sources of finished copies:
+// destructive, refused while a pod mounts one.
+func (p *planner) deleteSourceFindings() {
+	if len(p.deleteSources) == 0 {
+		return
+	}
+	var mounted []UserPlan
+	for _, up := range p.deleteSources {
+		if p.live.Mounted[up.ClaimName] {
+			mounted = append(mounted, up)
+		}
+	}
+	if len(mounted) > 0 {
+		p.errorf("migration", "A pod still uses the source claim of a copied home",
+			"These old homes are mounted by a pod that is still running (a server started before the switch?); the delete would hang on kubernetes.io/pvc-protection:\n%s\nStop these servers first.", describeReasons(mounted))
+		return
+	}
+	p.warnf("migration", "Deleting the old homes of copied users",
+		"migration.delete_copied_sources and allow_data_loss: apply deletes %d source claim(s) of finished copies, and with them the old data (the copies were verified and are the users' homes):\n%s",
+		len(p.deleteSources), describeReasons(p.deleteSources))
 }
 
 func whyNotRebind(src migration.Source, cfg Config) string {
@@ -794,7 +854,7 @@ func (p *planner) class() Class {
 	c := ClassNone
 	for _, up := range slices.Concat(p.res.Users, p.res.Extra) {
 		switch up.Action {
-		case ActionRecreate:
+		case ActionRecreate, ActionDeleteSource:
 			return ClassDestructive
 		case ActionCreate, ActionResize, ActionRelease, ActionMigrate:
 			c = ClassSafe

@@ -1136,9 +1136,19 @@ func checkInvariants(t *testing.T, c Config, pr *Prior, live Live, r Result) {
 			default:
 				t.Errorf("user %q migrated by %q", up.User, up.Method)
 			}
-		case ActionCopied:
-			if up.Live == nil || up.CopyResume == nil || r.HomeClaims[up.User] != up.Target {
+		case ActionCopied, ActionDeleteSource:
+			// The user's home is the copy, from the source's record or, once
+			// the source is gone, from the target itself: never a new empty claim.
+			fromSource := up.Live != nil && up.CopyResume != nil
+			orphan := up.Live == nil && up.TargetLive != nil
+			if !fromSource && !orphan || r.HomeClaims[up.User] != up.Target || up.Target == "" {
 				t.Errorf("user %q copied: %+v", up.User, up)
+			}
+			if up.Action == ActionDeleteSource {
+				recreate = true // loses the old data
+				if !c.AllowDataLoss || !c.Migration.DeleteSources || c.OnModeChange != OnModeChangeMigrate || !fromSource || up.TargetLive == nil {
+					t.Errorf("user %q: source deleted without delete_copied_sources and allow_data_loss, or without a copy: %+v", up.User, up)
+				}
 			}
 		case ActionKeep:
 		default:
@@ -1344,6 +1354,7 @@ func genConfig(r *rand.Rand, users []string) Config {
 	if r.IntN(2) == 0 {
 		c.Migration.CopyImage, c.Migration.TargetTemplate = "rsync:3", pick(r, []string{"home-{username}", tmpl})
 	}
+	c.Migration.DeleteSources = r.IntN(2) == 0
 	return c
 }
 
@@ -1409,6 +1420,9 @@ func genCase(t testing.TB, seed uint64) genned {
 			c.Annotations = map[string]string{migration.CopyAnnotation: migration.CopyRecord{Step: step, User: u, Target: "home-" + n, To: RWX}.Encode()}
 			g.live.Claims = append(g.live.Claims, claims.Claim{Name: "home-" + n, Username: u, AccessModes: []string{RWX}, Phase: "Bound",
 				Annotations: map[string]string{migration.CopyOfAnnotation: n}})
+			if r.IntN(3) == 0 {
+				continue // the source was deleted after the copy: only the target is left
+			}
 		}
 		if r.IntN(3) == 0 {
 			// A workspace claim beside the home.
@@ -1485,7 +1499,7 @@ func TestPlanPropertiesCoverage(t *testing.T) {
 		}
 	}
 	for _, k := range []string{"class none", "class safe", "class destructive", "errors",
-		"action keep", "action create", "action resize", "action legacy", "action recreate", "action release", "action observe", "action migrate", "action copied", "extra legacy", "extra migrate"} {
+		"action keep", "action create", "action resize", "action legacy", "action recreate", "action release", "action observe", "action migrate", "action copied", "action delete-source", "extra legacy", "extra migrate"} {
 		if seen[k] == 0 {
 			t.Errorf("the generator never produced %s: %v", k, seen)
 		}
@@ -1896,4 +1910,54 @@ func TestPlanUserNamespaces(t *testing.T) {
 	if len(r.Errors) == 0 || r.Errors[0].Attribute != "user_namespace_template" {
 		t.Errorf("bad template: %s", dump(r.Errors))
 	}
+}
+
+func deleteSources(c *Config) { c.Migration.DeleteSources = true }
+
+// Deleting the old homes of finished copies is destructive and needs both
+// delete_copied_sources and allow_data_loss; once a source is gone, the copy
+// stays the user's home (never a new, empty claim under the old name).
+func TestPlanDeleteCopiedSources(t *testing.T) {
+	toEFS := []cfgOpt{mode(RWX), sclass("efs"), migrate(migration.MethodAuto, 0, true), copyTo("rsync:3", "home-{username}")}
+	with := func(extra ...cfgOpt) []cfgOpt { return append(slices.Clone(toEFS), extra...) }
+	switched := func() []claims.Claim {
+		return []claims.Claim{ebsRWO(t, "alice", withCopyRecord(migration.StepSwitched, "home-alice")), copyTarget(t, "alice", "home-alice")}
+	}
+	runPlanCases(t, []planCase{
+		{
+			name:    "without allow_data_loss the source is kept",
+			cfg:     cfg([]string{"alice"}, with(deleteSources)...),
+			live:    Live{Claims: switched()},
+			class:   ClassNone,
+			actions: map[string]Action{"alice": ActionCopied},
+		},
+		{
+			name:     "with both, the source is deleted: destructive, and said so",
+			cfg:      cfg([]string{"alice"}, with(deleteSources, dataLoss())...),
+			live:     Live{Claims: switched()},
+			class:    ClassDestructive,
+			actions:  map[string]Action{"alice": ActionDeleteSource},
+			warnings: []want{{attr: "migration", has: []string{"claim-alice", "home-alice", "3 files, 42 bytes", "old data"}}},
+		},
+		{
+			name:    "not while a pod mounts the old home",
+			cfg:     cfg([]string{"alice"}, with(deleteSources, dataLoss())...),
+			live:    Live{Claims: switched(), Mounted: map[string]bool{"claim-alice": true}},
+			class:   ClassNone,
+			actions: map[string]Action{"alice": ActionDeleteSource},
+			errors:  []want{{attr: "migration", has: []string{"claim-alice", "Stop these servers"}}},
+		},
+		{
+			name:    "the source gone, a listed user keeps the copy as home: nothing is created",
+			cfg:     cfg([]string{"alice"}, with()...),
+			live:    Live{Claims: []claims.Claim{copyTarget(t, "alice", "home-alice")}},
+			class:   ClassNone, // nothing changes in the cluster
+			actions: map[string]Action{"alice": ActionCopied},
+			checkResult: func(t *testing.T, r Result) {
+				if r.HomeClaims["alice"] != "home-alice" {
+					t.Errorf("home claims %v", r.HomeClaims)
+				}
+			},
+		},
+	})
 }
