@@ -230,6 +230,11 @@ func runMigrations(ctx context.Context, client *kube.Client, plan *homeStorageMo
 				to = up.Resume.To
 			}
 			step, err = client.Rebind(ctx, kube.Rebind{User: up.User, Namespace: up.Namespace, Claim: up.ClaimName, Volume: up.Volume, To: to})
+			if err == nil && up.Resize {
+				if err = client.ResizeClaim(ctx, up.Namespace, up.ClaimName, cfg.Capacity); err != nil {
+					err = fmt.Errorf("rebound, but growing it to %s failed (the next apply grows it): %w", cfg.Capacity, err)
+				}
+			}
 		}
 		e.Step = string(step)
 		if err != nil {

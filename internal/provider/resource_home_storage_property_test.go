@@ -150,8 +150,10 @@ func (m propModel) apply(cfg propConfig) propPrediction {
 			case cfg.onModeChange == "migrate" && (c.class != cfg.class || !c.bound):
 				// A volume keeps its class, and only a bound claim has one.
 				errs = append(errs, "Some homes cannot be migrated without data loss")
+			case cfg.onModeChange == "migrate" && managed[u] && want < c.bytes:
+				errs = append(errs, "Home claims cannot shrink")
 			case cfg.onModeChange == "migrate":
-				actions[u] = "migrate" // rebind: same volume, new mode
+				actions[u] = "migrate" // rebind: same volume, new mode (a managed home then grows)
 			case cfg.onModeChange == "recreate" && !managed[u]:
 				errs = append(errs, "recreate only touches users listed in users")
 			case cfg.onModeChange == "recreate" && !cfg.allowDataLoss:
@@ -212,6 +214,9 @@ func (m propModel) apply(cfg propConfig) propPrediction {
 		case "migrate":
 			c := p.next.live[u]
 			c.mode = cfg.mode
+			if managed[u] && want > c.bytes {
+				c.bytes = want
+			}
 			p.next.live[u] = c
 		}
 	}

@@ -210,6 +210,7 @@ type UserPlan struct {
 	Method migration.Method
 	Volume string
 	Resume *migration.Record
+	Resize bool // after the rebind, grow the claim to the configured capacity
 	// With a copy: the new claim, and the record an earlier apply left.
 	Target     string
 	CopyResume *migration.CopyRecord
@@ -572,6 +573,15 @@ func (p *planner) migrate(up *UserPlan, extra bool, migrating, running, refused 
 	}
 	up.Action, up.Method, up.Volume = ActionMigrate, method, c.VolumeName
 	up.Reason = fmt.Sprintf("rebind volume %s as %s (zero copy)", c.VolumeName, p.cfg.AccessMode)
+	if up.Managed && !extra && p.cfg.CapacityBytes > 0 && c.RequestedBytes != p.cfg.CapacityBytes {
+		// The rebound claim requests what the old one did (its volume's
+		// size); a managed home then grows to the configured capacity in the
+		// same apply, under the same rules as any other (never shrinks).
+		if act, _ := p.capacityAction(c, up.User); act == ActionResize {
+			up.Resize = true
+			up.Reason += fmt.Sprintf(", then grow %s to %s", c.Requested, p.cfg.Capacity)
+		}
+	}
 	*migrating = append(*migrating, *up)
 }
 

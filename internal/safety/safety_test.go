@@ -1123,6 +1123,9 @@ func checkInvariants(t *testing.T, c Config, pr *Prior, live Live, r Result) {
 			if up.Resume == nil && up.CopyResume == nil && (c.OnModeChange != OnModeChangeMigrate || up.Live == nil || live.Mounted[up.Live.Name]) {
 				t.Errorf("user %q migrated: on_mode_change %q, live %v", up.User, c.OnModeChange, up.Live != nil)
 			}
+			if up.Resize && (!up.Managed || up.Method != migration.MethodRebind || up.Live == nil || up.Live.RequestedBytes >= c.CapacityBytes) {
+				t.Errorf("user %q grown after a migration: %+v", up.User, up)
+			}
 			switch up.Method {
 			case migration.MethodRebind:
 				if up.Volume == "" {
@@ -1958,6 +1961,39 @@ func TestPlanDeleteCopiedSources(t *testing.T) {
 					t.Errorf("home claims %v", r.HomeClaims)
 				}
 			},
+		},
+	})
+}
+
+// A rebound managed home grows to the configured capacity in the same
+// apply; it never shrinks, and a KubeSpawner-made home is never resized.
+func TestPlanMigrateCapacity(t *testing.T) {
+	base := []cfgOpt{mode(RWX), sclass("longhorn"), migrate(migration.MethodAuto, 0, true)}
+	with := func(extra ...cfgOpt) []cfgOpt { return append(slices.Clone(base), extra...) }
+	live := func() Live {
+		return Live{Claims: []claims.Claim{longhornRWO(t, "alice"), longhornRWO(t, "bob")},
+			Volumes: volumes(t, "driver.longhorn.io", "alice", "bob"), Class: &StorageClass{Name: "longhorn", Provisioner: "driver.longhorn.io", AllowExpansion: true, Exists: true}}
+	}
+	runPlanCases(t, []planCase{
+		{
+			name:    "grow after the rebind, managed users only",
+			cfg:     cfg([]string{"alice"}, with(capacity(20))...),
+			live:    live(),
+			class:   ClassSafe,
+			actions: map[string]Action{"alice": ActionMigrate, "bob": ActionMigrate},
+			checkResult: func(t *testing.T, r Result) {
+				if !r.Users[0].Resize || r.Users[1].Resize || !strings.Contains(r.Users[0].Reason, "then grow 10Gi to 20Gi") {
+					t.Errorf("resize: alice %v (%s), bob %v", r.Users[0].Resize, r.Users[0].Reason, r.Users[1].Resize)
+				}
+			},
+		},
+		{
+			name:    "a smaller capacity fails as it does without a migration",
+			cfg:     cfg([]string{"alice"}, with(capacity(5))...),
+			live:    live(),
+			class:   ClassNone,
+			actions: map[string]Action{"alice": ActionMigrate, "bob": ActionMigrate},
+			errors:  []want{{attr: "capacity", has: []string{"claim-alice", "shrink"}}},
 		},
 	})
 }
