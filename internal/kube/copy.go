@@ -2,7 +2,6 @@ package kube
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"time"
 
@@ -11,7 +10,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/migration"
 )
@@ -40,30 +38,29 @@ type Copy struct {
 // each step from the cluster (migration.NextCopy), so that it resumes
 // wherever an earlier run stopped. The source claim is never deleted.
 func (c *Client) Copy(ctx context.Context, job Copy) (migration.Step, error) {
-	step := migration.StepPending
-	for range 20 {
+	return c.runSteps(job.User, "copy of "+job.Source, migration.CopyStepOf, migration.StepSwitched, func() (migration.Op, func() error, error) {
 		src, err := c.GetClaim(ctx, job.Namespace, job.Source)
 		if err != nil {
-			return step, err
+			return "", nil, err
 		}
 		if src == nil {
-			return step, fmt.Errorf("source claim %s/%s does not exist", job.Namespace, job.Source)
+			return "", nil, fmt.Errorf("source claim %s/%s does not exist", job.Namespace, job.Source)
 		}
 		var rec *migration.CopyRecord
 		if s, ok := src.Annotations[migration.CopyAnnotation]; ok {
 			if rec, err = migration.DecodeCopyRecord(s); err != nil {
-				return step, err
+				return "", nil, err
 			}
 		}
 		target, err := c.GetClaim(ctx, job.Namespace, job.Target)
 		if err != nil {
-			return step, err
+			return "", nil, err
 		}
 		var jv *migration.Job
-		var j *batchv1.Job
 		if rec != nil && rec.Step == migration.StepCopying {
-			if j, err = c.getJob(ctx, job.Namespace, migration.JobName(job.Source)); err != nil {
-				return step, err
+			j, err := c.getJob(ctx, job.Namespace, migration.JobName(job.Source))
+			if err != nil {
+				return "", nil, err
 			}
 			if j != nil {
 				jv = jobView(j)
@@ -74,23 +71,8 @@ func (c *Client) Copy(ctx context.Context, job Copy) (migration.Step, error) {
 			copyOf = target.Annotations[migration.CopyOfAnnotation]
 		}
 		op, err := migration.NextCopy(rec, job.Source, target != nil, copyOf, jv)
-		if err != nil {
-			return step, err
-		}
-		step = migration.CopyStepOf(op)
-		if op == migration.OpDone {
-			return migration.StepSwitched, nil
-		}
-		if err := c.copyOp(ctx, job, op, src, rec); err != nil {
-			return step, fmt.Errorf("%s: %w", op, err)
-		}
-		if c.AfterStep != nil {
-			if err := c.AfterStep(job.User, op); err != nil {
-				return step, err
-			}
-		}
-	}
-	return step, fmt.Errorf("the copy of %s did not converge", job.Source)
+		return op, func() error { return c.copyOp(ctx, job, op, src, rec) }, err
+	})
 }
 
 func (c *Client) copyOp(ctx context.Context, job Copy, op migration.Op, src *corev1.PersistentVolumeClaim, rec *migration.CopyRecord) error {
@@ -359,18 +341,6 @@ func (c *Client) mountedExcept(ctx context.Context, namespace, jobName string) (
 		}
 		opts.Continue = page.Continue
 	}
-}
-
-func (c *Client) patchClaim(ctx context.Context, namespace, name string, patch map[string]any) error {
-	body, err := json.Marshal(patch)
-	if err != nil {
-		return err
-	}
-	err = c.Backoff.Retry(ctx, func() error {
-		_, err := c.Kube.CoreV1().PersistentVolumeClaims(namespace).Patch(ctx, name, types.MergePatchType, body, metav1.PatchOptions{})
-		return err
-	})
-	return explainIf(err, "patch", "persistentvolumeclaims", namespace)
 }
 
 func (c *Client) annotateClaim(ctx context.Context, namespace, name, key, value string) error {

@@ -83,35 +83,48 @@ type Rebind struct {
 // reached. AfterStep, when set, is called after each operation; an error
 // from it stops the rebind there (tests use it to stop an apply mid-way).
 func (c *Client) Rebind(ctx context.Context, job Rebind) (migration.Step, error) {
-	step := migration.StepPending
-	for range 20 { // every path through the steps is shorter
+	return c.runSteps(job.User, "rebind of "+job.Claim, migration.StepOf, migration.StepDone, func() (migration.Op, func() error, error) {
 		claim, pvc, err := c.observeClaim(ctx, job)
 		if err != nil {
-			return step, err
+			return "", nil, err
 		}
 		pv, err := c.getVolume(ctx, job.Volume)
 		if err != nil {
-			return step, err
+			return "", nil, err
 		}
 		vol := volumeView(pv)
 		op, err := migration.NextRebind(claim, &vol, job.To)
+		return op, func() error { return c.rebindOp(ctx, job, op, pvc, pv) }, err
+	})
+}
+
+// runSteps drives one migration, rebind or copy: next observes the cluster
+// and returns the next operation and how to run it, until the operation is
+// migration.OpDone. It returns the step reached (stepOf of the last
+// operation decided; done when finished). AfterStep, when set, is called
+// after each operation; an error from it stops the migration there.
+func (c *Client) runSteps(user, what string, stepOf func(migration.Op) migration.Step, done migration.Step,
+	next func() (migration.Op, func() error, error)) (migration.Step, error) {
+	step := migration.StepPending
+	for range 20 { // every path through the steps is shorter
+		op, run, err := next()
 		if err != nil {
 			return step, err
 		}
-		step = migration.StepOf(op)
 		if op == migration.OpDone {
-			return migration.StepDone, nil
+			return done, nil
 		}
-		if err := c.rebindOp(ctx, job, op, pvc, pv); err != nil {
+		step = stepOf(op)
+		if err := run(); err != nil {
 			return step, fmt.Errorf("%s: %w", op, err)
 		}
 		if c.AfterStep != nil {
-			if err := c.AfterStep(job.User, op); err != nil {
+			if err := c.AfterStep(user, op); err != nil {
 				return step, err
 			}
 		}
 	}
-	return step, fmt.Errorf("the rebind of %s did not converge", job.Claim)
+	return step, fmt.Errorf("the %s did not converge", what)
 }
 
 func (c *Client) observeClaim(ctx context.Context, job Rebind) (*migration.Claim, *corev1.PersistentVolumeClaim, error) {

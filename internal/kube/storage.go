@@ -103,9 +103,17 @@ func (c *Client) CreateClaim(ctx context.Context, pvc *corev1.PersistentVolumeCl
 
 // ResizeClaim sets a claim's requested storage.
 func (c *Client) ResizeClaim(ctx context.Context, namespace, name, size string) error {
-	patch, _ := json.Marshal(map[string]any{"spec": map[string]any{"resources": map[string]any{"requests": map[string]string{"storage": size}}}})
-	err := c.Backoff.Retry(ctx, func() error {
-		_, err := c.Kube.CoreV1().PersistentVolumeClaims(namespace).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{})
+	return c.patchClaim(ctx, namespace, name, map[string]any{"spec": map[string]any{"resources": map[string]any{"requests": map[string]string{"storage": size}}}})
+}
+
+// patchClaim merge-patches a claim.
+func (c *Client) patchClaim(ctx context.Context, namespace, name string, patch map[string]any) error {
+	body, err := json.Marshal(patch)
+	if err != nil {
+		return err
+	}
+	err = c.Backoff.Retry(ctx, func() error {
+		_, err := c.Kube.CoreV1().PersistentVolumeClaims(namespace).Patch(ctx, name, types.MergePatchType, body, metav1.PatchOptions{})
 		return err
 	})
 	return explainIf(err, "patch", "persistentvolumeclaims", namespace)

@@ -184,14 +184,19 @@ func (r *homeStorageResource) readLive(ctx context.Context, client *kube.Client,
 	case m.className() != "":
 		live.Class = &safety.StorageClass{Name: m.className()}
 	}
-	if needPods || migrate {
-		if live.Mounted, err = client.MountedClaims(ctx, namespace); err != nil {
+	if migrate {
+		// Whether a server runs matters only for a claim a migration may
+		// touch: one that differs, or the source of a finished copy.
+		var diags diag.Diagnostics
+		cfg := m.config(ctx, &diags)
+		differs, err := readMigrations(ctx, client, cfg, &live)
+		if err != nil {
 			return live, err
 		}
+		needPods = needPods || differs || cfg.Migration.DeleteSources
 	}
-	if migrate {
-		var diags diag.Diagnostics
-		if err := readMigrations(ctx, client, m.config(ctx, &diags), &live); err != nil {
+	if needPods {
+		if live.Mounted, err = client.MountedClaims(ctx, namespace); err != nil {
 			return live, err
 		}
 	}

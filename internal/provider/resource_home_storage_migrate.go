@@ -66,15 +66,15 @@ func migrates(plan, state *homeStorageModel) bool {
 // readMigrations adds to live what a migration needs: the records of
 // migrations in progress (one label-selected List of volumes) and, when some
 // claim differs from the configuration, the CSI driver of every volume (one
-// paginated List).
-func readMigrations(ctx context.Context, client *kube.Client, cfg safety.Config, live *safety.Live) error {
+// paginated List). It reports whether some claim differs.
+func readMigrations(ctx context.Context, client *kube.Client, cfg safety.Config, live *safety.Live) (differs bool, err error) {
 	namespace := cfg.Namespace
 	if cfg.UserNamespaceTemplate != "" {
 		namespace = "" // every namespace; kept below when it is the user's
 	}
 	vols, recs, err := client.MigrationsInProgress(ctx, namespace)
 	if err != nil {
-		return err
+		return false, err
 	}
 	live.InProgress = map[string]safety.InProgress{}
 	for claim, rec := range recs {
@@ -91,11 +91,11 @@ func readMigrations(ctx context.Context, client *kube.Client, cfg safety.Config,
 		}
 	}
 	if !need {
-		return nil
+		return false, nil
 	}
 	pvs, err := client.ListVolumes(ctx, "")
 	if err != nil {
-		return err
+		return false, err
 	}
 	live.Volumes = make(map[string]safety.Volume, len(pvs))
 	for _, pv := range pvs {
@@ -105,7 +105,7 @@ func readMigrations(ctx context.Context, client *kube.Client, cfg safety.Config,
 		}
 		live.Volumes[pv.Name] = v
 	}
-	return nil
+	return true, nil
 }
 
 // migrationPlanEntry is one user's entry in migration_plan.

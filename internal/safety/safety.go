@@ -358,9 +358,7 @@ func (p *planner) run() Result {
 			continue
 		}
 		if ip, ok := p.live.InProgress[up.ClaimName]; ok {
-			rec := ip.Record
-			up.Action, up.Method, up.Volume, up.Resume = ActionMigrate, migration.MethodRebind, ip.Volume, &rec
-			up.Reason = fmt.Sprintf("resume the rebind started by an earlier apply (volume %s, step %s)", ip.Volume, rec.Step)
+			resume(&up, ip)
 			p.res.Users = append(p.res.Users, up)
 			continue
 		}
@@ -395,7 +393,7 @@ func (p *planner) run() Result {
 			case cfg.OnModeChange == OnModeChangeKeepExisting:
 				up.Action = ActionLegacy
 			case cfg.OnModeChange == OnModeChangeMigrate:
-				p.migrateAction(&up, &migrating, &running, &refused)
+				p.migrate(&up, false, &migrating, &running, &refused)
 			case cfg.OnModeChange == OnModeChangeRecreate && !up.Managed:
 				up.Action = ActionLegacy
 				unlistedMismatch = append(unlistedMismatch, up)
@@ -515,15 +513,18 @@ func (p *planner) capacityAction(c *claims.Claim, user string) (Action, string) 
 	return ActionResize, fmt.Sprintf("grow %s to %s in place", c.Requested, p.cfg.Capacity)
 }
 
-// migrateAction decides how one user whose claim differs is migrated: not
-// while a server runs, not beyond the batch, and only by a method that can
-// serve the claim's volume in the new mode.
-func (p *planner) migrateAction(up *UserPlan, migrating, running, refused *[]UserPlan) {
-	p.migrate(up, false, migrating, running, refused)
+// resume plans finishing a rebind an earlier apply started, from the
+// record on its volume (the claim may be gone).
+func resume(up *UserPlan, ip InProgress) {
+	rec := ip.Record
+	up.Action, up.Method, up.Volume, up.Resume = ActionMigrate, migration.MethodRebind, ip.Volume, &rec
+	up.Reason = fmt.Sprintf("resume the rebind started by an earlier apply (volume %s, step %s)", ip.Volume, rec.Step)
 }
 
-// migrate is migrateAction for a home (extra false) or another per-user
-// claim (extra true: it keeps its class, and is only rebound).
+// migrate decides how one claim that differs is migrated: not while a
+// server runs, not beyond the batch, and only by a method that can serve
+// it in the new mode. A home (extra false) may be copied; another per-user
+// claim (extra true) keeps its class and is only rebound.
 func (p *planner) migrate(up *UserPlan, extra bool, migrating, running, refused *[]UserPlan) {
 	c, m := up.Live, p.cfg.Migration
 	up.Action = ActionLegacy
@@ -616,9 +617,7 @@ func (p *planner) extraVolumes(users []string, migrating, running, refused *[]Us
 			up := UserPlan{User: u, ClaimName: name, Live: byName[name]}
 			up.Namespace, _ = p.cfg.NamespaceOf(u) // the home pass reported a user without one
 			if ip, ok := p.live.InProgress[name]; ok {
-				rec := ip.Record
-				up.Action, up.Method, up.Volume, up.Resume = ActionMigrate, migration.MethodRebind, ip.Volume, &rec
-				up.Reason = fmt.Sprintf("resume the rebind started by an earlier apply (volume %s, step %s)", ip.Volume, rec.Step)
+				resume(&up, ip)
 				p.res.Extra = append(p.res.Extra, up)
 				continue
 			}
