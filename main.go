@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"log"
+	"os"
 
 	"github.com/hashicorp/terraform-plugin-framework/providerserver"
 
@@ -18,11 +19,31 @@ func main() {
 	flag.BoolVar(&debug, "debug", false, "run the provider with support for debuggers such as delve")
 	flag.Parse()
 
+	quietUnlessLogged(os.Getenv, os.Setenv)
 	err := providerserver.Serve(context.Background(), provider.New(version), providerserver.ServeOpts{
 		Address: "registry.terraform.io/jupyter-infra/jupyter",
 		Debug:   debug,
 	})
 	if err != nil {
 		log.Fatal(err.Error())
+	}
+}
+
+// logLevelVars are the variables the plugin SDK reads its log levels from.
+var logLevelVars = []string{"TF_LOG_SDK", "TF_LOG_SDK_PROTO", "TF_LOG_SDK_FRAMEWORK", "TF_LOG_PROVIDER", "TF_LOG_PROVIDER_JUPYTER"}
+
+// quietUnlessLogged turns the SDK's logging off when no log is being kept.
+// The SDK logs at TRACE unless told otherwise, and formats every line as
+// JSON for OpenTofu or Terraform, which drop them all when neither TF_LOG
+// nor TF_LOG_PROVIDER is set: at thousands of users that formatting costs
+// more than a tenth of a plan. A level set explicitly is left alone.
+func quietUnlessLogged(getenv func(string) string, setenv func(string, string) error) {
+	if getenv("TF_LOG") != "" || getenv("TF_LOG_PROVIDER") != "" {
+		return
+	}
+	for _, v := range logLevelVars {
+		if getenv(v) == "" {
+			_ = setenv(v, "OFF")
+		}
 	}
 }

@@ -6,6 +6,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hashicorp/terraform-plugin-framework/attr"
+	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
+	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -52,9 +56,9 @@ func TestAccHomeStorage_badInputNamesAttributeAndFix(t *testing.T) {
 		{"namespace_too_long", strings.Repeat("a", 64), `capacity = "1Gi"`,
 			`namespace = "a{64}".*string length must be between 1 and 63`},
 		{"empty_username", ns, `capacity = "1Gi"` + "\n" + `users = ["alice", ""]` + block,
-			`users = \["alice", ""\].*users\[1\] string length must be at least 1`},
+			`users = \["alice", ""\].*users\[1\] is an empty string.*Remove it from the list`},
 		{"duplicate_username", ns, `capacity = "1Gi"` + "\n" + `users = ["alice", "bob", "alice"]` + block,
-			`users = \["alice", "bob", "alice"\].*duplicate values of: "alice"`},
+			`users = \["alice", "bob", "alice"\].*"alice" is listed more than once \(users\[0\] and users\[2\]\)`},
 		{"delete_without_allow_data_loss", ns, `capacity = "1Gi"` + "\n" + `deletion_policy = "delete"` + block,
 			`needs allow_data_loss = true.*deletion_policy = "delete".*Set allow_data_loss = true as well if that is intended, or keep deletion_policy = "retain"`},
 		{"rwx_on_block_class", ns, `capacity = "1Gi"` + "\n" + `access_mode = "ReadWriteMany"` + `
@@ -91,5 +95,54 @@ resource "jupyter_home_storage" "homes" {
 	}
 	if _, err := cs.StorageV1().StorageClasses().Get(context.Background(), class, metav1.GetOptions{}); err == nil {
 		t.Errorf("bad input reached the cluster: StorageClass %s was created", class)
+	}
+}
+
+// The users validator names every empty entry and each repeat with both
+// positions, skips values not known yet, and takes one pass over the list.
+func TestUsernamesValidator(t *testing.T) {
+	list := func(vals ...attr.Value) types.List { return types.ListValueMust(types.StringType, vals) }
+	s := types.StringValue
+	cases := []struct {
+		name string
+		in   types.List
+		want []string // diagnostic details, in order
+	}{
+		{"distinct", list(s("alice"), s("bob")), nil},
+		{"null list", types.ListNull(types.StringType), nil},
+		{"empty", list(s("alice"), s("")), []string{"users[1] is an empty string"}},
+		{"repeat", list(s("alice"), s("bob"), s("alice"), s("alice")),
+			[]string{`"alice" is listed more than once (users[0] and users[2])`, `"alice" is listed more than once (users[0] and users[3])`}},
+		{"unknown skipped", list(s("alice"), types.StringUnknown(), types.StringUnknown()), nil},
+		{"case matters", list(s("Alice"), s("alice")), nil},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			resp := &validator.ListResponse{}
+			usernamesValidator{}.ValidateList(context.Background(), validator.ListRequest{Path: path.Root("users"), ConfigValue: c.in}, resp)
+			if len(resp.Diagnostics) != len(c.want) {
+				t.Fatalf("got %d diagnostics %v, want %d", len(resp.Diagnostics), resp.Diagnostics, len(c.want))
+			}
+			for i, d := range resp.Diagnostics {
+				if !strings.Contains(d.Detail(), c.want[i]) {
+					t.Errorf("diagnostic %d: %q does not contain %q", i, d.Detail(), c.want[i])
+				}
+			}
+		})
+	}
+}
+
+func BenchmarkUsernamesValidator5000(b *testing.B) {
+	vals := make([]attr.Value, 5000)
+	for i := range vals {
+		vals[i] = types.StringValue(fmt.Sprintf("user%05d", i))
+	}
+	in := types.ListValueMust(types.StringType, vals)
+	for b.Loop() {
+		resp := &validator.ListResponse{}
+		usernamesValidator{}.ValidateList(context.Background(), validator.ListRequest{Path: path.Root("users"), ConfigValue: in}, resp)
+		if resp.Diagnostics.HasError() {
+			b.Fatal(resp.Diagnostics)
+		}
 	}
 }

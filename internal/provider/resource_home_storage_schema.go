@@ -106,7 +106,7 @@ func homeStorageSchema() schema.Schema {
 			"users": schema.ListAttribute{Optional: true, ElementType: types.StringType,
 				MarkdownDescription: "Raw JupyterHub usernames whose claims Terraform creates and manages. Claims KubeSpawner made for other users are read and classified but never modified. " +
 					"Removing a user leaves the claim in place.",
-				Validators: []validator.List{listvalidator.UniqueValues(), listvalidator.ValueStringsAre(stringvalidator.LengthAtLeast(1))}},
+				Validators: []validator.List{usernamesValidator{}}},
 			"user_namespace_template": schema.StringAttribute{Optional: true,
 				MarkdownDescription: "KubeSpawner's `user_namespace_template` when each user's server and claims live in the user's own namespace (`enable_user_namespaces`), e.g. `{hubnamespace}-{username}` " +
 					"(`{hubnamespace}` is `namespace`). Claims are then read with one cluster-wide List (the provider needs `list` on claims and pods in every namespace, see examples/rbac), " +
@@ -243,6 +243,40 @@ func (templateValidator) ValidateString(_ context.Context, req validator.StringR
 	if err != nil {
 		resp.Diagnostics.AddAttributeError(req.Path, "Invalid name template",
 			fmt.Sprintf("%v. Fields are written in braces, e.g. \"claim-{username}\"; usable fields: {username}, {servername}, {user_server} and their safe_, escaped_ and unescaped_ forms.", err))
+	}
+}
+
+// usernamesValidator rejects empty and repeated usernames in one pass over
+// the list (the framework's UniqueValues compares every pair, which at
+// thousands of users costs more than the rest of a plan).
+type usernamesValidator struct{}
+
+func (usernamesValidator) Description(context.Context) string {
+	return "non-empty, distinct JupyterHub usernames"
+}
+func (v usernamesValidator) MarkdownDescription(ctx context.Context) string { return v.Description(ctx) }
+func (usernamesValidator) ValidateList(_ context.Context, req validator.ListRequest, resp *validator.ListResponse) {
+	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
+		return
+	}
+	first := map[string]int{}
+	for i, e := range req.ConfigValue.Elements() {
+		s, ok := e.(types.String)
+		if !ok || s.IsUnknown() || s.IsNull() {
+			continue
+		}
+		u := s.ValueString()
+		if u == "" {
+			resp.Diagnostics.AddAttributeError(req.Path.AtListIndex(i), "Empty username",
+				fmt.Sprintf("users[%d] is an empty string; a JupyterHub username has at least one character. Remove it from the list.", i))
+			continue
+		}
+		if j, seen := first[u]; seen {
+			resp.Diagnostics.AddAttributeError(req.Path, "Duplicate username",
+				fmt.Sprintf("%q is listed more than once (users[%d] and users[%d]). List each user once.", u, j, i))
+			continue
+		}
+		first[u] = i
 	}
 }
 
