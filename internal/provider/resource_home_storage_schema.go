@@ -254,7 +254,9 @@ type usernamesValidator struct{}
 func (usernamesValidator) Description(context.Context) string {
 	return "non-empty, distinct JupyterHub usernames"
 }
-func (v usernamesValidator) MarkdownDescription(ctx context.Context) string { return v.Description(ctx) }
+func (v usernamesValidator) MarkdownDescription(ctx context.Context) string {
+	return v.Description(ctx)
+}
 func (usernamesValidator) ValidateList(_ context.Context, req validator.ListRequest, resp *validator.ListResponse) {
 	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
 		return
