@@ -92,6 +92,14 @@ func (c *Client) listClaims(ctx context.Context, namespace, selector string) ([]
 		if err != nil {
 			return nil, Explain(err, "list", "persistentvolumeclaims", namespace)
 		}
+		if out == nil && page.Continue == "" {
+			return page.Items, nil // one page: no copy
+		}
+		if out == nil && page.RemainingItemCount != nil {
+			// Sized once from the first page: copying thousands of claims
+			// as the slice grows costs more than decoding them.
+			out = make([]corev1.PersistentVolumeClaim, 0, len(page.Items)+int(*page.RemainingItemCount))
+		}
 		out = append(out, page.Items...)
 		if page.Continue == "" {
 			return out, nil

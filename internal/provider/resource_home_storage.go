@@ -657,7 +657,7 @@ func (r *homeStorageResource) apply(ctx context.Context, plan, state *homeStorag
 	// since; they move with the next plan).
 	var migrations []migrationItem
 	planned := plannedMigrations(plan.MigrationPlan)
-	for _, it := range migrationItems(res, false) {
+	for _, it := range migrationItems(res, toMigrate) {
 		if planned == nil || planned[it.key] {
 			migrations = append(migrations, it)
 		}

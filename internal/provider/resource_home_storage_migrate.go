@@ -125,7 +125,10 @@ type migrationPlanEntry struct {
 // counts the migrations and the copies among them.
 func migrationPlanValue(res safety.Result, cfg safety.Config) (v types.String, n, copies int) {
 	out := map[string]migrationPlanEntry{}
-	for _, it := range migrationItems(res, true) {
+	shown := func(up *safety.UserPlan) bool {
+		return up.Action == safety.ActionMigrate || up.Action == safety.ActionLegacy && cfg.OnModeChange == safety.OnModeChangeMigrate
+	}
+	for _, it := range migrationItems(res, shown) {
 		up := it.up
 		switch {
 		case up.Action == safety.ActionMigrate:
@@ -160,22 +163,24 @@ type migrationItem struct {
 	up  safety.UserPlan
 }
 
-// migrationItems lists the homes and other per-user claims of a plan; all
-// of them, or only those to migrate.
-func migrationItems(res safety.Result, all bool) []migrationItem {
+// migrationItems lists the homes and other per-user claims of a plan that
+// keep selects (toMigrate: those to migrate).
+func migrationItems(res safety.Result, keep func(*safety.UserPlan) bool) []migrationItem {
 	var out []migrationItem
-	for _, up := range res.Users {
-		if all || up.Action == safety.ActionMigrate {
-			out = append(out, migrationItem{up.User, up})
+	for i := range res.Users {
+		if up := &res.Users[i]; keep(up) {
+			out = append(out, migrationItem{up.User, *up})
 		}
 	}
-	for _, up := range res.Extra {
-		if all || up.Action == safety.ActionMigrate {
-			out = append(out, migrationItem{fmt.Sprintf("%s (%s)", up.User, up.ClaimName), up})
+	for i := range res.Extra {
+		if up := &res.Extra[i]; keep(up) {
+			out = append(out, migrationItem{fmt.Sprintf("%s (%s)", up.User, up.ClaimName), *up})
 		}
 	}
 	return out
 }
+
+func toMigrate(up *safety.UserPlan) bool { return up.Action == safety.ActionMigrate }
 
 // plannedMigrations are the users migration_plan says this apply rebinds;
 // nil when the plan could not know (every user the apply finds may move).
