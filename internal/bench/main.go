@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"slices"
 	"strconv"
@@ -57,6 +58,7 @@ type row struct {
 	list, listPB                    time.Duration // one paginated List of the N claims with client-go: JSON, protobuf
 	reqPlan, reqApply               int
 	memPlan, memApply               int64 // KiB
+	breakdown                       breakdown // of one traced no-change plan
 }
 
 func run(sizesFlag string, runs int, out string) error {
@@ -115,6 +117,11 @@ rules:
 		return err
 	}
 	fmt.Printf("floor: empty plan %s\n", floor)
+	fixed, err := fixedCost(ctx, ws, cs, work, auditLog, runs)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("fixed cost: plan over an empty namespace %s\n", fixed)
 
 	var rows []row
 	for _, f := range strings.Split(sizesFlag, ",") {
@@ -130,7 +137,7 @@ rules:
 			n, r.list, r.listPB, r.planNoop, r.planFlip, r.apply, r.bare, r.barePB, r.reqPlan, r.reqApply)
 		rows = append(rows, r)
 	}
-	return os.WriteFile(out, []byte(report(floor, rows, runs)), 0o644)
+	return os.WriteFile(out, []byte(report(floor, fixed, rows, runs)), 0o644)
 }
 
 func setup(ctx context.Context, cs kubernetes.Interface) error {
@@ -175,30 +182,8 @@ func measure(ctx context.Context, ws *tofurun.Workspace, cs kubernetes.Interface
 	}); len(errs) > 0 {
 		return r, fmt.Errorf("seeding: %d errors", len(errs))
 	}
-	dir, err := writeConfig(work, ns, fmt.Sprintf(`
-variable "access_mode" {
-  type    = string
-  default = "ReadWriteOnce"
-}
-variable "on_mode_change" {
-  type    = string
-  default = "fail"
-}
-resource "jupyter_home_storage" "homes" {
-  namespace          = %q
-  capacity           = "1Gi"
-  storage_class_name = %q
-  access_mode        = var.access_mode
-  on_mode_change     = var.on_mode_change
-}
-`, ns, class))
+	dir, err := planConfig(ctx, ws, work, ns)
 	if err != nil {
-		return r, err
-	}
-	if err := ws.Run(ctx, dir, "init", "-no-color"); err != nil {
-		return r, err
-	}
-	if err := ws.Run(ctx, dir, "apply", "-auto-approve", "-no-color"); err != nil {
 		return r, err
 	}
 	// Plain client-go (JSON), and client-go with the provider's protobuf
@@ -224,6 +209,9 @@ resource "jupyter_home_storage" "homes" {
 	r.list, r.listPB = median(lists), median(listsPB)
 	if r.planNoop, r.reqPlan, r.memPlan, err = timeTofu(ctx, ws, dir, auditLog, runs, "plan", "-no-color", "-lock=false", "-detailed-exitcode"); err != nil {
 		return r, fmt.Errorf("no-change plan: %w", err)
+	}
+	if r.breakdown, err = traceTofu(ctx, ws, dir, "plan", "-no-color", "-lock=false"); err != nil {
+		return r, fmt.Errorf("traced plan: %w", err)
 	}
 	if r.planFlip, _, _, err = timeTofu(ctx, ws, dir, auditLog, runs, "plan", "-no-color", "-lock=false",
 		"-var", "access_mode=ReadWriteMany", "-var", "on_mode_change=keep_existing"); err != nil {
@@ -283,6 +271,93 @@ resource "jupyter_home_storage" "homes" {
 	}
 	r.apply, r.bare, r.barePB = median(applies), median(bares), median(baresPB)
 	return r, nil
+}
+
+// planConfig writes and applies the configuration the plans are timed with:
+// one jupyter_home_storage over namespace ns.
+func planConfig(ctx context.Context, ws *tofurun.Workspace, work, ns string) (string, error) {
+	dir, err := writeConfig(work, ns, fmt.Sprintf(`
+variable "access_mode" {
+  type    = string
+  default = "ReadWriteOnce"
+}
+variable "on_mode_change" {
+  type    = string
+  default = "fail"
+}
+resource "jupyter_home_storage" "homes" {
+  namespace          = %q
+  capacity           = "1Gi"
+  storage_class_name = %q
+  access_mode        = var.access_mode
+  on_mode_change     = var.on_mode_change
+}
+`, ns, class))
+	if err != nil {
+		return "", err
+	}
+	if err := ws.Run(ctx, dir, "init", "-no-color"); err != nil {
+		return "", err
+	}
+	return dir, ws.Run(ctx, dir, "apply", "-auto-approve", "-no-color")
+}
+
+// fixedCost times a no-change plan of the same resource over a namespace
+// without claims: what any plan of one resource of this provider costs
+// (OpenTofu's validate and plan walks, three provider starts) before a
+// single claim is read.
+func fixedCost(ctx context.Context, ws *tofurun.Workspace, cs kubernetes.Interface, work, auditLog string, runs int) (time.Duration, error) {
+	const ns = "bench-empty"
+	if err := namespace(ctx, cs, ns); err != nil {
+		return 0, err
+	}
+	dir, err := planConfig(ctx, ws, work, ns)
+	if err != nil {
+		return 0, err
+	}
+	d, _, _, err := timeTofu(ctx, ws, dir, auditLog, runs, "plan", "-no-color", "-lock=false", "-detailed-exitcode")
+	return d, err
+}
+
+// breakdown is where one plan's wall time went, from OpenTofu's trace log:
+// the provider processes started and the time the provider spent serving
+// each kind of request (tf_req_duration_ms). Tracing slows the run, so these
+// are proportions, not the timed figures.
+type breakdown struct {
+	total  time.Duration
+	starts int
+	rpcs   map[string]time.Duration
+}
+
+// traceTofu runs a tofu command once with TF_LOG=trace and reads the breakdown from the log.
+func traceTofu(ctx context.Context, ws *tofurun.Workspace, dir string, args ...string) (breakdown, error) {
+	b := breakdown{rpcs: map[string]time.Duration{}}
+	logPath := filepath.Join(dir, "trace.log")
+	_ = os.Remove(logPath)
+	cmd := ws.Command(ctx, dir, args...)
+	cmd.Env = append(cmd.Env, "TF_LOG=trace", "TF_LOG_PATH="+logPath)
+	start := time.Now()
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return b, fmt.Errorf("tofu %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	b.total = time.Since(start)
+	raw, err := os.ReadFile(logPath)
+	if err != nil {
+		return b, err
+	}
+	durRe := regexp.MustCompile(`tf_req_duration_ms=(\d+)`)
+	rpcRe := regexp.MustCompile(`tf_rpc=(\w+)`)
+	for _, line := range strings.Split(string(raw), "\n") {
+		if strings.Contains(line, "provider: starting plugin") {
+			b.starts++
+		}
+		d, rpc := durRe.FindStringSubmatch(line), rpcRe.FindStringSubmatch(line)
+		if d != nil && rpc != nil {
+			ms, _ := strconv.Atoi(d[1])
+			b.rpcs[rpc[1]] += time.Duration(ms) * time.Millisecond
+		}
+	}
+	return b, nil
 }
 
 // bareCreate creates n claims with client-go, with the provider's
@@ -406,7 +481,7 @@ func median(ds []time.Duration) time.Duration {
 
 func secs(d time.Duration) string { return fmt.Sprintf("%.2f s", d.Seconds()) }
 
-func report(floor time.Duration, rows []row, runs int) string {
+func report(floor, fixed time.Duration, rows []row, runs int) string {
 	var b strings.Builder
 	host, _ := os.Hostname()
 	cpu := "unknown CPU"
@@ -425,19 +500,42 @@ func report(floor time.Duration, rows []row, runs int) string {
 		"counted in the API server's audit log; memory is the provider process's peak RSS (VmHWM). "+
 		"The client-go baselines connect as the provider's identity, so the API server audits their requests as it audits the provider's.\n\n", runs)
 	fmt.Fprintf(&b, "Floor: `tofu plan` of an empty configuration that requires the provider: **%s**.\n\n", secs(floor))
+	fmt.Fprintf(&b, "Fixed cost: `tofu plan` of the same `jupyter_home_storage` over a namespace without claims: **%s**. "+
+		"This is what any plan of one resource costs before a claim is read: OpenTofu validates and plans in separate walks, "+
+		"each with its own provider process, so a plan starts the provider three times where the floor starts it once. "+
+		"The \"plan − fixed\" column is what N claims add; the column after it compares that with one List of them.\n\n", secs(fixed))
 	b.WriteString("Content types: the provider asks the API server for protobuf (JSON as fallback). The client-go baselines the targets use, " +
 		"\"one List\" and \"bare client-go create\", are plain default client-go, which speaks JSON; the same baselines with protobuf, " +
 		"the provider's content type, are shown next to them (\"pb\"), with the ratios against them.\n\n")
-	b.WriteString("| users (N) | one List (client-go, JSON) | one List (pb) | plan, no change | plan / (1.5 × floor + List) | plan / (1.5 × floor + List pb) | plan, RWX flip under keep_existing | requests per plan | provider peak memory (plan) | apply of N new users | bare client-go create (JSON) | bare create (pb) | apply / bare | apply / bare pb | requests per apply | provider peak memory (apply) |\n")
-	b.WriteString("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	b.WriteString("| users (N) | one List (client-go, JSON) | one List (pb) | plan, no change | plan / (1.5 × floor + List) | plan / (1.5 × floor + List pb) | plan − fixed | (plan − fixed) / List | plan, RWX flip under keep_existing | requests per plan | provider peak memory (plan) | apply of N new users | bare client-go create (JSON) | bare create (pb) | apply / bare | apply / bare pb | requests per apply | provider peak memory (apply) |\n")
+	b.WriteString("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, r := range rows {
-		fmt.Fprintf(&b, "| %d | %s | %s | %s | %.2f | %.2f | %s | %d | %.0f MiB | %s | %s | %s | %.2f× | %.2f× | %d | %.0f MiB |\n",
+		fmt.Fprintf(&b, "| %d | %s | %s | %s | %.2f | %.2f | %s | %.2f | %s | %d | %.0f MiB | %s | %s | %s | %.2f× | %.2f× | %d | %.0f MiB |\n",
 			r.n, secs(r.list), secs(r.listPB), secs(r.planNoop), r.planNoop.Seconds()/(1.5*floor.Seconds()+r.list.Seconds()),
-			r.planNoop.Seconds()/(1.5*floor.Seconds()+r.listPB.Seconds()), secs(r.planFlip), r.reqPlan, float64(r.memPlan)/1024,
+			r.planNoop.Seconds()/(1.5*floor.Seconds()+r.listPB.Seconds()), secs(r.planNoop-fixed), (r.planNoop-fixed).Seconds()/r.list.Seconds(), secs(r.planFlip), r.reqPlan, float64(r.memPlan)/1024,
 			secs(r.apply), secs(r.bare), secs(r.barePB), r.apply.Seconds()/r.bare.Seconds(), r.apply.Seconds()/r.barePB.Seconds(), r.reqApply, float64(r.memApply)/1024)
 	}
 	b.WriteString("\nTargets (issue: scale): a plan over 5,000 existing claims within 1.5× the floor plus one List (the plan / (1.5 × floor + List) column at most 1.00); " +
 		"an apply of 1,000 new claims within 2× the bare client-go loop; provider peak memory under 150 MiB at 5,000 claims. " +
 		"The targets are stated against the plain client-go (JSON) baselines; the pb columns say how the provider compares with client-go speaking its own content type.\n")
+	b.WriteString("\n## Where a no-change plan's time goes\n\n" +
+		"One more plan per N, run with `TF_LOG=trace` (which slows it, so read the proportions): the provider processes OpenTofu started, " +
+		"and the time the provider spent serving each kind of request (`tf_req_duration_ms` in the log). " +
+		"ReadResource holds the List (one per plan: the refresh and the plan share it) and the classification; the rest of the wall time is OpenTofu's own " +
+		"(loading configuration and state, its graph walks, starting and stopping provider processes).\n\n")
+	b.WriteString("| users (N) | traced wall time | provider starts | ReadResource | PlanResourceChange | UpgradeResourceState | other requests | outside the provider |\n")
+	b.WriteString("|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	for _, r := range rows {
+		bd := r.breakdown
+		var other, in time.Duration
+		for rpc, d := range bd.rpcs {
+			in += d
+			if rpc != "ReadResource" && rpc != "PlanResourceChange" && rpc != "UpgradeResourceState" {
+				other += d
+			}
+		}
+		fmt.Fprintf(&b, "| %d | %s | %d | %s | %s | %s | %s | %s |\n", r.n, secs(bd.total), bd.starts,
+			secs(bd.rpcs["ReadResource"]), secs(bd.rpcs["PlanResourceChange"]), secs(bd.rpcs["UpgradeResourceState"]), secs(other), secs(bd.total-in))
+	}
 	return b.String()
 }
