@@ -60,6 +60,7 @@ type row struct {
 	reqPlan, reqApply               int
 	memPlan, memApply               int64 // KiB
 	breakdown, breakdownListed      breakdown // of one traced no-change plan, without and with users listed
+	breakdownApply                  breakdown // of one traced apply of N new users
 }
 
 func run(sizesFlag string, runs int, out string) error {
@@ -236,27 +237,8 @@ func measure(ctx context.Context, ws *tofurun.Workspace, cs kubernetes.Interface
 
 	var applies, bares, baresPB []time.Duration
 	for i := 0; i < runs; i++ {
-		ans := fmt.Sprintf("bench-apply-%d-%d", n, i)
-		if err := namespace(ctx, cs, ans); err != nil {
-			return r, err
-		}
-		adir, err := writeConfig(work, ans, fmt.Sprintf(`
-resource "jupyter_home_storage" "homes" {
-  namespace          = %q
-  capacity           = "1Gi"
-  storage_class_name = %q
-  users              = jsondecode(file("${path.module}/users.json"))
-}
-`, ans, class))
+		adir, err := applyConfig(ctx, ws, cs, work, fmt.Sprintf("bench-apply-%d-%d", n, i), n)
 		if err != nil {
-			return r, err
-		}
-		names, _ := json.Marshal(users("new", n))
-		err = os.WriteFile(filepath.Join(adir, "users.json"), names, 0o644)
-		if err != nil {
-			return r, err
-		}
-		if err := ws.Run(ctx, adir, "init", "-no-color"); err != nil {
 			return r, err
 		}
 		d, reqs, mem, err := timeTofu(ctx, ws, adir, auditLog, 1, "apply", "-auto-approve", "-no-color")
@@ -286,7 +268,38 @@ resource "jupyter_home_storage" "homes" {
 		baresPB = append(baresPB, b)
 	}
 	r.apply, r.bare, r.barePB = median(applies), median(bares), median(baresPB)
+	adir, err := applyConfig(ctx, ws, cs, work, fmt.Sprintf("bench-apply-%d-traced", n), n)
+	if err != nil {
+		return r, err
+	}
+	if r.breakdownApply, err = traceTofu(ctx, ws, adir, "apply", "-auto-approve", "-no-color"); err != nil {
+		return r, fmt.Errorf("traced apply: %w", err)
+	}
 	return r, nil
+}
+
+// applyConfig creates namespace ns and a configuration that creates n new
+// users' claims in it, and runs tofu init.
+func applyConfig(ctx context.Context, ws *tofurun.Workspace, cs kubernetes.Interface, work, ns string, n int) (string, error) {
+	if err := namespace(ctx, cs, ns); err != nil {
+		return "", err
+	}
+	dir, err := writeConfig(work, ns, fmt.Sprintf(`
+resource "jupyter_home_storage" "homes" {
+  namespace          = %q
+  capacity           = "1Gi"
+  storage_class_name = %q
+  users              = jsondecode(file("${path.module}/users.json"))
+}
+`, ns, class))
+	if err != nil {
+		return "", err
+	}
+	names, _ := json.Marshal(users("new", n))
+	if err := os.WriteFile(filepath.Join(dir, "users.json"), names, 0o644); err != nil {
+		return "", err
+	}
+	return dir, ws.Run(ctx, dir, "init", "-no-color")
 }
 
 // planConfig writes and applies the configuration the plans are timed with:
@@ -340,7 +353,7 @@ func fixedCost(ctx context.Context, ws *tofurun.Workspace, cs kubernetes.Interfa
 	return d, err
 }
 
-// breakdown is where one plan's wall time went, from OpenTofu's trace log:
+// breakdown is where one run's wall time went, from OpenTofu's trace log:
 // the provider processes started and the time the provider spent serving
 // each kind of request (tf_req_duration_ms). Tracing slows the run, so these
 // are proportions, not the timed figures.
@@ -356,7 +369,9 @@ func traceTofu(ctx context.Context, ws *tofurun.Workspace, dir string, args ...s
 	logPath := filepath.Join(dir, "trace.log")
 	_ = os.Remove(logPath)
 	cmd := ws.Command(ctx, dir, args...)
-	cmd.Env = append(cmd.Env, "TF_LOG=trace", "TF_LOG_PATH="+logPath)
+	// The framework's own trace lines (several per list element) are left
+	// out: they would slow the provider more than anything it does.
+	cmd.Env = append(cmd.Env, "TF_LOG=trace", "TF_LOG_SDK_FRAMEWORK=off", "TF_LOG_PATH="+logPath)
 	start := time.Now()
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return b, fmt.Errorf("tofu %s: %v\n%s", strings.Join(args, " "), err, out)
@@ -540,7 +555,7 @@ func report(floor, fixed time.Duration, rows []row, runs int) string {
 		"an apply of 1,000 new claims within 2× the bare client-go loop; provider peak memory under 150 MiB at 5,000 claims. " +
 		"The targets are stated against the plain client-go (JSON) baselines; the pb columns say how the provider compares with client-go speaking its own content type.\n")
 	b.WriteString("\n## Where a no-change plan's time goes\n\n" +
-		"One more plan per N, run with `TF_LOG=trace` (which slows it, so read the proportions): the provider processes OpenTofu started, " +
+		"One more plan per N, run with `TF_LOG=trace` and the framework's own trace lines off (tracing still slows it, so read the proportions): the provider processes OpenTofu started, " +
 		"and the time the provider spent serving each kind of request (`tf_req_duration_ms` in the log). " +
 		"ReadResource holds the List (one per plan: the refresh and the plan share it) and the classification; the rest of the wall time is OpenTofu's own " +
 		"(loading configuration and state, its graph walks, starting and stopping provider processes).\n\n")
@@ -561,6 +576,23 @@ func report(floor, fixed time.Duration, rows []row, runs int) string {
 			fmt.Fprintf(&b, "| %s | %s | %d | %s | %s | %s | %s | %s |\n", v.label, secs(v.bd.total), v.bd.starts,
 				secs(v.bd.rpcs["ReadResource"]), secs(v.bd.rpcs["PlanResourceChange"]), secs(v.bd.rpcs["UpgradeResourceState"]), secs(other), secs(v.bd.total-in))
 		}
+	}
+	b.WriteString("\n## Where an apply's time goes\n\n" +
+		"One more apply of N new users per N, traced the same way. ApplyResourceChange is the provider creating the claims " +
+		"(the same concurrency and client limits as the bare loop, shown again for comparison); the plan OpenTofu makes first, and everything outside the provider, come on top.\n\n")
+	b.WriteString("| users (N) | traced wall time | provider starts | ApplyResourceChange | bare client-go create (JSON) | PlanResourceChange | other requests | outside the provider |\n")
+	b.WriteString("|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	for _, r := range rows {
+		bd := r.breakdownApply
+		var other, in time.Duration
+		for rpc, d := range bd.rpcs {
+			in += d
+			if rpc != "ApplyResourceChange" && rpc != "PlanResourceChange" {
+				other += d
+			}
+		}
+		fmt.Fprintf(&b, "| %d | %s | %d | %s | %s | %s | %s | %s |\n", r.n, secs(bd.total), bd.starts,
+			secs(bd.rpcs["ApplyResourceChange"]), secs(r.bare), secs(bd.rpcs["PlanResourceChange"]), secs(other), secs(bd.total-in))
 	}
 	b.WriteString("\nWith the users listed in `users`, OpenTofu's plan renderer diffs that list with a longest-common-subsequence table " +
 		"(`collections.ProcessSlice` → `objchange.LongestCommonSubsequence` in OpenTofu 1.12.6) whose time and memory grow with the square of its length, " +
