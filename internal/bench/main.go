@@ -58,7 +58,7 @@ type row struct {
 	barePB                          time.Duration // bare, in protobuf (the provider's content type)
 	list, listPB                    time.Duration // one paginated List of the N claims with client-go: JSON, protobuf
 	reqPlan, reqApply               int
-	memPlan, memApply               int64 // KiB
+	memPlan, memApply               int64     // KiB
 	breakdown, breakdownListed      breakdown // of one traced no-change plan, without and with users listed
 	breakdownApply                  breakdown // of one traced apply of N new users
 }
