@@ -19,7 +19,10 @@ func main() {
 	flag.BoolVar(&debug, "debug", false, "run the provider with support for debuggers such as delve")
 	flag.Parse()
 
-	quietUnlessLogged(os.Getenv, os.Setenv)
+	if !debug {
+		// Under -debug the provider runs on its own and its log is printed.
+		quietUnlessLogged(os.Getenv, os.Setenv)
+	}
 	err := providerserver.Serve(context.Background(), provider.New(version), providerserver.ServeOpts{
 		Address: "registry.terraform.io/jupyter-infra/jupyter",
 		Debug:   debug,
