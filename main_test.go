@@ -1,6 +1,10 @@
 package main
 
-import "testing"
+import (
+	"os/exec"
+	"strings"
+	"testing"
+)
 
 func TestQuietUnlessLogged(t *testing.T) {
 	cases := []struct {
@@ -30,5 +34,32 @@ func TestQuietUnlessLogged(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// The provider binary must not link client-go's full clientset: it registers
+// every Kubernetes API group at start, and OpenTofu starts the provider three
+// or four times per command (kube.NewAPI knows only the groups it uses).
+func TestBinaryLinksOnlyItsAPIGroups(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", ".").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	var groups []string
+	for _, pkg := range strings.Fields(string(out)) {
+		if pkg == "k8s.io/client-go/kubernetes" || strings.HasPrefix(pkg, "k8s.io/client-go/kubernetes/") {
+			t.Errorf("the provider links %s", pkg)
+		}
+		if strings.HasPrefix(pkg, "k8s.io/api/") {
+			groups = append(groups, pkg)
+		}
+	}
+	// core/v1, storage/v1 and batch/v1, and what they import themselves
+	// (the full clientset links about sixty).
+	if len(groups) > 6 {
+		t.Errorf("the provider links %d API group packages, want the few it uses: %v", len(groups), groups)
+	}
+	if len(groups) == 0 {
+		t.Fatalf("go list found no k8s.io/api package: the check does not see the dependencies:\n%s", out)
 	}
 }

@@ -34,6 +34,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/kube"
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/kube/clientset"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/testcluster"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/tofurun"
 )
@@ -191,10 +192,10 @@ func measure(ctx context.Context, ws *tofurun.Workspace, cs kubernetes.Interface
 	// Plain client-go (JSON), and client-go with the provider's protobuf
 	// content type, as the provider's identity: the API server audits their
 	// requests as it audits the provider's.
-	client := kube.NewClient(kubernetes.NewForConfigOrDie(cluster.RESTConfig(cluster.LimitedToken)))
+	client := clientset.NewClient(kubernetes.NewForConfigOrDie(cluster.RESTConfig(cluster.LimitedToken)))
 	pbConfig := cluster.RESTConfig(cluster.LimitedToken)
 	kube.UseProtobuf(pbConfig)
-	pbClient := kube.NewClient(kubernetes.NewForConfigOrDie(pbConfig))
+	pbClient := clientset.NewClient(kubernetes.NewForConfigOrDie(pbConfig))
 	var lists, listsPB []time.Duration
 	for i := 0; i < runs; i++ {
 		for _, c := range []struct {
@@ -407,7 +408,7 @@ func bareCreate(ctx context.Context, cluster *testcluster.Cluster, ns string, n 
 		kube.UseProtobuf(rc)
 	}
 	cs := kubernetes.NewForConfigOrDie(rc)
-	client := kube.NewClient(cs)
+	client := clientset.NewClient(cs)
 	cls := class
 	start := time.Now()
 	errs := kube.ForEach(ctx, users("bare", n), func(ctx context.Context, u string) error {

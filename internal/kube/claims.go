@@ -11,7 +11,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 )
 
 // PageSize is the number of objects asked for per List call. A deployment of
@@ -23,7 +22,7 @@ const PageSize = 2500
 
 // Client is what the provider holds after Configure.
 type Client struct {
-	Kube    kubernetes.Interface
+	Kube    API
 	Backoff Backoff
 	// AfterStep, when set, is called after each step of a migration
 	// (Rebind); an error stops that migration there. Tests inject it.
@@ -43,8 +42,8 @@ type snapshot struct {
 	items []corev1.PersistentVolumeClaim
 }
 
-// NewClient wraps a clientset with the default retry policy.
-func NewClient(cs kubernetes.Interface) *Client {
+// NewClient wraps an API with the default retry policy.
+func NewClient(cs API) *Client {
 	return &Client{Kube: cs, Backoff: DefaultBackoff, snapshots: map[string]snapshot{}}
 }
 

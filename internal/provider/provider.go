@@ -14,7 +14,6 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/provider"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-log/tflog"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/kube"
@@ -27,9 +26,10 @@ const (
 	defaultBurst = 1000
 )
 
-// ClientFactory turns a REST configuration into a clientset. Tests inject one
-// that counts requests, the way terraform-provider-time injects a clock.
-type ClientFactory func(*rest.Config) (kubernetes.Interface, error)
+// ClientFactory turns a REST configuration into the Kubernetes API the
+// provider uses. Tests inject one that counts requests, the way
+// terraform-provider-time injects a clock.
+type ClientFactory func(*rest.Config) (kube.API, error)
 
 // JupyterProvider is the provider implementation.
 type JupyterProvider struct {
@@ -46,9 +46,7 @@ var (
 
 // New returns the provider constructor served by main.
 func New(version string) func() provider.Provider {
-	return NewWithClientFactory(version, func(rc *rest.Config) (kubernetes.Interface, error) {
-		return kubernetes.NewForConfig(rc)
-	})
+	return NewWithClientFactory(version, kube.NewAPI)
 }
 
 // NewWithClientFactory is New with an injected client factory.

@@ -52,9 +52,9 @@ func (t *countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 
 func countingFactories(log *requestLog) map[string]func() (tfprotov6.ProviderServer, error) {
 	return map[string]func() (tfprotov6.ProviderServer, error){
-		"jupyter": providerserver.NewProtocol6WithError(NewWithClientFactory("test", func(rc *rest.Config) (kubernetes.Interface, error) {
+		"jupyter": providerserver.NewProtocol6WithError(NewWithClientFactory("test", func(rc *rest.Config) (kube.API, error) {
 			rc.Wrap(func(rt http.RoundTripper) http.RoundTripper { return &countingTransport{log: log, next: rt} })
-			return kubernetes.NewForConfig(rc)
+			return kube.NewAPI(rc) // the provider's own client, counted
 		})()),
 	}
 }
