@@ -106,7 +106,7 @@ func homeStorageSchema() schema.Schema {
 			"users": schema.ListAttribute{Optional: true, ElementType: types.StringType,
 				MarkdownDescription: "Raw JupyterHub usernames whose claims Terraform creates and manages. Claims KubeSpawner made for other users are read and classified but never modified. " +
 					"Removing a user leaves the claim in place. Listing users is optional: with `storage_pvc_ensure` (in `spawner_settings`) KubeSpawner creates a missing home at the user's first spawn. " +
-					"At thousands of users a listed `users` slows every plan, mostly because OpenTofu diffs a list in time and memory that grow with the square of its length (in BENCHMARKS.md a no-change plan over 5,000 claims took 3.3 s with them listed, 1.1 s without).",
+					"At thousands of users a listed `users` slows every plan, mostly because OpenTofu diffs a list in time and memory that grow with the square of its length (in BENCHMARKS.md a no-change plan over 5,000 claims took 2.7 s with them listed, 0.9 s without).",
 				Validators: []validator.List{usernamesValidator{}}},
 			"user_namespace_template": schema.StringAttribute{Optional: true,
 				MarkdownDescription: "KubeSpawner's `user_namespace_template` when each user's server and claims live in the user's own namespace (`enable_user_namespaces`), e.g. `{hubnamespace}-{username}` " +
