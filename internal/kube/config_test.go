@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"k8s.io/client-go/rest"
 )
 
 const kubeconfig = `apiVersion: v1
@@ -108,5 +110,17 @@ func TestRESTConfig_exec(t *testing.T) {
 	}
 	if rc.ExecProvider == nil || rc.ExecProvider.Command != "aws" || len(rc.ExecProvider.Env) != 1 {
 		t.Fatalf("exec provider not set: %+v", rc.ExecProvider)
+	}
+}
+
+// The three group clients share one rate limiter, which needs a burst; a
+// configuration without one is refused, not silently given one.
+func TestNewAPI_burst(t *testing.T) {
+	if _, err := NewAPI(&rest.Config{Host: "https://127.0.0.1:1", QPS: 5}); err == nil || !strings.Contains(err.Error(), "burst must be at least 1") {
+		t.Errorf("NewAPI without burst: %v, want an error naming burst", err)
+	}
+	api, err := NewAPI(&rest.Config{Host: "https://127.0.0.1:1", QPS: 5, Burst: 10})
+	if err != nil || api.CoreV1().PersistentVolumeClaims("x") == nil || api.StorageV1().StorageClasses() == nil || api.BatchV1().Jobs("x") == nil {
+		t.Errorf("NewAPI with qps and burst: %v", err)
 	}
 }

@@ -154,18 +154,8 @@ func copyTarget(job Copy, src *corev1.PersistentVolumeClaim) (*corev1.Persistent
 			ann[k] = v
 		}
 	}
-	pvc := &corev1.PersistentVolumeClaim{
-		ObjectMeta: metav1.ObjectMeta{Name: job.Target, Namespace: job.Namespace, Labels: labels, Annotations: ann},
-		Spec: corev1.PersistentVolumeClaimSpec{
-			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.PersistentVolumeAccessMode(job.To)},
-			Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: size}},
-		},
-	}
-	if job.StorageClass != "" {
-		class := job.StorageClass
-		pvc.Spec.StorageClassName = &class
-	}
-	return pvc, nil
+	return NewClaim(metav1.ObjectMeta{Name: job.Target, Namespace: job.Namespace, Labels: labels, Annotations: ann},
+		job.To, job.StorageClass, size), nil
 }
 
 // CopyJob is the Job that copies one home: the source mounted read-only at

@@ -11,9 +11,26 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 )
+
+// NewClaim is a claim object with meta, one access mode, a storage class
+// (the cluster's default when "") and a requested size.
+func NewClaim(meta metav1.ObjectMeta, mode, class string, size resource.Quantity) *corev1.PersistentVolumeClaim {
+	pvc := &corev1.PersistentVolumeClaim{
+		ObjectMeta: meta,
+		Spec: corev1.PersistentVolumeClaimSpec{
+			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.PersistentVolumeAccessMode(mode)},
+			Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: size}},
+		},
+	}
+	if class != "" {
+		pvc.Spec.StorageClassName = &class
+	}
+	return pvc
+}
 
 // Parallelism is how many claims are written at once.
 const Parallelism = 16

@@ -102,6 +102,8 @@ func TestAccProvider_configErrors(t *testing.T) {
   token = %q
 }`, c.Host, c.AdminToken), `(?s)certificate is not trusted; set cluster_ca_certificate.*signed by unknown authority`},
 		{"bad_token", acctest.ProviderBlock(c, "not-a-token"), `(?s)rejected the provider's credentials \(401\)`},
+		{"zero_burst", `provider "jupyter" { burst = 0 }`, `(?s)burst = 0.*burst value must be at least 1`},
+		{"zero_qps", `provider "jupyter" { qps = 0 }`, `(?s)qps = 0.*qps value must be at least 1`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

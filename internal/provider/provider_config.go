@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 
+	"github.com/hashicorp/terraform-plugin-framework-validators/float64validator"
+	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/listvalidator"
 	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
@@ -70,9 +72,9 @@ func providerSchema() schema.Schema {
 				MarkdownDescription: "Skip verification of the server certificate. Only for throwaway clusters. Env: `KUBE_INSECURE`."},
 			"tls_server_name": str("Server name to verify the certificate against, when it differs from the host. Env: `KUBE_TLS_SERVER_NAME`.", false),
 			"proxy_url":       str("HTTP(S) or SOCKS5 proxy for API requests. Env: `KUBE_PROXY_URL`.", false),
-			"qps": schema.Float64Attribute{Optional: true,
+			"qps": schema.Float64Attribute{Optional: true, Validators: []validator.Float64{float64validator.AtLeast(1)},
 				MarkdownDescription: "Client-side limit on requests per second to the API server. Default 500: with at most 16 writes in flight, the API server (and its priority and fairness limits), not this limiter, bounds an apply."},
-			"burst": schema.Int64Attribute{Optional: true,
+			"burst": schema.Int64Attribute{Optional: true, Validators: []validator.Int64{int64validator.AtLeast(1)},
 				MarkdownDescription: "Client-side burst above `qps`. Default 1000."},
 		},
 		Blocks: map[string]schema.Block{

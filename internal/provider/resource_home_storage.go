@@ -894,17 +894,8 @@ func newClaim(cfg safety.Config, up safety.UserPlan, labels, annotations map[str
 	if err != nil {
 		return nil, err
 	}
-	pvc := &corev1.PersistentVolumeClaim{
-		ObjectMeta: metav1.ObjectMeta{Name: up.ClaimName, Namespace: up.Namespace, Labels: l, Annotations: a},
-		Spec: corev1.PersistentVolumeClaimSpec{
-			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.PersistentVolumeAccessMode(cfg.AccessMode)},
-			Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: size}},
-		},
-	}
-	if cfg.StorageClass != "" {
-		pvc.Spec.StorageClassName = &cfg.StorageClass
-	}
-	return pvc, nil
+	return kube.NewClaim(metav1.ObjectMeta{Name: up.ClaimName, Namespace: up.Namespace, Labels: l, Annotations: a},
+		cfg.AccessMode, cfg.StorageClass, size), nil
 }
 
 func stringMap(ctx context.Context, m types.Map, diags *diag.Diagnostics) map[string]string {

@@ -1,5 +1,5 @@
 // Package clientset adapts client-go's full typed clientset to kube.API, for
-// tests, the bench and the demo, which hold one already. The provider itself
+// the bench, which holds one already. The provider itself
 // uses kube.NewAPI and does not link the full clientset.
 package clientset
 
