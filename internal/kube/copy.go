@@ -2,6 +2,8 @@ package kube
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"time"
 
@@ -11,7 +13,9 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/execute"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/migration"
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/safety"
 )
 
 // CopyTimeout bounds how long one apply waits for a copy Job. A copy that
@@ -38,6 +42,7 @@ type Copy struct {
 // each step from the cluster (migration.NextCopy), so that it resumes
 // wherever an earlier run stopped. The source claim is never deleted.
 func (c *Client) Copy(ctx context.Context, job Copy) (migration.Step, error) {
+	watched := false // this run started the Job, or saw it unfinished
 	return c.runSteps(job.User, "copy of "+job.Source, migration.CopyStepOf, migration.StepSwitched, func() (migration.Op, func() error, error) {
 		src, err := c.GetClaim(ctx, job.Namespace, job.Source)
 		if err != nil {
@@ -63,39 +68,67 @@ func (c *Client) Copy(ctx context.Context, job Copy) (migration.Step, error) {
 				return "", nil, err
 			}
 			if j != nil {
+				// A Job seen finished the first time this run looks, and not
+				// started by it, finished before: its check says nothing of
+				// what the user wrote since, so the copy runs again.
 				jv = jobView(j)
+				jv.Stale = (jv.Succeeded || jv.Failed) && !watched
+				watched = watched || !jv.Succeeded && !jv.Failed
 			}
 		}
-		copyOf := ""
+		tv := migration.Target{}
 		if target != nil {
-			copyOf = target.Annotations[migration.CopyOfAnnotation]
+			tv = migration.Target{Exists: true, CopyOf: target.Annotations[migration.CopyOfAnnotation],
+				CopyID: target.Annotations[migration.CopyIDAnnotation], UID: string(target.UID)}
 		}
-		op, err := migration.NextCopy(rec, job.Source, target != nil, copyOf, jv)
-		return op, func() error { return c.copyOp(ctx, job, op, src, rec) }, err
+		op, err := migration.NextCopy(rec, job.Source, tv, jv)
+		return op, func() error { return c.copyOp(ctx, job, op, src, rec, &watched) }, err
 	})
 }
 
-func (c *Client) copyOp(ctx context.Context, job Copy, op migration.Op, src *corev1.PersistentVolumeClaim, rec *migration.CopyRecord) error {
+func (c *Client) copyOp(ctx context.Context, job Copy, op migration.Op, src *corev1.PersistentVolumeClaim, rec *migration.CopyRecord, watched *bool) error {
 	next := migration.CopyRecord{User: job.User, Target: job.Target, To: job.To}
 	if rec != nil {
 		next = *rec
 	}
 	switch op {
 	case migration.OpCreateTarget:
-		pvc, err := copyTarget(job, src)
+		if next.ID == "" {
+			// The ID goes on the record before the target exists, so that a
+			// target is known as this copy's only by the ID on it.
+			next.ID, next.Step = newCopyID(), migration.StepPending
+			if err := c.annotateClaim(ctx, job.Namespace, job.Source, migration.CopyAnnotation, next.Encode()); err != nil {
+				return err
+			}
+		}
+		pvc, err := copyTarget(job, src, next.ID)
 		if err != nil {
 			return err
 		}
-		if _, err := c.CreateClaim(ctx, pvc); err != nil {
+		created, err := c.createOwnClaim(ctx, pvc, migration.CopyIDAnnotation, next.ID)
+		if err != nil {
 			return err
 		}
-		next.Step = migration.StepTargetCreated
+		next.Step, next.TargetUID = migration.StepTargetCreated, string(created.UID)
 		return c.annotateClaim(ctx, job.Namespace, job.Source, migration.CopyAnnotation, next.Encode())
 	case migration.OpStartCopy:
+		// The Job writes into the target with rsync --delete: only into the
+		// claim this copy created, and not while a pod uses it.
+		if err := execute.Guard(ctx, c, safety.Step{Kind: safety.StepCopyInto, Why: "copy from " + job.Source, User: job.User,
+			Namespace: job.Namespace, Claim: job.Target, UID: next.TargetUID, CreatedUID: next.TargetUID}, migration.JobName(job.Source)); err != nil {
+			return err
+		}
 		if err := c.createJob(ctx, CopyJob(job)); err != nil {
 			return err
 		}
+		*watched = true
 		next.Step, next.Job = migration.StepCopying, migration.JobName(job.Source)
+		return c.annotateClaim(ctx, job.Namespace, job.Source, migration.CopyAnnotation, next.Encode())
+	case migration.OpRestartCopy:
+		if err := c.deleteJob(ctx, job.Namespace, migration.JobName(job.Source)); err != nil {
+			return err
+		}
+		next.Step = migration.StepTargetCreated
 		return c.annotateClaim(ctx, job.Namespace, job.Source, migration.CopyAnnotation, next.Encode())
 	case migration.OpWaitCopy:
 		return c.waitJob(ctx, job.Namespace, migration.JobName(job.Source))
@@ -123,6 +156,9 @@ func (c *Client) copyOp(ctx context.Context, job Copy, op migration.Op, src *cor
 			}
 			return fmt.Errorf("a server started on %s during the copy; the user keeps the old home for now. Stop the server and apply again: the copy is brought up to date, then switched", job.Source)
 		}
+		if err := c.annotateClaim(ctx, job.Namespace, job.Target, migration.CopySwitchedAnnotation, "true"); err != nil {
+			return err
+		}
 		next.Step = migration.StepSwitched
 		return c.annotateClaim(ctx, job.Namespace, job.Source, migration.CopyAnnotation, next.Encode())
 	}
@@ -132,7 +168,7 @@ func (c *Client) copyOp(ctx context.Context, job Copy, op migration.Op, src *cor
 // copyTarget is the new claim: the source's KubeSpawner labels and
 // annotations, the new mode and class, the larger of the configured
 // capacity and the source's request, and the name of its source.
-func copyTarget(job Copy, src *corev1.PersistentVolumeClaim) (*corev1.PersistentVolumeClaim, error) {
+func copyTarget(job Copy, src *corev1.PersistentVolumeClaim, id string) (*corev1.PersistentVolumeClaim, error) {
 	size, err := resource.ParseQuantity(job.Capacity)
 	if err != nil {
 		return nil, err
@@ -148,7 +184,7 @@ func copyTarget(job Copy, src *corev1.PersistentVolumeClaim) (*corev1.Persistent
 		labels[k] = v
 	}
 	labels["app.kubernetes.io/managed-by"] = "terraform-provider-jupyter"
-	ann := map[string]string{migration.CopyOfAnnotation: job.Source}
+	ann := map[string]string{migration.CopyOfAnnotation: job.Source, migration.CopyIDAnnotation: id}
 	for _, k := range []string{"hub.jupyter.org/username", "hub.jupyter.org/servername"} {
 		if v, ok := src.Annotations[k]; ok {
 			ann[k] = v
@@ -156,6 +192,98 @@ func copyTarget(job Copy, src *corev1.PersistentVolumeClaim) (*corev1.Persistent
 	}
 	return NewClaim(metav1.ObjectMeta{Name: job.Target, Namespace: job.Namespace, Labels: labels, Annotations: ann},
 		job.To, job.StorageClass, size), nil
+}
+
+// newCopyID is a copy's ID: random, so that no other copy's target carries it.
+func newCopyID() string {
+	b := make([]byte, 8)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// createOwnClaim creates pvc. A claim of that name that exists already is
+// returned only when it carries annotation key = id (this step created it
+// before a stop); otherwise the create fails.
+func (c *Client) createOwnClaim(ctx context.Context, pvc *corev1.PersistentVolumeClaim, key, id string) (*corev1.PersistentVolumeClaim, error) {
+	var out *corev1.PersistentVolumeClaim
+	err := c.Backoff.Retry(ctx, func() (err error) {
+		out, err = c.Kube.CoreV1().PersistentVolumeClaims(pvc.Namespace).Create(ctx, pvc, metav1.CreateOptions{})
+		if apierrors.IsAlreadyExists(err) {
+			out, err = c.Kube.CoreV1().PersistentVolumeClaims(pvc.Namespace).Get(ctx, pvc.Name, metav1.GetOptions{})
+			if err == nil && out.Annotations[key] != id {
+				return fmt.Errorf("claim %s/%s exists already and was not created by this copy; nothing is copied into it", pvc.Namespace, pvc.Name)
+			}
+		}
+		return err
+	})
+	return out, explainIf(err, "create", "persistentvolumeclaims", pvc.Namespace)
+}
+
+// VerifyCopy runs the verification Job (migration.VerifyScript) for a
+// finished copy, now, and reports whether target holds everything source
+// holds (execute.Cluster). An earlier verification Job is replaced.
+func (c *Client) VerifyCopy(ctx context.Context, namespace, source, target, image string) (bool, string, error) {
+	name := migration.VerifyJobName(source)
+	if err := c.deleteJob(ctx, namespace, name); err != nil {
+		return false, "", err
+	}
+	if err := c.waitJobGone(ctx, namespace, name); err != nil {
+		return false, "", err
+	}
+	j := CopyJob(Copy{Namespace: namespace, Source: source, Target: target, Image: image})
+	j.Name = name
+	j.Labels["app.kubernetes.io/component"], j.Spec.Template.Labels["app.kubernetes.io/component"] = "home-verify", "home-verify"
+	pod := &j.Spec.Template.Spec
+	pod.Containers[0].Command = []string{"sh", "-c", migration.VerifyScript}
+	pod.Containers[0].VolumeMounts[1].ReadOnly = true
+	pod.Volumes[1].PersistentVolumeClaim.ReadOnly = true
+	if err := c.createJob(ctx, j); err != nil {
+		return false, "", err
+	}
+	if err := c.waitJob(ctx, namespace, name); err != nil {
+		return false, "", err
+	}
+	got, err := c.getJob(ctx, namespace, name)
+	if err != nil || got == nil {
+		return false, "", fmt.Errorf("verification Job %s/%s: %v", namespace, name, err)
+	}
+	v := jobView(got)
+	detail := "verification Job " + name + " failed"
+	if msg, err := c.terminationMessage(ctx, namespace, name, v.Succeeded); err == nil && msg != "" {
+		detail = msg
+	}
+	if err := c.deleteJob(ctx, namespace, name); err != nil {
+		return false, "", err
+	}
+	return v.Succeeded, detail, nil
+}
+
+func (c *Client) waitJobGone(ctx context.Context, namespace, name string) error {
+	return poll(ctx, func() (bool, error) {
+		j, err := c.getJob(ctx, namespace, name)
+		return j == nil, err
+	}, fmt.Sprintf("Job %s/%s was not deleted", namespace, name))
+}
+
+// terminationMessage is what a pod of Job name wrote to its termination
+// log (of a pod that succeeded, or failed).
+func (c *Client) terminationMessage(ctx context.Context, namespace, name string, succeeded bool) (string, error) {
+	var pods *corev1.PodList
+	err := c.Backoff.Retry(ctx, func() (err error) {
+		pods, err = c.Kube.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{LabelSelector: JobNameLabel + "=" + name})
+		return err
+	})
+	if err != nil {
+		return "", Explain(err, "list", "pods", namespace)
+	}
+	for _, p := range pods.Items {
+		for _, cs := range p.Status.ContainerStatuses {
+			if t := cs.State.Terminated; t != nil && (t.ExitCode == 0) == succeeded {
+				return t.Message, nil
+			}
+		}
+	}
+	return "", nil
 }
 
 // CopyJob is the Job that copies one home: the source mounted read-only at
@@ -306,6 +434,19 @@ func (c *Client) verification(ctx context.Context, namespace, jobName string) (m
 // mountedExcept is MountedClaims without the pods of one Job.
 func (c *Client) mountedExcept(ctx context.Context, namespace, jobName string) (map[string]bool, error) {
 	out := map[string]bool{}
+	err := c.eachRunningPod(ctx, namespace, jobName, func(p *corev1.Pod) {
+		for _, v := range p.Spec.Volumes {
+			if v.PersistentVolumeClaim != nil {
+				out[v.PersistentVolumeClaim.ClaimName] = true
+			}
+		}
+	})
+	return out, err
+}
+
+// eachRunningPod calls fn for every pod in namespace that has not
+// finished, except the pods of Job jobName.
+func (c *Client) eachRunningPod(ctx context.Context, namespace, jobName string, fn func(*corev1.Pod)) error {
 	opts := metav1.ListOptions{Limit: PageSize}
 	for {
 		var page *corev1.PodList
@@ -314,20 +455,17 @@ func (c *Client) mountedExcept(ctx context.Context, namespace, jobName string) (
 			return err
 		})
 		if err != nil {
-			return nil, Explain(err, "list", "pods", namespace)
+			return Explain(err, "list", "pods", namespace)
 		}
-		for _, p := range page.Items {
+		for i := range page.Items {
+			p := &page.Items[i]
 			if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed || jobName != "" && p.Labels[JobNameLabel] == jobName {
 				continue
 			}
-			for _, v := range p.Spec.Volumes {
-				if v.PersistentVolumeClaim != nil {
-					out[v.PersistentVolumeClaim.ClaimName] = true
-				}
-			}
+			fn(p)
 		}
 		if page.Continue == "" {
-			return out, nil
+			return nil
 		}
 		opts.Continue = page.Continue
 	}

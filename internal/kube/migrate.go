@@ -13,7 +13,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/execute"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/migration"
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/safety"
 )
 
 // MigratedAnnotation on a rebound claim says where it came from.
@@ -75,6 +77,7 @@ type Rebind struct {
 	Claim     string
 	Volume    string
 	To        string // access mode
+	UID       string // the claim the plan showed; "" when it showed none
 }
 
 // Rebind moves one claim to mode `to` on the same volume, step by step,
@@ -195,7 +198,9 @@ func (c *Client) rebindOp(ctx context.Context, job Rebind, op migration.Op, pvc 
 			"spec": map[string]any{"persistentVolumeReclaimPolicy": "Retain"},
 		})
 	case migration.OpDeleteClaim:
-		return c.DeleteClaim(ctx, job.Namespace, job.Claim, string(pvc.UID))
+		// The volume is retained; the claim goes only if it is the one the
+		// plan showed and no pod mounts it now.
+		return execute.Delete(ctx, c, safety.Step{Why: "rebind", User: job.User, Namespace: job.Namespace, Claim: job.Claim, UID: job.UID})
 	case migration.OpWaitReleased:
 		return c.waitVolume(ctx, pv.Name, func(v *corev1.PersistentVolume) bool { return v.Status.Phase == corev1.VolumeReleased })
 	case migration.OpReserve:
@@ -280,8 +285,12 @@ func reboundClaim(job Rebind, rec *migration.Record, pv *corev1.PersistentVolume
 			VolumeName:       pv.Name,
 		},
 	}
+	// What the old claim requested, but never more than the volume holds:
+	// while an expansion is pending the claim asked for more than its
+	// volume, and a new claim asking for that would stay Pending. The
+	// resize after the rebind asks for the rest again.
 	size := pv.Spec.Capacity[corev1.ResourceStorage]
-	if q, err := resource.ParseQuantity(rec.Requested); err == nil {
+	if q, err := resource.ParseQuantity(rec.Requested); err == nil && (size.IsZero() || q.Cmp(size) <= 0) {
 		size = q
 	}
 	pvc.Spec.Resources.Requests = corev1.ResourceList{corev1.ResourceStorage: size}

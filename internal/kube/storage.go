@@ -14,6 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/claims"
 )
 
 // NewClaim is a claim object with meta, one access mode, a storage class
@@ -136,9 +138,10 @@ func (c *Client) patchClaim(ctx context.Context, namespace, name string, patch m
 	return explainIf(err, "patch", "persistentvolumeclaims", namespace)
 }
 
-// DeleteClaim deletes a claim, only if it still has uid, and waits until it
-// is gone. A missing claim is not an error.
-func (c *Client) DeleteClaim(ctx context.Context, namespace, name, uid string) error {
+// RemoveClaim deletes a claim, only if it still has uid, and waits until it
+// is gone. A missing claim is not an error. Only execute.Delete calls it,
+// after the gate (safety.Gate).
+func (c *Client) RemoveClaim(ctx context.Context, namespace, name, uid string) error {
 	opts := metav1.DeleteOptions{}
 	if uid != "" {
 		u := types.UID(uid)
@@ -173,6 +176,32 @@ func (c *Client) DeleteClaim(ctx context.Context, namespace, name, uid string) e
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
+}
+
+// Claim is the claim as it is now (execute.Cluster); nil when it does not exist.
+func (c *Client) Claim(ctx context.Context, namespace, name string) (*claims.Claim, error) {
+	pvc, err := c.GetClaim(ctx, namespace, name)
+	if err != nil || pvc == nil {
+		return nil, err
+	}
+	cl := ClaimFromPVC(pvc)
+	return &cl, nil
+}
+
+// MountedBy lists the pods in namespace that have not finished and mount
+// claim, except those of Job exceptJob (execute.Cluster). It lists the
+// namespace's pods each time: the gate's facts are read for each step.
+func (c *Client) MountedBy(ctx context.Context, namespace, claim, exceptJob string) ([]string, error) {
+	var out []string
+	err := c.eachRunningPod(ctx, namespace, exceptJob, func(p *corev1.Pod) {
+		for _, v := range p.Spec.Volumes {
+			if v.PersistentVolumeClaim != nil && v.PersistentVolumeClaim.ClaimName == claim {
+				out = append(out, p.Name)
+				return
+			}
+		}
+	})
+	return out, err
 }
 
 // MountedClaims returns the names of claims used by pods in namespace that

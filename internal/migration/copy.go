@@ -31,6 +31,13 @@ const (
 const (
 	CopyAnnotation   = "jupyter-infra.github.io/home-copy" // on the source: its CopyRecord
 	CopyOfAnnotation = "jupyter-infra.github.io/copy-of"   // on the target: the source claim's name
+	// CopyIDAnnotation on the target is the ID of the copy that created it,
+	// as the source's record holds it: a copy writes only into the target
+	// its own record names.
+	CopyIDAnnotation = "jupyter-infra.github.io/copy-id"
+	// CopySwitchedAnnotation on the target says that its copy was verified
+	// and the user switched to it: it is the user's home.
+	CopySwitchedAnnotation = "jupyter-infra.github.io/copy-switched"
 )
 
 // CopyRecord is what the source claim carries during and after a copy.
@@ -40,8 +47,12 @@ type CopyRecord struct {
 	Target string `json:"target"`
 	To     string `json:"to"`
 	Job    string `json:"job,omitempty"`
-	Files  int64  `json:"files,omitempty"` // as the Job counted them on the target
-	Bytes  int64  `json:"bytes,omitempty"`
+	// ID is written before the target is created and put on the target;
+	// TargetUID is the target this copy created, empty.
+	ID        string `json:"id,omitempty"`
+	TargetUID string `json:"targetUID,omitempty"`
+	Files     int64  `json:"files,omitempty"` // as the Job counted them on the target
+	Bytes     int64  `json:"bytes,omitempty"`
 }
 
 // Encode is the annotation value.
@@ -86,6 +97,17 @@ type Job struct {
 	Succeeded bool
 	Failed    bool
 	Reason    string // of the failure
+	// Stale: it finished before this apply began. Its check says nothing
+	// of what the user wrote since, so it is not used.
+	Stale bool
+}
+
+// Target is the observed target claim.
+type Target struct {
+	Exists bool
+	CopyOf string // its CopyOfAnnotation
+	CopyID string // its CopyIDAnnotation
+	UID    string
 }
 
 // Copy operations.
@@ -95,6 +117,7 @@ const (
 	OpWaitCopy     Op = "wait-copy"     // until the Job succeeds or fails
 	OpVerify       Op = "verify"        // record the Job's counts (step verified), delete the Job
 	OpSwitch       Op = "switch"        // record step switched: the hub config maps the user to the target
+	OpRestartCopy  Op = "restart-copy"  // a Job that finished before this apply: delete it, copy again
 )
 
 // CopyStepOf is the step a copy has reached before op.
@@ -104,7 +127,7 @@ func CopyStepOf(op Op) Step {
 		return StepPending
 	case OpStartCopy:
 		return StepTargetCreated
-	case OpWaitCopy, OpVerify:
+	case OpWaitCopy, OpVerify, OpRestartCopy:
 		return StepCopying
 	case OpSwitch:
 		return StepVerified
@@ -113,21 +136,29 @@ func CopyStepOf(op Op) Step {
 }
 
 // NextCopy decides the next operation of a copy from the source's record
-// (nil before the first step), the target claim's copy-of annotation (""
-// when it has none; targetExists false when there is no target) and the
-// Job (nil when there is none).
-func NextCopy(rec *CopyRecord, source string, targetExists bool, targetCopyOf string, job *Job) (Op, error) {
-	if targetExists && targetCopyOf != source {
-		target := "the target claim"
-		if rec != nil {
-			target = rec.Target
-		}
-		return "", fmt.Errorf("%s already exists and is not a copy of %s; choose another migration.target_name_template", target, source)
+// (nil before the first step), the target claim and the Job (nil when there
+// is none). A copy writes only into the target it created itself: one that
+// exists without this copy's ID on it is refused (it may be the user's home
+// after an earlier copy whose record is gone).
+func NextCopy(rec *CopyRecord, source string, target Target, job *Job) (Op, error) {
+	name := "the target claim"
+	if rec != nil {
+		name = rec.Target
 	}
-	if rec == nil || rec.Step == StepPending || !targetExists && rec.Step == StepTargetCreated {
+	switch {
+	case target.Exists && target.CopyOf != source:
+		return "", fmt.Errorf("%s already exists and is not a copy of %s; choose another migration.target_name_template", name, source)
+	case target.Exists && (rec == nil || rec.ID == "" || target.CopyID != rec.ID):
+		return "", fmt.Errorf("%s already exists: a copy of %s that the record on %s does not name (the record was removed, or %s was created again after an earlier copy). "+
+			"It may hold the user's home; nothing is copied over it. If %s is the user's home, keep it (the next plan shows it as copied); if it holds nothing of value, delete it and apply again",
+			name, source, source, source, name)
+	case target.Exists && rec.TargetUID != "" && target.UID != rec.TargetUID:
+		return "", fmt.Errorf("%s was deleted and created again since this copy created it; nothing is copied into it. Delete it if it holds nothing of value, and apply again", name)
+	}
+	if rec == nil || rec.Step == StepPending || !target.Exists && rec.Step == StepTargetCreated {
 		return OpCreateTarget, nil
 	}
-	if !targetExists {
+	if !target.Exists {
 		return "", fmt.Errorf("target claim %s of %s (step %s) was deleted outside Terraform; the source keeps the data. Remove annotation %s from %s to start the copy again",
 			rec.Target, source, rec.Step, CopyAnnotation, source)
 	}
@@ -141,6 +172,8 @@ func NextCopy(rec *CopyRecord, source string, targetExists bool, targetCopyOf st
 		case job.Failed:
 			return "", fmt.Errorf("copy Job %s failed (%s); the source %s is unchanged. See `kubectl logs job/%s`, fix the cause, delete the Job, and apply again",
 				JobName(source), orDash(job.Reason), source, JobName(source))
+		case job.Succeeded && job.Stale:
+			return OpRestartCopy, nil
 		case job.Succeeded:
 			return OpVerify, nil
 		}
@@ -158,6 +191,28 @@ type Verification struct {
 	Files int64 `json:"files"`
 	Bytes int64 `json:"bytes"`
 }
+
+// VerifyJobName is the Job that checks a finished copy again before its
+// source is deleted.
+func VerifyJobName(source string) string {
+	return "home-verify-" + JobName(source)[len("home-copy-"):]
+}
+
+// VerifyScript is the verification Job's script: both claims mounted
+// read-only, an rsync dry run that lists every file of /src that /dst
+// lacks or holds older or different (by checksum). Files the user changed
+// in the new home since the switch (newer there) and changes of attributes
+// only (lines starting with ".") do not count. Anything else listed fails
+// the Job.
+const VerifyScript = `set -eu
+diff=$(rsync -aHS --numeric-ids --dry-run --update --checksum --itemize-changes /src/ /dst/ | grep -v '^\.' || true)
+if [ -n "$diff" ]; then
+  echo "the old home holds data the new one lacks:" >/dev/termination-log
+  echo "$diff" | head -n 20 >>/dev/termination-log
+  exit 1
+fi
+printf 'verified' > /dev/termination-log
+`
 
 // ParseVerification reads the copy Job's termination message.
 func ParseVerification(msg string) (Verification, error) {

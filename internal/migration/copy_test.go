@@ -8,28 +8,32 @@ import (
 // TestNextCopy_walk follows a copy as the cluster changes under it: at every
 // point the decision is the next step, so an apply stopped anywhere resumes.
 func TestNextCopy_walk(t *testing.T) {
-	rec := func(s Step) *CopyRecord { return &CopyRecord{Step: s, Target: "home-a", To: RWX} }
+	rec := func(s Step) *CopyRecord {
+		return &CopyRecord{Step: s, Target: "home-a", To: RWX, ID: "c0ffee", TargetUID: "t1"}
+	}
 	const src = "claim-a"
+	ours := Target{Exists: true, CopyOf: src, CopyID: "c0ffee", UID: "t1"}
 	steps := []struct {
-		name         string
-		rec          *CopyRecord
-		targetExists bool
-		copyOf       string
-		job          *Job
-		want         Op
+		name   string
+		rec    *CopyRecord
+		target Target
+		job    *Job
+		want   Op
 	}{
-		{"not started", nil, false, "", nil, OpCreateTarget},
-		{"target made, record not yet", nil, true, src, nil, OpCreateTarget},
-		{"target created", rec(StepTargetCreated), true, src, nil, OpStartCopy},
-		{"job not made yet", rec(StepCopying), true, src, nil, OpStartCopy},
-		{"copying", rec(StepCopying), true, src, &Job{}, OpWaitCopy},
-		{"copied", rec(StepCopying), true, src, &Job{Succeeded: true}, OpVerify},
-		{"verified", rec(StepVerified), true, src, nil, OpSwitch},
-		{"switched", rec(StepSwitched), true, src, nil, OpDone},
+		{"not started", nil, Target{}, nil, OpCreateTarget},
+		{"ID recorded, target not yet", &CopyRecord{Step: StepPending, Target: "home-a", ID: "c0ffee"}, Target{}, nil, OpCreateTarget},
+		{"target made, record not yet", &CopyRecord{Step: StepPending, Target: "home-a", ID: "c0ffee"}, ours, nil, OpCreateTarget},
+		{"target created", rec(StepTargetCreated), ours, nil, OpStartCopy},
+		{"job not made yet", rec(StepCopying), ours, nil, OpStartCopy},
+		{"copying", rec(StepCopying), ours, &Job{}, OpWaitCopy},
+		{"copied before this apply", rec(StepCopying), ours, &Job{Succeeded: true, Stale: true}, OpRestartCopy},
+		{"copied", rec(StepCopying), ours, &Job{Succeeded: true}, OpVerify},
+		{"verified", rec(StepVerified), ours, nil, OpSwitch},
+		{"switched", rec(StepSwitched), ours, nil, OpDone},
 	}
 	seen := map[Step]bool{}
 	for _, s := range steps {
-		got, err := NextCopy(s.rec, src, s.targetExists, s.copyOf, s.job)
+		got, err := NextCopy(s.rec, src, s.target, s.job)
 		if err != nil || got != s.want {
 			t.Errorf("%s: NextCopy = %s, %v; want %s", s.name, got, err, s.want)
 		}
@@ -44,22 +48,27 @@ func TestNextCopy_walk(t *testing.T) {
 
 func TestNextCopy_refuses(t *testing.T) {
 	const src = "claim-a"
-	rec := &CopyRecord{Step: StepCopying, Target: "home-a", To: RWX}
+	rec := &CopyRecord{Step: StepCopying, Target: "home-a", To: RWX, ID: "c0ffee", TargetUID: "t1"}
+	ours := Target{Exists: true, CopyOf: src, CopyID: "c0ffee", UID: "t1"}
 	cases := []struct {
-		name         string
-		rec          *CopyRecord
-		targetExists bool
-		copyOf       string
-		job          *Job
-		want         string
+		name   string
+		rec    *CopyRecord
+		target Target
+		job    *Job
+		want   string
 	}{
-		{"target name taken by another claim", nil, true, "", nil, "is not a copy of claim-a"},
-		{"target deleted mid-copy", rec, false, "", nil, "deleted outside Terraform"},
-		{"job failed", rec, true, src, &Job{Failed: true, Reason: "BackoffLimitExceeded"}, "BackoffLimitExceeded"},
-		{"unknown step", &CopyRecord{Step: "sideways", Target: "home-a"}, true, src, nil, "unknown copy step"},
+		{"target name taken by another claim", nil, Target{Exists: true, UID: "x"}, nil, "is not a copy of claim-a"},
+		// The source was created again (or its record removed) after a
+		// finished copy: the target is the user's home, never copied over.
+		{"a copy without this record: the user's home", nil, Target{Exists: true, CopyOf: src, CopyID: "old", UID: "t0"}, nil, "may hold the user's home"},
+		{"another copy's target", &CopyRecord{Step: StepPending, Target: "home-a", ID: "new"}, Target{Exists: true, CopyOf: src, CopyID: "old", UID: "t0"}, nil, "may hold the user's home"},
+		{"target replaced since created", rec, Target{Exists: true, CopyOf: src, CopyID: "c0ffee", UID: "t2"}, nil, "created again"},
+		{"target deleted mid-copy", rec, Target{}, nil, "deleted outside Terraform"},
+		{"job failed", rec, ours, &Job{Failed: true, Reason: "BackoffLimitExceeded"}, "BackoffLimitExceeded"},
+		{"unknown step", &CopyRecord{Step: "sideways", Target: "home-a", ID: "c0ffee"}, ours, nil, "unknown copy step"},
 	}
 	for _, tc := range cases {
-		op, err := NextCopy(tc.rec, src, tc.targetExists, tc.copyOf, tc.job)
+		op, err := NextCopy(tc.rec, src, tc.target, tc.job)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: NextCopy = %s, %v; want an error mentioning %q", tc.name, op, err, tc.want)
 		}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // runCopyScript runs CopyScript with its paths moved under dir.
@@ -108,5 +109,88 @@ func TestCopyScript(t *testing.T) {
 	must(os.Remove(filepath.Join(dir, "termination-log")))
 	if out, err := runCopyScript(t, dir); err == nil {
 		t.Errorf("the script succeeded without a source: %s", out)
+	}
+}
+
+// runVerifyScript runs VerifyScript with its paths moved under dir.
+func runVerifyScript(t *testing.T, dir string) (string, error) {
+	t.Helper()
+	log := filepath.Join(dir, "verify-log")
+	_ = os.Remove(log)
+	script := strings.NewReplacer(
+		"/src/", filepath.Join(dir, "src")+"/",
+		"/dst/", filepath.Join(dir, "dst")+"/",
+		"/dev/termination-log", log,
+	).Replace(VerifyScript)
+	out, err := exec.Command("sh", "-c", script).CombinedOutput()
+	msg, _ := os.ReadFile(log)
+	return string(msg) + string(out), err
+}
+
+// The verification made right before a copied source is deleted: it passes
+// when the new home holds everything of the old one (also after the user
+// changed or added files in the new home), and fails when the old home holds
+// something the new one lacks: a file written to the old home after the
+// copy, or one the new home no longer has.
+func TestVerifyScript(t *testing.T) {
+	if _, err := exec.LookPath("rsync"); err != nil {
+		t.Fatal("rsync is needed (make test installs it): ", err)
+	}
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	setup := func(t *testing.T) string {
+		dir := t.TempDir()
+		src := filepath.Join(dir, "src")
+		must(os.MkdirAll(filepath.Join(src, "work"), 0o750))
+		must(os.MkdirAll(filepath.Join(dir, "dst"), 0o755))
+		must(os.WriteFile(filepath.Join(src, "notes.md"), []byte("v1"), 0o640))
+		must(os.WriteFile(filepath.Join(src, "work", "a.py"), []byte("print(1)"), 0o640))
+		if msg, err := runCopyScript(t, dir); err != nil {
+			t.Fatalf("copy: %v %s", err, msg)
+		}
+		return dir
+	}
+	later := time.Now().Add(time.Hour)
+	cases := []struct {
+		name   string
+		change func(dir string)
+		ok     bool
+	}{
+		{"right after the copy", func(string) {}, true},
+		{"the user changed and added files in the new home", func(dir string) {
+			p := filepath.Join(dir, "dst", "notes.md")
+			must(os.WriteFile(p, []byte("v2, edited in the new home"), 0o640))
+			must(os.Chtimes(p, later, later))
+			must(os.WriteFile(filepath.Join(dir, "dst", "work", "new.py"), nil, 0o640))
+		}, true},
+		{"written to the old home after the copy", func(dir string) {
+			p := filepath.Join(dir, "src", "notes.md")
+			must(os.WriteFile(p, []byte("v2, written to the old home"), 0o640))
+			must(os.Chtimes(p, later, later))
+		}, false},
+		{"a file only the old home has", func(dir string) {
+			must(os.WriteFile(filepath.Join(dir, "src", "work", "late.py"), []byte("x"), 0o640))
+		}, false},
+		{"same size and time, other content", func(dir string) {
+			p := filepath.Join(dir, "src", "work", "a.py")
+			fi, err := os.Stat(p)
+			must(err)
+			must(os.WriteFile(p, []byte("print(2)"), 0o640))
+			must(os.Chtimes(p, fi.ModTime(), fi.ModTime()))
+		}, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := setup(t)
+			tc.change(dir)
+			out, err := runVerifyScript(t, dir)
+			if (err == nil) != tc.ok {
+				t.Errorf("verification passed = %v, want %v: %s", err == nil, tc.ok, out)
+			}
+		})
 	}
 }

@@ -22,6 +22,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/claims"
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/execute"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/kube"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/kubespawner"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/safety"
@@ -146,6 +147,14 @@ func (m *homeStorageModel) prior(ctx context.Context, diags *diag.Diagnostics) *
 // fresh skips the process's snapshot of the claims (apply always reads afresh).
 // migrate also reads the migrations in progress and, when needed, the volumes.
 func (r *homeStorageResource) readLive(ctx context.Context, client *kube.Client, m *homeStorageModel, needPods, fresh, migrate bool) (safety.Live, error) {
+	return r.readLiveFrom(ctx, client, m, nil, needPods, fresh, migrate)
+}
+
+// readLiveFrom is readLive where state is what the last apply recorded:
+// when it looked for homes elsewhere (another namespace, user namespaces on
+// or off), claims are read cluster-wide, so that the homes the new
+// settings no longer find are seen (safety: homes left behind).
+func (r *homeStorageResource) readLiveFrom(ctx context.Context, client *kube.Client, m, state *homeStorageModel, needPods, fresh, migrate bool) (safety.Live, error) {
 	var live safety.Live
 	list := client.ListClaims
 	if fresh {
@@ -158,7 +167,7 @@ func (r *homeStorageResource) readLive(ctx context.Context, client *kube.Client,
 	// Under per-user namespaces, one cluster-wide List (the safety core
 	// keeps the claims in their users' namespaces).
 	namespace := m.Namespace.ValueString()
-	if m.userNamespaces() {
+	if m.userNamespaces() || state != nil && (!state.Namespace.Equal(m.Namespace) || !state.UserNamespaceTemplate.Equal(m.UserNamespaceTemplate)) {
 		namespace = ""
 	}
 	pvcs, err := list(ctx, namespace, selector)
@@ -221,6 +230,9 @@ func (r *homeStorageResource) ModifyPlan(ctx context.Context, req resource.Modif
 	if resp.Diagnostics.HasError() {
 		return
 	}
+	// Only a destroy plan lists claims to delete (planDestroy); a replacement's
+	// destroy, never classified, deletes none.
+	resp.Diagnostics.Append(resp.Private.SetKey(ctx, destroyKey, nil)...)
 	plan.ID = plan.Namespace
 	if !plan.Capacity.IsUnknown() && !plan.AccessMode.IsUnknown() && !plan.PVCNameTemplate.IsUnknown() && !plan.SlugScheme.IsUnknown() && !migrates(&plan, state) {
 		// Known from the configuration alone, unless migrations may switch
@@ -235,7 +247,14 @@ func (r *homeStorageResource) ModifyPlan(ctx context.Context, req resource.Modif
 		}
 		resp.Diagnostics.AddWarning("Live home claims not checked",
 			fmt.Sprintf("The plan for jupyter_home_storage could not read the cluster because %s. Whether this change is safe is decided again at apply, against the live claims, and the apply stops if it is not.", reason))
+		if destroysAtApply(&plan) {
+			resp.Diagnostics.AddAttributeError(path.Root("allow_data_loss"), "Deleting homes needs a plan that reads the cluster",
+				fmt.Sprintf("allow_data_loss = true with on_mode_change = \"recreate\" or migration.delete_copied_sources may delete home claims, and this plan cannot read the cluster because %s, so it cannot show which. "+
+					"Nothing the plan does not show is ever deleted. Make the connection known at plan time (apply the cluster first, e.g. with -target), or set allow_data_loss = false for this apply.", reason))
+			return
+		}
 		plan.ChangeClass = types.StringUnknown()
+		plan.Changes = types.StringUnknown()
 		plan.Claims = types.StringUnknown()
 		plan.LegacyUsers = types.ListUnknown(types.StringType)
 		plan.ColocationRequired = types.BoolUnknown()
@@ -249,7 +268,7 @@ func (r *homeStorageResource) ModifyPlan(ctx context.Context, req resource.Modif
 	if state != nil {
 		prior = state.prior(ctx, &resp.Diagnostics)
 	}
-	live, err := r.readLive(ctx, client, &plan, cfg.OnModeChange == safety.OnModeChangeRecreate, false, migrates(&plan, state))
+	live, err := r.readLiveFrom(ctx, client, &plan, state, cfg.OnModeChange == safety.OnModeChangeRecreate, false, migrates(&plan, state))
 	if err != nil {
 		resp.Diagnostics.AddError("Cannot read the live home claims", err.Error())
 		return
@@ -278,6 +297,7 @@ func (r *homeStorageResource) ModifyPlan(ctx context.Context, req resource.Modif
 	}
 
 	plan.ChangeClass = types.StringValue(string(res.Class))
+	plan.Changes = types.StringValue(safety.ChangesOf(res).Encode())
 	plan.LegacyUsers = stringList(res.LegacyUsers)
 	plan.ColocationRequired = types.BoolValue(res.ColocationRequired)
 	var nMigrations, nCopies int
@@ -295,6 +315,7 @@ func (r *homeStorageResource) ModifyPlan(ctx context.Context, req resource.Modif
 		// Nothing changes: keep what the last apply or refresh recorded, so the
 		// plan is empty. (Observations such as a claim's phase are refreshed by Read.)
 		plan.ChangeClass = state.ChangeClass
+		plan.Changes = state.Changes
 		plan.Claims = state.Claims
 		plan.MigrationPlan = state.MigrationPlan
 	} else {
@@ -311,14 +332,37 @@ func (r *homeStorageResource) ModifyPlan(ctx context.Context, req resource.Modif
 	resp.Diagnostics.Append(resp.Plan.Set(ctx, &plan)...)
 }
 
+// destroyKey is the private state of a destroy plan: the claims it showed
+// being deleted (deletion_policy = "delete"), by user. Delete deletes only
+// these, and only while each is still the object the plan read.
+const destroyKey = "destroy"
+
+// plannedDelete is one claim a destroy plan deletes.
+type plannedDelete struct {
+	User      string `json:"user"`
+	Namespace string `json:"namespace"`
+	Claim     string `json:"claim"`
+	UID       string `json:"uid"`
+}
+
 func (r *homeStorageResource) planDestroy(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
+	resp.Diagnostics.Append(resp.Private.SetKey(ctx, destroyKey, nil)...)
 	var state homeStorageModel
 	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
 	client := r.client()
-	if resp.Diagnostics.HasError() || client == nil {
+	if resp.Diagnostics.HasError() {
 		return
 	}
 	cfg := state.config(ctx, &resp.Diagnostics)
+	deletes := cfg.DeletionPolicy == safety.DeletionDelete && cfg.AllowDataLoss
+	if client == nil {
+		if deletes {
+			resp.Diagnostics.AddWarning("Home claims are kept: the plan cannot read the cluster",
+				"deletion_policy = \"delete\", but this destroy plan cannot read the cluster (the provider's connection is not known until apply), so it cannot show which claims would be deleted. "+
+					"Nothing the plan does not show is deleted: destroy keeps every claim. Plan the destroy again with a known connection to delete them.")
+		}
+		return
+	}
 	live, err := r.readLive(ctx, client, &state, cfg.DeletionPolicy == safety.DeletionDelete, false, false)
 	if err != nil {
 		resp.Diagnostics.AddError("Cannot read the live home claims", err.Error())
@@ -327,6 +371,19 @@ func (r *homeStorageResource) planDestroy(ctx context.Context, req resource.Modi
 	res := safety.Destroy(cfg, *state.prior(ctx, &resp.Diagnostics), live)
 	addFindings(&resp.Diagnostics, res.Errors, true)
 	addFindings(&resp.Diagnostics, res.Warnings, false)
+	var del []plannedDelete
+	for _, up := range res.Users {
+		if up.Action == safety.ActionRecreate {
+			del = append(del, plannedDelete{User: up.User, Namespace: up.Namespace, Claim: up.ClaimName, UID: up.Live.UID})
+		}
+	}
+	if deletes && !resp.Diagnostics.HasError() {
+		if del == nil {
+			del = []plannedDelete{} // classified: nothing to delete
+		}
+		b, _ := json.Marshal(del)
+		resp.Diagnostics.Append(resp.Private.SetKey(ctx, destroyKey, b)...)
+	}
 }
 
 func (r *homeStorageResource) client() *kube.Client {
@@ -334,6 +391,20 @@ func (r *homeStorageResource) client() *kube.Client {
 		return nil
 	}
 	return r.data.Client
+}
+
+// destroysAtApply reports whether the configuration may delete home claims
+// in an apply (not counting destroy): allow_data_loss with on_mode_change =
+// "recreate" or migration.delete_copied_sources, any of them possibly unknown.
+func destroysAtApply(m *homeStorageModel) bool {
+	if !m.AllowDataLoss.IsUnknown() && !m.AllowDataLoss.ValueBool() {
+		return false
+	}
+	if m.OnModeChange.IsUnknown() || m.OnModeChange.ValueString() == string(safety.OnModeChangeRecreate) {
+		return true
+	}
+	mm := m.Migration
+	return mm != nil && (mm.DeleteCopiedSources.IsUnknown() || mm.DeleteCopiedSources.ValueBool())
 }
 
 // plannable reports whether every argument the classification needs is known.
@@ -346,6 +417,13 @@ func plannable(m *homeStorageModel) bool {
 	}
 	if sc := m.StorageClass; sc != nil && (sc.Name.IsUnknown() || sc.Provisioner.IsUnknown() || sc.AllowVolumeExpansion.IsUnknown()) {
 		return false
+	}
+	if mm := m.Migration; mm != nil {
+		for _, v := range []attr.Value{mm.Method, mm.CopyImage, mm.TargetNameTemplate, mm.DeleteCopiedSources, mm.BatchSize, mm.MaxParallel, mm.SkipRunning} {
+			if v.IsUnknown() {
+				return false
+			}
+		}
 	}
 	return true
 }
@@ -636,7 +714,7 @@ func (r *homeStorageResource) apply(ctx context.Context, plan, state *homeStorag
 	if state != nil {
 		prior = state.prior(ctx, diags)
 	}
-	live, err := r.readLive(ctx, client, plan, cfg.OnModeChange == safety.OnModeChangeRecreate, true, migrates(plan, state))
+	live, err := r.readLiveFrom(ctx, client, plan, state, cfg.OnModeChange == safety.OnModeChangeRecreate, true, migrates(plan, state))
 	if err != nil {
 		diags.AddError("Cannot read the live home claims", err.Error())
 		return false
@@ -646,19 +724,29 @@ func (r *homeStorageResource) apply(ctx context.Context, plan, state *homeStorag
 		addFindings(diags, res.Errors, true)
 		return false
 	}
-	var todo []safety.UserPlan
-	for _, up := range res.Users {
-		switch up.Action {
-		case safety.ActionCreate, safety.ActionResize, safety.ActionRecreate, safety.ActionDeleteSource:
-			todo = append(todo, up)
+	// Apply does what the plan showed, to the objects the plan read: the
+	// changes read now are compared with the plan's, and a user whose claim
+	// changed since is left alone (OpenTofu's check of the plan made again
+	// at apply catches most of these before this point).
+	planned, known := safety.Changes{}, false
+	if !plan.Changes.IsUnknown() && !plan.Changes.IsNull() {
+		if planned, err = safety.DecodeChanges(plan.Changes.ValueString()); err != nil {
+			diags.AddAttributeError(path.Root("changes"), "Cannot read the planned changes", err.Error())
+			return false
 		}
+		known = true
 	}
-	// Only the migrations the plan showed (a user may have stopped a server
-	// since; they move with the next plan).
+	sel := execute.Select(res, planned, known)
+	reportReconcile(diags, sel.Refused, sel.Moot)
+	failedUsers := map[string]bool{}
+	for _, m := range sel.Refused {
+		failedUsers[m.Key] = true
+	}
+	todo := sel.Homes
 	var migrations []migrationItem
-	planned := plannedMigrations(plan.MigrationPlan)
 	for _, it := range migrationItems(res, toMigrate) {
-		if planned == nil || planned[it.key] {
+		if sel.Migrate[it.key] {
+			it.uid = planned[it.key].UID
 			migrations = append(migrations, it)
 		}
 	}
@@ -666,32 +754,23 @@ func (r *homeStorageResource) apply(ctx context.Context, plan, state *homeStorag
 	var mu sync.Mutex
 	created := map[string]*corev1.PersistentVolumeClaim{} // by user
 	failed := kube.ForEach(ctx, todo, func(ctx context.Context, up safety.UserPlan) error {
-		switch up.Action {
-		case safety.ActionResize:
+		resize := func(ctx context.Context) error {
 			return client.ResizeClaim(ctx, up.Namespace, up.Live.Name, cfg.Capacity)
-		case safety.ActionDeleteSource:
-			// The old home of a finished, verified copy; only with
-			// migration.delete_copied_sources and allow_data_loss.
-			return client.DeleteClaim(ctx, up.Namespace, up.Live.Name, up.Live.UID)
-		case safety.ActionRecreate:
-			// Allowed only with allow_data_loss; the safety core refuses it otherwise.
-			if err := client.DeleteClaim(ctx, up.Namespace, up.Live.Name, up.Live.UID); err != nil {
+		}
+		return execute.Home(ctx, client, up, planned[up.User].UID, cfg.Migration.CopyImage, func(ctx context.Context) error {
+			pvc, err := newClaim(cfg, up, labels, annotations)
+			if err != nil {
 				return err
 			}
-		}
-		pvc, err := newClaim(cfg, up, labels, annotations)
-		if err != nil {
+			out, err := client.CreateClaim(ctx, pvc)
+			if err == nil {
+				mu.Lock()
+				created[up.User] = out
+				mu.Unlock()
+			}
 			return err
-		}
-		out, err := client.CreateClaim(ctx, pvc)
-		if err == nil {
-			mu.Lock()
-			created[up.User] = out
-			mu.Unlock()
-		}
-		return err
+		}, resize)
 	})
-	failedUsers := map[string]bool{}
 	unreachable := false
 	if len(failed) > 0 {
 		var lines []string
@@ -805,6 +884,9 @@ func (r *homeStorageResource) apply(ctx context.Context, plan, state *homeStorag
 	}
 	if plan.ChangeClass.IsUnknown() {
 		plan.ChangeClass = types.StringValue(string(res.Class))
+	}
+	if plan.Changes.IsUnknown() {
+		plan.Changes = types.StringValue(safety.ChangesOf(res).Encode())
 	}
 	return true
 }
@@ -925,7 +1007,7 @@ func (r *homeStorageResource) Read(ctx context.Context, req resource.ReadRequest
 	}
 	res := safety.Plan(cfg, nil, live)
 	state.Claims = claimsValue(res.Users, cfg, true)
-	for _, v := range []*types.String{&state.MigrationPlan, &state.MigrationStatus} {
+	for _, v := range []*types.String{&state.MigrationPlan, &state.MigrationStatus, &state.Changes} {
 		if v.IsNull() || v.IsUnknown() {
 			*v = types.StringValue("{}") // imported, or written before these attributes existed
 		}
@@ -991,7 +1073,10 @@ func mostCommon(counts map[string]int) string {
 }
 
 // Delete forgets the deployment and leaves every claim in place, unless
-// deletion_policy = "delete" and allow_data_loss = true.
+// deletion_policy = "delete" and allow_data_loss = true, and then deletes
+// only the claims the destroy plan showed (its private state), each
+// through the gate: still the object the plan read, no pod mounting it.
+// A replacement's destroy was never planned as one: it deletes nothing.
 func (r *homeStorageResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
 	var state homeStorageModel
 	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
@@ -1002,33 +1087,32 @@ func (r *homeStorageResource) Delete(ctx context.Context, req resource.DeleteReq
 	if cfg.DeletionPolicy != safety.DeletionDelete || !cfg.AllowDataLoss {
 		return
 	}
+	raw, diags := req.Private.GetKey(ctx, destroyKey)
+	resp.Diagnostics.Append(diags...)
+	var del []plannedDelete
+	if len(raw) > 0 {
+		if err := json.Unmarshal(raw, &del); err != nil {
+			resp.Diagnostics.AddError("Cannot read the destroy plan's claims", err.Error())
+			return
+		}
+	}
+	if raw == nil {
+		resp.Diagnostics.AddWarning("Home claims are kept",
+			"deletion_policy = \"delete\", but no destroy plan listed claims to delete (this destroy replaces the resource, or its plan could not read the cluster). "+
+				"A replacement never deletes homes; every claim stays, and the new resource finds them. To delete them, destroy the resource with `tofu destroy` (or by removing it from the configuration).")
+		return
+	}
 	client := requireClient(r.data, &resp.Diagnostics)
 	if client == nil {
 		return
 	}
-	live, err := r.readLive(ctx, client, &state, true, true, false)
-	if err != nil {
-		resp.Diagnostics.AddError("Cannot read the live home claims", err.Error())
-		return
-	}
-	res := safety.Destroy(cfg, *state.prior(ctx, &resp.Diagnostics), live)
-	if len(res.Errors) > 0 {
-		addFindings(&resp.Diagnostics, res.Errors, true)
-		return
-	}
-	var del []safety.UserPlan
-	for _, up := range res.Users {
-		if up.Action == safety.ActionRecreate {
-			del = append(del, up)
-		}
-	}
-	failed := kube.ForEach(ctx, del, func(ctx context.Context, up safety.UserPlan) error {
-		return client.DeleteClaim(ctx, up.Namespace, up.Live.Name, up.Live.UID)
+	failed := kube.ForEach(ctx, del, func(ctx context.Context, d plannedDelete) error {
+		return execute.Delete(ctx, client, safety.Step{Why: "destroy", User: d.User, Namespace: d.Namespace, Claim: d.Claim, UID: d.UID})
 	})
 	for i, err := range failed {
-		resp.Diagnostics.AddError("Cannot delete a home claim", fmt.Sprintf("%s (%s): %v", del[i].User, del[i].ClaimName, err))
+		resp.Diagnostics.AddError("A home claim was not deleted", fmt.Sprintf("%s (%s): %v", del[i].User, del[i].Claim, err))
 	}
-	if len(failed) == 0 && state.StorageClass != nil {
+	if len(failed) == 0 && raw != nil && state.StorageClass != nil {
 		if err := client.DeleteStorageClass(ctx, state.StorageClass.Name.ValueString()); err != nil {
 			resp.Diagnostics.AddError("Cannot delete the StorageClass", err.Error())
 		}

@@ -40,6 +40,8 @@ type fakeJobController struct {
 	seen  map[string]int // Jobs handled, by name
 	fail  map[string]bool
 	specs []error
+	// verified: the verification Jobs run before a source is deleted.
+	verified []error
 }
 
 func (f *fakeJobController) run(ctx context.Context, t *testing.T, cs kubernetes.Interface, ns string) {
@@ -66,10 +68,15 @@ func (f *fakeJobController) run(ctx context.Context, t *testing.T, cs kubernetes
 func (f *fakeJobController) finish(ctx context.Context, t *testing.T, cs kubernetes.Interface, j *batchv1.Job) {
 	source := j.Annotations[migration.CopyOfAnnotation]
 	user := strings.TrimPrefix(source, "claim-")
+	verify := j.Labels["app.kubernetes.io/component"] == "home-verify"
 	f.mu.Lock()
 	f.seen[string(j.UID)]++
 	failing := f.fail[user]
-	f.specs = append(f.specs, checkCopyJob(j, source, "home-"+user))
+	if verify {
+		f.verified = append(f.verified, checkVerifyJob(j, source, "home-"+user))
+	} else {
+		f.specs = append(f.specs, checkCopyJob(j, source, "home-"+user))
+	}
 	f.mu.Unlock()
 
 	now := metav1.Now()
@@ -109,6 +116,29 @@ func (f *fakeJobController) finish(ctx context.Context, t *testing.T, cs kuberne
 	if _, err := cs.BatchV1().Jobs(j.Namespace).UpdateStatus(ctx, j, metav1.UpdateOptions{}); err != nil {
 		t.Errorf("fake job controller: job status: %v", err)
 	}
+}
+
+// checkVerifyJob asserts that a verification Job mounts both claims
+// read-only and runs the verification script.
+func checkVerifyJob(j *batchv1.Job, source, target string) error {
+	spec := j.Spec.Template.Spec
+	if len(spec.Containers) != 1 || len(spec.Volumes) != 2 {
+		return fmt.Errorf("job %s: %d containers, %d volumes", j.Name, len(spec.Containers), len(spec.Volumes))
+	}
+	c := spec.Containers[0]
+	switch {
+	case j.Name != migration.VerifyJobName(source):
+		return fmt.Errorf("job name %s", j.Name)
+	case !slices.Equal(c.Command, []string{"sh", "-c", migration.VerifyScript}):
+		return fmt.Errorf("job %s runs %v", j.Name, c.Command)
+	}
+	for i, v := range spec.Volumes {
+		want := []string{source, target}[i]
+		if v.PersistentVolumeClaim == nil || v.PersistentVolumeClaim.ClaimName != want || !v.PersistentVolumeClaim.ReadOnly || !c.VolumeMounts[i].ReadOnly {
+			return fmt.Errorf("job %s: volume %d is not %s read-only: %+v %+v", j.Name, i, want, v, c.VolumeMounts[i])
+		}
+	}
+	return nil
 }
 
 // checkCopyJob asserts what the copy Job mounts and runs, and how.
@@ -326,6 +356,18 @@ func TestAccHomeStorage_migrateCopy(t *testing.T) {
 					func(*terraform.State) error {
 						// The old homes are gone; the copies are the homes, and alice,
 						// listed in users, gets no new empty claim-alice.
+						// Each was verified again, read-only, right before its delete.
+						jobs.mu.Lock()
+						verified := slices.Clone(jobs.verified)
+						jobs.mu.Unlock()
+						if len(verified) != 2 {
+							return fmt.Errorf("%d verification Jobs ran before the deletes, want 2", len(verified))
+						}
+						for _, err := range verified {
+							if err != nil {
+								return err
+							}
+						}
 						for _, u := range []string{"alice", "bob"} {
 							if _, err := cs.CoreV1().PersistentVolumeClaims(ns).Get(context.Background(), "claim-"+u, metav1.GetOptions{}); err == nil {
 								return fmt.Errorf("claim-%s still exists", u)

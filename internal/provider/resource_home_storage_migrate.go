@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/kube"
@@ -161,6 +162,7 @@ func migrationPlanValue(res safety.Result, cfg safety.Config) (v types.String, n
 type migrationItem struct {
 	key string
 	up  safety.UserPlan
+	uid string // of the claim the plan read; "" when it read none
 }
 
 // migrationItems lists the homes and other per-user claims of a plan that
@@ -169,37 +171,18 @@ func migrationItems(res safety.Result, keep func(*safety.UserPlan) bool) []migra
 	var out []migrationItem
 	for i := range res.Users {
 		if up := &res.Users[i]; keep(up) {
-			out = append(out, migrationItem{up.User, *up})
+			out = append(out, migrationItem{key: up.User, up: *up})
 		}
 	}
 	for i := range res.Extra {
 		if up := &res.Extra[i]; keep(up) {
-			out = append(out, migrationItem{fmt.Sprintf("%s (%s)", up.User, up.ClaimName), *up})
+			out = append(out, migrationItem{key: safety.ExtraKey(up.User, up.ClaimName), up: *up})
 		}
 	}
 	return out
 }
 
 func toMigrate(up *safety.UserPlan) bool { return up.Action == safety.ActionMigrate }
-
-// plannedMigrations are the users migration_plan says this apply rebinds;
-// nil when the plan could not know (every user the apply finds may move).
-func plannedMigrations(v types.String) map[string]bool {
-	if v.IsUnknown() || v.IsNull() {
-		return nil
-	}
-	var entries map[string]migrationPlanEntry
-	if json.Unmarshal([]byte(v.ValueString()), &entries) != nil {
-		return nil
-	}
-	out := map[string]bool{}
-	for u, e := range entries {
-		if e.Method == string(migration.MethodRebind) || e.Method == string(migration.MethodCopy) {
-			out[u] = true
-		}
-	}
-	return out
-}
 
 // migrationStatusEntry is one user's entry in migration_status.
 type migrationStatusEntry struct {
@@ -234,7 +217,7 @@ func runMigrations(ctx context.Context, client *kube.Client, plan *homeStorageMo
 			if up.Resume != nil {
 				to = up.Resume.To
 			}
-			step, err = client.Rebind(ctx, kube.Rebind{User: up.User, Namespace: up.Namespace, Claim: up.ClaimName, Volume: up.Volume, To: to})
+			step, err = client.Rebind(ctx, kube.Rebind{User: up.User, Namespace: up.Namespace, Claim: up.ClaimName, Volume: up.Volume, To: to, UID: it.uid})
 			if err == nil && up.Resize {
 				if err = client.ResizeClaim(ctx, up.Namespace, up.ClaimName, cfg.Capacity); err != nil {
 					err = fmt.Errorf("rebound, but growing it to %s failed (the next apply grows it): %w", cfg.Capacity, err)
@@ -274,4 +257,30 @@ func runMigrations(ctx context.Context, client *kube.Client, plan *homeStorageMo
 	}
 	b, _ := json.Marshal(status)
 	return types.StringValue(string(b))
+}
+
+// reportReconcile turns the differences between the plan and the cluster at
+// apply into diagnostics: an error for a change the plan did not show (it is
+// not made), a warning where nothing is left to do.
+func reportReconcile(diags *diag.Diagnostics, refused, moot []safety.Mismatch) {
+	lines := func(ms []safety.Mismatch) string {
+		var l []string
+		for i, m := range ms {
+			if i == safety.ListLimit {
+				l = append(l, fmt.Sprintf("  ... and %d more", len(ms)-safety.ListLimit))
+				break
+			}
+			l = append(l, "  "+m.String())
+		}
+		return strings.Join(l, "\n")
+	}
+	if len(refused) > 0 {
+		diags.AddAttributeError(path.Root("changes"), "Claims changed since the plan",
+			fmt.Sprintf("The cluster no longer gives the changes the plan showed for %d claim(s); apply does only what the plan showed, so nothing was done for these:\n%s\n"+
+				"A user's server may have created or replaced a claim since the plan. Plan again, and apply the new plan.", len(refused), lines(refused)))
+	}
+	if len(moot) > 0 {
+		diags.AddAttributeWarning(path.Root("changes"), "Nothing left to do for some planned changes",
+			fmt.Sprintf("The cluster already shows what the plan would have done, or no longer needs it, for %d claim(s):\n%s", len(moot), lines(moot)))
+	}
 }

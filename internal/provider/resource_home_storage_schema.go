@@ -36,6 +36,7 @@ type homeStorageModel struct {
 	AllowDataLoss         types.Bool      `tfsdk:"allow_data_loss"`
 	DeletionPolicy        types.String    `tfsdk:"deletion_policy"`
 	ChangeClass           types.String    `tfsdk:"change_class"`
+	Changes               types.String    `tfsdk:"changes"`
 	Claims                types.String    `tfsdk:"claims"`
 	LegacyUsers           types.List      `tfsdk:"legacy_users"`
 	ColocationRequired    types.Bool      `tfsdk:"colocation_required"`
@@ -77,11 +78,26 @@ func homeStorageSchema() schema.Schema {
 			"Every plan reads the live claims (one paginated List) and says in `change_class` whether the change is " +
 			"`none`, `safe` or `destructive`. A change that would leave live claims in another access mode or class fails " +
 			"at plan time naming the users, unless `on_mode_change` says how to proceed. Home data is deleted only when " +
-			"`allow_data_loss = true` says so.",
+			"`allow_data_loss = true` says so.\n\n" +
+			"**What is guaranteed across plan and apply.** Every file a user wrote stays on a claim that exists, unless an apply whose plan " +
+			"showed that claim's deletion (`destructive`, by UID in `changes`, with `allow_data_loss`) deleted it; and no apply does anything its plan did not show:\n\n" +
+			"- `changes` lists, per user, what the plan does and to which claim (its UID). OpenTofu plans again at apply, also for a saved plan, and stops " +
+			"before anything is done when that differs: a user's server created a claim since the plan, or a claim was replaced. The message is " +
+			"\"Provider produced inconsistent final plan\" naming `changes`; it is the intended stop. Plan again.\n" +
+			"- Each step that deletes a claim (recreate, `delete_copied_sources`, destroy with `deletion_policy = \"delete\"`, a rebind once the volume is retained) " +
+			"or copies into one first checks, right before it, that the claim is the object the plan showed and that no pod mounts it; a copy writes only into " +
+			"the claim it created empty; an old home is deleted only after a verification made right then finds everything of it in the new home.\n" +
+			"- A replacement (`-replace`, a new `namespace`, a tainted resource) deletes no claim: only a destroy, whose plan lists the claims, deletes them.\n" +
+			"- Settings that change where homes are looked for (`namespace`, `user_namespace_template`, `pvc_name_template`, `slug_scheme`) fail the plan " +
+			"naming the homes they would leave behind, unless `on_mode_change = \"keep_existing\"`.\n" +
+			"- A plan that cannot read the cluster cannot show deletions: with `allow_data_loss` and `recreate` or `delete_copied_sources` it fails.\n\n" +
+			"Limits: between a step's check and the step there are milliseconds in which a server may start; Kubernetes then keeps the claim until that " +
+			"server stops, and deletes it (the plan showed that deletion). A hub still running an older configuration creates claims by its own settings; plans and " +
+			"checks see them, but cannot prevent them.",
 		Attributes: map[string]schema.Attribute{
 			"id": schema.StringAttribute{Computed: true, MarkdownDescription: "The namespace.",
 				PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown()}},
-			"namespace": schema.StringAttribute{Required: true, MarkdownDescription: "Namespace of the JupyterHub deployment. Changing it replaces the resource (claims in the old namespace stay, per `deletion_policy`).",
+			"namespace": schema.StringAttribute{Required: true, MarkdownDescription: "Namespace of the JupyterHub deployment. Changing it replaces the resource; the claims in the old namespace stay (a replacement deletes no claim), and the plan fails naming them unless `on_mode_change = \"keep_existing\"`.",
 				Validators:    []validator.String{namespaceValidator()},
 				PlanModifiers: []planmodifier.String{stringplanmodifier.RequiresReplace()}},
 			"access_mode": schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString(safety.RWO),
@@ -131,9 +147,15 @@ func homeStorageSchema() schema.Schema {
 			"allow_data_loss": schema.BoolAttribute{Optional: true, Computed: true, Default: booldefault.StaticBool(false),
 				MarkdownDescription: "Must be `true` for any operation that deletes a home claim (`on_mode_change = \"recreate\"`, `deletion_policy = \"delete\"`)."},
 			"deletion_policy": schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString(safety.DeletionRetain),
-				MarkdownDescription: "On destroy: `retain` (default) leaves every claim and its data; `delete` deletes managed claims, only together with `allow_data_loss = true`.",
-				Validators:          []validator.String{stringvalidator.OneOf(safety.DeletionRetain, safety.DeletionDelete)}},
+				MarkdownDescription: "On destroy: `retain` (default) leaves every claim and its data; `delete` deletes managed claims, only together with `allow_data_loss = true`, " +
+					"and only the claims the destroy plan listed (each still the object the plan read, with no pod mounting it). A replacement deletes no claim.",
+				Validators: []validator.String{stringvalidator.OneOf(safety.DeletionRetain, safety.DeletionDelete)}},
 			"change_class": computedStr("`none`, `safe` or `destructive`: what this plan does to home data, read from the live cluster. A plan that changes nothing keeps the value of the last apply (so that it stays empty)."),
+			"changes": computedStr("JSON object of what this plan does to claims, by username (`user (claim)` for a claim of `extra_user_volumes`): the `action` " +
+				"(`create`, `resize`, `recreate`, `delete-source` or `migrate`), the `claim`, the `uid` of the claim the plan read (the object the action is for) and, for `migrate`, the `method`. " +
+				"Apply does exactly these: OpenTofu plans again at apply, and when the cluster no longer gives the same changes (a user's server created a claim, a claim was replaced) " +
+				"it stops before anything is done with \"Provider produced inconsistent final plan\" naming `changes`; plan again. Each step that deletes a claim or copies into one " +
+				"checks again, right before it, that the claim is the object the plan showed and that no pod mounts it. Like `change_class`, a plan that changes nothing keeps the last value."),
 			"claims": schema.StringAttribute{Computed: true,
 				MarkdownDescription: "JSON of the home claims: the managed ones and those KubeSpawner made that match the template. " +
 					"`users` maps each username to its claim's `name` and the fields in which the claim differs from `default`, the most common claim " +
@@ -174,7 +196,9 @@ func homeStorageSchema() schema.Schema {
 					"target_name_template": schema.StringAttribute{Optional: true, MarkdownDescription: "Name of a copied home's new claim, a KubeSpawner template such as `home-{username}`; it must differ from `pvc_name_template`. Required when a home is copied.",
 						Validators: []validator.String{templateValidator{}}},
 					"delete_copied_sources": schema.BoolAttribute{Optional: true, MarkdownDescription: "Delete the source claims of finished copies, the old homes (their data was copied and verified; the copies are the users' homes). " +
-						"Default `false`: sources are kept. Needs `allow_data_loss = true`; the plan is then `destructive` and lists them.",
+						"Default `false`: sources are kept. Needs `allow_data_loss = true`; the plan is then `destructive` and lists them. " +
+						"Right before each delete a Job (the `copy_image`, both claims mounted read-only) verifies again that the new home holds everything the old one does " +
+						"(an rsync dry run by checksum; files changed in the new home since do not count); an old home that fails it is kept.",
 					},
 					"batch_size": schema.Int64Attribute{Optional: true, MarkdownDescription: "Users migrated per apply (default: all). The rest keep their claims, stay in `legacy_users` and are reported; the next apply continues.",
 						Validators: []validator.Int64{int64validator.AtLeast(1)}},

@@ -100,7 +100,18 @@ func (c Config) NamespaceOf(user string) (string, error) {
 // without KubeSpawner's labels) when it is in some user's namespace.
 func ownClaims(cfg Config, cs []claims.Claim) []claims.Claim {
 	if cfg.UserNamespaceTemplate == "" {
-		return cs
+		// Read cluster-wide after a change of namespace: only the
+		// deployment's namespace counts ("" in tests: the deployment's).
+		var out []claims.Claim
+		for _, c := range cs {
+			if c.Namespace == "" || c.Namespace == cfg.Namespace {
+				out = append(out, c)
+			}
+		}
+		if len(out) == len(cs) {
+			return cs
+		}
+		return out
 	}
 	userNS := map[string]bool{}
 	for _, u := range cfg.Users {
@@ -242,9 +253,86 @@ const ListLimit = 20
 
 // Plan classifies the change from prior (nil on create) to cfg against the live claims.
 func Plan(cfg Config, prior *Prior, live Live) Result {
+	left := leftBehind(cfg, prior, live.Claims)
 	live.Claims = ownClaims(cfg, live.Claims)
-	p := planner{cfg: cfg, prior: prior, live: live}
+	p := planner{cfg: cfg, prior: prior, live: live, left: map[string]bool{}}
+	for _, l := range left {
+		p.left[l.claim.Username] = true
+	}
+	p.checkLeftBehind(left)
 	return p.run()
+}
+
+// leftHome is a home the configuration no longer finds where it looks.
+type leftHome struct {
+	claim claims.Claim
+	want  string // the namespace the configuration looks in for its user
+}
+
+// leftBehind lists the homes that are where homes were looked for (the
+// previous configuration's namespace for the user, or the hub's namespace)
+// but not where this configuration looks for them: after a change of
+// namespace or of user namespaces, KubeSpawner would give these users new,
+// empty homes.
+func leftBehind(cfg Config, prior *Prior, cs []claims.Claim) []leftHome {
+	var out []leftHome
+	for _, c := range cs {
+		if c.Username == "" || c.Servername != "" || c.Annotations[migration.CopyOfAnnotation] != "" || c.Namespace == "" {
+			continue
+		}
+		want, err := cfg.NamespaceOf(c.Username)
+		if err != nil || c.Namespace == want {
+			continue
+		}
+		was := cfg.UserNamespaceTemplate != "" && c.Namespace == cfg.Namespace
+		names := []string{}
+		if n, err := kubespawner.Expand(cfg.NameTemplate, c.Username, "", cfg.Scheme); err == nil {
+			names = append(names, n)
+		}
+		if prior != nil {
+			if ns, err := prior.Config.NamespaceOf(c.Username); err == nil && ns == c.Namespace {
+				was = true
+			}
+			if n, err := kubespawner.Expand(prior.Config.NameTemplate, c.Username, "", prior.Config.Scheme); err == nil {
+				names = append(names, n)
+			}
+		}
+		if was && slices.Contains(names, c.Name) {
+			out = append(out, leftHome{claim: c, want: want})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		return out[i].claim.Namespace+"/"+out[i].claim.Name < out[j].claim.Namespace+"/"+out[j].claim.Name
+	})
+	return out
+}
+
+// checkLeftBehind fails the plan for homes left where the configuration no
+// longer looks, unless on_mode_change = "keep_existing" acknowledges them.
+func (p *planner) checkLeftBehind(left []leftHome) {
+	if len(left) == 0 {
+		return
+	}
+	var lines []string
+	for i, l := range left {
+		if i == ListLimit {
+			lines = append(lines, fmt.Sprintf("  ... and %d more (%d in all)", len(left)-ListLimit, len(left)))
+			break
+		}
+		lines = append(lines, fmt.Sprintf("  %s: %s/%s (the configuration looks in namespace %s)", l.claim.Username, l.claim.Namespace, l.claim.Name, l.want))
+	}
+	attr := "namespace"
+	if p.prior == nil || p.prior.Config.UserNamespaceTemplate != p.cfg.UserNamespaceTemplate {
+		attr = "user_namespace_template"
+	}
+	detail := fmt.Sprintf("%d home claim(s) are where homes were looked for, but not where this configuration looks:\n%s\n"+
+		"KubeSpawner would give these users new, empty homes; their data stays in the old claims.", len(left), strings.Join(lines, "\n"))
+	if p.cfg.OnModeChange == OnModeChangeKeepExisting {
+		p.warnf(attr, "Homes left where the configuration no longer looks", "%s", detail)
+		return
+	}
+	p.errorf(attr, "Homes left where the configuration no longer looks",
+		"%s\nKeep namespace and user_namespace_template as they were, move the homes first, or set on_mode_change = \"keep_existing\" to acknowledge that they are left as they are.", detail)
 }
 
 type planner struct {
@@ -253,6 +341,7 @@ type planner struct {
 	live          Live
 	res           Result
 	deleteSources []UserPlan
+	left          map[string]bool // users whose home is left where the configuration no longer looks
 }
 
 func (p *planner) errorf(attr, summary, format string, a ...any) {
@@ -358,7 +447,28 @@ func (p *planner) run() Result {
 			continue
 		}
 		if ip, ok := p.live.InProgress[up.ClaimName]; ok {
-			resume(&up, ip)
+			p.resume(&up, ip, &running)
+			p.res.Users = append(p.res.Users, up)
+			continue
+		}
+		if t := targets[up.ClaimName]; c != nil && t != nil && t.Annotations[migration.CopySwitchedAnnotation] == "" {
+			up.Action, up.Reason = ActionKeep, "an unfinished copy without a record"
+			p.errorf("migration", "An unfinished copy has lost its record",
+				"Claim %s of user %q has no copy record, but %s is an unfinished copy of it. Nothing is copied over %s, and the user keeps %s. "+
+					"Delete %s (it holds a partial copy; the data is in %s) and apply again to copy afresh.", c.Name, u, t.Name, t.Name, c.Name, t.Name, c.Name)
+			p.res.Users = append(p.res.Users, up)
+			continue
+		}
+		if t := targets[up.ClaimName]; c != nil && t != nil {
+			// A claim without a copy record whose copy exists: KubeSpawner
+			// created it again after the copy, or the record was removed.
+			// The copy stays the home; nothing is copied over it.
+			up.Action, up.Target, up.TargetLive = ActionCopied, t.Name, t
+			up.Reason = fmt.Sprintf("%s is the copy of %s, which has no copy record: the copy stays the home", t.Name, c.Name)
+			p.homeClaim(u, t.Name)
+			p.warnf("migration", "A copied home's old claim has no copy record",
+				"Claim %s of user %q has no copy record, but %s is a copy of it (KubeSpawner created %s again after the copy, or its record was removed). "+
+					"%s stays the user's home and nothing is copied over it; %s is left as it is. Delete %s if it holds nothing of value.", c.Name, u, t.Name, c.Name, t.Name, c.Name, c.Name)
 			p.res.Users = append(p.res.Users, up)
 			continue
 		}
@@ -378,7 +488,7 @@ func (p *planner) run() Result {
 			up.Action, up.Reason = ActionCreate, "no claim yet"
 			// Only when the claim the state recorded is gone; after a template
 			// or scheme change it may still exist under its old name (a stray).
-			if p.prior != nil && p.prior.Managed[u] != "" && !liveNames[p.prior.Managed[u]] {
+			if p.prior != nil && p.prior.Managed[u] != "" && !liveNames[p.prior.Managed[u]] && !p.left[u] {
 				up.Reason = "deleted outside Terraform"
 				goneOutOfBand = append(goneOutOfBand, up)
 			}
@@ -514,9 +624,16 @@ func (p *planner) capacityAction(c *claims.Claim, user string) (Action, string) 
 }
 
 // resume plans finishing a rebind an earlier apply started, from the
-// record on its volume (the claim may be gone).
-func resume(up *UserPlan, ip InProgress) {
+// record on its volume (the claim may be gone). While a pod mounts the
+// claim it waits, like any migration under a running server.
+func (p *planner) resume(up *UserPlan, ip InProgress, running *[]UserPlan) {
 	rec := ip.Record
+	if p.live.Mounted[up.ClaimName] {
+		up.Action, up.Volume = ActionLegacy, ip.Volume
+		up.Reason = fmt.Sprintf("the rebind an earlier apply started (volume %s, step %s) waits: a server is running", ip.Volume, rec.Step)
+		*running = append(*running, *up)
+		return
+	}
 	up.Action, up.Method, up.Volume, up.Resume = ActionMigrate, migration.MethodRebind, ip.Volume, &rec
 	up.Reason = fmt.Sprintf("resume the rebind started by an earlier apply (volume %s, step %s)", ip.Volume, rec.Step)
 }
@@ -617,7 +734,7 @@ func (p *planner) extraVolumes(users []string, migrating, running, refused *[]Us
 			up := UserPlan{User: u, ClaimName: name, Live: byName[name]}
 			up.Namespace, _ = p.cfg.NamespaceOf(u) // the home pass reported a user without one
 			if ip, ok := p.live.InProgress[name]; ok {
-				resume(&up, ip)
+				p.resume(&up, ip, running)
 				p.res.Extra = append(p.res.Extra, up)
 				continue
 			}
@@ -779,6 +896,7 @@ func (p *planner) modeFindings(mismatched, recreate, unlisted, mounted []UserPla
 			"If the spawner config drops the co-location affinity, users with ReadWriteOnce claims get Multi-Attach errors when their servers land on different nodes.\n"+
 			"Choose with on_mode_change:\n"+
 			"  \"keep_existing\": keep these claims (their users stay co-located, reported in legacy_users); new claims use the new settings. Safe.\n"+
+			"  \"migrate\": move them to the new mode keeping every byte (rebind the same volume where the driver can serve it, else copy into a new claim with migration.copy_image and migration.target_name_template); users with a running server wait for a later apply. Their co-location ends once moved. Safe.\n"+
 			"  \"recreate\" with allow_data_loss = true: delete and recreate them empty. Destructive.",
 		len(mismatched), cfg.Namespace, cfg.AccessMode, classSuffix(cfg.StorageClass), describe(mismatched))
 }

@@ -24,7 +24,7 @@ const (
 var knownAttributes = map[string]bool{
 	"access_mode": true, "capacity": true, "pvc_name_template": true, "allow_data_loss": true,
 	"on_mode_change": true, "users": true, "storage_class_name": true, "deletion_policy": true, "migration": true,
-	"extra_user_volumes": true, "user_namespace_template": true,
+	"extra_user_volumes": true, "user_namespace_template": true, "namespace": true,
 }
 
 // name is the claim name KubeSpawner gives user under template and scheme.
@@ -1144,7 +1144,9 @@ func checkInvariants(t *testing.T, c Config, pr *Prior, live Live, r Result) {
 			// the source is gone, from the target itself: never a new empty claim.
 			fromSource := up.Live != nil && up.CopyResume != nil
 			orphan := up.Live == nil && up.TargetLive != nil
-			if !fromSource && !orphan || r.HomeClaims[up.User] != up.Target || up.Target == "" {
+			// The old name created again after a finished copy: the switched copy stays the home.
+			recreated := up.Live != nil && up.CopyResume == nil && up.TargetLive != nil && up.TargetLive.Annotations[migration.CopySwitchedAnnotation] != "" && up.Action == ActionCopied
+			if !fromSource && !orphan && !recreated || r.HomeClaims[up.User] != up.Target || up.Target == "" {
 				t.Errorf("user %q copied: %+v", up.User, up)
 			}
 			if up.Action == ActionDeleteSource {
