@@ -9,6 +9,7 @@ import (
 	"errors"
 
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/claims"
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/migration"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/safety"
 )
 
@@ -30,21 +31,38 @@ type Cluster interface {
 
 // Facts reads what the gate needs to decide step s, right now.
 // exceptJob names a Job whose pods do not count as users of the claim (a
-// copy's own Job).
+// copy's own Job). A verification (s.Verify), which takes a while, runs
+// only when the other facts let the step through, and they are read again
+// after it, so that they are fresh when the step runs.
 func Facts(ctx context.Context, cl Cluster, s safety.Step, exceptJob string) (safety.Facts, error) {
-	var f safety.Facts
-	if s.Verify {
-		ok, detail, err := cl.VerifyCopy(ctx, s.Namespace, s.Claim, s.Target, s.Image)
-		if err != nil {
-			return f, err
-		}
-		f.Verified, f.Unverified = ok, detail
+	f, err := claimFacts(ctx, cl, s, exceptJob)
+	if err != nil || !s.Verify {
+		return f, err
 	}
+	pre := s
+	pre.Verify = false
+	if safety.Gate(pre, f) != nil {
+		return f, nil // refused (or gone) without verifying
+	}
+	ok, detail, err := cl.VerifyCopy(ctx, s.Namespace, s.Claim, s.Target, s.Image)
+	if err != nil {
+		return f, err
+	}
+	if f, err = claimFacts(ctx, cl, s, exceptJob); err != nil {
+		return f, err
+	}
+	f.Verified, f.Unverified = ok, detail
+	return f, nil
+}
+
+func claimFacts(ctx context.Context, cl Cluster, s safety.Step, exceptJob string) (safety.Facts, error) {
+	var f safety.Facts
 	c, err := cl.Claim(ctx, s.Namespace, s.Claim)
 	if err != nil || c == nil {
 		return f, err
 	}
 	f.Exists, f.UID, f.Deleting = true, c.UID, c.Deleting
+	f.Switched = c.Annotations[migration.CopySwitchedAnnotation] != ""
 	f.MountedBy, err = cl.MountedBy(ctx, s.Namespace, s.Claim, exceptJob)
 	return f, err
 }

@@ -10,6 +10,9 @@ import (
 // Selection is what an apply does: the planned changes that still hold,
 // and those it does not make.
 type Selection struct {
+	// Planned is what the plan showed, the claims' UIDs among it; when the
+	// plan could not show it, the non-destructive changes read now.
+	Planned safety.Changes
 	Homes   []safety.UserPlan // creates, resizes, recreates, source deletions
 	Migrate map[string]bool   // keys (as in safety.Changes) of the migrations to run
 	Refused []safety.Mismatch // the cluster gives another change than the plan showed: not made
@@ -31,7 +34,7 @@ func Select(res safety.Result, planned safety.Changes, known bool) Selection {
 		}
 	}
 	run, refused, moot := safety.Reconcile(planned, now)
-	sel := Selection{Migrate: map[string]bool{}, Refused: refused, Moot: moot}
+	sel := Selection{Planned: planned, Migrate: map[string]bool{}, Refused: refused, Moot: moot}
 	runs := map[string]bool{}
 	for _, k := range run {
 		runs[k] = true

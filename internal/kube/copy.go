@@ -5,6 +5,8 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -118,7 +120,9 @@ func (c *Client) copyOp(ctx context.Context, job Copy, op migration.Op, src *cor
 			Namespace: job.Namespace, Claim: job.Target, UID: next.TargetUID, CreatedUID: next.TargetUID}, migration.JobName(job.Source)); err != nil {
 			return err
 		}
-		if err := c.createJob(ctx, CopyJob(job)); err != nil {
+		// A Job of that name left from before (an apply stopped between its
+		// verification and its deletion) must not be taken for this one.
+		if err := c.replaceJob(ctx, CopyJob(job)); err != nil {
 			return err
 		}
 		*watched = true
@@ -184,7 +188,7 @@ func copyTarget(job Copy, src *corev1.PersistentVolumeClaim, id string) (*corev1
 		labels[k] = v
 	}
 	labels["app.kubernetes.io/managed-by"] = "terraform-provider-jupyter"
-	ann := map[string]string{migration.CopyOfAnnotation: job.Source, migration.CopyIDAnnotation: id}
+	ann := map[string]string{migration.CopyOfAnnotation: job.Source, migration.CopyIDAnnotation: id, migration.CopyOfUIDAnnotation: string(src.UID)}
 	for _, k := range []string{"hub.jupyter.org/username", "hub.jupyter.org/servername"} {
 		if v, ok := src.Annotations[k]; ok {
 			ann[k] = v
@@ -224,22 +228,35 @@ func (c *Client) createOwnClaim(ctx context.Context, pvc *corev1.PersistentVolum
 // holds (execute.Cluster). An earlier verification Job is replaced.
 func (c *Client) VerifyCopy(ctx context.Context, namespace, source, target, image string) (bool, string, error) {
 	name := migration.VerifyJobName(source)
-	if err := c.deleteJob(ctx, namespace, name); err != nil {
+	// A verification pod cannot mount a home that is not ReadWriteMany while
+	// the user's server uses it: say so rather than wait for the pod.
+	tgt, err := c.Claim(ctx, namespace, target)
+	if err != nil {
 		return false, "", err
 	}
-	if err := c.waitJobGone(ctx, namespace, name); err != nil {
-		return false, "", err
+	if tgt == nil {
+		return false, "the new home " + target + " does not exist", nil
+	}
+	if !slices.Contains(tgt.AccessModes, string(corev1.ReadWriteMany)) {
+		if pods, err := c.MountedBy(ctx, namespace, target, ""); err != nil {
+			return false, "", err
+		} else if len(pods) > 0 {
+			return false, fmt.Sprintf("the new home %s is in use by %s and cannot be mounted for the verification; stop the server and apply again", target, strings.Join(pods, ", ")), nil
+		}
 	}
 	j := CopyJob(Copy{Namespace: namespace, Source: source, Target: target, Image: image})
 	j.Name = name
+	zero, deadline := int32(0), int64(CopyTimeout/time.Second)
+	j.Spec.BackoffLimit, j.Spec.ActiveDeadlineSeconds = &zero, &deadline
 	j.Labels["app.kubernetes.io/component"], j.Spec.Template.Labels["app.kubernetes.io/component"] = "home-verify", "home-verify"
 	pod := &j.Spec.Template.Spec
 	pod.Containers[0].Command = []string{"sh", "-c", migration.VerifyScript}
 	pod.Containers[0].VolumeMounts[1].ReadOnly = true
 	pod.Volumes[1].PersistentVolumeClaim.ReadOnly = true
-	if err := c.createJob(ctx, j); err != nil {
+	if err := c.replaceJob(ctx, j); err != nil {
 		return false, "", err
 	}
+	defer func() { _ = c.deleteJob(context.WithoutCancel(ctx), namespace, name) }()
 	if err := c.waitJob(ctx, namespace, name); err != nil {
 		return false, "", err
 	}
@@ -252,10 +269,19 @@ func (c *Client) VerifyCopy(ctx context.Context, namespace, source, target, imag
 	if msg, err := c.terminationMessage(ctx, namespace, name, v.Succeeded); err == nil && msg != "" {
 		detail = msg
 	}
-	if err := c.deleteJob(ctx, namespace, name); err != nil {
-		return false, "", err
-	}
 	return v.Succeeded, detail, nil
+}
+
+// replaceJob creates j after deleting any Job of its name and waiting until
+// it is gone, so that nothing an earlier Job reported is read as j's.
+func (c *Client) replaceJob(ctx context.Context, j *batchv1.Job) error {
+	if err := c.deleteJob(ctx, j.Namespace, j.Name); err != nil {
+		return err
+	}
+	if err := c.waitJobGone(ctx, j.Namespace, j.Name); err != nil {
+		return err
+	}
+	return c.createJob(ctx, j)
 }
 
 func (c *Client) waitJobGone(ctx context.Context, namespace, name string) error {

@@ -38,6 +38,10 @@ const (
 	// CopySwitchedAnnotation on the target says that its copy was verified
 	// and the user switched to it: it is the user's home.
 	CopySwitchedAnnotation = "jupyter-infra.github.io/copy-switched"
+	// CopyOfUIDAnnotation on the target is the UID of the source claim the
+	// copy started from: a claim of the source's name with another UID was
+	// created after the copy.
+	CopyOfUIDAnnotation = "jupyter-infra.github.io/copy-of-uid"
 )
 
 // CopyRecord is what the source claim carries during and after a copy.
@@ -203,12 +207,20 @@ func VerifyJobName(source string) string {
 // lacks or holds older or different (by checksum). Files the user changed
 // in the new home since the switch (newer there) and changes of attributes
 // only (lines starting with ".") do not count. Anything else listed fails
-// the Job.
+// the Job, and so does any failure of rsync itself (a missing rsync, an
+// unreadable file) and anything it says on stderr: a verification that
+// could not look never passes. It writes nothing but its termination log
+// (the Job's root file system is read-only).
 const VerifyScript = `set -eu
-diff=$(rsync -aHS --numeric-ids --dry-run --update --checksum --itemize-changes /src/ /dst/ | grep -v '^\.' || true)
+command -v rsync >/dev/null || { echo "rsync is not in the copy image" >/dev/termination-log; exit 1; }
+if ! out=$(rsync -aHS --numeric-ids --dry-run --update --checksum --itemize-changes /src/ /dst/ 2>&1); then
+  { echo "rsync failed:"; printf '%s\n' "$out" | head -n 20; } >/dev/termination-log
+  exit 1
+fi
+diff=$(printf '%s\n' "$out" | grep -v '^\.' | grep -v '^$' || true)
 if [ -n "$diff" ]; then
   echo "the old home holds data the new one lacks:" >/dev/termination-log
-  echo "$diff" | head -n 20 >>/dev/termination-log
+  printf '%s\n' "$diff" | head -n 20 >>/dev/termination-log
   exit 1
 fi
 printf 'verified' > /dev/termination-log

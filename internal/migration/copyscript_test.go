@@ -183,6 +183,16 @@ func TestVerifyScript(t *testing.T) {
 			must(os.Chtimes(p, fi.ModTime(), fi.ModTime()))
 		}, false},
 	}
+	if os.Getuid() != 0 {
+		cases = append(cases, struct {
+			name   string
+			change func(dir string)
+			ok     bool
+		}{"a directory of the old home that cannot be read", func(dir string) {
+			must(os.Chmod(filepath.Join(dir, "src", "work"), 0))
+			t.Cleanup(func() { _ = os.Chmod(filepath.Join(dir, "src", "work"), 0o750) })
+		}, false})
+	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := setup(t)
@@ -193,4 +203,19 @@ func TestVerifyScript(t *testing.T) {
 			}
 		})
 	}
+	// rsync fails (here: an image without it): the verification fails.
+	t.Run("rsync fails", func(t *testing.T) {
+		dir := setup(t)
+		script := strings.NewReplacer("/src/", filepath.Join(dir, "src")+"/", "/dst/", filepath.Join(dir, "dst")+"/",
+			"/dev/termination-log", filepath.Join(dir, "log"),
+			"rsync -aHS", "rsync --no-such-option -aHS").Replace(VerifyScript)
+		if out, err := exec.Command("sh", "-c", script).CombinedOutput(); err == nil {
+			t.Errorf("verification passed although rsync failed: %s", out)
+		}
+		cmd := exec.Command("sh", "-c", strings.ReplaceAll(VerifyScript, "/dev/termination-log", filepath.Join(dir, "log2")))
+		cmd.Env = []string{"PATH=/nonexistent"}
+		if out, err := cmd.CombinedOutput(); err == nil {
+			t.Errorf("verification passed without rsync: %s", out)
+		}
+	})
 }

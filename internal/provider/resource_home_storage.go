@@ -151,9 +151,9 @@ func (r *homeStorageResource) readLive(ctx context.Context, client *kube.Client,
 }
 
 // readLiveFrom is readLive where state is what the last apply recorded:
-// when it looked for homes elsewhere (another namespace, user namespaces on
-// or off), claims are read cluster-wide, so that the homes the new
-// settings no longer find are seen (safety: homes left behind).
+// when it looked for homes elsewhere, claims are read there too (the old
+// namespace; cluster-wide when user namespaces are or were on), so that the
+// homes the new settings no longer find are seen (safety: homes left behind).
 func (r *homeStorageResource) readLiveFrom(ctx context.Context, client *kube.Client, m, state *homeStorageModel, needPods, fresh, migrate bool) (safety.Live, error) {
 	var live safety.Live
 	list := client.ListClaims
@@ -167,12 +167,23 @@ func (r *homeStorageResource) readLiveFrom(ctx context.Context, client *kube.Cli
 	// Under per-user namespaces, one cluster-wide List (the safety core
 	// keeps the claims in their users' namespaces).
 	namespace := m.Namespace.ValueString()
-	if m.userNamespaces() || state != nil && (!state.Namespace.Equal(m.Namespace) || !state.UserNamespaceTemplate.Equal(m.UserNamespaceTemplate)) {
+	var also string // the namespace the last apply used, when it was another
+	switch {
+	case m.userNamespaces() || state != nil && (state.userNamespaces() || !state.UserNamespaceTemplate.Equal(m.UserNamespaceTemplate)):
 		namespace = ""
+	case state != nil && !state.Namespace.Equal(m.Namespace):
+		also = state.Namespace.ValueString()
 	}
 	pvcs, err := list(ctx, namespace, selector)
 	if err != nil {
 		return live, err
+	}
+	if also != "" {
+		more, err := list(ctx, also, selector)
+		if err != nil {
+			return live, err
+		}
+		pvcs = append(slices.Clip(pvcs), more...)
 	}
 	live.Claims = make([]claims.Claim, len(pvcs))
 	for i := range pvcs {
@@ -737,6 +748,7 @@ func (r *homeStorageResource) apply(ctx context.Context, plan, state *homeStorag
 		known = true
 	}
 	sel := execute.Select(res, planned, known)
+	planned = sel.Planned
 	reportReconcile(diags, sel.Refused, sel.Moot)
 	failedUsers := map[string]bool{}
 	for _, m := range sel.Refused {

@@ -45,6 +45,9 @@ type fakeJobController struct {
 }
 
 func (f *fakeJobController) run(ctx context.Context, t *testing.T, cs kubernetes.Interface, ns string) {
+	// A Job runs for a moment, as a real one does, so that the provider
+	// sees it running (its wait-copy step) before it finishes.
+	first := map[string]time.Time{}
 	for ctx.Err() == nil {
 		jobs, err := cs.BatchV1().Jobs(ns).List(ctx, metav1.ListOptions{})
 		if err == nil {
@@ -53,7 +56,10 @@ func (f *fakeJobController) run(ctx context.Context, t *testing.T, cs kubernetes
 				f.mu.Lock()
 				done := f.seen[string(j.UID)] > 0
 				f.mu.Unlock()
-				if !done {
+				if _, ok := first[string(j.UID)]; !ok {
+					first[string(j.UID)] = time.Now()
+				}
+				if !done && time.Since(first[string(j.UID)]) >= 300*time.Millisecond {
 					f.finish(ctx, t, cs, j)
 				}
 			}

@@ -52,6 +52,8 @@ type Facts struct {
 	// MountedBy names the pods that have not finished and mount the claim
 	// (a copy's own Job excluded), listed for this step.
 	MountedBy []string
+	// Switched: the claim is a copy the user was switched to (their home).
+	Switched bool
 	// Verified (with Step.Verify): the verification just made passed;
 	// Unverified says why not.
 	Verified   bool
@@ -76,6 +78,8 @@ func Gate(s Step, f Facts) error {
 		return fmt.Errorf("%s refused: the plan showed no such claim, and nothing the plan did not show is deleted or overwritten. Plan again", what)
 	case f.UID != s.UID:
 		return fmt.Errorf("%s refused: it is not the claim the plan showed (uid %s, now %s): it was deleted and created again since the plan, by KubeSpawner at a spawn or by someone else, and may hold new data. Nothing was done; plan again", what, s.UID, f.UID)
+	case s.Kind == StepCopyInto && f.Switched:
+		return fmt.Errorf("%s refused: %s is a finished copy the user was switched to, their home now; nothing is copied over it (another apply may have finished this copy meanwhile)", what, s.Claim)
 	case s.Kind == StepCopyInto && (s.CreatedUID == "" || s.CreatedUID != f.UID):
 		return fmt.Errorf("%s refused: the copy writes only into a claim this migration created empty, and %s was not (recorded uid %q, now %s). It may be the user's home; nothing was done", what, s.Claim, s.CreatedUID, f.UID)
 	case len(f.MountedBy) > 0:

@@ -32,6 +32,7 @@ func TestGate(t *testing.T) {
 		{"copy into a replaced target", into, Facts{Exists: true, UID: "t2"}, "not the claim the plan showed"},
 		{"copy into a target in use", into, Facts{Exists: true, UID: "t1", MountedBy: []string{"jupyter-alice"}}, "mount it now"},
 		{"copy into a missing target", into, Facts{}, "does not exist"},
+		{"copy into a target another apply switched to", into, Facts{Exists: true, UID: "t1", Switched: true}, "their home now"},
 	}
 	for _, tc := range cases {
 		err := Gate(tc.step, tc.f)

@@ -451,11 +451,14 @@ func (p *planner) run() Result {
 			p.res.Users = append(p.res.Users, up)
 			continue
 		}
-		if t := targets[up.ClaimName]; c != nil && t != nil && t.Annotations[migration.CopySwitchedAnnotation] == "" {
+		if t := targets[up.ClaimName]; c != nil && t != nil && t.Annotations[migration.CopySwitchedAnnotation] == "" &&
+			c.UID != "" && t.Annotations[migration.CopyOfUIDAnnotation] == c.UID {
+			// The very claim the copy started from (same UID), its record
+			// removed before the copy finished: the user was never switched.
 			up.Action, up.Reason = ActionKeep, "an unfinished copy without a record"
 			p.errorf("migration", "An unfinished copy has lost its record",
-				"Claim %s of user %q has no copy record, but %s is an unfinished copy of it. Nothing is copied over %s, and the user keeps %s. "+
-					"Delete %s (it holds a partial copy; the data is in %s) and apply again to copy afresh.", c.Name, u, t.Name, t.Name, c.Name, t.Name, c.Name)
+				"Claim %s (uid %s) of user %q has no copy record, but %s is an unfinished copy of that same claim; the user was never switched to it and keeps %s, which holds the data. "+
+					"Nothing is copied over %s. To copy afresh, delete %s (a partial copy) and apply again.", c.Name, c.UID, u, t.Name, c.Name, t.Name, t.Name)
 			p.res.Users = append(p.res.Users, up)
 			continue
 		}
@@ -467,8 +470,9 @@ func (p *planner) run() Result {
 			up.Reason = fmt.Sprintf("%s is the copy of %s, which has no copy record: the copy stays the home", t.Name, c.Name)
 			p.homeClaim(u, t.Name)
 			p.warnf("migration", "A copied home's old claim has no copy record",
-				"Claim %s of user %q has no copy record, but %s is a copy of it (KubeSpawner created %s again after the copy, or its record was removed). "+
-					"%s stays the user's home and nothing is copied over it; %s is left as it is. Delete %s if it holds nothing of value.", c.Name, u, t.Name, c.Name, t.Name, c.Name, c.Name)
+				"Claim %s of user %q has no copy record, but %s is a copy of a claim of that name (KubeSpawner created %s again after the copy, or its record was removed). "+
+					"%s stays the user's home and nothing is copied over it; %s is left as it is. Check what %s holds before deleting it: a server started with an older hub configuration may have written to it.",
+				c.Name, u, t.Name, c.Name, t.Name, c.Name, c.Name)
 			p.res.Users = append(p.res.Users, up)
 			continue
 		}
@@ -888,6 +892,13 @@ func (p *planner) modeFindings(mismatched, recreate, unlisted, mounted []UserPla
 			p.errorf("on_mode_change", "A running server uses a claim that would be recreated",
 				"These claims are mounted by a pod that is still running; Kubernetes keeps such a claim (kubernetes.io/pvc-protection) and the delete would hang:\n%s\n"+
 					"Stop these users' servers first, then plan again.", describe(mounted))
+		}
+		if cfg.AllowDataLoss && len(recreate) > 0 && len(mounted) == 0 && len(unlisted) == 0 {
+			// Every plan that deletes homes names them, also when its values
+			// read the same as the last apply's (a retried recreate).
+			p.warnf("allow_data_loss", "Recreating home claims deletes their data",
+				"on_mode_change = \"recreate\" and allow_data_loss = true: apply deletes and recreates %d home claim(s), empty, losing every file in them:\n%s",
+				len(recreate), describe(recreate))
 		}
 		return
 	}

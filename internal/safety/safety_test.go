@@ -490,13 +490,16 @@ func TestPlanModeChange(t *testing.T) {
 			live:    rwo,
 			class:   ClassDestructive,
 			actions: map[string]Action{"alice": ActionRecreate, "bob": ActionRecreate},
+			// Named in a warning, also when the plan's values read as the last apply's.
+			warnings: []want{{attr: "allow_data_loss", has: []string{"deletes and recreates 2 home claim(s)", "alice: claim-alice", "bob: claim-bob"}}},
 		},
 		{
-			name:    "recreate touches only mismatched claims",
-			cfg:     cfg([]string{"alice", "bob", "carol"}, mode(RWX), sclass("efs"), onChange(OnModeChangeRecreate), dataLoss()),
-			live:    Live{Claims: []claims.Claim{pvc(t, "alice"), pvc(t, "bob", modes(RWX), class("efs"))}, Class: sc("efs.csi.aws.com")},
-			class:   ClassDestructive,
-			actions: map[string]Action{"alice": ActionRecreate, "bob": ActionKeep, "carol": ActionCreate},
+			name:     "recreate touches only mismatched claims",
+			cfg:      cfg([]string{"alice", "bob", "carol"}, mode(RWX), sclass("efs"), onChange(OnModeChangeRecreate), dataLoss()),
+			live:     Live{Claims: []claims.Claim{pvc(t, "alice"), pvc(t, "bob", modes(RWX), class("efs"))}, Class: sc("efs.csi.aws.com")},
+			class:    ClassDestructive,
+			actions:  map[string]Action{"alice": ActionRecreate, "bob": ActionKeep, "carol": ActionCreate},
+			warnings: []want{{attr: "allow_data_loss", has: []string{"alice: claim-alice"}, hasNot: []string{"bob", "carol"}}},
 		},
 		{
 			name:    "recreate under a running server is refused",
@@ -1145,7 +1148,8 @@ func checkInvariants(t *testing.T, c Config, pr *Prior, live Live, r Result) {
 			fromSource := up.Live != nil && up.CopyResume != nil
 			orphan := up.Live == nil && up.TargetLive != nil
 			// The old name created again after a finished copy: the switched copy stays the home.
-			recreated := up.Live != nil && up.CopyResume == nil && up.TargetLive != nil && up.TargetLive.Annotations[migration.CopySwitchedAnnotation] != "" && up.Action == ActionCopied
+			recreated := up.Live != nil && up.CopyResume == nil && up.TargetLive != nil && up.Action == ActionCopied &&
+				(up.TargetLive.Annotations[migration.CopySwitchedAnnotation] != "" || up.TargetLive.Annotations[migration.CopyOfUIDAnnotation] != up.Live.UID)
 			if !fromSource && !orphan && !recreated || r.HomeClaims[up.User] != up.Target || up.Target == "" {
 				t.Errorf("user %q copied: %+v", up.User, up)
 			}

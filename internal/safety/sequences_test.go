@@ -93,12 +93,22 @@ func TestPlanCopyWithoutRecord(t *testing.T) {
 			},
 		},
 		{
-			name:    "an unfinished copy whose record is gone",
+			// The source was created again after a copy that was verified but
+			// never switched (its source deleted, the copy the home since).
+			name:     "the old name created again after a copy the user was not switched to",
+			cfg:      cfg([]string{"alice"}, toEFS...),
+			live:     Live{Claims: []claims.Claim{withUID(ebsRWO(t, "alice"), "s2"), fromUID(copyTarget(t, "alice", "home-alice"), "s1")}, Volumes: volumes(t, "ebs.csi.aws.com", "alice")},
+			class:    ClassNone,
+			actions:  map[string]Action{"alice": ActionCopied},
+			warnings: []want{{attr: "migration", has: []string{"home-alice stays the user's home", "Check what claim-alice holds"}}},
+		},
+		{
+			name:    "an unfinished copy of the same claim whose record is gone",
 			cfg:     cfg([]string{"alice"}, toEFS...),
-			live:    Live{Claims: []claims.Claim{ebsRWO(t, "alice"), copyTarget(t, "alice", "home-alice")}, Volumes: volumes(t, "ebs.csi.aws.com", "alice")},
+			live:    Live{Claims: []claims.Claim{withUID(ebsRWO(t, "alice"), "s1"), fromUID(copyTarget(t, "alice", "home-alice"), "s1")}, Volumes: volumes(t, "ebs.csi.aws.com", "alice")},
 			class:   ClassNone,
 			actions: map[string]Action{"alice": ActionKeep},
-			errors:  []want{{attr: "migration", has: []string{"unfinished copy", "Delete home-alice"}}},
+			errors:  []want{{attr: "migration", has: []string{"unfinished copy of that same claim", "keeps claim-alice, which holds the data"}}},
 		},
 	})
 }
@@ -128,4 +138,11 @@ func TestPlanFlipErrorListsMigrate(t *testing.T) {
 	if len(r.Errors) != 1 || !strings.Contains(r.Errors[0].Detail, `"migrate": move them to the new mode keeping every byte`) {
 		t.Errorf("errors: %s", dump(r.Errors))
 	}
+}
+
+func withUID(c claims.Claim, uid string) claims.Claim { c.UID = uid; return c }
+
+func fromUID(c claims.Claim, uid string) claims.Claim {
+	c.Annotations[migration.CopyOfUIDAnnotation] = uid
+	return c
 }
