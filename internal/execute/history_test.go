@@ -503,3 +503,66 @@ func TestHistory_savedPlanThenSpawn(t *testing.T) {
 		t.Fatalf("bob's home changed")
 	}
 }
+
+func fixedWorld(t *testing.T) *world {
+	return &world{t: t, r: rand.New(rand.NewPCG(1, 1)), claims: map[string]*mclaim{}, pods: map[string]pod{}, hubMode: safety.RWO}
+}
+
+// A replacement with deletion_policy = "delete": its destroy was never
+// planned as one, so it deletes nothing; a destroy deletes what its plan
+// listed, and not a claim created again since.
+func TestHistory_replaceThenDestroy(t *testing.T) {
+	w := fixedWorld(t)
+	cfg := safety.Config{Namespace: hubNS, NameTemplate: "claim-{username}", Scheme: kubespawner.SchemeSafe, AccessMode: safety.RWO,
+		OnModeChange: safety.OnModeChangeFail, AllowDataLoss: true, DeletionPolicy: safety.DeletionDelete, Users: []string{"alice", "bob"}, Capacity: "1Gi", CapacityBytes: 1 << 30}
+	p, _ := w.plan(cfg, nil)
+	if !w.apply(p, false) {
+		t.Fatalf("apply: %s", strings.Join(w.log, "\n"))
+	}
+	w.spawn("alice")
+	w.stop("alice")
+	w.destroy(cfg, *priorOf(cfg), true) // -replace
+	if m := w.claims["claim-alice"]; m == nil || len(m.vol.writes) != 1 {
+		t.Fatalf("the replacement deleted alice's home:\n%s", strings.Join(w.log, "\n"))
+	}
+	// The destroy plan lists alice's and bob's claims; before it is applied,
+	// bob's claim is deleted and KubeSpawner creates it again, and bob writes.
+	d := safety.Destroy(cfg, *priorOf(cfg), w.live())
+	w.remove(w.claims["claim-bob"], "by someone else")
+	w.spawn("bob")
+	w.stop("bob")
+	w.shownDeletes = map[string]bool{}
+	for _, up := range d.Users {
+		w.shownDeletes[up.Live.UID] = true
+		err := Delete(context.Background(), w, safety.Step{Why: "destroy", User: up.User, Namespace: hubNS, Claim: up.ClaimName, UID: up.Live.UID})
+		if up.User == "bob" && (err == nil || !strings.Contains(err.Error(), "not the claim the plan showed")) {
+			t.Errorf("bob's new claim: %v", err)
+		}
+	}
+	if w.claims["claim-alice"] != nil || w.claims["claim-bob"] == nil || len(w.claims["claim-bob"].vol.writes) != 1 || w.failed {
+		t.Fatalf("destroy:\n%s", strings.Join(w.log, "\n"))
+	}
+}
+
+// A server that starts after the plan and runs across the apply keeps its
+// home: the gate lists the pods right before the delete.
+func TestHistory_serverStartsAfterThePlan(t *testing.T) {
+	w := fixedWorld(t)
+	w.newClaim("alice", safety.RWO, 1)
+	cfg := safety.Config{Namespace: hubNS, NameTemplate: "claim-{username}", Scheme: kubespawner.SchemeSafe, AccessMode: safety.RWX,
+		OnModeChange: safety.OnModeChangeRecreate, AllowDataLoss: true, Users: []string{"alice"}, Capacity: "1Gi", CapacityBytes: 1 << 30}
+	p, ok := w.plan(cfg, nil)
+	if !ok || p.res.Class != safety.ClassDestructive {
+		t.Fatalf("plan: %v %s", ok, p.changes)
+	}
+	planned, _ := safety.DecodeChanges(p.changes)
+	w.spawn("alice") // after OpenTofu's checks, before the delete
+	up := p.res.Users[0]
+	err := Home(context.Background(), w, up, planned["alice"].UID, "", func(context.Context) error { return nil }, nil)
+	if err == nil || !strings.Contains(err.Error(), "jupyter-alice") {
+		t.Fatalf("recreate under a running server: %v", err)
+	}
+	if m := w.claims["claim-alice"]; m == nil || len(m.vol.writes) != 1 {
+		t.Fatalf("alice's home changed")
+	}
+}
