@@ -200,9 +200,10 @@ resource "jupyter_home_storage" "homes" {
 	}
 }
 
-// Turning on user namespaces while the homes live in the hub namespace:
-// the homes would be left where the configuration no longer looks, and
-// users would get new, empty claims. The plan fails naming them.
+// Turning on user namespaces while the homes live in the hub namespace, or
+// moving to another namespace: the homes would be left where the
+// configuration no longer looks, and users would get new, empty claims.
+// The plan fails naming them.
 func TestAccHomeStorage_userNamespacesLeaveHomesBehind(t *testing.T) {
 	cs := acctest.Cluster(t).Admin()
 	ns := acctest.Namespace(t)
@@ -216,6 +217,7 @@ resource "jupyter_home_storage" "homes" {
 }
 `, ns, extra))
 	}
+	other := acctest.Namespace(t)
 	for _, n := range []string{ns + "-alice"} {
 		if _, err := cs.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: n}}, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
@@ -229,6 +231,12 @@ resource "jupyter_home_storage" "homes" {
 			{
 				Config:      base(fmt.Sprintf(`  user_namespace_template = "%s-{username}"`, ns)),
 				ExpectError: wrapRE(`(?s)Homes left where the configuration no longer looks.*alice: ` + ns + `/claim-alice`),
+			},
+			{
+				// A new namespace replaces the resource; the homes in the old
+				// one would be left behind: the plan fails naming them.
+				Config:      strings.Replace(base(""), fmt.Sprintf("namespace = %q", ns), fmt.Sprintf("namespace = %q", other), 1),
+				ExpectError: wrapRE(`(?s)Homes left where the configuration no longer looks.*alice: ` + ns + `/claim-alice \(the configuration looks in namespace ` + other + `\)`),
 			},
 		},
 	})
