@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/execute"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/migration"
@@ -93,13 +95,21 @@ func (c *Client) copyOp(ctx context.Context, job Copy, op migration.Op, src *cor
 	if rec != nil {
 		next = *rec
 	}
+	// The record is written only over the version this step decided from: a
+	// record another apply moved on meanwhile is never rolled back.
+	rv := src.ResourceVersion
+	record := func(r migration.CopyRecord) error {
+		var err error
+		rv, err = c.writeCopyRecord(ctx, job.Namespace, job.Source, rv, r)
+		return err
+	}
 	switch op {
 	case migration.OpCreateTarget:
 		if next.ID == "" {
 			// The ID goes on the record before the target exists, so that a
 			// target is known as this copy's only by the ID on it.
 			next.ID, next.Step = newCopyID(), migration.StepPending
-			if err := c.annotateClaim(ctx, job.Namespace, job.Source, migration.CopyAnnotation, next.Encode()); err != nil {
+			if err := record(next); err != nil {
 				return err
 			}
 		}
@@ -112,7 +122,7 @@ func (c *Client) copyOp(ctx context.Context, job Copy, op migration.Op, src *cor
 			return err
 		}
 		next.Step, next.TargetUID = migration.StepTargetCreated, string(created.UID)
-		return c.annotateClaim(ctx, job.Namespace, job.Source, migration.CopyAnnotation, next.Encode())
+		return record(next)
 	case migration.OpStartCopy:
 		// The Job writes into the target with rsync --delete: only into the
 		// claim this copy created, and not while a pod uses it.
@@ -127,13 +137,13 @@ func (c *Client) copyOp(ctx context.Context, job Copy, op migration.Op, src *cor
 		}
 		*watched = true
 		next.Step, next.Job = migration.StepCopying, migration.JobName(job.Source)
-		return c.annotateClaim(ctx, job.Namespace, job.Source, migration.CopyAnnotation, next.Encode())
+		return record(next)
 	case migration.OpRestartCopy:
 		if err := c.deleteJob(ctx, job.Namespace, migration.JobName(job.Source)); err != nil {
 			return err
 		}
 		next.Step = migration.StepTargetCreated
-		return c.annotateClaim(ctx, job.Namespace, job.Source, migration.CopyAnnotation, next.Encode())
+		return record(next)
 	case migration.OpWaitCopy:
 		return c.waitJob(ctx, job.Namespace, migration.JobName(job.Source))
 	case migration.OpVerify:
@@ -142,7 +152,7 @@ func (c *Client) copyOp(ctx context.Context, job Copy, op migration.Op, src *cor
 			return err
 		}
 		next.Step, next.Files, next.Bytes = migration.StepVerified, v.Files, v.Bytes
-		if err := c.annotateClaim(ctx, job.Namespace, job.Source, migration.CopyAnnotation, next.Encode()); err != nil {
+		if err := record(next); err != nil {
 			return err
 		}
 		return c.deleteJob(ctx, job.Namespace, migration.JobName(job.Source))
@@ -155,7 +165,7 @@ func (c *Client) copyOp(ctx context.Context, job Copy, op migration.Op, src *cor
 			// A server started during the copy may have written to the old
 			// home: copy again (rsync sends only what changed) before switching.
 			next.Step = migration.StepTargetCreated
-			if err := c.annotateClaim(ctx, job.Namespace, job.Source, migration.CopyAnnotation, next.Encode()); err != nil {
+			if err := record(next); err != nil {
 				return err
 			}
 			return fmt.Errorf("a server started on %s during the copy; the user keeps the old home for now. Stop the server and apply again: the copy is brought up to date, then switched", job.Source)
@@ -164,7 +174,7 @@ func (c *Client) copyOp(ctx context.Context, job Copy, op migration.Op, src *cor
 			return err
 		}
 		next.Step = migration.StepSwitched
-		return c.annotateClaim(ctx, job.Namespace, job.Source, migration.CopyAnnotation, next.Encode())
+		return record(next)
 	}
 	return fmt.Errorf("unknown step %q", op)
 }
@@ -495,6 +505,29 @@ func (c *Client) eachRunningPod(ctx context.Context, namespace, jobName string, 
 		}
 		opts.Continue = page.Continue
 	}
+}
+
+// writeCopyRecord writes a copy record on source if the claim is still at
+// resourceVersion rv, and returns its new resourceVersion.
+func (c *Client) writeCopyRecord(ctx context.Context, namespace, source, rv string, r migration.CopyRecord) (string, error) {
+	body, err := json.Marshal(map[string]any{"metadata": map[string]any{"resourceVersion": rv,
+		"annotations": map[string]any{migration.CopyAnnotation: r.Encode()}}})
+	if err != nil {
+		return "", err
+	}
+	var out *corev1.PersistentVolumeClaim
+	err = c.Backoff.Retry(ctx, func() (err error) {
+		out, err = c.Kube.CoreV1().PersistentVolumeClaims(namespace).Patch(ctx, source, types.MergePatchType, body, metav1.PatchOptions{})
+		if apierrors.IsConflict(err) {
+			// Not retried: the claim changed since this step read it.
+			return fmt.Errorf("the copy record on %s/%s changed since this step read it (another apply at the same time?); nothing more was done. Apply again", namespace, source)
+		}
+		return err
+	})
+	if err != nil {
+		return "", explainIf(err, "patch", "persistentvolumeclaims", namespace)
+	}
+	return out.ResourceVersion, nil
 }
 
 func (c *Client) annotateClaim(ctx context.Context, namespace, name, key, value string) error {

@@ -307,6 +307,50 @@ resource "jupyter_home_storage" "homes" {
 	})
 }
 
+// A plan that cannot read the cluster cannot show deletions: with
+// allow_data_loss and on_mode_change = "recreate" it fails, so that no
+// deletion is ever decided at apply.
+func TestAccHomeStorage_unknownConnectionRefusesDataLoss(t *testing.T) {
+	c := acctest.Cluster(t)
+	ns := acctest.Namespace(t)
+	provider := fmt.Sprintf(`
+resource "terraform_data" "cluster" {
+  input = %q
+}
+
+provider "jupyter" {
+  host                   = terraform_data.cluster.output
+  token                  = %q
+  cluster_ca_certificate = %q
+}
+`, c.Host, c.AdminToken, c.CAPEM)
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: protoV6ProviderFactories,
+		Steps: []resource.TestStep{{
+			Config: acctest.Config(provider, fmt.Sprintf(`
+resource "jupyter_home_storage" "homes" {
+  namespace       = %q
+  capacity        = "1Gi"
+  users           = ["erin"]
+  on_mode_change  = "recreate"
+  allow_data_loss = true
+}`, ns)),
+			ExpectError: wrapRE(`(?s)Deleting homes needs a plan that reads the cluster.*cannot show which`),
+		}, {
+			Config: acctest.Config(provider, fmt.Sprintf(`
+resource "jupyter_home_storage" "homes" {
+  namespace = %q
+  capacity  = "1Gi"
+  users     = ["erin"]
+}`, ns)),
+			ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+				plancheck.ExpectUnknownValue(hsAddr, tfjsonpath.New("changes")),
+			}},
+			Check: resource.TestCheckResourceAttr(hsAddr, "changes", `{"erin":{"action":"create","claim":"claim-erin"}}`),
+		}},
+	})
+}
+
 // A managed claim deleted outside Terraform is planned for re-creation.
 func TestAccHomeStorage_deletedOutOfBand(t *testing.T) {
 	cs := acctest.Cluster(t).Admin()
