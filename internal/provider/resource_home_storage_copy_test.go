@@ -504,3 +504,66 @@ resource "jupyter_spawner_config" "hub" {
 		},
 	})
 }
+
+// delete_copied_sources deletes an old home only when a verification made
+// right before the delete passes. Here alice's fails (she wrote to her old
+// home after the copy, say): her old claim is kept and the apply says why;
+// bob's passes and his old claim goes. Once hers passes, it goes too.
+func TestAccHomeStorage_deleteSourceVerifiedNow(t *testing.T) {
+	cs := acctest.Cluster(t).Admin()
+	ns := acctest.Namespace(t)
+	ebs, efs := "gp3-"+ns, "efs-"+ns
+	defer func(d time.Duration) { kube.CopyTimeout = d }(kube.CopyTimeout)
+	kube.CopyTimeout = time.Minute
+	var seeds []acctest.SeedClaim
+	for _, u := range []string{"alice", "bob"} {
+		seeds = append(seeds, acctest.SeedClaim{Name: "claim-" + u, Username: u, StorageClass: &ebs, Bound: true, Driver: "ebs.csi.aws.com"})
+		reserveVolume(t, cs, ns, "home-"+u, efs)
+	}
+	acctest.Seed(t, cs, ns, seeds...)
+	jobs := &fakeJobController{seen: map[string]int{}, fail: map[string]bool{}}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); jobs.run(ctx, t, cs, ns) }()
+	t.Cleanup(func() { cancel(); wg.Wait() })
+	exists := func(name string) bool {
+		_, err := cs.CoreV1().PersistentVolumeClaims(ns).Get(context.Background(), name, metav1.GetOptions{})
+		return err == nil
+	}
+	del := copyConfig(t, ns, efs, "allow_data_loss = true", "delete_copied_sources = true")
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: protoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{Config: copyConfig(t, ns, efs)},
+			{
+				PreConfig: func() {
+					jobs.mu.Lock()
+					jobs.fail["alice"] = true // her verification finds data the copy lacks
+					jobs.mu.Unlock()
+				},
+				Config:           del,
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{expectClass("destructive")}},
+				ExpectError:      wrapRE(`(?s)alice \(claim-alice, delete-source\).*verifying it again right before the delete.*It is kept`),
+			},
+			{
+				PreConfig: func() {
+					if !exists("claim-alice") || exists("claim-bob") || !exists("home-alice") || !exists("home-bob") {
+						t.Fatalf("after the failed verification: claim-alice %v (want kept), claim-bob %v (want deleted)", exists("claim-alice"), exists("claim-bob"))
+					}
+					jobs.mu.Lock()
+					jobs.fail["alice"] = false
+					jobs.mu.Unlock()
+				},
+				Config: del,
+				Check: func(*terraform.State) error {
+					if exists("claim-alice") || !exists("home-alice") {
+						return fmt.Errorf("claim-alice %v, home-alice %v", exists("claim-alice"), exists("home-alice"))
+					}
+					return nil
+				},
+			},
+			{Config: del, PlanOnly: true},
+		},
+	})
+}
