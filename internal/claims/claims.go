@@ -7,6 +7,17 @@ import (
 	"sort"
 )
 
+// Access modes of a claim (Kubernetes' names), defined once for every package.
+const (
+	RWO  = "ReadWriteOnce"
+	RWX  = "ReadWriteMany"
+	RWOP = "ReadWriteOncePod"
+)
+
+// ManagedBy is the app.kubernetes.io/managed-by value of every object this
+// provider creates.
+const ManagedBy = "terraform-provider-jupyter"
+
 // Claim is what the provider knows about one PersistentVolumeClaim.
 type Claim struct {
 	Name           string

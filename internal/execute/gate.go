@@ -41,7 +41,7 @@ func Facts(ctx context.Context, cl Cluster, s safety.Step, exceptJob string) (sa
 	}
 	pre := s
 	pre.Verify = false
-	if safety.Gate(pre, f) != nil {
+	if !passes(pre, f) {
 		return f, nil // refused (or gone) without verifying
 	}
 	ok, detail, err := cl.VerifyCopy(ctx, s.Namespace, s.Claim, s.Target, s.Image)
@@ -54,6 +54,9 @@ func Facts(ctx context.Context, cl Cluster, s safety.Step, exceptJob string) (sa
 	f.Verified, f.Unverified = ok, detail
 	return f, nil
 }
+
+// passes reports whether the gate lets step s through on facts f.
+func passes(s safety.Step, f safety.Facts) bool { return safety.Gate(s, f) == nil }
 
 func claimFacts(ctx context.Context, cl Cluster, s safety.Step, exceptJob string) (safety.Facts, error) {
 	var f safety.Facts

@@ -74,37 +74,14 @@ func (c *Client) ListClaimsFresh(ctx context.Context, namespace, selector string
 }
 
 func (c *Client) listClaims(ctx context.Context, namespace, selector string) ([]corev1.PersistentVolumeClaim, error) {
-	var out []corev1.PersistentVolumeClaim
-	restarted := false
-	opts := metav1.ListOptions{LabelSelector: selector, Limit: PageSize}
-	for {
-		var page *corev1.PersistentVolumeClaimList
-		err := c.Backoff.Retry(ctx, func() error {
-			var err error
-			page, err = c.Kube.CoreV1().PersistentVolumeClaims(namespace).List(ctx, opts)
-			return err
+	return listAll(ctx, c, "persistentvolumeclaims", namespace, metav1.ListOptions{LabelSelector: selector},
+		func(ctx context.Context, opts metav1.ListOptions) (page[corev1.PersistentVolumeClaim], error) {
+			l, err := c.Kube.CoreV1().PersistentVolumeClaims(namespace).List(ctx, opts)
+			if err != nil {
+				return page[corev1.PersistentVolumeClaim]{}, err
+			}
+			return page[corev1.PersistentVolumeClaim]{l.Items, l.ListMeta}, nil
 		})
-		if apierrors.IsResourceExpired(err) && !restarted {
-			restarted, out, opts.Continue = true, nil, ""
-			continue
-		}
-		if err != nil {
-			return nil, Explain(err, "list", "persistentvolumeclaims", namespace)
-		}
-		if out == nil && page.Continue == "" {
-			return page.Items, nil // one page: no copy
-		}
-		if out == nil && page.RemainingItemCount != nil {
-			// Sized once from the first page: copying thousands of claims
-			// as the slice grows costs more than decoding them.
-			out = make([]corev1.PersistentVolumeClaim, 0, len(page.Items)+int(*page.RemainingItemCount))
-		}
-		out = append(out, page.Items...)
-		if page.Continue == "" {
-			return out, nil
-		}
-		opts.Continue = page.Continue
-	}
 }
 
 // Explain turns an API error into one a person can act on; for a forbidden

@@ -4,12 +4,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/claims"
-)
-
-// Metadata keys KubeSpawner sets on the claims it creates.
-const (
-	usernameKey   = "hub.jupyter.org/username"
-	servernameKey = "hub.jupyter.org/servername"
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/kubespawner"
 )
 
 // ClaimFromPVC converts a live claim to the provider's view of it.
@@ -18,15 +13,15 @@ func ClaimFromPVC(p *corev1.PersistentVolumeClaim) claims.Claim {
 		Name:          p.Name,
 		Namespace:     p.Namespace,
 		UID:           string(p.UID),
-		UsernameLabel: p.Labels[usernameKey],
-		Servername:    p.Annotations[servernameKey],
+		UsernameLabel: p.Labels[kubespawner.LabelUsername],
+		Servername:    p.Annotations[kubespawner.AnnotationServername],
 		Phase:         string(p.Status.Phase),
 		VolumeName:    p.Spec.VolumeName,
 		Labels:        p.Labels,
 		Annotations:   p.Annotations,
 		Deleting:      p.DeletionTimestamp != nil,
 	}
-	c.Username = p.Annotations[usernameKey]
+	c.Username = p.Annotations[kubespawner.AnnotationUsername]
 	if c.Username == "" {
 		c.Username = c.UsernameLabel
 	}

@@ -17,7 +17,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/claims"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/execute"
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/kubespawner"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/migration"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/safety"
 )
@@ -197,9 +199,9 @@ func copyTarget(job Copy, src *corev1.PersistentVolumeClaim, id string) (*corev1
 	for k, v := range job.ExtraLabels {
 		labels[k] = v
 	}
-	labels["app.kubernetes.io/managed-by"] = "terraform-provider-jupyter"
+	labels[kubespawner.LabelAppManagedBy] = claims.ManagedBy
 	ann := map[string]string{migration.CopyOfAnnotation: job.Source, migration.CopyIDAnnotation: id, migration.CopyOfUIDAnnotation: string(src.UID)}
-	for _, k := range []string{"hub.jupyter.org/username", "hub.jupyter.org/servername"} {
+	for _, k := range []string{kubespawner.AnnotationUsername, kubespawner.AnnotationServername} {
 		if v, ok := src.Annotations[k]; ok {
 			ann[k] = v
 		}
@@ -329,7 +331,7 @@ func CopyJob(job Copy) *batchv1.Job {
 	backoff, root, no, yes := int32(2), int64(0), false, true
 	return &batchv1.Job{
 		ObjectMeta: metav1.ObjectMeta{Name: migration.JobName(job.Source), Namespace: job.Namespace,
-			Labels:      map[string]string{"app.kubernetes.io/managed-by": "terraform-provider-jupyter", "app.kubernetes.io/component": "home-copy"},
+			Labels:      map[string]string{kubespawner.LabelAppManagedBy: claims.ManagedBy, kubespawner.LabelAppComponent: "home-copy"},
 			Annotations: map[string]string{migration.CopyOfAnnotation: job.Source, "jupyter-infra.github.io/copy-to": job.Target}},
 		Spec: batchv1.JobSpec{
 			BackoffLimit: &backoff,
@@ -483,28 +485,21 @@ func (c *Client) mountedExcept(ctx context.Context, namespace, jobName string) (
 // eachRunningPod calls fn for every pod in namespace that has not
 // finished, except the pods of Job jobName.
 func (c *Client) eachRunningPod(ctx context.Context, namespace, jobName string, fn func(*corev1.Pod)) error {
-	opts := metav1.ListOptions{Limit: PageSize}
-	for {
-		var page *corev1.PodList
-		err := c.Backoff.Retry(ctx, func() (err error) {
-			page, err = c.Kube.CoreV1().Pods(namespace).List(ctx, opts)
-			return err
-		})
+	return eachPage(ctx, c, "pods", namespace, metav1.ListOptions{}, func(ctx context.Context, opts metav1.ListOptions) (page[corev1.Pod], error) {
+		l, err := c.Kube.CoreV1().Pods(namespace).List(ctx, opts)
 		if err != nil {
-			return Explain(err, "list", "pods", namespace)
+			return page[corev1.Pod]{}, err
 		}
-		for i := range page.Items {
-			p := &page.Items[i]
+		return page[corev1.Pod]{l.Items, l.ListMeta}, nil
+	}, func(items []corev1.Pod, _ metav1.ListMeta, _ bool) {
+		for i := range items {
+			p := &items[i]
 			if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed || jobName != "" && p.Labels[JobNameLabel] == jobName {
 				continue
 			}
 			fn(p)
 		}
-		if page.Continue == "" {
-			return nil
-		}
-		opts.Continue = page.Continue
-	}
+	})
 }
 
 // writeCopyRecord writes a copy record on source if the claim is still at

@@ -26,23 +26,14 @@ var StepTimeout = 2 * time.Minute
 
 // ListVolumes returns every PersistentVolume matching selector, in pages.
 func (c *Client) ListVolumes(ctx context.Context, selector string) ([]corev1.PersistentVolume, error) {
-	var out []corev1.PersistentVolume
-	opts := metav1.ListOptions{Limit: PageSize, LabelSelector: selector}
-	for {
-		var page *corev1.PersistentVolumeList
-		err := c.Backoff.Retry(ctx, func() (err error) {
-			page, err = c.Kube.CoreV1().PersistentVolumes().List(ctx, opts)
-			return err
+	return listAll(ctx, c, "persistentvolumes", "", metav1.ListOptions{LabelSelector: selector},
+		func(ctx context.Context, opts metav1.ListOptions) (page[corev1.PersistentVolume], error) {
+			l, err := c.Kube.CoreV1().PersistentVolumes().List(ctx, opts)
+			if err != nil {
+				return page[corev1.PersistentVolume]{}, err
+			}
+			return page[corev1.PersistentVolume]{l.Items, l.ListMeta}, nil
 		})
-		if err != nil {
-			return nil, Explain(err, "list", "persistentvolumes", "")
-		}
-		out = append(out, page.Items...)
-		if page.Continue == "" {
-			return out, nil
-		}
-		opts.Continue = page.Continue
-	}
 }
 
 // MigrationsInProgress returns the volumes that carry a migration record

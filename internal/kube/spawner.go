@@ -93,42 +93,11 @@ func (c *Client) DeleteConfigMap(ctx context.Context, namespace, name string) er
 // ListNodes returns every Node, in pages of PageSize. A page token that
 // expired mid-list (410 Gone) restarts the list once.
 func (c *Client) ListNodes(ctx context.Context) ([]corev1.Node, error) {
-	var out []corev1.Node
-	restarted := false
-	opts := metav1.ListOptions{Limit: PageSize}
-	for {
-		var page *corev1.NodeList
-		err := c.Backoff.Retry(ctx, func() (err error) {
-			page, err = c.Kube.CoreV1().Nodes().List(ctx, opts)
-			return err
-		})
-		if apierrors.IsResourceExpired(err) && !restarted {
-			restarted, out, opts.Continue = true, nil, ""
-			continue
-		}
+	return listAll(ctx, c, "nodes", "", metav1.ListOptions{}, func(ctx context.Context, opts metav1.ListOptions) (page[corev1.Node], error) {
+		l, err := c.Kube.CoreV1().Nodes().List(ctx, opts)
 		if err != nil {
-			return nil, Explain(err, "list", "nodes", "")
+			return page[corev1.Node]{}, err
 		}
-		out = append(out, page.Items...)
-		if page.Continue == "" {
-			return out, nil
-		}
-		opts.Continue = page.Continue
-	}
-}
-
-// GetClaim returns the claim, or nil when it does not exist.
-func (c *Client) GetClaim(ctx context.Context, namespace, name string) (*corev1.PersistentVolumeClaim, error) {
-	var pvc *corev1.PersistentVolumeClaim
-	err := c.Backoff.Retry(ctx, func() (err error) {
-		pvc, err = c.Kube.CoreV1().PersistentVolumeClaims(namespace).Get(ctx, name, metav1.GetOptions{})
-		return err
+		return page[corev1.Node]{l.Items, l.ListMeta}, nil
 	})
-	if apierrors.IsNotFound(err) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, Explain(err, "get", "persistentvolumeclaims", namespace)
-	}
-	return pvc, nil
 }

@@ -3,9 +3,9 @@ package kube
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"sync"
+	"maps"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -178,6 +178,22 @@ func (c *Client) RemoveClaim(ctx context.Context, namespace, name, uid string) e
 	}
 }
 
+// GetClaim returns the claim, or nil when it does not exist.
+func (c *Client) GetClaim(ctx context.Context, namespace, name string) (*corev1.PersistentVolumeClaim, error) {
+	var pvc *corev1.PersistentVolumeClaim
+	err := c.Backoff.Retry(ctx, func() (err error) {
+		pvc, err = c.Kube.CoreV1().PersistentVolumeClaims(namespace).Get(ctx, name, metav1.GetOptions{})
+		return err
+	})
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, Explain(err, "get", "persistentvolumeclaims", namespace)
+	}
+	return pvc, nil
+}
+
 // Claim is the claim as it is now (execute.Cluster); nil when it does not exist.
 func (c *Client) Claim(ctx context.Context, namespace, name string) (*claims.Claim, error) {
 	pvc, err := c.GetClaim(ctx, namespace, name)
@@ -192,80 +208,21 @@ func (c *Client) Claim(ctx context.Context, namespace, name string) (*claims.Cla
 // claim, except those of Job exceptJob (execute.Cluster). It lists the
 // namespace's pods each time: the gate's facts are read for each step.
 func (c *Client) MountedBy(ctx context.Context, namespace, claim, exceptJob string) ([]string, error) {
-	var out []string
+	pods := map[string]bool{} // a restarted List shows a pod again
 	err := c.eachRunningPod(ctx, namespace, exceptJob, func(p *corev1.Pod) {
 		for _, v := range p.Spec.Volumes {
 			if v.PersistentVolumeClaim != nil && v.PersistentVolumeClaim.ClaimName == claim {
-				out = append(out, p.Name)
-				return
+				pods[p.Name] = true
 			}
 		}
 	})
-	return out, err
+	return slices.Sorted(maps.Keys(pods)), err
 }
 
 // MountedClaims returns the names of claims used by pods in namespace that
 // have not finished.
 func (c *Client) MountedClaims(ctx context.Context, namespace string) (map[string]bool, error) {
 	return c.mountedExcept(ctx, namespace, "")
-}
-
-// ErrNotAttempted is the error of an item ForEach did not start because the
-// API server could not be reached by an earlier one.
-var ErrNotAttempted = errors.New("not attempted")
-
-// ForEach runs fn for every item with at most Parallelism at once and
-// returns the error of each item that failed, by index.
-//
-// When an item fails because the API server cannot be reached (Unreachable),
-// the items still running are cancelled at their next retry and the ones
-// not started yet are not attempted: their error wraps ErrNotAttempted and
-// the cause. Waiting out every item's retries would only make the caller
-// wait minutes for the same answer.
-func ForEach[T any](ctx context.Context, items []T, fn func(context.Context, T) error) map[int]error {
-	return ForEachN(ctx, items, Parallelism, fn)
-}
-
-// ForEachN is ForEach with at most n items at once.
-func ForEachN[T any](ctx context.Context, items []T, n int, fn func(context.Context, T) error) map[int]error {
-	if n < 1 {
-		n = 1
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var mu sync.Mutex
-	errs := map[int]error{}
-	var down error // the first Unreachable error
-	sem := make(chan struct{}, n)
-	var wg sync.WaitGroup
-	for i, it := range items {
-		sem <- struct{}{}
-		mu.Lock()
-		stop := down
-		mu.Unlock()
-		if stop != nil {
-			<-sem
-			mu.Lock()
-			errs[i] = fmt.Errorf("%w: the API server could not be reached: %w", ErrNotAttempted, stop)
-			mu.Unlock()
-			continue
-		}
-		wg.Add(1)
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			if err := fn(ctx, it); err != nil {
-				mu.Lock()
-				errs[i] = err
-				if down == nil && Unreachable(err) {
-					down = err
-					cancel()
-				}
-				mu.Unlock()
-			}
-		}()
-	}
-	wg.Wait()
-	return errs
 }
 
 func explainIf(err error, verb, resource, namespace string) error {

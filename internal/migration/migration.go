@@ -22,16 +22,18 @@ package migration
 
 import (
 	"encoding/json"
+
 	"fmt"
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/claims"
 	"slices"
 	"strings"
 )
 
 // Access modes.
 const (
-	RWO  = "ReadWriteOnce"
-	RWX  = "ReadWriteMany"
-	RWOP = "ReadWriteOncePod"
+	RWO  = claims.RWO
+	RWX  = claims.RWX
+	RWOP = claims.RWOP
 )
 
 // Method is how a claim is migrated.

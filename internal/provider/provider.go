@@ -61,9 +61,7 @@ func NewWithClientFactory(version string, f ClientFactory) func() provider.Provi
 // apply had been stopped. Tests use it to show that a re-apply resumes.
 func NewWithMigrationHook(version string, afterStep func(user string, op migration.Op) error) func() provider.Provider {
 	return func() provider.Provider {
-		p := New(version)().(*JupyterProvider)
-		p.afterStep = afterStep
-		return p
+		return &JupyterProvider{version: version, newClient: kube.NewAPI, lookupEnv: os.LookupEnv, afterStep: afterStep}
 	}
 }
 
@@ -82,6 +80,15 @@ func (p *JupyterProvider) Schema(_ context.Context, _ provider.SchemaRequest, re
 type providerData struct {
 	Client  *kube.Client
 	Unknown string
+}
+
+// client is the configured client; nil before Configure, or when the
+// connection is not known until apply.
+func (d *providerData) client() *kube.Client {
+	if d == nil {
+		return nil
+	}
+	return d.Client
 }
 
 func (p *JupyterProvider) Configure(ctx context.Context, req provider.ConfigureRequest, resp *provider.ConfigureResponse) {

@@ -141,23 +141,24 @@ func (m *homeStorageModel) prior(ctx context.Context, diags *diag.Diagnostics) *
 	return p
 }
 
-// readLive lists the claims (one paginated List), the storage class and,
-// when a claim may be deleted, the pods that mount claims.
-//
-// fresh skips the process's snapshot of the claims (apply always reads afresh).
-// migrate also reads the migrations in progress and, when needed, the volumes.
-func (r *homeStorageResource) readLive(ctx context.Context, client *kube.Client, m *homeStorageModel, needPods, fresh, migrate bool) (safety.Live, error) {
-	return r.readLiveFrom(ctx, client, m, nil, needPods, fresh, migrate)
+// readMode says what a read of the live cluster includes besides the
+// claims and the storage class.
+type readMode struct {
+	pods       bool // the pods that mount claims (a claim may be deleted)
+	fresh      bool // a new List, not the process's snapshot (apply reads afresh)
+	migrations bool // migrations in progress and, when some claim differs, the volumes
 }
 
-// readLiveFrom is readLive where state is what the last apply recorded:
-// when it looked for homes elsewhere, claims are read there too (the old
-// namespace; cluster-wide when user namespaces are or were on), so that the
-// homes the new settings no longer find are seen (safety: homes left behind).
-func (r *homeStorageResource) readLiveFrom(ctx context.Context, client *kube.Client, m, state *homeStorageModel, needPods, fresh, migrate bool) (safety.Live, error) {
+// readLive lists the claims (one paginated List), the storage class and
+// what mode asks for. state is what the last apply recorded (nil when
+// none): when it looked for homes elsewhere, claims are read there too (the
+// old namespace; cluster-wide when user namespaces are or were on), so that
+// the homes the new settings no longer find are seen (safety: homes left
+// behind).
+func (r *homeStorageResource) readLive(ctx context.Context, client *kube.Client, m, state *homeStorageModel, mode readMode) (safety.Live, error) {
 	var live safety.Live
 	list := client.ListClaims
-	if fresh {
+	if mode.fresh {
 		list = client.ListClaimsFresh
 	}
 	selector := DefaultClaimSelector
@@ -204,7 +205,8 @@ func (r *homeStorageResource) readLiveFrom(ctx context.Context, client *kube.Cli
 	case m.className() != "":
 		live.Class = &safety.StorageClass{Name: m.className()}
 	}
-	if migrate {
+	needPods := mode.pods
+	if mode.migrations {
 		// Whether a server runs matters only for a claim a migration may
 		// touch: one that differs, or the source of a finished copy.
 		var diags diag.Diagnostics
@@ -279,7 +281,7 @@ func (r *homeStorageResource) ModifyPlan(ctx context.Context, req resource.Modif
 	if state != nil {
 		prior = state.prior(ctx, &resp.Diagnostics)
 	}
-	live, err := r.readLiveFrom(ctx, client, &plan, state, cfg.OnModeChange == safety.OnModeChangeRecreate, false, migrates(&plan, state))
+	live, err := r.readLive(ctx, client, &plan, state, readMode{pods: cfg.OnModeChange == safety.OnModeChangeRecreate, migrations: migrates(&plan, state)})
 	if err != nil {
 		resp.Diagnostics.AddError("Cannot read the live home claims", err.Error())
 		return
@@ -374,7 +376,7 @@ func (r *homeStorageResource) planDestroy(ctx context.Context, req resource.Modi
 		}
 		return
 	}
-	live, err := r.readLive(ctx, client, &state, cfg.DeletionPolicy == safety.DeletionDelete, false, false)
+	live, err := r.readLive(ctx, client, &state, nil, readMode{pods: cfg.DeletionPolicy == safety.DeletionDelete})
 	if err != nil {
 		resp.Diagnostics.AddError("Cannot read the live home claims", err.Error())
 		return
@@ -397,12 +399,7 @@ func (r *homeStorageResource) planDestroy(ctx context.Context, req resource.Modi
 	}
 }
 
-func (r *homeStorageResource) client() *kube.Client {
-	if r.data == nil {
-		return nil
-	}
-	return r.data.Client
-}
+func (r *homeStorageResource) client() *kube.Client { return r.data.client() }
 
 // destroysAtApply reports whether the configuration may delete home claims
 // in an apply (not counting destroy): allow_data_loss with on_mode_change =
@@ -460,12 +457,14 @@ func sameArguments(a, b *homeStorageModel) bool {
 		a.StorageClass.AllowVolumeExpansion.Equal(b.StorageClass.AllowVolumeExpansion) && a.StorageClass.MountOptions.Equal(b.StorageClass.MountOptions)
 }
 
+// addFindings is the one adapter from the decision cores' findings to
+// Terraform's diagnostics, at the attribute each names.
 func addFindings(diags *diag.Diagnostics, fs []safety.Finding, isError bool) {
 	for _, f := range fs {
 		if isError {
-			diags.AddAttributeError(path.Root(f.Attribute), f.Summary, f.Detail)
+			diags.AddAttributeError(findingPath(f.Attribute), f.Summary, f.Detail)
 		} else {
-			diags.AddAttributeWarning(path.Root(f.Attribute), f.Summary, f.Detail)
+			diags.AddAttributeWarning(findingPath(f.Attribute), f.Summary, f.Detail)
 		}
 	}
 }
@@ -631,21 +630,21 @@ func spawnerSettings(m *homeStorageModel, homeClaims map[string]string) string {
 	return string(b)
 }
 
-func immutableClassChanges(old, new *scModel) []string {
+func immutableClassChanges(was, now *scModel) []string {
 	var out []string
-	if !old.Provisioner.Equal(new.Provisioner) {
+	if !was.Provisioner.Equal(now.Provisioner) {
 		out = append(out, "provisioner")
 	}
-	if !mapsEqual(old.Parameters, new.Parameters) {
+	if !mapsEqual(was.Parameters, now.Parameters) {
 		out = append(out, "parameters")
 	}
-	if reclaim(old) != reclaim(new) {
+	if reclaim(was) != reclaim(now) {
 		out = append(out, "reclaim_policy")
 	}
-	if binding(old) != binding(new) {
+	if binding(was) != binding(now) {
 		out = append(out, "volume_binding_mode")
 	}
-	if !old.Name.Equal(new.Name) {
+	if !was.Name.Equal(now.Name) {
 		out = append(out, "name")
 	}
 	return out
@@ -725,7 +724,7 @@ func (r *homeStorageResource) apply(ctx context.Context, plan, state *homeStorag
 	if state != nil {
 		prior = state.prior(ctx, diags)
 	}
-	live, err := r.readLiveFrom(ctx, client, plan, state, cfg.OnModeChange == safety.OnModeChangeRecreate, true, migrates(plan, state))
+	live, err := r.readLive(ctx, client, plan, state, readMode{pods: cfg.OnModeChange == safety.OnModeChangeRecreate, fresh: true, migrations: migrates(plan, state)})
 	if err != nil {
 		diags.AddError("Cannot read the live home claims", err.Error())
 		return false
@@ -794,21 +793,19 @@ func (r *homeStorageResource) apply(ctx context.Context, plan, state *homeStorag
 				continue
 			}
 			unreachable = unreachable || kube.Unreachable(err)
-			lines = append(lines, fmt.Sprintf("  %s (%s, %s): %v", todo[i].User, todo[i].ClaimName, todo[i].Action, err))
+			lines = append(lines, fmt.Sprintf("%s (%s, %s): %v", todo[i].User, todo[i].ClaimName, todo[i].Action, err))
 		}
 		sort.Strings(lines)
-		if len(lines) > safety.ListLimit {
-			lines = append(lines[:safety.ListLimit], fmt.Sprintf("  ... and %d more", len(lines)-safety.ListLimit))
-		}
+		list := safety.CutLines(lines)
 		if notAttempted > 0 {
-			lines = append(lines, fmt.Sprintf("  %d more not attempted: the API server could not be reached", notAttempted))
+			list = strings.TrimLeft(list+fmt.Sprintf("\n  %d more not attempted: the API server could not be reached", notAttempted), "\n")
 		}
 		summary := fmt.Sprintf("%d of %d home claim changes failed", len(failed), len(todo))
 		if unreachable {
 			summary += ": the API server could not be reached"
 		}
 		diags.AddError(summary,
-			"These users' claims were not changed as planned:\n"+strings.Join(lines, "\n")+
+			"These users' claims were not changed as planned:\n"+list+
 				fmt.Sprintf("\n%d change(s) were made; the state records them. Apply again to converge. No claim was deleted except by on_mode_change = \"recreate\".", len(todo)-len(failed)))
 	}
 
@@ -827,7 +824,7 @@ func (r *homeStorageResource) apply(ctx context.Context, plan, state *homeStorag
 	var migratedErr error
 	if migrated {
 		pre := live
-		if live, migratedErr = r.readLive(ctx, client, plan, false, true, false); migratedErr != nil {
+		if live, migratedErr = r.readLive(ctx, client, plan, state, readMode{fresh: true}); migratedErr != nil {
 			diags.AddError("Cannot read the home claims after the migrations", migratedErr.Error()+
 				"\nApply again: the next plan reads them, and a migration that did not finish resumes.")
 			live = pre
@@ -857,13 +854,13 @@ func (r *homeStorageResource) apply(ctx context.Context, plan, state *homeStorag
 			// Read afresh after the migrations: the creates are in it.
 		case len(failedUsers) > 0 && !unreachable && !migrated:
 			pre := live
-			if live, err = r.readLive(ctx, client, plan, false, true, false); err != nil {
+			if live, err = r.readLive(ctx, client, plan, state, readMode{fresh: true}); err != nil {
 				diags.AddError("Cannot read the home claims after apply", err.Error()+
 					"\nThe state records the claims this apply created or changed; apply again to converge.")
 				live = pre
 			}
 		}
-		if !(migrated && migratedErr == nil) && (len(failedUsers) == 0 || unreachable || err != nil || migrated) {
+		if (!migrated || migratedErr != nil) && (len(failedUsers) == 0 || unreachable || err != nil || migrated) {
 			live.Claims = appliedClaims(before, todo, failed, created, cfg)
 		}
 		plan.Claims = claimsValue(safety.Plan(cfg, nil, live).Users, cfg, true)
@@ -948,7 +945,7 @@ func (r *homeStorageResource) ensureClass(ctx context.Context, client *kube.Clie
 	}
 	replace := state != nil && state.StorageClass != nil && len(immutableClassChanges(state.StorageClass, sc)) > 0
 	if existing != nil && !replace {
-		return client.UpdateStorageClass(ctx, name, expand, mountOptions, map[string]string{"app.kubernetes.io/managed-by": "terraform-provider-jupyter"})
+		return client.UpdateStorageClass(ctx, name, expand, mountOptions, map[string]string{kubespawner.LabelAppManagedBy: claims.ManagedBy})
 	}
 	if existing != nil {
 		if err := client.DeleteStorageClass(ctx, name); err != nil {
@@ -965,7 +962,7 @@ func (r *homeStorageResource) ensureClass(ctx context.Context, client *kube.Clie
 	reclaimPolicy := corev1.PersistentVolumeReclaimPolicy(reclaim(sc))
 	mode := storagev1.VolumeBindingMode(binding(sc))
 	return client.CreateStorageClass(ctx, &storagev1.StorageClass{
-		ObjectMeta:           metav1.ObjectMeta{Name: name, Labels: map[string]string{"app.kubernetes.io/managed-by": "terraform-provider-jupyter"}},
+		ObjectMeta:           metav1.ObjectMeta{Name: name, Labels: map[string]string{kubespawner.LabelAppManagedBy: claims.ManagedBy}},
 		Provisioner:          sc.Provisioner.ValueString(),
 		Parameters:           params,
 		ReclaimPolicy:        &reclaimPolicy,
@@ -983,7 +980,7 @@ func newClaim(cfg safety.Config, up safety.UserPlan, labels, annotations map[str
 		return nil, err
 	}
 	a := kubespawner.PVCAnnotations(meta)
-	l["app.kubernetes.io/managed-by"] = "terraform-provider-jupyter"
+	l[kubespawner.LabelAppManagedBy] = claims.ManagedBy
 	size, err := kresource.ParseQuantity(cfg.Capacity)
 	if err != nil {
 		return nil, err
@@ -1012,7 +1009,7 @@ func (r *homeStorageResource) Read(ctx context.Context, req resource.ReadRequest
 		r.fillImported(ctx, client, &state, &resp.Diagnostics)
 	}
 	cfg := state.config(ctx, &resp.Diagnostics)
-	live, err := r.readLive(ctx, client, &state, false, false, false)
+	live, err := r.readLive(ctx, client, &state, nil, readMode{})
 	if err != nil {
 		resp.Diagnostics.AddError("Cannot read the live home claims", err.Error())
 		return

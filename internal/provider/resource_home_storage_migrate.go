@@ -244,14 +244,11 @@ func runMigrations(ctx context.Context, client *kube.Client, plan *homeStorageMo
 			if up.Method == migration.MethodCopy {
 				where = "copy to " + up.Target
 			}
-			lines = append(lines, fmt.Sprintf("  %s (%s, %s, stopped at %s): %v", up.User, up.ClaimName, where, status[key].Step, err))
+			lines = append(lines, fmt.Sprintf("%s (%s, %s, stopped at %s): %v", up.User, up.ClaimName, where, status[key].Step, err))
 		}
 		sort.Strings(lines)
-		if len(lines) > safety.ListLimit {
-			lines = append(lines[:safety.ListLimit], fmt.Sprintf("  ... and %d more", len(lines)-safety.ListLimit))
-		}
 		diags.AddError(fmt.Sprintf("%d of %d home migrations did not finish", len(failed), len(items)),
-			"These users' homes were not fully migrated:\n"+strings.Join(lines, "\n")+
+			"These users' homes were not fully migrated:\n"+safety.CutLines(lines)+
 				"\nNo data was lost: a rebound volume is retained from the first step on (its record is an annotation on the volume), and a copied home's source claim is never changed but for its record annotation. "+
 				"Apply again to resume from the step reached; these users stay in legacy_users (co-located) until then.")
 	}
@@ -264,15 +261,7 @@ func runMigrations(ctx context.Context, client *kube.Client, plan *homeStorageMo
 // not made), a warning where nothing is left to do.
 func reportReconcile(diags *diag.Diagnostics, refused, moot []safety.Mismatch) {
 	lines := func(ms []safety.Mismatch) string {
-		var l []string
-		for i, m := range ms {
-			if i == safety.ListLimit {
-				l = append(l, fmt.Sprintf("  ... and %d more", len(ms)-safety.ListLimit))
-				break
-			}
-			l = append(l, "  "+m.String())
-		}
-		return strings.Join(l, "\n")
+		return safety.Cut(len(ms), func(i int) string { return ms[i].String() })
 	}
 	if len(refused) > 0 {
 		diags.AddAttributeError(path.Root("changes"), "Claims changed since the plan",

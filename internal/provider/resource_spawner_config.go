@@ -23,7 +23,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/claims"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/kube"
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/kubespawner"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/spawner"
 )
 
@@ -157,7 +159,7 @@ func (m *spawnerConfigModel) build(ctx context.Context, diags *diag.Diagnostics)
 		return spawner.Result{}, false
 	}
 	res, errs := spawner.Build(cfg)
-	addSpawnerFindings(diags, errs, true)
+	addFindings(diags, errs, true)
 	return res, len(errs) == 0
 }
 
@@ -231,22 +233,17 @@ func (r *spawnerConfigResource) ModifyPlan(ctx context.Context, req resource.Mod
 // against the nodes (nil when the cluster could not be read).
 func spawnerConfigDiagnostics(res spawner.Result, nodes []spawner.Node, colocated int) diag.Diagnostics {
 	var diags diag.Diagnostics
-	addSpawnerFindings(&diags, spawner.Warnings(res, nodes, colocated), false)
+	addFindings(&diags, spawner.Warnings(res, nodes, colocated), false)
 	return diags
 }
 
-func (r *spawnerConfigResource) client() *kube.Client {
-	if r.data == nil {
-		return nil
-	}
-	return r.data.Client
-}
+func (r *spawnerConfigResource) client() *kube.Client { return r.data.client() }
 
 // configMap is the ConfigMap with the rendered file and its document.
 func configMap(m *spawnerConfigModel, res spawner.Result) *corev1.ConfigMap {
 	return &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Name: m.ConfigMapName.ValueString(), Namespace: m.Namespace.ValueString(),
-			Labels: map[string]string{"app.kubernetes.io/managed-by": "terraform-provider-jupyter", "app.kubernetes.io/component": "spawner-config"}},
+			Labels: map[string]string{kubespawner.LabelAppManagedBy: claims.ManagedBy, kubespawner.LabelAppComponent: "spawner-config"}},
 		Data: map[string]string{spawner.PythonFile: spawner.Python(), spawner.JSONFile: spawner.JSON(res.Document())},
 	}
 }

@@ -19,7 +19,9 @@ import (
 	kresource "k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/claims"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/kube"
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/kubespawner"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/spawner"
 )
 
@@ -312,19 +314,9 @@ func (r *spawnerProfileResource) ModifyPlan(ctx context.Context, req resource.Mo
 func profileNodeDiagnostics(p spawner.Profile, nodes []spawner.Node, requireSchedulable bool) diag.Diagnostics {
 	var diags diag.Diagnostics
 	errs, warns := spawner.CheckProfile(profileID(p), p.Demand(), nodes, requireSchedulable)
-	addSpawnerFindings(&diags, errs, true)
-	addSpawnerFindings(&diags, warns, false)
+	addFindings(&diags, errs, true)
+	addFindings(&diags, warns, false)
 	return diags
-}
-
-func addSpawnerFindings(diags *diag.Diagnostics, fs []spawner.Finding, isError bool) {
-	for _, f := range fs {
-		if isError {
-			diags.AddAttributeError(findingPath(f.Attribute), f.Summary, f.Detail)
-		} else {
-			diags.AddAttributeWarning(findingPath(f.Attribute), f.Summary, f.Detail)
-		}
-	}
 }
 
 func profileID(p spawner.Profile) string {
@@ -334,12 +326,7 @@ func profileID(p spawner.Profile) string {
 	return p.DisplayName
 }
 
-func (r *spawnerProfileResource) client() *kube.Client {
-	if r.data == nil {
-		return nil
-	}
-	return r.data.Client
-}
+func (r *spawnerProfileResource) client() *kube.Client { return r.data.client() }
 
 func (r *spawnerProfileResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
 	planApply(ctx, req.Plan, &resp.State, &resp.Diagnostics, func(m *spawnerProfileModel) { r.apply(ctx, m, &resp.Diagnostics) })
@@ -400,7 +387,7 @@ func sharedClaim(ctx context.Context, m *spawnerProfileModel, v profileVolumeMod
 	pvc := &corev1.PersistentVolumeClaim{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: v.Name.ValueString(), Namespace: m.Namespace.ValueString(), Annotations: annotations,
-			Labels: map[string]string{"app.kubernetes.io/managed-by": "terraform-provider-jupyter", "app.kubernetes.io/component": "shared-volume"},
+			Labels: map[string]string{kubespawner.LabelAppManagedBy: claims.ManagedBy, kubespawner.LabelAppComponent: "shared-volume"},
 		},
 		Spec: corev1.PersistentVolumeClaimSpec{
 			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.PersistentVolumeAccessMode(newClaimMode(v.NewClaim))},

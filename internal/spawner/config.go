@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/claims"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/kubespawner"
 )
 
@@ -18,9 +19,9 @@ const HostnameTopologyKey = "kubernetes.io/hostname"
 
 // Access modes.
 const (
-	RWO  = "ReadWriteOnce"
-	RWX  = "ReadWriteMany"
-	RWOP = "ReadWriteOncePod"
+	RWO  = claims.RWO
+	RWX  = claims.RWX
+	RWOP = claims.RWOP
 )
 
 // Mode says which users' pods are pinned to one node.
@@ -99,8 +100,7 @@ func Build(c Config) (Result, []Finding) {
 	home := deepCopy(c.Home)
 	modes, _ := home["storage_access_modes"].([]any)
 	if len(modes) != 1 {
-		errs = append(errs, Finding{"home_storage_settings", "No home access mode",
-			"home_storage_settings must be the spawner_settings of a jupyter_home_storage (a JSON object with storage_access_modes); pass jupyter_home_storage.<name>.spawner_settings."})
+		errs = append(errs, Finding{Attribute: "home_storage_settings", Summary: "No home access mode", Detail: "home_storage_settings must be the spawner_settings of a jupyter_home_storage (a JSON object with storage_access_modes); pass jupyter_home_storage.<name>.spawner_settings."})
 		return r, errs
 	}
 	r.AccessMode, _ = modes[0].(string)
@@ -136,8 +136,7 @@ func Build(c Config) (Result, []Finding) {
 			r.Colocation.Users[u] = v
 		}
 		if len(bad) > 0 {
-			errs = append(errs, Finding{"legacy_users", "Usernames without a valid label value",
-				fmt.Sprintf("KubeSpawner's label-safe form of %s is not a valid Kubernetes label value, so their pods cannot carry the co-location label. Migrate these users' homes to ReadWriteMany first.", strings.Join(bad, ", "))})
+			errs = append(errs, Finding{Attribute: "legacy_users", Summary: "Usernames without a valid label value", Detail: fmt.Sprintf("KubeSpawner's label-safe form of %s is not a valid Kubernetes label value, so their pods cannot carry the co-location label. Migrate these users' homes to ReadWriteMany first.", strings.Join(bad, ", "))})
 		}
 	default:
 		r.Colocation.Mode = ColocateNone
@@ -146,26 +145,21 @@ func Build(c Config) (Result, []Finding) {
 	for k, v := range deepCopy(c.Extra) {
 		switch {
 		case k == "profile_list":
-			errs = append(errs, Finding{"extra_settings_json", "profile_list is set by profiles",
-				"Remove profile_list from extra_settings_json and pass the profiles' profile_json in profiles."})
+			errs = append(errs, Finding{Attribute: "extra_settings_json", Summary: "profile_list is set by profiles", Detail: "Remove profile_list from extra_settings_json and pass the profiles' profile_json in profiles."})
 		case k == "modify_pod_hook":
-			errs = append(errs, Finding{"extra_settings_json", "modify_pod_hook cannot be JSON",
-				"A hook is Python; put it in hub.extraConfig. The rendered file keeps any hook set before it and runs it first."})
+			errs = append(errs, Finding{Attribute: "extra_settings_json", Summary: "modify_pod_hook cannot be JSON", Detail: "A hook is Python; put it in hub.extraConfig. The rendered file keeps any hook set before it and runs it first."})
 		case slices.Contains(homeKeys, k):
-			errs = append(errs, Finding{"extra_settings_json", fmt.Sprintf("%s is set by the home storage", k),
-				fmt.Sprintf("Remove %s from extra_settings_json; it comes from jupyter_home_storage's spawner_settings. Change it there, where the plan checks it against the live claims.", k)})
+			errs = append(errs, Finding{Attribute: "extra_settings_json", Summary: fmt.Sprintf("%s is set by the home storage", k), Detail: fmt.Sprintf("Remove %s from extra_settings_json; it comes from jupyter_home_storage's spawner_settings. Change it there, where the plan checks it against the live claims.", k)})
 		case k == "volumes" || k == "volume_mounts":
 			extra, ok := v.([]any)
 			if !ok {
-				errs = append(errs, Finding{"extra_settings_json", k + " must be a list",
-					fmt.Sprintf("extra_settings_json.%s is appended to the home volume's list; give a JSON list of %s.", k, k)})
+				errs = append(errs, Finding{Attribute: "extra_settings_json", Summary: k + " must be a list", Detail: fmt.Sprintf("extra_settings_json.%s is appended to the home volume's list; give a JSON list of %s.", k, k)})
 				continue
 			}
 			have, _ := r.Settings[k].([]any)
 			for _, e := range extra {
 				if n := nameOf(e); n != "" && slices.ContainsFunc(have, func(h any) bool { return nameOf(h) == n }) && k == "volumes" {
-					errs = append(errs, Finding{"extra_settings_json", "Duplicate volume name",
-						fmt.Sprintf("extra_settings_json.volumes names %q, which the home storage already uses. Choose another name.", n)})
+					errs = append(errs, Finding{Attribute: "extra_settings_json", Summary: "Duplicate volume name", Detail: fmt.Sprintf("extra_settings_json.volumes names %q, which the home storage already uses. Choose another name.", n)})
 				}
 			}
 			r.Settings[k] = append(have, extra...)
@@ -181,23 +175,20 @@ func Build(c Config) (Result, []Finding) {
 		name := ProfileName(p)
 		slug, _ := p["slug"].(string)
 		if slug != "" && slugs[slug] {
-			errs = append(errs, Finding{"profiles", "Duplicate profile slug",
-				fmt.Sprintf("Two profiles have slug %q; KubeSpawner picks profiles by slug. Give each a distinct slug.", slug)})
+			errs = append(errs, Finding{Attribute: "profiles", Summary: "Duplicate profile slug", Detail: fmt.Sprintf("Two profiles have slug %q; KubeSpawner picks profiles by slug. Give each a distinct slug.", slug)})
 		}
 		slugs[slug] = true
 		if d, _ := p["default"].(bool); d {
 			defaults = append(defaults, name)
 		}
 		if _, ok := p["display_name"].(string); !ok {
-			errs = append(errs, Finding{"profiles", "Not a profile",
-				fmt.Sprintf("profiles[%d] has no display_name; pass the profile_json of a jupyter_spawner_profile.", i)})
+			errs = append(errs, Finding{Attribute: "profiles", Summary: "Not a profile", Detail: fmt.Sprintf("profiles[%d] has no display_name; pass the profile_json of a jupyter_spawner_profile.", i)})
 		}
 		withGlobalVolumes(p, r.Settings)
 		r.Profiles = append(r.Profiles, p)
 	}
 	if len(defaults) > 1 {
-		errs = append(errs, Finding{"profiles", "More than one default profile",
-			fmt.Sprintf("Profiles %s are all marked default; KubeSpawner uses only one. Set default = true on one profile.", strings.Join(defaults, ", "))})
+		errs = append(errs, Finding{Attribute: "profiles", Summary: "More than one default profile", Detail: fmt.Sprintf("Profiles %s are all marked default; KubeSpawner uses only one. Set default = true on one profile.", strings.Join(defaults, ", "))})
 	}
 	if len(r.Profiles) > 0 {
 		list := make([]any, len(r.Profiles))
@@ -292,11 +283,9 @@ func Warnings(r Result, nodes []Node, colocated int) []Finding {
 	}
 	if len(gpu) > 0 {
 		names := strings.Join(gpu, ", ")
-		out = append(out, Finding{"profiles", "Co-location blocks GPU servers behind running apps",
-			fmt.Sprintf("%s A user with an app or lab running on a CPU node cannot start GPU profile %s: the new pod must join the node the others run on, which has no GPU, "+
-				"so it stays Pending until the spawn timeout, and a cluster autoscaler cannot help (no new node satisfies the affinity). %s", why, names, fix)})
-		out = append(out, Finding{"profiles", "Co-location keeps GPU nodes alive",
-			fmt.Sprintf("%s Apps a user starts while GPU profile %s runs ride along onto the GPU node and keep it busy after the lab stops, so the autoscaler cannot scale it down. %s", why, names, fix)})
+		out = append(out, Finding{Attribute: "profiles", Summary: "Co-location blocks GPU servers behind running apps", Detail: fmt.Sprintf("%s A user with an app or lab running on a CPU node cannot start GPU profile %s: the new pod must join the node the others run on, which has no GPU, "+
+			"so it stays Pending until the spawn timeout, and a cluster autoscaler cannot help (no new node satisfies the affinity). %s", why, names, fix)})
+		out = append(out, Finding{Attribute: "profiles", Summary: "Co-location keeps GPU nodes alive", Detail: fmt.Sprintf("%s Apps a user starts while GPU profile %s runs ride along onto the GPU node and keep it busy after the lab stops, so the autoscaler cannot scale it down. %s", why, names, fix)})
 	}
 	if f, ok := capacity(r, nodes, colocated, why, fix); ok {
 		out = append(out, f)
@@ -336,13 +325,12 @@ func capacity(r Result, nodes []Node, colocated int, why, fix string) (Finding, 
 		}
 		return cmpInt(a.MemBytes, b.MemBytes)
 	})
-	return Finding{"colocated_servers", "One user's servers do not fit on one node",
-		fmt.Sprintf("%s The largest node, %s, has allocatable CPU %s and memory %s. The largest profile guarantees CPU %s (%s) and memory %s (%s); "+
-			"a lab on it plus %d app(s) on the smallest profile (CPU %s, memory %s) needs CPU %s and memory %s on one node (colocated_servers = %d). "+
-			"The last server to start stays Pending although the cluster may have room elsewhere. %s",
-			why, largest.Name, Cores(largest.CPUMillis), Bytes(largest.MemBytes),
-			Cores(maxCPU.cpu), maxCPU.name, Bytes(maxMem.mem), maxMem.name,
-			n, Cores(minCPU.cpu), Bytes(minMem.mem), Cores(sumCPU), Bytes(sumMem), colocated, fix)}, true
+	return Finding{Attribute: "colocated_servers", Summary: "One user's servers do not fit on one node", Detail: fmt.Sprintf("%s The largest node, %s, has allocatable CPU %s and memory %s. The largest profile guarantees CPU %s (%s) and memory %s (%s); "+
+		"a lab on it plus %d app(s) on the smallest profile (CPU %s, memory %s) needs CPU %s and memory %s on one node (colocated_servers = %d). "+
+		"The last server to start stays Pending although the cluster may have room elsewhere. %s",
+		why, largest.Name, Cores(largest.CPUMillis), Bytes(largest.MemBytes),
+		Cores(maxCPU.cpu), maxCPU.name, Bytes(maxMem.mem), maxMem.name,
+		n, Cores(minCPU.cpu), Bytes(minMem.mem), Cores(sumCPU), Bytes(sumMem), colocated, fix)}, true
 }
 
 // profileGuarantees reads a profile's CPU (millicores) and memory (bytes)

@@ -101,8 +101,7 @@ func (n Node) short(d Demand) []string {
 // node's allocatable.
 func CheckProfile(name string, d Demand, nodes []Node, requireSchedulable bool) (errs, warns []Finding) {
 	if len(nodes) == 0 {
-		warns = append(warns, Finding{"node_selector", "No nodes to check the profile against",
-			fmt.Sprintf("The cluster lists no nodes, so whether profile %q can be scheduled is not known. A cluster autoscaler may add nodes when a server starts.", name)})
+		warns = append(warns, Finding{Attribute: "node_selector", Summary: "No nodes to check the profile against", Detail: fmt.Sprintf("The cluster lists no nodes, so whether profile %q can be scheduled is not known. A cluster autoscaler may add nodes when a server starts.", name)})
 		return nil, warns
 	}
 	var reasons []string
@@ -115,17 +114,15 @@ func CheckProfile(name string, d Demand, nodes []Node, requireSchedulable bool) 
 	}
 	bigEnough := slices.ContainsFunc(nodes, func(n Node) bool { return len(n.short(d)) == 0 })
 	if !bigEnough && requireSchedulable {
-		errs = append(errs, Finding{"require_schedulable", "No node is large enough for the profile's guarantees",
-			fmt.Sprintf("Profile %q guarantees %s, which is more than the allocatable resources of every node:\n%s\n"+
-				"Lower cpu_guarantee, mem_guarantee or gpu.count, add larger nodes, or set require_schedulable = false if an autoscaler adds larger nodes on demand.",
-				name, d.String(), strings.Join(reasons, "\n"))})
+		errs = append(errs, Finding{Attribute: "require_schedulable", Summary: "No node is large enough for the profile's guarantees", Detail: fmt.Sprintf("Profile %q guarantees %s, which is more than the allocatable resources of every node:\n%s\n"+
+			"Lower cpu_guarantee, mem_guarantee or gpu.count, add larger nodes, or set require_schedulable = false if an autoscaler adds larger nodes on demand.",
+			name, d.String(), strings.Join(reasons, "\n"))})
 		return errs, nil
 	}
-	warns = append(warns, Finding{"node_selector", "No current node can run this profile",
-		fmt.Sprintf("No node satisfies profile %q (node selector, tolerations against taints, %s):\n%s\n"+
-			"A server with this profile stays Pending until a node fits; a cluster autoscaler may add one. "+
-			"Otherwise fix the node_selector or tolerations, or lower the guarantees.",
-			name, d.String(), strings.Join(reasons, "\n"))})
+	warns = append(warns, Finding{Attribute: "node_selector", Summary: "No current node can run this profile", Detail: fmt.Sprintf("No node satisfies profile %q (node selector, tolerations against taints, %s):\n%s\n"+
+		"A server with this profile stays Pending until a node fits; a cluster autoscaler may add one. "+
+		"Otherwise fix the node_selector or tolerations, or lower the guarantees.",
+		name, d.String(), strings.Join(reasons, "\n"))})
 	return nil, warns
 }
 

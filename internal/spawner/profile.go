@@ -14,6 +14,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/safety"
 )
 
 // DefaultGPUResource is the extended resource a GPU block asks for by default.
@@ -100,13 +102,9 @@ type UnlistedChoice struct {
 	Override             map[string]any
 }
 
-// Finding is a diagnostic about one attribute: a summary, and a detail that
-// says what, why and how to fix it.
-type Finding struct {
-	Attribute string
-	Summary   string
-	Detail    string
-}
+// Finding is a diagnostic about one attribute (the safety core's type: one
+// definition, one adapter to Terraform's diagnostics).
+type Finding = safety.Finding
 
 var byteSpec = regexp.MustCompile(`^([0-9]+(?:\.[0-9]*)?|\.[0-9]+)([KMGT])$`)
 
@@ -136,7 +134,9 @@ func ParseBytes(s string) (int64, error) {
 // Validate checks the profile on its own. Each finding names the attribute.
 func (p Profile) Validate() []Finding {
 	var out []Finding
-	add := func(attr, summary, detail string) { out = append(out, Finding{attr, summary, detail}) }
+	add := func(attr, summary, detail string) {
+		out = append(out, Finding{Attribute: attr, Summary: summary, Detail: detail})
+	}
 	if p.DisplayName == "" {
 		add("display_name", "display_name is required", "KubeSpawner shows it in the spawn form; set it, e.g. \"GPU (1 × A100)\".")
 	}

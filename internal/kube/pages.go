@@ -1,0 +1,69 @@
+package kube
+
+import (
+	"context"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// page is one page of a List: its items and its list metadata.
+type page[T any] struct {
+	items []T
+	meta  metav1.ListMeta
+}
+
+// eachPage lists a resource in pages of PageSize, each request retried as
+// any other, and calls fn with the items of every page. A page token that
+// expired mid-list (410 Gone) restarts the list from the beginning, once:
+// fn then sees the first pages again, so it must not count an item twice.
+// The one paginator of the package.
+func eachPage[T any](ctx context.Context, c *Client, resource, namespace string, opts metav1.ListOptions,
+	fetch func(context.Context, metav1.ListOptions) (page[T], error), fn func(items []T, meta metav1.ListMeta, first bool)) error {
+	opts.Limit = PageSize
+	restarted, first := false, true
+	for {
+		var p page[T]
+		err := c.Backoff.Retry(ctx, func() (err error) {
+			p, err = fetch(ctx, opts)
+			return err
+		})
+		if apierrors.IsResourceExpired(err) && !restarted {
+			restarted, first, opts.Continue = true, true, ""
+			continue
+		}
+		if err != nil {
+			return Explain(err, "list", resource, namespace)
+		}
+		fn(p.items, p.meta, first)
+		if p.meta.Continue == "" {
+			return nil
+		}
+		first, opts.Continue = false, p.meta.Continue
+	}
+}
+
+// listAll is every item of a resource (eachPage). One page is returned
+// without a copy; the slice of several is sized once from the first page:
+// copying thousands of claims as the slice grows costs more than decoding
+// them.
+func listAll[T any](ctx context.Context, c *Client, resource, namespace string, opts metav1.ListOptions,
+	fetch func(context.Context, metav1.ListOptions) (page[T], error)) ([]T, error) {
+	var out []T
+	err := eachPage(ctx, c, resource, namespace, opts, fetch, func(items []T, meta metav1.ListMeta, first bool) {
+		switch {
+		case first && meta.Continue == "":
+			out = items // one page: no copy
+			return
+		case first && meta.RemainingItemCount != nil:
+			out = make([]T, 0, len(items)+int(*meta.RemainingItemCount))
+		case first:
+			out = nil
+		}
+		out = append(out, items...)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}

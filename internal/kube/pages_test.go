@@ -1,0 +1,59 @@
+package kube
+
+import (
+	"context"
+	"slices"
+	"testing"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// The one paginator: pages follow their continue tokens; a token that
+// expired mid-list (410 Gone) restarts the list once, and the result holds
+// every item once; a second expiry is an error.
+func TestListAll(t *testing.T) {
+	pages := map[string]page[int]{
+		"":   {[]int{1, 2}, metav1.ListMeta{Continue: "p2", RemainingItemCount: ptr(int64(3))}},
+		"p2": {[]int{3, 4}, metav1.ListMeta{Continue: "p3"}},
+		"p3": {[]int{5}, metav1.ListMeta{}},
+	}
+	for _, tc := range []struct {
+		name    string
+		expire  int // how many times the token p2 has expired
+		want    []int
+		wantErr bool
+	}{
+		{"three pages", 0, []int{1, 2, 3, 4, 5}, false},
+		{"expired once: restarted", 1, []int{1, 2, 3, 4, 5}, false},
+		{"expired twice", 2, nil, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			expired, calls := 0, 0
+			c := &Client{}
+			got, err := listAll(context.Background(), c, "things", "ns", metav1.ListOptions{}, func(_ context.Context, opts metav1.ListOptions) (page[int], error) {
+				calls++
+				if opts.Limit != PageSize {
+					t.Errorf("limit %d", opts.Limit)
+				}
+				if opts.Continue == "p2" && expired < tc.expire {
+					expired++
+					return page[int]{}, apierrors.NewResourceExpired("the token expired")
+				}
+				return pages[opts.Continue], nil
+			})
+			if (err != nil) != tc.wantErr || !slices.Equal(got, tc.want) {
+				t.Errorf("got %v, %v; want %v (error %v) after %d calls", got, err, tc.want, tc.wantErr, calls)
+			}
+		})
+	}
+	one := []int{7}
+	got, err := listAll(context.Background(), &Client{}, "things", "", metav1.ListOptions{}, func(context.Context, metav1.ListOptions) (page[int], error) {
+		return page[int]{one, metav1.ListMeta{}}, nil
+	})
+	if err != nil || &got[0] != &one[0] {
+		t.Errorf("one page is returned as it is: %v %v", got, err)
+	}
+}
+
+func ptr[T any](v T) *T { return &v }

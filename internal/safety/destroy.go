@@ -1,0 +1,60 @@
+package safety
+
+// Destroying the resource: which claims deletion_policy deletes.
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/claims"
+)
+
+// Destroy classifies destroying the resource: claims stay unless the
+// configuration says both deletion_policy = "delete" and allow_data_loss.
+func Destroy(cfg Config, prior Prior, live Live) Result {
+	var res Result
+	res.Class = ClassNone
+	var del, mounted []UserPlan
+	live.Claims = ownClaims(cfg, live.Claims)
+	liveByName := map[string]*claims.Claim{}
+	for i := range live.Claims {
+		liveByName[live.Claims[i].Name] = &live.Claims[i]
+	}
+	users := make([]string, 0, len(prior.Managed))
+	for u := range prior.Managed {
+		users = append(users, u)
+	}
+	sort.Strings(users)
+	for _, u := range users {
+		c := liveByName[prior.Managed[u]]
+		if c == nil {
+			continue
+		}
+		up := UserPlan{User: u, ClaimName: c.Name, Managed: true, Live: c, Action: ActionRelease, Reason: "retained", Namespace: c.Namespace}
+		if up.Namespace == "" {
+			up.Namespace = cfg.Namespace
+		}
+		if cfg.DeletionPolicy == DeletionDelete && cfg.AllowDataLoss {
+			up.Action, up.Reason = ActionRecreate, "deleted"
+			del = append(del, up)
+			if live.Mounted[c.Name] {
+				mounted = append(mounted, up)
+			}
+		}
+		res.Users = append(res.Users, up)
+	}
+	switch {
+	case len(mounted) > 0:
+		res.Errors = append(res.Errors, Finding{"deletion_policy", "A running server uses a claim that would be deleted",
+			fmt.Sprintf("These claims are mounted by a running pod; the delete would hang on kubernetes.io/pvc-protection:\n%s\nStop these users' servers first.", describe(mounted))})
+	case len(del) > 0:
+		res.Class = ClassDestructive
+		res.Warnings = append(res.Warnings, Finding{"deletion_policy", "Destroying deletes home claims",
+			fmt.Sprintf("deletion_policy = \"delete\" and allow_data_loss = true: destroy deletes %d home claim(s) and the data in them:\n%s", len(del), describe(del))})
+	case len(res.Users) > 0:
+		res.Warnings = append(res.Warnings, Finding{"deletion_policy", "Home claims stay after destroy",
+			fmt.Sprintf("deletion_policy = %q: the %d managed home claim(s) in namespace %s are left in place with their data; Terraform only forgets them.",
+				orDefault(cfg.DeletionPolicy, DeletionRetain), len(res.Users), cfg.Namespace)})
+	}
+	return res
+}

@@ -1,0 +1,238 @@
+package safety
+
+// on_mode_change = "migrate": which claims move, by which method, and
+// what a finished or interrupted migration means for its user.
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/claims"
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/kubespawner"
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/migration"
+)
+
+// resume plans finishing a rebind an earlier apply started, from the
+// record on its volume (the claim may be gone). While a pod mounts the
+// claim it waits, like any migration under a running server.
+func (p *planner) resume(up *UserPlan, ip InProgress, running *[]UserPlan) {
+	rec := ip.Record
+	if p.live.Mounted[up.ClaimName] {
+		up.Action, up.Volume = ActionLegacy, ip.Volume
+		up.Reason = fmt.Sprintf("the rebind an earlier apply started (volume %s, step %s) waits: a server is running", ip.Volume, rec.Step)
+		*running = append(*running, *up)
+		return
+	}
+	up.Action, up.Method, up.Volume, up.Resume = ActionMigrate, migration.MethodRebind, ip.Volume, &rec
+	up.Reason = fmt.Sprintf("resume the rebind started by an earlier apply (volume %s, step %s)", ip.Volume, rec.Step)
+}
+
+// migrate decides how one claim that differs is migrated: not while a
+// server runs, not beyond the batch, and only by a method that can serve
+// it in the new mode. A home (extra false) may be copied; another per-user
+// claim (extra true) keeps its class and is only rebound.
+func (p *planner) migrate(up *UserPlan, extra bool, migrating, running, refused *[]UserPlan) {
+	c, m := up.Live, p.cfg.Migration
+	up.Action = ActionLegacy
+	if p.live.Mounted[c.Name] {
+		up.Reason += "; a server is running: migrated by a later apply"
+		*running = append(*running, *up)
+		return
+	}
+	src := migration.Source{Modes: c.AccessModes, StorageClass: c.StorageClass, Bound: c.Phase == "Bound" && c.VolumeName != ""}
+	if v, ok := p.live.Volumes[c.VolumeName]; ok {
+		src.CSIDriver = v.CSIDriver
+	}
+	toClass, asked := p.cfg.StorageClass, m.Method
+	if extra {
+		toClass, asked = "", migration.MethodRebind
+	}
+	method, why := migration.Choose(asked, src, p.cfg.AccessMode, toClass)
+	if extra && method == "" {
+		why += " (other per-user claims are only rebound, never copied)"
+	}
+	switch {
+	case method == "":
+		up.Reason += "; " + why
+		*refused = append(*refused, *up)
+		return
+	case m.BatchSize > 0 && len(*migrating) >= m.BatchSize:
+		up.Reason += "; beyond batch_size: migrated by a later apply"
+		return
+	}
+	if method == migration.MethodCopy {
+		why := orDefault(whyNotRebind(src, p.cfg), "method = \"copy\"")
+		target, err := kubespawner.Expand(m.TargetTemplate, up.User, "", p.cfg.Scheme)
+		switch {
+		case m.CopyImage == "" || m.TargetTemplate == "":
+			up.Reason += "; needs a copy (" + why + "): set migration.copy_image and migration.target_name_template"
+			*refused = append(*refused, *up)
+			return
+		case err != nil || target == c.Name:
+			up.Reason += fmt.Sprintf("; migration.target_name_template gives %q for this user, which cannot be the new claim", target)
+			*refused = append(*refused, *up)
+			return
+		}
+		up.Action, up.Method, up.Target = ActionMigrate, method, target
+		up.Reason = fmt.Sprintf("copy to a new %s claim %s (%s); %s is kept", p.cfg.AccessMode, target, why, c.Name)
+		*migrating = append(*migrating, *up)
+		return
+	}
+	up.Action, up.Method, up.Volume = ActionMigrate, method, c.VolumeName
+	up.Reason = fmt.Sprintf("rebind volume %s as %s (zero copy)", c.VolumeName, p.cfg.AccessMode)
+	if up.Managed && !extra && p.cfg.CapacityBytes > 0 && c.RequestedBytes != p.cfg.CapacityBytes {
+		// The rebound claim requests what the old one did (its volume's
+		// size); a managed home then grows to the configured capacity in the
+		// same apply, under the same rules as any other (never shrinks).
+		if act, _ := p.capacityAction(c, up.User); act == ActionResize {
+			up.Resize = true
+			up.Reason += fmt.Sprintf(", then grow %s to %s", c.Requested, p.cfg.Capacity)
+		}
+	}
+	*migrating = append(*migrating, *up)
+}
+
+// isExtra reports whether c is one of its user's other per-user claims.
+func (p *planner) isExtra(c *claims.Claim) bool {
+	for _, t := range p.cfg.ExtraVolumes {
+		if n, err := kubespawner.Expand(t, c.Username, "", p.cfg.Scheme); err == nil && n == c.Name {
+			return true
+		}
+	}
+	return false
+}
+
+// extraVolumes classifies the users' other per-user claims: one more
+// restrictive than the configured mode keeps its user co-located
+// (keep_existing), is rebound (migrate), or fails the plan.
+func (p *planner) extraVolumes(users []string, migrating, running, refused *[]UserPlan) {
+	if len(p.cfg.ExtraVolumes) == 0 {
+		return
+	}
+	byName := make(map[string]*claims.Claim, len(p.live.Claims))
+	for i := range p.live.Claims {
+		byName[p.live.Claims[i].Name] = &p.live.Claims[i]
+	}
+	var mismatched []UserPlan
+	for _, t := range p.cfg.ExtraVolumes {
+		for _, u := range users {
+			name, err := kubespawner.Expand(t, u, "", p.cfg.Scheme)
+			if err != nil {
+				continue
+			}
+			up := UserPlan{User: u, ClaimName: name, Live: byName[name]}
+			up.Namespace, _ = p.cfg.NamespaceOf(u) // the home pass reported a user without one
+			if ip, ok := p.live.InProgress[name]; ok {
+				p.resume(&up, ip, running)
+				p.res.Extra = append(p.res.Extra, up)
+				continue
+			}
+			c := up.Live
+			if c == nil || c.Deleting || restrictiveness(c.AccessModes) <= restrictiveness([]string{p.cfg.AccessMode}) {
+				continue
+			}
+			up.Reason = fmt.Sprintf("access mode %s, config %s", strings.Join(c.AccessModes, ","), p.cfg.AccessMode)
+			switch p.cfg.OnModeChange {
+			case OnModeChangeKeepExisting:
+				up.Action = ActionLegacy
+			case OnModeChangeMigrate:
+				p.migrate(&up, true, migrating, running, refused)
+			default:
+				up.Action = ActionLegacy
+				mismatched = append(mismatched, up)
+			}
+			p.res.Extra = append(p.res.Extra, up)
+		}
+	}
+	if len(mismatched) > 0 {
+		p.errorf("extra_user_volumes", "Other per-user claims are more restrictive than the homes",
+			"%d per-user claim(s) named by extra_user_volumes do not allow access_mode = %q:\n%s\n"+
+				"A user's pods that share such a claim must stay on one node, whatever the home's mode; without co-location they get Multi-Attach errors. "+
+				"Choose with on_mode_change: \"keep_existing\" (these users stay co-located, listed in legacy_users) or \"migrate\" (their claims are rebound in the new mode). "+
+				"\"recreate\" never applies to these claims.",
+			len(mismatched), p.cfg.AccessMode, describe(mismatched))
+	}
+}
+
+// copied plans a user whose home claim carries a copy record: a finished
+// copy is the user's home from now on; an unfinished one is resumed.
+func (p *planner) copied(up *UserPlan) {
+	c := up.Live
+	rec, err := migration.DecodeCopyRecord(c.Annotations[migration.CopyAnnotation])
+	if err != nil {
+		up.Action, up.Reason = ActionKeep, err.Error()
+		p.errorf("migration", "A home's copy record cannot be read", "Claim %s of user %q: %v. Fix or remove the annotation.", c.Name, up.User, err)
+		return
+	}
+	up.Target, up.CopyResume = rec.Target, rec
+	if rec.Step == migration.StepSwitched {
+		p.homeClaim(up.User, rec.Target)
+		up.Action = ActionCopied
+		up.Reason = fmt.Sprintf("copied to %s (%d files, %d bytes); %s is kept with the old data", rec.Target, rec.Files, rec.Bytes, c.Name)
+		if m := p.cfg.Migration; m.DeleteSources && p.cfg.AllowDataLoss && p.cfg.OnModeChange == OnModeChangeMigrate && up.TargetLive != nil {
+			up.Action = ActionDeleteSource
+			up.Reason = fmt.Sprintf("delete %s, the old home: the user's home is %s, a verified copy (%d files, %d bytes)", c.Name, rec.Target, rec.Files, rec.Bytes)
+			p.deleteSources = append(p.deleteSources, *up)
+		}
+		return
+	}
+	up.Action, up.Method = ActionMigrate, migration.MethodCopy
+	up.Reason = fmt.Sprintf("resume the copy to %s started by an earlier apply (step %s)", rec.Target, rec.Step)
+}
+
+func (p *planner) homeClaim(user, claim string) {
+	if p.res.HomeClaims == nil {
+		p.res.HomeClaims = map[string]string{}
+	}
+	p.res.HomeClaims[user] = claim
+}
+
+// deleteSourceFindings reports deleting the sources of finished copies:
+// destructive, refused while a pod mounts one.
+func (p *planner) deleteSourceFindings() {
+	if len(p.deleteSources) == 0 {
+		return
+	}
+	var mounted []UserPlan
+	for _, up := range p.deleteSources {
+		if p.live.Mounted[up.ClaimName] {
+			mounted = append(mounted, up)
+		}
+	}
+	if len(mounted) > 0 {
+		p.errorf("migration", "A pod still uses the source claim of a copied home",
+			"These old homes are mounted by a pod that is still running (a server started before the switch?); the delete would hang on kubernetes.io/pvc-protection:\n%s\nStop these servers first.", describeReasons(mounted))
+		return
+	}
+	p.warnf("migration", "Deleting the old homes of copied users",
+		"migration.delete_copied_sources and allow_data_loss: apply deletes %d source claim(s) of finished copies, and with them the old data (the copies were verified and are the users' homes):\n%s",
+		len(p.deleteSources), describeReasons(p.deleteSources))
+}
+
+func whyNotRebind(src migration.Source, cfg Config) string {
+	_, why := migration.Choose(migration.MethodRebind, src, cfg.AccessMode, cfg.StorageClass)
+	return why
+}
+
+// migrationFindings reports the users a migration leaves for later or cannot move.
+func (p *planner) migrationFindings(running, refused []UserPlan) {
+	if len(refused) > 0 {
+		p.errorf("migration", "Some homes cannot be migrated without data loss",
+			"%d home claim(s) cannot be moved to %s:\n%s\n"+
+				"Rebind serves the same volume in the new mode; it needs a bound CSI volume, the same class, and a driver that can serve the new mode "+
+				"(ReadWriteOncePod: any CSI driver; ReadWriteMany: Longhorn). Other homes are copied into new claims: that needs migration.copy_image and migration.target_name_template. "+
+				"Or use on_mode_change = \"keep_existing\" for these users for now.",
+			len(refused), p.cfg.AccessMode, describeReasons(refused))
+	}
+	if len(running) > 0 {
+		if p.cfg.Migration.SkipRunning {
+			p.warnf("migration", "Users with a running server are not migrated now",
+				"%d user(s) have a server running, which mounts the home claim; they keep their claim (listed in legacy_users, still co-located) and are migrated by a later apply once the server is stopped:\n%s",
+				len(running), describe(running))
+		} else {
+			p.errorf("migration", "Users with a running server cannot be migrated",
+				"migration.skip_running = false, and %d user(s) have a server running that mounts the home claim:\n%s\n"+
+					"Stop these servers, or set skip_running = true to migrate them by a later apply.", len(running), describe(running))
+		}
+	}
+}
