@@ -75,7 +75,7 @@ func run(sizesFlag string, runs int, out string) error {
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(work)
+	defer func() { _ = os.RemoveAll(work) }()
 	ws, err := tofurun.New(ctx, root, work, filepath.Join(bin, "tofu"))
 	if err != nil {
 		return err
@@ -134,7 +134,7 @@ rules:
 		}
 		r, err := measure(ctx, ws, cs, cluster, work, auditLog, n, runs)
 		if err != nil {
-			return fmt.Errorf("N=%d: %w", n, err)
+			return fmt.Errorf("size %d: %w", n, err)
 		}
 		fmt.Printf("N=%d: list %s (protobuf %s), plan %s, flip %s, apply %s (bare client-go %s, protobuf %s), %d/%d requests\n",
 			n, r.list, r.listPB, r.planNoop, r.planFlip, r.apply, r.bare, r.barePB, r.reqPlan, r.reqApply)

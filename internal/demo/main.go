@@ -53,7 +53,7 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(work)
+	defer func() { _ = os.RemoveAll(work) }()
 
 	step("building the provider into a local mirror")
 	ws, err := tofurun.New(ctx, root, work, filepath.Join(bin, "tofu"))

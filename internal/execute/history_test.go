@@ -487,9 +487,8 @@ func TestHistory_savedPlanThenSpawn(t *testing.T) {
 	// And had it not stopped (the claim appeared after OpenTofu's check),
 	// the executor does only what the plan showed.
 	planned, _ := safety.DecodeChanges(p.changes)
-	res := safety.Plan(cfg, nil, w.live())
 	delete(w.pods, "bob") // even with his server stopped
-	res = safety.Plan(cfg, nil, w.live())
+	res := safety.Plan(cfg, nil, w.live())
 	sel := Select(res, planned, true)
 	for _, up := range sel.Homes {
 		if up.User == "bob" {

@@ -365,7 +365,7 @@ func decimalKey(rs []rune) (int64, bool, error) {
 	for _, r := range rs {
 		d, _ := decimalValue(r)
 		if acc > (1<<63-1-int64(d))/10 {
-			return 0, true, fmt.Errorf("Too many decimal digits in format string")
+			return 0, true, fmt.Errorf("Too many decimal digits in format string") //nolint:staticcheck // Python's own message, kept word for word
 		}
 		acc = acc*10 + int64(d)
 	}

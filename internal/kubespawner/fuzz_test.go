@@ -23,26 +23,26 @@ func checkNames(t *testing.T, username, servername string) []string {
 	t.Helper()
 	var out []string
 	for _, name := range []string{username, servername} {
-		for _, max := range []int{0, TemplateMaxLength} {
-			s, err := SafeSlug(name, nil, max)
+		for _, maxLen := range []int{0, TemplateMaxLength} {
+			s, err := SafeSlug(name, nil, maxLen)
 			if err != nil {
-				t.Fatalf("SafeSlug(%q, %d): %v", name, max, err)
+				t.Fatalf("SafeSlug(%q, %d): %v", name, maxLen, err)
 			}
 			limit := MaxNameLength
-			if max > 0 {
-				limit = max
+			if maxLen > 0 {
+				limit = maxLen
 			}
 			if s != name {
 				limit = DefaultHashedLength
-				if max > 0 {
-					limit = max
+				if maxLen > 0 {
+					limit = maxLen
 				}
 				if !strings.Contains(s, "---") {
-					t.Errorf("SafeSlug(%q, %d) = %q: hashed without ---", name, max, s)
+					t.Errorf("SafeSlug(%q, %d) = %q: hashed without ---", name, maxLen, s)
 				}
 			}
 			if !IsValidObjectName(s) || len(s) > limit {
-				t.Errorf("SafeSlug(%q, %d) = %q: not a valid name of at most %d", name, max, s, limit)
+				t.Errorf("SafeSlug(%q, %d) = %q: not a valid name of at most %d", name, maxLen, s, limit)
 			}
 			out = append(out, s)
 		}
@@ -54,7 +54,7 @@ func checkNames(t *testing.T, username, servername string) []string {
 			t.Errorf("label for %q = %q fails IsValidLabel", name, label)
 		}
 		// Kubernetes-valid unless upstream's quirk let the name through.
-		if !IsValidLabelValue(label) && !(label == name && containsLabelQuirk(name)) {
+		if !IsValidLabelValue(label) && (label != name || !containsLabelQuirk(name)) {
 			t.Errorf("label for %q = %q is not a valid label value", name, label)
 		}
 		esc := EscapeSlug(name)

@@ -485,7 +485,7 @@ func TestAccHomeStorage_noDataLossProperty(t *testing.T) {
 				return err
 			}
 			for u := range final.live {
-				if now["claim-"+u] == "" && !(final.state.deletionPolicy == "delete" && final.state.allowDataLoss) {
+				if now["claim-"+u] == "" && (final.state.deletionPolicy != "delete" || !final.state.allowDataLoss) {
 					return fmt.Errorf("the final destroy (deletion_policy = %q, allow_data_loss = %t) deleted claim-%s",
 						final.state.deletionPolicy, final.state.allowDataLoss, u)
 				}

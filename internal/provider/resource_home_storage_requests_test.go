@@ -111,8 +111,8 @@ resource "jupyter_home_storage" "homes" {
 		}
 	}
 	plans := 2 // terraform-plugin-testing's PlanOnly step: plan, then plan -refresh=false
-	if max := plans * (pages + constant); len(planReqs) > max {
-		t.Errorf("%d requests for %d plans over %d claims, want at most %d:\n%s", len(planReqs), plans, n, max, strings.Join(planReqs, "\n"))
+	if most := plans * (pages + constant); len(planReqs) > most {
+		t.Errorf("%d requests for %d plans over %d claims, want at most %d:\n%s", len(planReqs), plans, n, most, strings.Join(planReqs, "\n"))
 	}
 	if lists > plans*pages {
 		t.Errorf("%d List calls of claims for %d plans, want at most %d (one paginated List per plan)", lists, plans, plans*pages)

@@ -66,7 +66,6 @@ type Cluster struct {
 	bin      string
 	launcher *launcher
 	etcdURL  string
-	apiArgs  []string
 	apiPort  int
 
 	mu   sync.Mutex
@@ -144,8 +143,12 @@ func freePort() (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	defer func() { _ = l.Close() }()
+	addr, ok := l.Addr().(*net.TCPAddr)
+	if !ok {
+		return 0, fmt.Errorf("listener address %v is not TCP", l.Addr())
+	}
+	return addr.Port, nil
 }
 
 func (c *Cluster) path(name string) string { return filepath.Join(c.Dir, name) }
@@ -228,7 +231,7 @@ func (c *Cluster) startEtcd(ctx context.Context) error {
 	return waitFor(ctx, 30*time.Second, c.etcd, c.path("etcd.log"), func() bool {
 		conn, err := net.DialTimeout("tcp", "127.0.0.1:"+strconv.Itoa(clientPort), time.Second)
 		if err == nil {
-			conn.Close()
+			_ = conn.Close()
 		}
 		return err == nil
 	})

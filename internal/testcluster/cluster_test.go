@@ -53,7 +53,7 @@ func TestClusterLifecycle(t *testing.T) {
 
 	// Without the CA the server certificate is not trusted.
 	rc := c.RESTConfig(c.AdminToken)
-	rc.TLSClientConfig.CAData = nil
+	rc.CAData = nil
 	if _, err := kubernetes.NewForConfigOrDie(rc).Discovery().ServerVersion(); err == nil || !strings.Contains(err.Error(), "certificate") {
 		t.Errorf("want a certificate error without the CA, got %v", err)
 	}

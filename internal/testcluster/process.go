@@ -69,7 +69,7 @@ func (l *launcher) run(name, bin string, args []string, logPath string) (*proces
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.Env = append(os.Environ(), "GOMAXPROCS=2")
 	if err := l.start(cmd); err != nil {
-		logf.Close()
+		_ = logf.Close()
 		return nil, fmt.Errorf("start %s: %w", name, err)
 	}
 	p := &process{name: name, cmd: cmd, log: logf, exited: make(chan struct{})}
@@ -96,7 +96,7 @@ func (p *process) stop(grace time.Duration) {
 			<-p.exited
 		}
 	}
-	p.log.Close()
+	_ = p.log.Close()
 }
 
 func (p *process) running() bool {
@@ -114,7 +114,7 @@ func tail(path string, n int64) string {
 	if err != nil {
 		return ""
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	st, err := f.Stat()
 	if err != nil {
 		return ""

@@ -71,5 +71,5 @@ func (w *Workspace) Command(ctx context.Context, cfgDir string, args ...string) 
 
 // Echo prints a command line as the demo shows it.
 func Echo(out io.Writer, args ...string) {
-	fmt.Fprintf(out, "$ tofu %s\n", strings.Join(args, " "))
+	_, _ = fmt.Fprintf(out, "$ tofu %s\n", strings.Join(args, " "))
 }
