@@ -131,7 +131,7 @@ func (m *homeStorageModel) className() string {
 // prior is what the state says was applied.
 func (m *homeStorageModel) prior(ctx context.Context, diags *diag.Diagnostics) *safety.Prior {
 	cfg := m.config(ctx, diags)
-	p := &safety.Prior{Config: cfg, Managed: map[string]string{}}
+	p := &safety.Prior{Config: cfg, Managed: map[string]string{}, ClassManaged: m.StorageClass != nil}
 	for _, u := range cfg.Users {
 		name, err := kubespawner.Expand(cfg.NameTemplate, u, "", cfg.Scheme)
 		if err == nil {
@@ -254,68 +254,76 @@ func (r *homeStorageResource) ModifyPlan(ctx context.Context, req resource.Modif
 	}
 	client := r.client()
 	if client == nil || !plannable(&plan) {
-		reason := "some of its arguments are not known until apply"
-		if client == nil && r.data != nil {
-			reason = fmt.Sprintf("the provider setting %q is not known until apply", r.data.Unknown)
-		}
-		resp.Diagnostics.AddWarning("Live home claims not checked",
-			fmt.Sprintf("The plan for jupyter_home_storage could not read the cluster because %s. Whether this change is safe is decided again at apply, against the live claims, and the apply stops if it is not.", reason))
-		if destroysAtApply(&plan) {
-			resp.Diagnostics.AddAttributeError(path.Root("allow_data_loss"), "Deleting homes needs a plan that reads the cluster",
-				fmt.Sprintf("allow_data_loss = true with on_mode_change = \"recreate\" or migration.delete_copied_sources may delete home claims, and this plan cannot read the cluster because %s, so it cannot show which. "+
-					"Nothing the plan does not show is ever deleted. Make the connection known at plan time (apply the cluster first, e.g. with -target), or set allow_data_loss = false for this apply.", reason))
+		r.planWithoutCluster(&plan, client == nil, &resp.Diagnostics)
+	} else {
+		res, cfg, ok := r.classify(ctx, client, &plan, state, &resp.Diagnostics)
+		if !ok {
 			return
 		}
-		plan.ChangeClass = types.StringUnknown()
-		plan.Changes = types.StringUnknown()
-		plan.Claims = types.StringUnknown()
-		plan.LegacyUsers = types.ListUnknown(types.StringType)
-		plan.ColocationRequired = types.BoolUnknown()
-		plan.MigrationPlan, plan.MigrationStatus = types.StringUnknown(), types.StringUnknown()
+		planValues(&plan, state, cfg, res)
+	}
+	if !resp.Diagnostics.HasError() {
 		resp.Diagnostics.Append(resp.Plan.Set(ctx, &plan)...)
+	}
+}
+
+// planWithoutCluster plans when the cluster cannot be read (the connection
+// or some argument is not known until apply): the values read from the
+// cluster are unknown, and a plan that may delete homes fails.
+func (r *homeStorageResource) planWithoutCluster(plan *homeStorageModel, noClient bool, diags *diag.Diagnostics) {
+	reason := "some of its arguments are not known until apply"
+	if noClient && r.data != nil {
+		reason = fmt.Sprintf("the provider setting %q is not known until apply", r.data.Unknown)
+	}
+	diags.AddWarning("Live home claims not checked",
+		fmt.Sprintf("The plan for jupyter_home_storage could not read the cluster because %s. Whether this change is safe is decided again at apply, against the live claims, and the apply stops if it is not.", reason))
+	if destroysAtApply(plan) {
+		diags.AddAttributeError(path.Root("allow_data_loss"), "Deleting homes needs a plan that reads the cluster",
+			fmt.Sprintf("allow_data_loss = true with on_mode_change = \"recreate\" or migration.delete_copied_sources may delete home claims, and this plan cannot read the cluster because %s, so it cannot show which. "+
+				"Nothing the plan does not show is ever deleted. Make the connection known at plan time (apply the cluster first, e.g. with -target), or set allow_data_loss = false for this apply.", reason))
 		return
 	}
+	plan.ChangeClass = types.StringUnknown()
+	plan.Changes = types.StringUnknown()
+	plan.Claims = types.StringUnknown()
+	plan.LegacyUsers = types.ListUnknown(types.StringType)
+	plan.ColocationRequired = types.BoolUnknown()
+	plan.MigrationPlan, plan.MigrationStatus = types.StringUnknown(), types.StringUnknown()
+}
 
-	cfg := plan.config(ctx, &resp.Diagnostics)
+// classify reads the cluster and classifies the change (internal/safety);
+// its findings become diagnostics. ok is false when the plan fails.
+func (r *homeStorageResource) classify(ctx context.Context, client *kube.Client, plan, state *homeStorageModel, diags *diag.Diagnostics) (safety.Result, safety.Config, bool) {
+	cfg := plan.config(ctx, diags)
 	var prior *safety.Prior
 	if state != nil {
-		prior = state.prior(ctx, &resp.Diagnostics)
+		prior = state.prior(ctx, diags)
+		if plan.StorageClass != nil && state.StorageClass != nil {
+			cfg.ClassReplaced = immutableClassChanges(state.StorageClass, plan.StorageClass)
+		}
 	}
-	live, err := r.readLive(ctx, client, &plan, state, readMode{pods: cfg.OnModeChange == safety.OnModeChangeRecreate, migrations: migrates(&plan, state)})
+	live, err := r.readLive(ctx, client, plan, state, readMode{pods: cfg.OnModeChange == safety.OnModeChangeRecreate, migrations: migrates(plan, state)})
 	if err != nil {
-		resp.Diagnostics.AddError("Cannot read the live home claims", err.Error())
-		return
+		diags.AddError("Cannot read the live home claims", err.Error())
+		return safety.Result{}, cfg, false
 	}
 	res := safety.Plan(cfg, prior, live)
-	addFindings(&resp.Diagnostics, res.Errors, true)
-	addFindings(&resp.Diagnostics, res.Warnings, false)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	if plan.StorageClass != nil && live.Class != nil && !live.Class.Exists {
-		// Creating the class is a change to the cluster, even with no claims to touch.
-		res.Class = maxClass(res.Class, safety.ClassSafe)
-		if state != nil && state.StorageClass == nil {
-			resp.Diagnostics.AddAttributeWarning(path.Root("storage_class"), "The StorageClass is missing",
-				fmt.Sprintf("StorageClass %q does not exist (deleted outside Terraform?). Apply creates it again; existing claims and volumes are not affected.", plan.className()))
-		}
-	}
-	if state != nil && plan.StorageClass != nil && state.StorageClass != nil {
-		if changed := immutableClassChanges(state.StorageClass, plan.StorageClass); len(changed) > 0 {
-			res.Class = maxClass(res.Class, safety.ClassSafe)
-			resp.Diagnostics.AddAttributeWarning(path.Root("storage_class"), "The StorageClass will be replaced",
-				fmt.Sprintf("%s cannot be changed on an existing StorageClass, so apply deletes %q and creates it again. Existing claims and volumes keep working with the settings they were provisioned with; only new claims use the new ones.",
-					strings.Join(changed, ", "), plan.className()))
-		}
-	}
+	addFindings(diags, res.Errors, true)
+	addFindings(diags, res.Warnings, false)
+	return res, cfg, !diags.HasError()
+}
 
+// planValues are the planned values of a classified change. A change that
+// does nothing keeps what the last apply or refresh recorded, so that the
+// plan is empty; values that migrations decide are known after apply.
+func planValues(plan, state *homeStorageModel, cfg safety.Config, res safety.Result) {
 	plan.ChangeClass = types.StringValue(string(res.Class))
 	plan.Changes = types.StringValue(safety.ChangesOf(res).Encode())
 	plan.LegacyUsers = stringList(res.LegacyUsers)
 	plan.ColocationRequired = types.BoolValue(res.ColocationRequired)
 	var nMigrations, nCopies int
 	plan.MigrationPlan, nMigrations, nCopies = migrationPlanValue(res, cfg)
-	plan.SpawnerSettings = types.StringValue(spawnerSettings(&plan, res.HomeClaims))
+	plan.SpawnerSettings = types.StringValue(spawnerSettings(plan, res.HomeClaims))
 	if nCopies > 0 {
 		// Copied users are switched to their new claim once their copy is verified.
 		plan.SpawnerSettings = types.StringUnknown()
@@ -324,9 +332,8 @@ func (r *homeStorageResource) ModifyPlan(ctx context.Context, req resource.Modif
 	if state != nil && !state.MigrationStatus.IsNull() {
 		plan.MigrationStatus = state.MigrationStatus
 	}
-	if state != nil && res.Class == safety.ClassNone && sameArguments(&plan, state) {
-		// Nothing changes: keep what the last apply or refresh recorded, so the
-		// plan is empty. (Observations such as a claim's phase are refreshed by Read.)
+	if state != nil && res.Class == safety.ClassNone && sameArguments(plan, state) {
+		// Observations such as a claim's phase are refreshed by Read.
 		plan.ChangeClass = state.ChangeClass
 		plan.Changes = state.Changes
 		plan.Claims = state.Claims
@@ -342,7 +349,6 @@ func (r *homeStorageResource) ModifyPlan(ctx context.Context, req resource.Modif
 		plan.Claims = types.StringUnknown()
 		plan.MigrationStatus = types.StringUnknown()
 	}
-	resp.Diagnostics.Append(resp.Plan.Set(ctx, &plan)...)
 }
 
 // destroyKey is the private state of a destroy plan: the claims it showed
@@ -467,14 +473,6 @@ func addFindings(diags *diag.Diagnostics, fs []safety.Finding, isError bool) {
 			diags.AddAttributeWarning(findingPath(f.Attribute), f.Summary, f.Detail)
 		}
 	}
-}
-
-func maxClass(a, b safety.Class) safety.Class {
-	rank := map[safety.Class]int{safety.ClassNone: 0, safety.ClassSafe: 1, safety.ClassDestructive: 2}
-	if rank[b] > rank[a] {
-		return b
-	}
-	return a
 }
 
 // claimView is what `claims` says about one user's claim besides its name.
@@ -704,7 +702,8 @@ func (r *homeStorageResource) Update(ctx context.Context, req resource.UpdateReq
 }
 
 // apply makes the cluster match the plan: the StorageClass first, then the
-// claims in parallel. On partial failure the state records what exists, the
+// claims the plan showed, then the migrations it showed; then it records
+// what came of them. On partial failure the state records what exists, the
 // failed users are named, and a re-apply converges. It returns false when it
 // stopped before changing any claim; plan is then not a state to record.
 func (r *homeStorageResource) apply(ctx context.Context, plan, state *homeStorageModel, diags *diag.Diagnostics) bool {
@@ -734,85 +733,28 @@ func (r *homeStorageResource) apply(ctx context.Context, plan, state *homeStorag
 		addFindings(diags, res.Errors, true)
 		return false
 	}
+	planned, known, ok := plannedChanges(plan, diags)
+	if !ok {
+		return false
+	}
 	// Apply does what the plan showed, to the objects the plan read: the
 	// changes read now are compared with the plan's, and a user whose claim
 	// changed since is left alone (OpenTofu's check of the plan made again
 	// at apply catches most of these before this point).
-	planned, known := safety.Changes{}, false
-	if !plan.Changes.IsUnknown() && !plan.Changes.IsNull() {
-		if planned, err = safety.DecodeChanges(plan.Changes.ValueString()); err != nil {
-			diags.AddAttributeError(path.Root("changes"), "Cannot read the planned changes", err.Error())
-			return false
-		}
-		known = true
-	}
 	sel := execute.Select(res, planned, known)
-	planned = sel.Planned
 	reportReconcile(diags, sel.Refused, sel.Moot)
-	failedUsers := map[string]bool{}
-	for _, m := range sel.Refused {
-		failedUsers[m.Key] = true
-	}
-	todo := sel.Homes
+	labels, annotations := stringMap(ctx, plan.Labels, diags), stringMap(ctx, plan.Annotations, diags)
+	out := runHomes(ctx, client, cfg, sel, labels, annotations, diags)
 	var migrations []migrationItem
 	for _, it := range migrationItems(res, toMigrate) {
 		if sel.Migrate[it.key] {
-			it.uid = planned[it.key].UID
+			it.uid = sel.Planned[it.key].UID
 			migrations = append(migrations, it)
 		}
 	}
-	labels, annotations := stringMap(ctx, plan.Labels, diags), stringMap(ctx, plan.Annotations, diags)
-	var mu sync.Mutex
-	created := map[string]*corev1.PersistentVolumeClaim{} // by user
-	failed := kube.ForEach(ctx, todo, func(ctx context.Context, up safety.UserPlan) error {
-		resize := func(ctx context.Context) error {
-			return client.ResizeClaim(ctx, up.Namespace, up.Live.Name, cfg.Capacity)
-		}
-		return execute.Home(ctx, client, up, planned[up.User].UID, cfg.Migration.CopyImage, func(ctx context.Context) error {
-			pvc, err := newClaim(cfg, up, labels, annotations)
-			if err != nil {
-				return err
-			}
-			out, err := client.CreateClaim(ctx, pvc)
-			if err == nil {
-				mu.Lock()
-				created[up.User] = out
-				mu.Unlock()
-			}
-			return err
-		}, resize)
-	})
-	unreachable := false
-	if len(failed) > 0 {
-		var lines []string
-		notAttempted := 0
-		for i, err := range failed {
-			failedUsers[todo[i].User] = true
-			if errors.Is(err, kube.ErrNotAttempted) {
-				notAttempted++
-				continue
-			}
-			unreachable = unreachable || kube.Unreachable(err)
-			lines = append(lines, fmt.Sprintf("%s (%s, %s): %v", todo[i].User, todo[i].ClaimName, todo[i].Action, err))
-		}
-		sort.Strings(lines)
-		list := safety.CutLines(lines)
-		if notAttempted > 0 {
-			list = strings.TrimLeft(list+fmt.Sprintf("\n  %d more not attempted: the API server could not be reached", notAttempted), "\n")
-		}
-		summary := fmt.Sprintf("%d of %d home claim changes failed", len(failed), len(todo))
-		if unreachable {
-			summary += ": the API server could not be reached"
-		}
-		diags.AddError(summary,
-			"These users' claims were not changed as planned:\n"+list+
-				fmt.Sprintf("\n%d change(s) were made; the state records them. Apply again to converge. No claim was deleted except by on_mode_change = \"recreate\".", len(todo)-len(failed)))
-	}
-
-	migrated := false
-	if len(migrations) > 0 && !unreachable {
+	migrated := len(migrations) > 0 && !out.unreachable
+	if migrated {
 		plan.MigrationStatus = runMigrations(ctx, client, plan, migrations, cfg, labels, diags)
-		migrated = true
 	}
 	if plan.MigrationStatus.IsUnknown() {
 		plan.MigrationStatus = types.StringValue("{}")
@@ -820,49 +762,142 @@ func (r *homeStorageResource) apply(ctx context.Context, plan, state *homeStorag
 			plan.MigrationStatus = state.MigrationStatus
 		}
 	}
-	// Migrations replace claims (new objects, new modes): read them afresh.
-	var migratedErr error
-	if migrated {
-		pre := live
-		if live, migratedErr = r.readLive(ctx, client, plan, state, readMode{fresh: true}); migratedErr != nil {
-			diags.AddError("Cannot read the home claims after the migrations", migratedErr.Error()+
-				"\nApply again: the next plan reads them, and a migration that did not finish resumes.")
-			live = pre
-		}
-	}
-	if len(failedUsers) > 0 {
+	if len(out.failedUsers) > 0 {
 		var kept []string
 		for _, u := range cfg.Users {
-			if !failedUsers[u] {
+			if !out.failedUsers[u] {
 				kept = append(kept, u)
 			}
 		}
 		plan.Users = stringList(kept)
 		cfg.Users = kept
 	}
-	if plan.Claims.IsUnknown() || len(failedUsers) > 0 {
-		// The planned claims are not known (the plan could not read the
-		// cluster), or did not all come to be: the state records the claims
-		// that exist. After a partial failure they are read afresh (a change
-		// that failed may have been made all the same); otherwise, and when
-		// the API server cannot be reached, they are the claims read before
-		// with the changes this apply made.
-		before := live.Claims
-		var err error
-		switch {
-		case migrated && migratedErr == nil:
-			// Read afresh after the migrations: the creates are in it.
-		case len(failedUsers) > 0 && !unreachable && !migrated:
-			pre := live
-			if live, err = r.readLive(ctx, client, plan, state, readMode{fresh: true}); err != nil {
-				diags.AddError("Cannot read the home claims after apply", err.Error()+
-					"\nThe state records the claims this apply created or changed; apply again to converge.")
-				live = pre
+	live = r.liveAfterApply(ctx, client, plan, state, live, cfg, out, migrated, diags)
+	recordApply(plan, cfg, res, live, len(migrations) > 0, len(out.failedUsers) > 0)
+	return true
+}
+
+// plannedChanges reads the changes the plan showed; known is false when the
+// plan could not know them.
+func plannedChanges(plan *homeStorageModel, diags *diag.Diagnostics) (safety.Changes, bool, bool) {
+	if plan.Changes.IsUnknown() || plan.Changes.IsNull() {
+		return safety.Changes{}, false, true
+	}
+	planned, err := safety.DecodeChanges(plan.Changes.ValueString())
+	if err != nil {
+		diags.AddAttributeError(path.Root("changes"), "Cannot read the planned changes", err.Error())
+		return nil, false, false
+	}
+	return planned, true, true
+}
+
+// homesOutcome is what the home changes of an apply came to.
+type homesOutcome struct {
+	todo        []safety.UserPlan
+	failed      map[int]error                            // by index in todo
+	created     map[string]*corev1.PersistentVolumeClaim // by user
+	failedUsers map[string]bool                          // failed, or refused because the claim changed since the plan
+	unreachable bool
+}
+
+// runHomes makes the selected home changes in parallel, each destructive
+// step through the gate (execute.Home), and reports those that failed.
+func runHomes(ctx context.Context, client *kube.Client, cfg safety.Config, sel execute.Selection, labels, annotations map[string]string, diags *diag.Diagnostics) homesOutcome {
+	out := homesOutcome{todo: sel.Homes, created: map[string]*corev1.PersistentVolumeClaim{}, failedUsers: map[string]bool{}}
+	for _, m := range sel.Refused {
+		out.failedUsers[m.Key] = true
+	}
+	var mu sync.Mutex
+	out.failed = kube.ForEach(ctx, out.todo, func(ctx context.Context, up safety.UserPlan) error {
+		create := func(ctx context.Context) error {
+			pvc, err := newClaim(cfg, up, labels, annotations)
+			if err != nil {
+				return err
 			}
+			created, err := client.CreateClaim(ctx, pvc)
+			if err == nil {
+				mu.Lock()
+				out.created[up.User] = created
+				mu.Unlock()
+			}
+			return err
 		}
-		if (!migrated || migratedErr != nil) && (len(failedUsers) == 0 || unreachable || err != nil || migrated) {
-			live.Claims = appliedClaims(before, todo, failed, created, cfg)
+		resize := func(ctx context.Context) error {
+			return client.ResizeClaim(ctx, up.Namespace, up.Live.Name, cfg.Capacity)
 		}
+		return execute.Home(ctx, client, up, sel.Planned[up.User].UID, cfg.Migration.CopyImage, create, resize)
+	})
+	if len(out.failed) == 0 {
+		return out
+	}
+	var lines []string
+	notAttempted := 0
+	for i, err := range out.failed {
+		out.failedUsers[out.todo[i].User] = true
+		if errors.Is(err, kube.ErrNotAttempted) {
+			notAttempted++
+			continue
+		}
+		out.unreachable = out.unreachable || kube.Unreachable(err)
+		lines = append(lines, fmt.Sprintf("%s (%s, %s): %v", out.todo[i].User, out.todo[i].ClaimName, out.todo[i].Action, err))
+	}
+	sort.Strings(lines)
+	list := safety.CutLines(lines)
+	if notAttempted > 0 {
+		list = strings.TrimLeft(list+fmt.Sprintf("\n  %d more not attempted: the API server could not be reached", notAttempted), "\n")
+	}
+	summary := fmt.Sprintf("%d of %d home claim changes failed", len(out.failed), len(out.todo))
+	if out.unreachable {
+		summary += ": the API server could not be reached"
+	}
+	diags.AddError(summary,
+		"These users' claims were not changed as planned:\n"+list+
+			fmt.Sprintf("\n%d change(s) were made; the state records them. Apply again to converge. No claim was deleted except by on_mode_change = \"recreate\".", len(out.todo)-len(out.failed)))
+	return out
+}
+
+// liveAfterApply is the cluster as the state records it after apply.
+// Migrations replace claims (new objects, new modes): the claims are read
+// afresh after them. When the plan could not know the claims, or some
+// changes failed, the state records the claims that exist: after a partial
+// failure read afresh (a change that failed may have been made all the
+// same); otherwise, and when the API server cannot be reached, the claims
+// read before with the changes this apply made. When nothing of that holds,
+// the planned values stand and live is returned as it was read.
+func (r *homeStorageResource) liveAfterApply(ctx context.Context, client *kube.Client, plan, state *homeStorageModel, live safety.Live,
+	cfg safety.Config, out homesOutcome, migrated bool, diags *diag.Diagnostics) safety.Live {
+	before := live
+	if migrated {
+		fresh, err := r.readLive(ctx, client, plan, state, readMode{fresh: true})
+		if err == nil {
+			return fresh
+		}
+		diags.AddError("Cannot read the home claims after the migrations", err.Error()+
+			"\nApply again: the next plan reads them, and a migration that did not finish resumes.")
+	} else if len(out.failedUsers) > 0 && !out.unreachable {
+		fresh, err := r.readLive(ctx, client, plan, state, readMode{fresh: true})
+		if err == nil {
+			return fresh
+		}
+		diags.AddError("Cannot read the home claims after apply", err.Error()+
+			"\nThe state records the claims this apply created or changed; apply again to converge.")
+	}
+	if !plan.Claims.IsUnknown() && len(out.failedUsers) == 0 {
+		return before
+	}
+	before.Claims = appliedClaims(before.Claims, out.todo, out.failed, out.created, cfg)
+	return before
+}
+
+// recordApply sets the values the state records that the plan could not
+// know, from what apply did: res is the classification made at apply, live
+// the cluster as it is recorded (liveAfterApply). What the plan showed
+// stands; a value it could not know comes from these. migrations says
+// whether this apply ran migrations (who is still legacy is known only now),
+// failures whether some user's change was not made (the claims that exist
+// are recorded, not the planned ones).
+func recordApply(plan *homeStorageModel, cfg safety.Config, res safety.Result, live safety.Live, migrations, failures bool) {
+	if plan.Claims.IsUnknown() || failures {
 		plan.Claims = claimsValue(safety.Plan(cfg, nil, live).Users, cfg, true)
 	}
 	if plan.SpawnerSettings.IsUnknown() {
@@ -871,20 +906,15 @@ func (r *homeStorageResource) apply(ctx context.Context, plan, state *homeStorag
 	if plan.MigrationPlan.IsUnknown() {
 		plan.MigrationPlan, _, _ = migrationPlanValue(res, cfg)
 	}
-	if len(migrations) > 0 || plan.LegacyUsers.IsUnknown() && cfg.OnModeChange == safety.OnModeChangeMigrate {
-		// Who is still on a claim that differs is known now: the users whose
-		// migration was skipped or stopped.
+	if migrations || plan.LegacyUsers.IsUnknown() && cfg.OnModeChange == safety.OnModeChangeMigrate {
+		// Who is still on a claim that differs: the users whose migration
+		// was skipped or stopped.
 		kept := cfg
 		kept.OnModeChange = safety.OnModeChangeKeepExisting
 		now := safety.Plan(kept, nil, live)
 		plan.LegacyUsers = stringList(now.LegacyUsers)
 		plan.ColocationRequired = types.BoolValue(now.ColocationRequired)
-		if plan.Claims.IsUnknown() {
-			plan.Claims = claimsValue(now.Users, cfg, true)
-		}
 	}
-	// What the plan showed stands; values the plan could not know (the
-	// connection was unknown) come from the classification made now.
 	if plan.LegacyUsers.IsUnknown() {
 		plan.LegacyUsers = stringList(res.LegacyUsers)
 	}
@@ -897,7 +927,6 @@ func (r *homeStorageResource) apply(ctx context.Context, plan, state *homeStorag
 	if plan.Changes.IsUnknown() {
 		plan.Changes = types.StringValue(safety.ChangesOf(res).Encode())
 	}
-	return true
 }
 
 // appliedClaims is the live claims read before apply with the changes that

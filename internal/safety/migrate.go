@@ -15,12 +15,12 @@ import (
 // resume plans finishing a rebind an earlier apply started, from the
 // record on its volume (the claim may be gone). While a pod mounts the
 // claim it waits, like any migration under a running server.
-func (p *planner) resume(up *UserPlan, ip InProgress, running *[]UserPlan) {
+func (p *planner) resume(up *UserPlan, ip InProgress) {
 	rec := ip.Record
 	if p.live.Mounted[up.ClaimName] {
 		up.Action, up.Volume = ActionLegacy, ip.Volume
 		up.Reason = fmt.Sprintf("the rebind an earlier apply started (volume %s, step %s) waits: a server is running", ip.Volume, rec.Step)
-		*running = append(*running, *up)
+		p.g.running = append(p.g.running, *up)
 		return
 	}
 	up.Action, up.Method, up.Volume, up.Resume = ActionMigrate, migration.MethodRebind, ip.Volume, &rec
@@ -31,12 +31,12 @@ func (p *planner) resume(up *UserPlan, ip InProgress, running *[]UserPlan) {
 // server runs, not beyond the batch, and only by a method that can serve
 // it in the new mode. A home (extra false) may be copied; another per-user
 // claim (extra true) keeps its class and is only rebound.
-func (p *planner) migrate(up *UserPlan, extra bool, migrating, running, refused *[]UserPlan) {
+func (p *planner) migrate(up *UserPlan, extra bool) {
 	c, m := up.Live, p.cfg.Migration
 	up.Action = ActionLegacy
 	if p.live.Mounted[c.Name] {
 		up.Reason += "; a server is running: migrated by a later apply"
-		*running = append(*running, *up)
+		p.g.running = append(p.g.running, *up)
 		return
 	}
 	src := migration.Source{Modes: c.AccessModes, StorageClass: c.StorageClass, Bound: c.Phase == "Bound" && c.VolumeName != ""}
@@ -54,31 +54,44 @@ func (p *planner) migrate(up *UserPlan, extra bool, migrating, running, refused 
 	switch {
 	case method == "":
 		up.Reason += "; " + why
-		*refused = append(*refused, *up)
+		p.g.refused = append(p.g.refused, *up)
 		return
-	case m.BatchSize > 0 && len(*migrating) >= m.BatchSize:
+	case m.BatchSize > 0 && len(p.g.migrating) >= m.BatchSize:
 		up.Reason += "; beyond batch_size: migrated by a later apply"
 		return
 	}
 	if method == migration.MethodCopy {
-		why := orDefault(whyNotRebind(src, p.cfg), "method = \"copy\"")
-		target, err := kubespawner.Expand(m.TargetTemplate, up.User, "", p.cfg.Scheme)
-		switch {
-		case m.CopyImage == "" || m.TargetTemplate == "":
-			up.Reason += "; needs a copy (" + why + "): set migration.copy_image and migration.target_name_template"
-			*refused = append(*refused, *up)
-			return
-		case err != nil || target == c.Name:
-			up.Reason += fmt.Sprintf("; migration.target_name_template gives %q for this user, which cannot be the new claim", target)
-			*refused = append(*refused, *up)
-			return
-		}
-		up.Action, up.Method, up.Target = ActionMigrate, method, target
-		up.Reason = fmt.Sprintf("copy to a new %s claim %s (%s); %s is kept", p.cfg.AccessMode, target, why, c.Name)
-		*migrating = append(*migrating, *up)
+		p.migrateByCopy(up, src)
 		return
 	}
-	up.Action, up.Method, up.Volume = ActionMigrate, method, c.VolumeName
+	p.migrateByRebind(up, extra)
+}
+
+// migrateByCopy plans copying a home into a new claim, which needs a copy
+// image and a target name other than the home's.
+func (p *planner) migrateByCopy(up *UserPlan, src migration.Source) {
+	c, m := up.Live, p.cfg.Migration
+	why := orDefault(whyNotRebind(src, p.cfg), "method = \"copy\"")
+	target, err := kubespawner.Expand(m.TargetTemplate, up.User, "", p.cfg.Scheme)
+	switch {
+	case m.CopyImage == "" || m.TargetTemplate == "":
+		up.Reason += "; needs a copy (" + why + "): set migration.copy_image and migration.target_name_template"
+		p.g.refused = append(p.g.refused, *up)
+		return
+	case err != nil || target == c.Name:
+		up.Reason += fmt.Sprintf("; migration.target_name_template gives %q for this user, which cannot be the new claim", target)
+		p.g.refused = append(p.g.refused, *up)
+		return
+	}
+	up.Action, up.Method, up.Target = ActionMigrate, migration.MethodCopy, target
+	up.Reason = fmt.Sprintf("copy to a new %s claim %s (%s); %s is kept", p.cfg.AccessMode, target, why, c.Name)
+	p.g.migrating = append(p.g.migrating, *up)
+}
+
+// migrateByRebind plans serving a claim's volume in the new mode.
+func (p *planner) migrateByRebind(up *UserPlan, extra bool) {
+	c := up.Live
+	up.Action, up.Method, up.Volume = ActionMigrate, migration.MethodRebind, c.VolumeName
 	up.Reason = fmt.Sprintf("rebind volume %s as %s (zero copy)", c.VolumeName, p.cfg.AccessMode)
 	if up.Managed && !extra && p.cfg.CapacityBytes > 0 && c.RequestedBytes != p.cfg.CapacityBytes {
 		// The rebound claim requests what the old one did (its volume's
@@ -89,7 +102,7 @@ func (p *planner) migrate(up *UserPlan, extra bool, migrating, running, refused 
 			up.Reason += fmt.Sprintf(", then grow %s to %s", c.Requested, p.cfg.Capacity)
 		}
 	}
-	*migrating = append(*migrating, *up)
+	p.g.migrating = append(p.g.migrating, *up)
 }
 
 // isExtra reports whether c is one of its user's other per-user claims.
@@ -105,7 +118,7 @@ func (p *planner) isExtra(c *claims.Claim) bool {
 // extraVolumes classifies the users' other per-user claims: one more
 // restrictive than the configured mode keeps its user co-located
 // (keep_existing), is rebound (migrate), or fails the plan.
-func (p *planner) extraVolumes(users []string, migrating, running, refused *[]UserPlan) {
+func (p *planner) extraVolumes(users []string) {
 	if len(p.cfg.ExtraVolumes) == 0 {
 		return
 	}
@@ -123,7 +136,7 @@ func (p *planner) extraVolumes(users []string, migrating, running, refused *[]Us
 			up := UserPlan{User: u, ClaimName: name, Live: byName[name]}
 			up.Namespace, _ = p.cfg.NamespaceOf(u) // the home pass reported a user without one
 			if ip, ok := p.live.InProgress[name]; ok {
-				p.resume(&up, ip, running)
+				p.resume(&up, ip)
 				p.res.Extra = append(p.res.Extra, up)
 				continue
 			}
@@ -136,7 +149,7 @@ func (p *planner) extraVolumes(users []string, migrating, running, refused *[]Us
 			case OnModeChangeKeepExisting:
 				up.Action = ActionLegacy
 			case OnModeChangeMigrate:
-				p.migrate(&up, true, migrating, running, refused)
+				p.migrate(&up, true)
 			default:
 				up.Action = ActionLegacy
 				mismatched = append(mismatched, up)
@@ -172,7 +185,7 @@ func (p *planner) copied(up *UserPlan) {
 		if m := p.cfg.Migration; m.DeleteSources && p.cfg.AllowDataLoss && p.cfg.OnModeChange == OnModeChangeMigrate && up.TargetLive != nil {
 			up.Action = ActionDeleteSource
 			up.Reason = fmt.Sprintf("delete %s, the old home: the user's home is %s, a verified copy (%d files, %d bytes)", c.Name, rec.Target, rec.Files, rec.Bytes)
-			p.deleteSources = append(p.deleteSources, *up)
+			p.g.deleteSources = append(p.g.deleteSources, *up)
 		}
 		return
 	}
@@ -190,11 +203,11 @@ func (p *planner) homeClaim(user, claim string) {
 // deleteSourceFindings reports deleting the sources of finished copies:
 // destructive, refused while a pod mounts one.
 func (p *planner) deleteSourceFindings() {
-	if len(p.deleteSources) == 0 {
+	if len(p.g.deleteSources) == 0 {
 		return
 	}
 	var mounted []UserPlan
-	for _, up := range p.deleteSources {
+	for _, up := range p.g.deleteSources {
 		if p.live.Mounted[up.ClaimName] {
 			mounted = append(mounted, up)
 		}
@@ -206,7 +219,7 @@ func (p *planner) deleteSourceFindings() {
 	}
 	p.warnf("migration", "Deleting the old homes of copied users",
 		"migration.delete_copied_sources and allow_data_loss: apply deletes %d source claim(s) of finished copies, and with them the old data (the copies were verified and are the users' homes):\n%s",
-		len(p.deleteSources), describeReasons(p.deleteSources))
+		len(p.g.deleteSources), describeReasons(p.g.deleteSources))
 }
 
 func whyNotRebind(src migration.Source, cfg Config) string {
@@ -215,7 +228,8 @@ func whyNotRebind(src migration.Source, cfg Config) string {
 }
 
 // migrationFindings reports the users a migration leaves for later or cannot move.
-func (p *planner) migrationFindings(running, refused []UserPlan) {
+func (p *planner) migrationFindings() {
+	running, refused := p.g.running, p.g.refused
 	if len(refused) > 0 {
 		p.errorf("migration", "Some homes cannot be migrated without data loss",
 			"%d home claim(s) cannot be moved to %s:\n%s\n"+

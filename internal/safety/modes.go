@@ -82,7 +82,8 @@ func (p *planner) capacityAction(c *claims.Claim, user string) (Action, string) 
 // modeFindings turns mode/class differences into the decision the
 // configuration asked for: fail (error), keep_existing (safe) or recreate
 // (destructive, only with allow_data_loss and never under a running server).
-func (p *planner) modeFindings(mismatched, recreate, unlisted, mounted []UserPlan) {
+func (p *planner) modeFindings() {
+	mismatched, recreate, unlisted, mounted := p.g.mismatched, p.g.recreate, p.g.unlisted, p.g.mounted
 	if len(mismatched) == 0 {
 		return
 	}
@@ -139,6 +140,7 @@ func (p *planner) checkStorage() {
 	if sc == nil {
 		return
 	}
+	p.checkManagedClass(sc)
 	if !sc.Exists && !sc.Created {
 		p.warnf("storage_class_name", "The storage class does not exist",
 			"StorageClass %q was not found; new claims will stay Pending until it exists. Create it, or use a storage_class block so this resource creates it.", sc.Name)
@@ -157,5 +159,28 @@ func (p *planner) checkStorage() {
 		p.warnf("access_mode", "ReadWriteMany support of the storage class is unknown",
 			"The provider does not know whether provisioner %s (StorageClass %q) serves ReadWriteMany volumes. If it does not, new claims stay Pending. Check the driver's documentation.",
 			sc.Provisioner, sc.Name)
+	}
+}
+
+// checkManagedClass reports what apply does to the StorageClass this
+// resource manages: create it when it is missing, replace it when a setting
+// that cannot change in place changes. Existing claims and volumes keep
+// working either way.
+func (p *planner) checkManagedClass(sc *StorageClass) {
+	if !sc.Created {
+		return
+	}
+	if !sc.Exists {
+		p.classChange = true
+		if p.prior != nil && !p.prior.ClassManaged {
+			p.warnf("storage_class", "The StorageClass is missing",
+				"StorageClass %q does not exist (deleted outside Terraform?). Apply creates it again; existing claims and volumes are not affected.", sc.Name)
+		}
+	}
+	if len(p.cfg.ClassReplaced) > 0 {
+		p.classChange = true
+		p.warnf("storage_class", "The StorageClass will be replaced",
+			"%s cannot be changed on an existing StorageClass, so apply deletes %q and creates it again. Existing claims and volumes keep working with the settings they were provisioned with; only new claims use the new ones.",
+			strings.Join(p.cfg.ClassReplaced, ", "), sc.Name)
 	}
 }

@@ -20,8 +20,8 @@ package safety
 
 import (
 	"fmt"
+	"maps"
 	"slices"
-	"sort"
 
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/claims"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/kubespawner"
@@ -84,6 +84,10 @@ type Config struct {
 	// every user's server and claims live in the user's own namespace
 	// (enable_user_namespaces); "" when they live in Namespace.
 	UserNamespaceTemplate string
+	// ClassReplaced names the settings of the StorageClass this resource
+	// manages that cannot change in place (apply deletes and creates it
+	// again); empty when none change.
+	ClassReplaced []string
 }
 
 // NamespaceOf is the namespace of user's claims: Namespace, or the user's
@@ -113,6 +117,9 @@ type Migration struct {
 type Prior struct {
 	Config  Config
 	Managed map[string]string // user -> claim name the provider manages
+	// ClassManaged: the state records the StorageClass this resource
+	// manages (a refresh forgets it when it was deleted outside Terraform).
+	ClassManaged bool
 }
 
 // StorageClass is what is known of the class claims use.
@@ -221,12 +228,33 @@ func Plan(cfg Config, prior *Prior, live Live) Result {
 }
 
 type planner struct {
-	cfg           Config
-	prior         *Prior
-	live          Live
-	res           Result
-	deleteSources []UserPlan
-	left          map[string]bool // users whose home is left where the configuration no longer looks
+	cfg   Config
+	prior *Prior
+	live  Live
+	res   Result
+	left  map[string]bool // users whose home is left where the configuration no longer looks
+	idx   index
+	g     groups
+	// classChange: apply creates or replaces the StorageClass, a change to
+	// the cluster even when no claim is touched.
+	classChange bool
+}
+
+// index is the live claims by what the plan asks of them.
+type index struct {
+	managed   map[string]bool          // listed in users
+	byUser    map[string]*claims.Claim // each user's home under the configured template
+	liveNames map[string]bool
+	targets   map[string]*claims.Claim // copies' new claims, by source claim
+	orphans   map[string]*claims.Claim // copies whose source claim is gone, by user
+}
+
+// groups are the users the plan's findings speak of, gathered while the
+// users are planned; the findings are made from them at the end.
+type groups struct {
+	mismatched, recreate, unlisted, mounted, gone []UserPlan
+	migrating, running, refused                   []UserPlan
+	deleteSources                                 []UserPlan
 }
 
 func (p *planner) errorf(attr, summary, format string, a ...any) {
@@ -237,24 +265,44 @@ func (p *planner) warnf(attr, summary, format string, a ...any) {
 	p.res.Warnings = append(p.res.Warnings, Finding{attr, summary, fmt.Sprintf(format, a...)})
 }
 
+// run plans every user, then the findings, the co-location and the class.
 func (p *planner) run() Result {
-	cfg := p.cfg
 	p.checkStorage()
-
-	// Which live claim is whose home under the configured template.
-	managed := map[string]bool{}
-	for _, u := range cfg.Users {
-		managed[u] = true
+	p.checkStrays(p.indexClaims())
+	names := p.userNames()
+	for _, u := range names {
+		if up, ok := p.planUser(u); ok {
+			p.res.Users = append(p.res.Users, up)
+		}
 	}
-	byUser := map[string]*claims.Claim{}
-	liveNames := make(map[string]bool, len(p.live.Claims))
-	var strays []claims.Claim             // labelled as homes, but not named by the template
-	targets := map[string]*claims.Claim{} // copies' new claims, by source claim
+	p.extraVolumes(names)
+	p.modeFindings()
+	p.migrationFindings()
+	p.deleteSourceFindings()
+	for _, up := range p.g.gone {
+		p.warnf("users", "A managed home claim was deleted outside Terraform",
+			"Claim %s of user %q no longer exists; whatever was in that home directory is gone. Apply will create the claim again, empty.", up.ClaimName, up.User)
+	}
+	p.colocation()
+	p.res.Class = p.class()
+	return p.res
+}
+
+// indexClaims indexes the live claims and returns the strays: claims
+// labelled as homes that the template does not name.
+func (p *planner) indexClaims() []claims.Claim {
+	cfg := p.cfg
+	p.idx = index{managed: map[string]bool{}, byUser: map[string]*claims.Claim{}, liveNames: make(map[string]bool, len(p.live.Claims)),
+		targets: map[string]*claims.Claim{}, orphans: map[string]*claims.Claim{}}
+	for _, u := range cfg.Users {
+		p.idx.managed[u] = true
+	}
+	var strays []claims.Claim
 	for i := range p.live.Claims {
 		c := &p.live.Claims[i]
-		liveNames[c.Name] = true
+		p.idx.liveNames[c.Name] = true
 		if src := c.Annotations[migration.CopyOfAnnotation]; src != "" {
-			targets[src] = c // a copy's target is its user's home through the source's record
+			p.idx.targets[src] = c // a copy's target is its user's home through the source's record
 			continue
 		}
 		if c.Username == "" {
@@ -263,28 +311,32 @@ func (p *planner) run() Result {
 		want, err := kubespawner.Expand(cfg.NameTemplate, c.Username, "", cfg.Scheme)
 		switch {
 		case err == nil && want == c.Name:
-			byUser[c.Username] = c
+			p.idx.byUser[c.Username] = c
 		case c.Servername == "" && !p.isExtra(c):
 			strays = append(strays, *c)
 		}
 	}
-	p.checkStrays(strays)
 	// A copy whose source claim was deleted: the target is the user's home.
-	orphans := map[string]*claims.Claim{}
-	for src, t := range targets {
-		if !liveNames[src] && t.Username != "" {
-			orphans[t.Username] = t
+	for src, t := range p.idx.targets {
+		if !p.idx.liveNames[src] && t.Username != "" {
+			p.idx.orphans[t.Username] = t
 		}
 	}
+	return strays
+}
 
+// userNames are the users the plan speaks of, sorted: those listed, those
+// with a home or a copy, those the last apply managed, and those whose
+// migration an earlier apply started (its record is the truth: the claim
+// may be gone).
+func (p *planner) userNames() []string {
 	users := map[string]bool{}
-	for u := range orphans {
-		users[u] = true
+	for _, m := range []map[string]*claims.Claim{p.idx.orphans, p.idx.byUser} {
+		for u := range m {
+			users[u] = true
+		}
 	}
-	for u := range byUser {
-		users[u] = true
-	}
-	for u := range managed {
+	for u := range p.idx.managed {
 		users[u] = true
 	}
 	if p.prior != nil {
@@ -292,143 +344,150 @@ func (p *planner) run() Result {
 			users[u] = true
 		}
 	}
-	// A migration an earlier apply started is finished first, whatever the
-	// claim looks like now: its record is the truth (the claim may be gone).
 	for _, ip := range p.live.InProgress {
 		if ip.Record.User != "" {
 			users[ip.Record.User] = true
 		}
 	}
-	names := make([]string, 0, len(users))
-	for u := range users {
-		names = append(names, u)
-	}
-	sort.Strings(names)
+	return slices.Sorted(maps.Keys(users))
+}
 
-	var mismatched, recreate, unlistedMismatch, mounted, goneOutOfBand []UserPlan
-	var migrating, running, refused []UserPlan
-	for _, u := range names {
-		up := UserPlan{User: u, Managed: managed[u], Live: byUser[u]}
-		if up.Live != nil {
-			up.ClaimName = up.Live.Name // the template's name for u: that is how it was found
-		} else {
-			name, err := kubespawner.Expand(cfg.NameTemplate, u, "", cfg.Scheme)
-			if err != nil {
-				p.errorf("users", "Username cannot be turned into a claim name", "%q: %v", u, err)
-				continue
-			}
-			up.ClaimName = name
-		}
-		var err error
-		if up.Namespace, err = cfg.NamespaceOf(u); err != nil {
-			p.errorf("user_namespace_template", "Username cannot be turned into a namespace", "%q: %v", u, err)
-			continue
-		}
-		c := up.Live
-		if c != nil && c.Annotations[migration.CopyAnnotation] != "" {
-			up.TargetLive = targets[c.Name]
-			p.copied(&up)
-			p.res.Users = append(p.res.Users, up)
-			continue
-		}
-		if ip, ok := p.live.InProgress[up.ClaimName]; ok {
-			p.resume(&up, ip, &running)
-			p.res.Users = append(p.res.Users, up)
-			continue
-		}
-		if t := targets[up.ClaimName]; c != nil && t != nil && t.Annotations[migration.CopySwitchedAnnotation] == "" &&
-			c.UID != "" && t.Annotations[migration.CopyOfUIDAnnotation] == c.UID {
-			// The very claim the copy started from (same UID), its record
-			// removed before the copy finished: the user was never switched.
-			up.Action, up.Reason = ActionKeep, "an unfinished copy without a record"
-			p.errorf("migration", "An unfinished copy has lost its record",
-				"Claim %s (uid %s) of user %q has no copy record, but %s is an unfinished copy of that same claim; the user was never switched to it and keeps %s, which holds the data. "+
-					"Nothing is copied over %s. To copy afresh, delete %s (a partial copy) and apply again.", c.Name, c.UID, u, t.Name, c.Name, t.Name, t.Name)
-			p.res.Users = append(p.res.Users, up)
-			continue
-		}
-		if t := targets[up.ClaimName]; c != nil && t != nil {
-			// A claim without a copy record whose copy exists: KubeSpawner
-			// created it again after the copy, or the record was removed.
-			// The copy stays the home; nothing is copied over it.
-			up.Action, up.Target, up.TargetLive = ActionCopied, t.Name, t
-			up.Reason = fmt.Sprintf("%s is the copy of %s, which has no copy record: the copy stays the home", t.Name, c.Name)
-			p.homeClaim(u, t.Name)
-			p.warnf("migration", "A copied home's old claim has no copy record",
-				"Claim %s of user %q has no copy record, but %s is a copy of a claim of that name (KubeSpawner created %s again after the copy, or its record was removed). "+
-					"%s stays the user's home and nothing is copied over it; %s is left as it is. Check what %s holds before deleting it: a server started with an older hub configuration may have written to it.",
-				c.Name, u, t.Name, c.Name, t.Name, c.Name, c.Name)
-			p.res.Users = append(p.res.Users, up)
-			continue
-		}
-		if t := orphans[u]; c == nil && t != nil {
-			// Never a new, empty home under the old name: the copy is the home.
-			up.Action, up.Target, up.TargetLive = ActionCopied, t.Name, t
-			up.Reason = fmt.Sprintf("copied to %s; the source claim %s was deleted", t.Name, up.ClaimName)
-			p.homeClaim(u, t.Name)
-			p.res.Users = append(p.res.Users, up)
-			continue
-		}
-		switch {
-		case c == nil && !up.Managed:
-			// Was managed, is no longer listed and its claim is gone: nothing to do.
-			continue
-		case c == nil:
-			up.Action, up.Reason = ActionCreate, "no claim yet"
-			// Only when the claim the state recorded is gone; after a template
-			// or scheme change it may still exist under its old name (a stray).
-			if p.prior != nil && p.prior.Managed[u] != "" && !liveNames[p.prior.Managed[u]] && !p.left[u] {
-				up.Reason = "deleted outside Terraform"
-				goneOutOfBand = append(goneOutOfBand, up)
-			}
-		case c.Deleting:
-			up.Action, up.Reason = ActionKeep, "being deleted by someone else"
-			p.warnf("users", "A home claim is being deleted",
-				"Claim %s of user %q has a deletion timestamp: someone else is deleting it. Once it is gone, the next plan will create it again, empty.", c.Name, u)
-		case p.differs(c) != "":
-			up.Reason = p.differs(c)
-			mismatched = append(mismatched, up)
-			switch {
-			case cfg.OnModeChange == OnModeChangeKeepExisting:
-				up.Action = ActionLegacy
-			case cfg.OnModeChange == OnModeChangeMigrate:
-				p.migrate(&up, false, &migrating, &running, &refused)
-			case cfg.OnModeChange == OnModeChangeRecreate && !up.Managed:
-				up.Action = ActionLegacy
-				unlistedMismatch = append(unlistedMismatch, up)
-			case cfg.OnModeChange == OnModeChangeRecreate:
-				up.Action = ActionRecreate
-				if !cfg.AllowDataLoss {
-					up.Action = ActionLegacy // refused in modeFindings: the claim stays as it is
-				}
-				recreate = append(recreate, up)
-				if p.live.Mounted[c.Name] {
-					mounted = append(mounted, up)
-				}
-			default:
-				up.Action = ActionLegacy
-			}
-		case !up.Managed:
-			up.Action, up.Reason = ActionObserve, "created by KubeSpawner; not listed in users"
-			if p.prior != nil && p.prior.Managed[u] != "" {
-				up.Action, up.Reason = ActionRelease, "removed from users; the claim stays"
-			}
-		default:
-			up.Action, up.Reason = p.capacityAction(c, u)
-		}
-		p.res.Users = append(p.res.Users, up)
+// planUser plans one user's home; false when there is nothing to say of
+// the user (or the user cannot be planned: an error says why).
+func (p *planner) planUser(u string) (UserPlan, bool) {
+	up, ok := p.newUserPlan(u)
+	if !ok {
+		return up, false
 	}
-
-	p.extraVolumes(names, &migrating, &running, &refused)
-	p.modeFindings(mismatched, recreate, unlistedMismatch, mounted)
-	p.migrationFindings(running, refused)
-	p.deleteSourceFindings()
-	for _, up := range goneOutOfBand {
-		p.warnf("users", "A managed home claim was deleted outside Terraform",
-			"Claim %s of user %q no longer exists; whatever was in that home directory is gone. Apply will create the claim again, empty.", up.ClaimName, up.User)
+	c, t := up.Live, p.idx.targets[up.ClaimName]
+	ip, resuming := p.live.InProgress[up.ClaimName]
+	switch {
+	case c != nil && c.Annotations[migration.CopyAnnotation] != "":
+		up.TargetLive = t
+		p.copied(&up)
+	case resuming:
+		p.resume(&up, ip)
+	case c != nil && t != nil:
+		p.copyWithoutRecord(&up, t)
+	case c == nil && p.idx.orphans[u] != nil:
+		// Never a new, empty home under the old name: the copy is the home.
+		t = p.idx.orphans[u]
+		up.Action, up.Target, up.TargetLive = ActionCopied, t.Name, t
+		up.Reason = fmt.Sprintf("copied to %s; the source claim %s was deleted", t.Name, up.ClaimName)
+		p.homeClaim(u, t.Name)
+	default:
+		return p.planClaim(up)
 	}
+	return up, true
+}
 
-	p.res.ColocationRequired = cfg.AccessMode != RWX
+// newUserPlan is a user's plan before its action: the home claim's name
+// and namespace.
+func (p *planner) newUserPlan(u string) (UserPlan, bool) {
+	cfg := p.cfg
+	up := UserPlan{User: u, Managed: p.idx.managed[u], Live: p.idx.byUser[u]}
+	if up.Live != nil {
+		up.ClaimName = up.Live.Name // the template's name for u: that is how it was found
+	} else {
+		name, err := kubespawner.Expand(cfg.NameTemplate, u, "", cfg.Scheme)
+		if err != nil {
+			p.errorf("users", "Username cannot be turned into a claim name", "%q: %v", u, err)
+			return up, false
+		}
+		up.ClaimName = name
+	}
+	var err error
+	if up.Namespace, err = cfg.NamespaceOf(u); err != nil {
+		p.errorf("user_namespace_template", "Username cannot be turned into a namespace", "%q: %v", u, err)
+		return up, false
+	}
+	return up, true
+}
+
+// planClaim plans a user's home claim that is not part of a copy or of a
+// migration in progress.
+func (p *planner) planClaim(up UserPlan) (UserPlan, bool) {
+	c, u := up.Live, up.User
+	switch {
+	case c == nil && !up.Managed:
+		return up, false // was managed, is no longer listed and its claim is gone
+	case c == nil:
+		up.Action, up.Reason = ActionCreate, "no claim yet"
+		// Only when the claim the state recorded is gone; after a template
+		// or scheme change it may still exist under its old name (a stray).
+		if p.prior != nil && p.prior.Managed[u] != "" && !p.idx.liveNames[p.prior.Managed[u]] && !p.left[u] {
+			up.Reason = "deleted outside Terraform"
+			p.g.gone = append(p.g.gone, up)
+		}
+	case c.Deleting:
+		up.Action, up.Reason = ActionKeep, "being deleted by someone else"
+		p.warnf("users", "A home claim is being deleted",
+			"Claim %s of user %q has a deletion timestamp: someone else is deleting it. Once it is gone, the next plan will create it again, empty.", c.Name, u)
+	case p.differs(c) != "":
+		up.Reason = p.differs(c)
+		p.g.mismatched = append(p.g.mismatched, up)
+		p.onModeChange(&up)
+	case !up.Managed:
+		up.Action, up.Reason = ActionObserve, "created by KubeSpawner; not listed in users"
+		if p.prior != nil && p.prior.Managed[u] != "" {
+			up.Action, up.Reason = ActionRelease, "removed from users; the claim stays"
+		}
+	default:
+		up.Action, up.Reason = p.capacityAction(c, u)
+	}
+	return up, true
+}
+
+// onModeChange decides, as on_mode_change says, for a home that differs.
+func (p *planner) onModeChange(up *UserPlan) {
+	cfg := p.cfg
+	switch {
+	case cfg.OnModeChange == OnModeChangeMigrate:
+		p.migrate(up, false)
+	case cfg.OnModeChange == OnModeChangeRecreate && !up.Managed:
+		up.Action = ActionLegacy
+		p.g.unlisted = append(p.g.unlisted, *up)
+	case cfg.OnModeChange == OnModeChangeRecreate:
+		up.Action = ActionRecreate
+		if !cfg.AllowDataLoss {
+			up.Action = ActionLegacy // refused in modeFindings: the claim stays as it is
+		}
+		p.g.recreate = append(p.g.recreate, *up)
+		if p.live.Mounted[up.Live.Name] {
+			p.g.mounted = append(p.g.mounted, *up)
+		}
+	default: // keep_existing, or fail (refused in modeFindings)
+		up.Action = ActionLegacy
+	}
+}
+
+// copyWithoutRecord plans a home claim without a copy record whose copy
+// exists: KubeSpawner created it again after the copy, or the record was
+// removed. Nothing is ever copied over the copy.
+func (p *planner) copyWithoutRecord(up *UserPlan, t *claims.Claim) {
+	c, u := up.Live, up.User
+	if t.Annotations[migration.CopySwitchedAnnotation] == "" && c.UID != "" && t.Annotations[migration.CopyOfUIDAnnotation] == c.UID {
+		// The very claim the copy started from (same UID), its record
+		// removed before the copy finished: the user was never switched.
+		up.Action, up.Reason = ActionKeep, "an unfinished copy without a record"
+		p.errorf("migration", "An unfinished copy has lost its record",
+			"Claim %s (uid %s) of user %q has no copy record, but %s is an unfinished copy of that same claim; the user was never switched to it and keeps %s, which holds the data. "+
+				"Nothing is copied over %s. To copy afresh, delete %s (a partial copy) and apply again.", c.Name, c.UID, u, t.Name, c.Name, t.Name, t.Name)
+		return
+	}
+	// The copy stays the home.
+	up.Action, up.Target, up.TargetLive = ActionCopied, t.Name, t
+	up.Reason = fmt.Sprintf("%s is the copy of %s, which has no copy record: the copy stays the home", t.Name, c.Name)
+	p.homeClaim(u, t.Name)
+	p.warnf("migration", "A copied home's old claim has no copy record",
+		"Claim %s of user %q has no copy record, but %s is a copy of a claim of that name (KubeSpawner created %s again after the copy, or its record was removed). "+
+			"%s stays the user's home and nothing is copied over it; %s is left as it is. Check what %s holds before deleting it: a server started with an older hub configuration may have written to it.",
+		c.Name, u, t.Name, c.Name, t.Name, c.Name, c.Name)
+}
+
+// colocation is who stays legacy and whether some home needs co-location.
+func (p *planner) colocation() {
+	p.res.ColocationRequired = p.cfg.AccessMode != RWX
 	for _, up := range slices.Concat(p.res.Users, p.res.Extra) {
 		if up.Action == ActionLegacy {
 			p.res.LegacyUsers = append(p.res.LegacyUsers, up.User)
@@ -439,8 +498,6 @@ func (p *planner) run() Result {
 	}
 	slices.Sort(p.res.LegacyUsers)
 	p.res.LegacyUsers = slices.Compact(p.res.LegacyUsers)
-	p.res.Class = p.class()
-	return p.res
 }
 
 func (p *planner) class() Class {
@@ -460,7 +517,7 @@ func (p *planner) class() Class {
 			}
 		}
 	}
-	if p.prior != nil && !sameConfig(p.prior.Config, p.cfg) {
+	if p.classChange || p.prior != nil && !sameConfig(p.prior.Config, p.cfg) {
 		c = ClassSafe
 	}
 	return c

@@ -24,7 +24,7 @@ const (
 var knownAttributes = map[string]bool{
 	"access_mode": true, "capacity": true, "pvc_name_template": true, "allow_data_loss": true,
 	"on_mode_change": true, "users": true, "storage_class_name": true, "deletion_policy": true, "migration": true,
-	"extra_user_volumes": true, "user_namespace_template": true, "namespace": true,
+	"extra_user_volumes": true, "user_namespace_template": true, "namespace": true, "storage_class": true,
 }
 
 // name is the claim name KubeSpawner gives user under template and scheme.
