@@ -20,13 +20,33 @@ import (
 // while bounding the size of one response.
 const PageSize = 2500
 
+// Options are what a Client can be given besides its API: what tests
+// inject, and the limits of its waits. The zero value is the default.
+type Options struct {
+	// AfterStep, when set, is called after each step of a migration (Rebind,
+	// Copy); an error stops that migration there. Tests use it to stop an
+	// apply after any step.
+	AfterStep func(user string, op migration.Op) error
+	// CopyTimeout bounds how long one apply waits for a copy or verification
+	// Job (default 2 hours). A copy that takes longer goes on; the next
+	// apply waits again and then verifies it.
+	CopyTimeout time.Duration
+	// StepTimeout bounds each other wait of a migration: claim gone, volume
+	// released, claim bound (default 2 minutes).
+	StepTimeout time.Duration
+}
+
+// Default limits of Options.
+const (
+	DefaultCopyTimeout = 2 * time.Hour
+	DefaultStepTimeout = 2 * time.Minute
+)
+
 // Client is what the provider holds after Configure.
 type Client struct {
 	Kube    API
 	Backoff Backoff
-	// AfterStep, when set, is called after each step of a migration
-	// (Rebind); an error stops that migration there. Tests inject it.
-	AfterStep func(user string, op migration.Op) error
+	Options
 
 	mu        sync.Mutex
 	snapshots map[string]snapshot
@@ -42,9 +62,19 @@ type snapshot struct {
 	items []corev1.PersistentVolumeClaim
 }
 
-// NewClient wraps an API with the default retry policy.
-func NewClient(cs API) *Client {
-	return &Client{Kube: cs, Backoff: DefaultBackoff, snapshots: map[string]snapshot{}}
+// NewClient wraps an API with the default retry policy and opts.
+func NewClient(cs API, opts ...Options) *Client {
+	c := &Client{Kube: cs, Backoff: DefaultBackoff, snapshots: map[string]snapshot{}}
+	if len(opts) > 0 {
+		c.Options = opts[0]
+	}
+	if c.CopyTimeout <= 0 {
+		c.CopyTimeout = DefaultCopyTimeout
+	}
+	if c.StepTimeout <= 0 {
+		c.StepTimeout = DefaultStepTimeout
+	}
+	return c
 }
 
 // ListClaims is ListClaimsFresh, or its result from less than SnapshotTTL ago.

@@ -24,10 +24,6 @@ import (
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/safety"
 )
 
-// CopyTimeout bounds how long one apply waits for a copy Job. A copy that
-// takes longer goes on; the next apply waits again and then verifies it.
-var CopyTimeout = 2 * time.Hour
-
 // JobNameLabel is the label the Job controller puts on a Job's pods.
 const JobNameLabel = "batch.kubernetes.io/job-name"
 
@@ -258,7 +254,7 @@ func (c *Client) VerifyCopy(ctx context.Context, namespace, source, target, imag
 	}
 	j := CopyJob(Copy{Namespace: namespace, Source: source, Target: target, Image: image})
 	j.Name = name
-	zero, deadline := int32(0), int64(CopyTimeout/time.Second)
+	zero, deadline := int32(0), int64(c.CopyTimeout/time.Second)
 	j.Spec.BackoffLimit, j.Spec.ActiveDeadlineSeconds = &zero, &deadline
 	j.Labels["app.kubernetes.io/component"], j.Spec.Template.Labels["app.kubernetes.io/component"] = "home-verify", "home-verify"
 	pod := &j.Spec.Template.Spec
@@ -297,7 +293,7 @@ func (c *Client) replaceJob(ctx context.Context, j *batchv1.Job) error {
 }
 
 func (c *Client) waitJobGone(ctx context.Context, namespace, name string) error {
-	return poll(ctx, func() (bool, error) {
+	return c.poll(ctx, func() (bool, error) {
 		j, err := c.getJob(ctx, namespace, name)
 		return j == nil, err
 	}, fmt.Sprintf("Job %s/%s was not deleted", namespace, name))
@@ -423,7 +419,7 @@ func (c *Client) deleteJob(ctx context.Context, namespace, name string) error {
 }
 
 func (c *Client) waitJob(ctx context.Context, namespace, name string) error {
-	deadline := time.Now().Add(CopyTimeout)
+	deadline := time.Now().Add(c.CopyTimeout)
 	for {
 		j, err := c.getJob(ctx, namespace, name)
 		if err != nil {
@@ -436,7 +432,7 @@ func (c *Client) waitJob(ctx context.Context, namespace, name string) error {
 			return nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("copy Job %s/%s is still running after %s; it goes on: apply again to wait for it and verify it", namespace, name, CopyTimeout)
+			return fmt.Errorf("copy Job %s/%s is still running after %s; it goes on: apply again to wait for it and verify it", namespace, name, c.CopyTimeout)
 		}
 		select {
 		case <-ctx.Done():

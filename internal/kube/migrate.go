@@ -21,9 +21,6 @@ import (
 // MigratedAnnotation on a rebound claim says where it came from.
 const MigratedAnnotation = "jupyter-infra.github.io/migrated"
 
-// StepTimeout bounds each wait of a migration (claim gone, volume released, claim bound).
-var StepTimeout = 2 * time.Minute
-
 // ListVolumes returns every PersistentVolume matching selector, in pages.
 func (c *Client) ListVolumes(ctx context.Context, selector string) ([]corev1.PersistentVolume, error) {
 	return listAll(ctx, c, "persistentvolumes", "", metav1.ListOptions{LabelSelector: selector},
@@ -305,7 +302,7 @@ func (c *Client) patchVolume(ctx context.Context, name string, patch map[string]
 }
 
 func (c *Client) waitVolume(ctx context.Context, name string, ok func(*corev1.PersistentVolume) bool) error {
-	return poll(ctx, func() (bool, error) {
+	return c.poll(ctx, func() (bool, error) {
 		pv, err := c.getVolume(ctx, name)
 		if err != nil {
 			return false, err
@@ -315,7 +312,7 @@ func (c *Client) waitVolume(ctx context.Context, name string, ok func(*corev1.Pe
 }
 
 func (c *Client) waitClaimBound(ctx context.Context, namespace, name string) error {
-	return poll(ctx, func() (bool, error) {
+	return c.poll(ctx, func() (bool, error) {
 		var pvc *corev1.PersistentVolumeClaim
 		err := c.Backoff.Retry(ctx, func() (err error) {
 			pvc, err = c.Kube.CoreV1().PersistentVolumeClaims(namespace).Get(ctx, name, metav1.GetOptions{})
@@ -328,15 +325,15 @@ func (c *Client) waitClaimBound(ctx context.Context, namespace, name string) err
 	}, fmt.Sprintf("claim %s/%s was not bound", namespace, name))
 }
 
-func poll(ctx context.Context, done func() (bool, error), what string) error {
-	deadline := time.Now().Add(StepTimeout)
+func (c *Client) poll(ctx context.Context, done func() (bool, error), what string) error {
+	deadline := time.Now().Add(c.StepTimeout)
 	for {
 		ok, err := done()
 		if err != nil || ok {
 			return err
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("%s within %s; is kube-controller-manager running? Apply again to resume", what, StepTimeout)
+			return fmt.Errorf("%s within %s; is kube-controller-manager running? Apply again to resume", what, c.StepTimeout)
 		}
 		select {
 		case <-ctx.Done():

@@ -4,8 +4,6 @@
 package provider
 
 import (
-	"github.com/jupyter-infra/terraform-provider-jupyter/internal/migration"
-
 	"context"
 	"os"
 
@@ -31,37 +29,40 @@ const (
 // terraform-provider-time injects a clock.
 type ClientFactory func(*rest.Config) (kube.API, error)
 
-// JupyterProvider is the provider implementation.
-type JupyterProvider struct {
-	version   string
-	newClient ClientFactory
-	lookupEnv func(string) (string, bool)
-	afterStep func(user string, op migration.Op) error
+// Options are what tests inject into the provider (as
+// terraform-provider-time injects its clock); the zero value is the
+// provider as served.
+type Options struct {
+	// ClientFactory builds the API from the connection (default kube.NewAPI).
+	ClientFactory ClientFactory
+	// LookupEnv reads the environment (default os.LookupEnv).
+	LookupEnv func(string) (string, bool)
+	// Kube are the client's options: a hook after each migration step, and
+	// the limits of its waits.
+	Kube kube.Options
 }
 
-var (
-	_ provider.Provider              = (*JupyterProvider)(nil)
-	_ provider.ProviderWithFunctions = (*JupyterProvider)(nil)
-)
+// JupyterProvider is the provider implementation.
+type JupyterProvider struct {
+	version string
+	opts    Options
+}
 
 // New returns the provider constructor served by main.
 func New(version string) func() provider.Provider {
-	return NewWithClientFactory(version, kube.NewAPI)
+	return NewWithOptions(version, Options{})
 }
 
-// NewWithClientFactory is New with an injected client factory.
-func NewWithClientFactory(version string, f ClientFactory) func() provider.Provider {
-	return func() provider.Provider {
-		return &JupyterProvider{version: version, newClient: f, lookupEnv: os.LookupEnv}
+// NewWithOptions is New with what tests inject.
+func NewWithOptions(version string, opts Options) func() provider.Provider {
+	if opts.ClientFactory == nil {
+		opts.ClientFactory = kube.NewAPI
 	}
-}
-
-// NewWithMigrationHook is New with a function called after every step of a
-// home migration; an error from it stops that migration there, as if the
-// apply had been stopped. Tests use it to show that a re-apply resumes.
-func NewWithMigrationHook(version string, afterStep func(user string, op migration.Op) error) func() provider.Provider {
+	if opts.LookupEnv == nil {
+		opts.LookupEnv = os.LookupEnv
+	}
 	return func() provider.Provider {
-		return &JupyterProvider{version: version, newClient: kube.NewAPI, lookupEnv: os.LookupEnv, afterStep: afterStep}
+		return &JupyterProvider{version: version, opts: opts}
 	}
 }
 
@@ -108,19 +109,18 @@ func (p *JupyterProvider) Configure(ctx context.Context, req provider.ConfigureR
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	cc.ApplyEnv(p.lookupEnv)
+	cc.ApplyEnv(p.opts.LookupEnv)
 	rc, err := kube.RESTConfig(cc)
 	if err != nil {
 		addConfigError(&resp.Diagnostics, err)
 		return
 	}
-	cs, err := p.newClient(rc)
+	cs, err := p.opts.ClientFactory(rc)
 	if err != nil {
 		resp.Diagnostics.AddError("Cannot create a Kubernetes client", err.Error())
 		return
 	}
-	pd := &providerData{Client: kube.NewClient(cs)}
-	pd.Client.AfterStep = p.afterStep
+	pd := &providerData{Client: kube.NewClient(cs, p.opts.Kube)}
 	resp.DataSourceData, resp.ResourceData = pd, pd
 }
 

@@ -8,6 +8,8 @@ import (
 	"github.com/hashicorp/terraform-plugin-go/tfprotov6"
 
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/acctest"
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/kube"
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/migration"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/testcluster"
 )
 
@@ -16,6 +18,16 @@ func TestMain(m *testing.M) {
 }
 
 // protoV6ProviderFactories serve the provider in-process to OpenTofu.
-var protoV6ProviderFactories = map[string]func() (tfprotov6.ProviderServer, error){
-	"jupyter": providerserver.NewProtocol6WithError(New("test")()),
+var protoV6ProviderFactories = factories(Options{})
+
+// factories serve the provider with what a test injects.
+func factories(opts Options) map[string]func() (tfprotov6.ProviderServer, error) {
+	return map[string]func() (tfprotov6.ProviderServer, error){
+		"jupyter": providerserver.NewProtocol6WithError(NewWithOptions("test", opts)()),
+	}
+}
+
+// afterStep serves the provider with a hook after every migration step.
+func afterStep(hook func(user string, op migration.Op) error) map[string]func() (tfprotov6.ProviderServer, error) {
+	return factories(Options{Kube: kube.Options{AfterStep: hook}})
 }

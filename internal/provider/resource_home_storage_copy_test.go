@@ -10,8 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hashicorp/terraform-plugin-framework/providerserver"
-	"github.com/hashicorp/terraform-plugin-go/tfprotov6"
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
 	"github.com/hashicorp/terraform-plugin-testing/plancheck"
@@ -286,8 +284,8 @@ func TestAccHomeStorage_migrateCopy(t *testing.T) {
 	cs := acctest.Cluster(t).Admin()
 	ns := acctest.Namespace(t)
 	ebs, efs := "gp3-"+ns, "efs-"+ns
-	defer func(d time.Duration) { kube.CopyTimeout = d }(kube.CopyTimeout)
-	kube.CopyTimeout = time.Minute // a Job the fake controller does not finish fails the test, not the clock
+	// A Job the fake controller does not finish fails the test, not the clock.
+	pf := factories(Options{Kube: kube.Options{CopyTimeout: time.Minute}})
 	var seeds []acctest.SeedClaim
 	for _, u := range []string{"alice", "bob"} {
 		seeds = append(seeds, acctest.SeedClaim{Name: "claim-" + u, Username: u, StorageClass: &ebs, Bound: true, Driver: "ebs.csi.aws.com"})
@@ -305,7 +303,7 @@ func TestAccHomeStorage_migrateCopy(t *testing.T) {
 
 	cfg := copyConfig(t, ns, efs)
 	resource.Test(t, resource.TestCase{
-		ProtoV6ProviderFactories: protoV6ProviderFactories,
+		ProtoV6ProviderFactories: pf,
 		Steps: []resource.TestStep{
 			{
 				Config: cfg,
@@ -424,15 +422,13 @@ func TestAccHomeStorage_migrateCopyResumesAfterEveryStep(t *testing.T) {
 			t.Cleanup(func() { cancel(); wg.Wait() })
 
 			stopped := false
-			stopping := map[string]func() (tfprotov6.ProviderServer, error){
-				"jupyter": providerserver.NewProtocol6WithError(NewWithMigrationHook("test", func(_ string, op migration.Op) error {
-					if op == stop && !stopped {
-						stopped = true
-						return fmt.Errorf("apply stopped after step %s", op)
-					}
-					return nil
-				})()),
-			}
+			stopping := afterStep(func(_ string, op migration.Op) error {
+				if op == stop && !stopped {
+					stopped = true
+					return fmt.Errorf("apply stopped after step %s", op)
+				}
+				return nil
+			})
 			cfg := copyConfig(t, ns, efs)
 			resource.Test(t, resource.TestCase{
 				Steps: []resource.TestStep{
@@ -513,8 +509,7 @@ func TestAccHomeStorage_deleteSourceVerifiedNow(t *testing.T) {
 	cs := acctest.Cluster(t).Admin()
 	ns := acctest.Namespace(t)
 	ebs, efs := "gp3-"+ns, "efs-"+ns
-	defer func(d time.Duration) { kube.CopyTimeout = d }(kube.CopyTimeout)
-	kube.CopyTimeout = time.Minute
+	pf := factories(Options{Kube: kube.Options{CopyTimeout: time.Minute}})
 	var seeds []acctest.SeedClaim
 	for _, u := range []string{"alice", "bob"} {
 		seeds = append(seeds, acctest.SeedClaim{Name: "claim-" + u, Username: u, StorageClass: &ebs, Bound: true, Driver: "ebs.csi.aws.com"})
@@ -533,7 +528,7 @@ func TestAccHomeStorage_deleteSourceVerifiedNow(t *testing.T) {
 	}
 	del := copyConfig(t, ns, efs, "allow_data_loss = true", "delete_copied_sources = true")
 	resource.Test(t, resource.TestCase{
-		ProtoV6ProviderFactories: protoV6ProviderFactories,
+		ProtoV6ProviderFactories: pf,
 		Steps: []resource.TestStep{
 			{Config: copyConfig(t, ns, efs)},
 			{

@@ -8,8 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hashicorp/terraform-plugin-framework/providerserver"
-	"github.com/hashicorp/terraform-plugin-go/tfprotov6"
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
 	"github.com/hashicorp/terraform-plugin-testing/plancheck"
@@ -260,9 +258,7 @@ func TestAccHomeStorage_migrateResumesAfterEveryStep(t *testing.T) {
 				}
 				return nil
 			}
-			stopping := map[string]func() (tfprotov6.ProviderServer, error){
-				"jupyter": providerserver.NewProtocol6WithError(NewWithMigrationHook("test", hook)()),
-			}
+			stopping := afterStep(hook)
 			cfg := migrateConfig(t, ns, class, `["dana"]`)
 			resource.Test(t, resource.TestCase{
 				Steps: []resource.TestStep{

@@ -9,7 +9,6 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/hashicorp/terraform-plugin-framework/providerserver"
 	"github.com/hashicorp/terraform-plugin-go/tfprotov6"
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"k8s.io/client-go/kubernetes"
@@ -51,12 +50,10 @@ func (t *countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 }
 
 func countingFactories(log *requestLog) map[string]func() (tfprotov6.ProviderServer, error) {
-	return map[string]func() (tfprotov6.ProviderServer, error){
-		"jupyter": providerserver.NewProtocol6WithError(NewWithClientFactory("test", func(rc *rest.Config) (kube.API, error) {
-			rc.Wrap(func(rt http.RoundTripper) http.RoundTripper { return &countingTransport{log: log, next: rt} })
-			return kube.NewAPI(rc) // the provider's own client, counted
-		})()),
-	}
+	return factories(Options{ClientFactory: func(rc *rest.Config) (kube.API, error) {
+		rc.Wrap(func(rt http.RoundTripper) http.RoundTripper { return &countingTransport{log: log, next: rt} })
+		return kube.NewAPI(rc) // the provider's own client, counted
+	}})
 }
 
 var perClaimGet = regexp.MustCompile(`^GET /api/v1/namespaces/[^/]+/persistentvolumeclaims/[^/?]+\?`)
