@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hashicorp/terraform-plugin-go/tfprotov6"
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
 	"github.com/hashicorp/terraform-plugin-testing/plancheck"
@@ -274,6 +275,29 @@ func copied(cs kubernetes.Interface, ns, class string, old map[string]string, us
 	}
 }
 
+// copyFixture is two EBS-like RWO homes, alice's and bob's, volumes
+// reserved for their EFS-like copies, and the stand-in Job controller
+// (failing the copies of the users in fail); the provider waits a minute at
+// most for a Job: one the stand-in does not finish fails the test, not the clock.
+func copyFixture(t *testing.T, fail map[string]bool) (kubernetes.Interface, string, string, map[string]func() (tfprotov6.ProviderServer, error), *fakeJobController) {
+	cs := acctest.Cluster(t).Admin()
+	ns := acctest.Namespace(t)
+	ebs, efs := "gp3-"+ns, "efs-"+ns
+	var seeds []acctest.SeedClaim
+	for _, u := range []string{"alice", "bob"} {
+		seeds = append(seeds, acctest.SeedClaim{Name: "claim-" + u, Username: u, StorageClass: &ebs, Bound: true, Driver: "ebs.csi.aws.com"})
+		reserveVolume(t, cs, ns, "home-"+u, efs)
+	}
+	acctest.Seed(t, cs, ns, seeds...)
+	jobs := &fakeJobController{seen: map[string]int{}, fail: fail}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); jobs.run(ctx, t, cs, ns) }()
+	t.Cleanup(func() { cancel(); wg.Wait() })
+	return cs, ns, efs, factories(Options{Kube: kube.Options{CopyTimeout: time.Minute}}), jobs
+}
+
 // EBS homes cannot be rebound to ReadWriteMany: each is copied by a Job into
 // a new claim in the EFS-like class, verified, and its user switched to it
 // in the hub config; the source stays. A failed copy stops that user only,
@@ -281,25 +305,8 @@ func copied(cs kubernetes.Interface, ns, class string, old map[string]string, us
 // says) copies again and converges. The copy itself ran in no test here:
 // fakeJobController stands in for it.
 func TestAccHomeStorage_migrateCopy(t *testing.T) {
-	cs := acctest.Cluster(t).Admin()
-	ns := acctest.Namespace(t)
-	ebs, efs := "gp3-"+ns, "efs-"+ns
-	// A Job the fake controller does not finish fails the test, not the clock.
-	pf := factories(Options{Kube: kube.Options{CopyTimeout: time.Minute}})
-	var seeds []acctest.SeedClaim
-	for _, u := range []string{"alice", "bob"} {
-		seeds = append(seeds, acctest.SeedClaim{Name: "claim-" + u, Username: u, StorageClass: &ebs, Bound: true, Driver: "ebs.csi.aws.com"})
-		reserveVolume(t, cs, ns, "home-"+u, efs)
-	}
-	acctest.Seed(t, cs, ns, seeds...)
+	cs, ns, efs, pf, jobs := copyFixture(t, map[string]bool{"bob": true})
 	old := uids(t, cs, ns, "claim-alice", "claim-bob")
-
-	jobs := &fakeJobController{seen: map[string]int{}, fail: map[string]bool{"bob": true}}
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() { defer wg.Done(); jobs.run(ctx, t, cs, ns) }()
-	t.Cleanup(func() { cancel(); wg.Wait() })
 
 	cfg := copyConfig(t, ns, efs)
 	resource.Test(t, resource.TestCase{
@@ -506,22 +513,7 @@ resource "jupyter_spawner_config" "hub" {
 // home after the copy, say): her old claim is kept and the apply says why;
 // bob's passes and his old claim goes. Once hers passes, it goes too.
 func TestAccHomeStorage_deleteSourceVerifiedNow(t *testing.T) {
-	cs := acctest.Cluster(t).Admin()
-	ns := acctest.Namespace(t)
-	ebs, efs := "gp3-"+ns, "efs-"+ns
-	pf := factories(Options{Kube: kube.Options{CopyTimeout: time.Minute}})
-	var seeds []acctest.SeedClaim
-	for _, u := range []string{"alice", "bob"} {
-		seeds = append(seeds, acctest.SeedClaim{Name: "claim-" + u, Username: u, StorageClass: &ebs, Bound: true, Driver: "ebs.csi.aws.com"})
-		reserveVolume(t, cs, ns, "home-"+u, efs)
-	}
-	acctest.Seed(t, cs, ns, seeds...)
-	jobs := &fakeJobController{seen: map[string]int{}, fail: map[string]bool{}}
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() { defer wg.Done(); jobs.run(ctx, t, cs, ns) }()
-	t.Cleanup(func() { cancel(); wg.Wait() })
+	cs, ns, efs, pf, jobs := copyFixture(t, map[string]bool{})
 	exists := func(name string) bool {
 		_, err := cs.CoreV1().PersistentVolumeClaims(ns).Get(context.Background(), name, metav1.GetOptions{})
 		return err == nil

@@ -1,0 +1,409 @@
+package provider
+
+// Apply of jupyter_home_storage: read the cluster, run the changes the plan
+// showed (internal/execute), run the planned migrations, record the result.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	kresource "k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/claims"
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/execute"
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/kube"
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/kubespawner"
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/safety"
+)
+
+// readMode says what a read of the live cluster includes besides the
+// claims and the storage class.
+type readMode struct {
+	pods       bool // the pods that mount claims (a claim may be deleted)
+	fresh      bool // a new List, not the process's snapshot (apply reads afresh)
+	migrations bool // migrations in progress and, when some claim differs, the volumes
+}
+
+// readLive lists the claims (one paginated List), the storage class and
+// what mode asks for. state is what the last apply recorded (nil when
+// none): when it looked for homes elsewhere, claims are read there too (the
+// old namespace; cluster-wide when user namespaces are or were on), so that
+// the homes the new settings no longer find are seen (safety: homes left
+// behind).
+func (r *homeStorageResource) readLive(ctx context.Context, client *kube.Client, m, state *homeStorageModel, mode readMode) (safety.Live, error) {
+	var live safety.Live
+	var namespace string
+	var err error
+	if live.Claims, namespace, err = listHomes(ctx, client, m, state, mode.fresh); err != nil {
+		return live, err
+	}
+	if live.Class, err = liveClass(ctx, client, m); err != nil {
+		return live, err
+	}
+	needPods := mode.pods
+	if mode.migrations {
+		// Whether a server runs matters only for a claim a migration may
+		// touch: one that differs, or the source of a finished copy.
+		var diags diag.Diagnostics
+		cfg := m.config(ctx, &diags)
+		differs, err := readMigrations(ctx, client, cfg, &live)
+		if err != nil {
+			return live, err
+		}
+		needPods = needPods || differs || cfg.Migration.DeleteSources
+	}
+	if needPods {
+		if live.Mounted, err = client.MountedClaims(ctx, namespace); err != nil {
+			return live, err
+		}
+	}
+	return live, nil
+}
+
+// listHomes lists the claims that may be homes (one paginated List; the
+// process's snapshot unless fresh) and returns them with the namespace
+// listed ("" for all). Under per-user namespaces the List is cluster-wide
+// (the safety core keeps the claims in their users' namespaces).
+func listHomes(ctx context.Context, client *kube.Client, m, state *homeStorageModel, fresh bool) ([]claims.Claim, string, error) {
+	list := client.ListClaims
+	if fresh {
+		list = client.ListClaimsFresh
+	}
+	selector := DefaultClaimSelector
+	if len(m.ExtraUserVolumes.Elements()) > 0 {
+		selector = "" // other per-user claims need not carry KubeSpawner's labels
+	}
+	namespace := m.Namespace.ValueString()
+	var also string // the namespace the last apply used, when it was another
+	switch {
+	case m.userNamespaces() || state != nil && (state.userNamespaces() || !state.UserNamespaceTemplate.Equal(m.UserNamespaceTemplate)):
+		namespace = ""
+	case state != nil && !state.Namespace.Equal(m.Namespace):
+		also = state.Namespace.ValueString()
+	}
+	pvcs, err := list(ctx, namespace, selector)
+	if err != nil {
+		return nil, namespace, err
+	}
+	if also != "" {
+		more, err := list(ctx, also, selector)
+		if err != nil {
+			return nil, namespace, err
+		}
+		pvcs = append(slices.Clip(pvcs), more...)
+	}
+	out := make([]claims.Claim, len(pvcs))
+	for i := range pvcs {
+		out[i] = kube.ClaimFromPVC(&pvcs[i])
+	}
+	return out, namespace, nil
+}
+
+// liveClass is what is known of the storage class the homes use: the one
+// this resource creates (storage_class), or the named one as it is.
+func liveClass(ctx context.Context, client *kube.Client, m *homeStorageModel) (*safety.StorageClass, error) {
+	sc, err := client.GetStorageClass(ctx, m.className())
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case m.StorageClass != nil:
+		return &safety.StorageClass{Name: m.className(), Provisioner: m.StorageClass.Provisioner.ValueString(),
+			AllowExpansion: m.StorageClass.AllowVolumeExpansion.IsNull() || m.StorageClass.AllowVolumeExpansion.ValueBool(),
+			Exists:         sc != nil, Created: true}, nil
+	case sc != nil:
+		return &safety.StorageClass{Name: sc.Name, Provisioner: sc.Provisioner,
+			AllowExpansion: sc.AllowVolumeExpansion != nil && *sc.AllowVolumeExpansion, Exists: true}, nil
+	case m.className() != "":
+		return &safety.StorageClass{Name: m.className()}, nil
+	}
+	return nil, nil
+}
+
+// apply makes the cluster match the plan: the StorageClass first, then the
+// claims the plan showed, then the migrations it showed; then it records
+// what came of them. On partial failure the state records what exists, the
+// failed users are named, and a re-apply converges. It returns false when it
+// stopped before changing any claim; plan is then not a state to record.
+func (r *homeStorageResource) apply(ctx context.Context, plan, state *homeStorageModel, diags *diag.Diagnostics) bool {
+	client := requireClient(r.data, diags)
+	if client == nil {
+		return false
+	}
+	plan.ID = plan.Namespace
+	if plan.StorageClass != nil {
+		if err := r.ensureClass(ctx, client, plan, state); err != nil {
+			diags.AddAttributeError(path.Root("storage_class"), "Cannot create the StorageClass", err.Error())
+			return false
+		}
+	}
+	cfg := plan.config(ctx, diags)
+	var prior *safety.Prior
+	if state != nil {
+		prior = state.prior(ctx, diags)
+	}
+	live, err := r.readLive(ctx, client, plan, state, readMode{pods: cfg.OnModeChange == safety.OnModeChangeRecreate, fresh: true, migrations: migrates(plan, state)})
+	if err != nil {
+		diags.AddError("Cannot read the live home claims", err.Error())
+		return false
+	}
+	res := safety.Plan(cfg, prior, live)
+	if len(res.Errors) > 0 {
+		addFindings(diags, res.Errors, true)
+		return false
+	}
+	planned, known, ok := plannedChanges(plan, diags)
+	if !ok {
+		return false
+	}
+	// Apply does what the plan showed, to the objects the plan read: the
+	// changes read now are compared with the plan's, and a user whose claim
+	// changed since is left alone (OpenTofu's check of the plan made again
+	// at apply catches most of these before this point).
+	sel := execute.Select(res, planned, known)
+	reportReconcile(diags, sel.Refused, sel.Moot)
+	labels, annotations := stringMap(ctx, plan.Labels, diags), stringMap(ctx, plan.Annotations, diags)
+	out := runHomes(ctx, client, cfg, sel, labels, annotations, diags)
+	var migrations []migrationItem
+	for _, it := range migrationItems(res, toMigrate) {
+		if sel.Migrate[it.key] {
+			it.uid = sel.Planned[it.key].UID
+			migrations = append(migrations, it)
+		}
+	}
+	migrated := len(migrations) > 0 && !out.unreachable
+	if migrated {
+		plan.MigrationStatus = runMigrations(ctx, client, plan, migrations, cfg, labels, diags)
+	}
+	if plan.MigrationStatus.IsUnknown() {
+		plan.MigrationStatus = types.StringValue("{}")
+		if state != nil && !state.MigrationStatus.IsNull() && !state.MigrationStatus.IsUnknown() {
+			plan.MigrationStatus = state.MigrationStatus
+		}
+	}
+	if len(out.failedUsers) > 0 {
+		var kept []string
+		for _, u := range cfg.Users {
+			if !out.failedUsers[u] {
+				kept = append(kept, u)
+			}
+		}
+		plan.Users = stringList(kept)
+		cfg.Users = kept
+	}
+	live = r.liveAfterApply(ctx, client, plan, state, live, cfg, out, migrated, diags)
+	recordApply(plan, cfg, res, live, len(migrations) > 0, len(out.failedUsers) > 0)
+	return true
+}
+
+// plannedChanges reads the changes the plan showed; known is false when the
+// plan could not know them.
+func plannedChanges(plan *homeStorageModel, diags *diag.Diagnostics) (safety.Changes, bool, bool) {
+	if plan.Changes.IsUnknown() || plan.Changes.IsNull() {
+		return safety.Changes{}, false, true
+	}
+	planned, err := safety.DecodeChanges(plan.Changes.ValueString())
+	if err != nil {
+		diags.AddAttributeError(path.Root("changes"), "Cannot read the planned changes", err.Error())
+		return nil, false, false
+	}
+	return planned, true, true
+}
+
+// homesOutcome is what the home changes of an apply came to.
+type homesOutcome struct {
+	todo        []safety.UserPlan
+	failed      map[int]error                            // by index in todo
+	created     map[string]*corev1.PersistentVolumeClaim // by user
+	failedUsers map[string]bool                          // failed, or refused because the claim changed since the plan
+	unreachable bool
+}
+
+// runHomes makes the selected home changes in parallel, each destructive
+// step through the gate (execute.Home), and reports those that failed.
+func runHomes(ctx context.Context, client *kube.Client, cfg safety.Config, sel execute.Selection, labels, annotations map[string]string, diags *diag.Diagnostics) homesOutcome {
+	out := homesOutcome{todo: sel.Homes, created: map[string]*corev1.PersistentVolumeClaim{}, failedUsers: map[string]bool{}}
+	for _, m := range sel.Refused {
+		out.failedUsers[m.Key] = true
+	}
+	var mu sync.Mutex
+	out.failed = kube.ForEach(ctx, out.todo, func(ctx context.Context, up safety.UserPlan) error {
+		create := func(ctx context.Context) error {
+			pvc, err := newClaim(cfg, up, labels, annotations)
+			if err != nil {
+				return err
+			}
+			created, err := client.CreateClaim(ctx, pvc)
+			if err == nil {
+				mu.Lock()
+				out.created[up.User] = created
+				mu.Unlock()
+			}
+			return err
+		}
+		resize := func(ctx context.Context) error {
+			return client.ResizeClaim(ctx, up.Namespace, up.Live.Name, cfg.Capacity)
+		}
+		return execute.Home(ctx, client, up, sel.Planned[up.User].UID, cfg.Migration.CopyImage, create, resize)
+	})
+	if len(out.failed) == 0 {
+		return out
+	}
+	var lines []string
+	notAttempted := 0
+	for i, err := range out.failed {
+		out.failedUsers[out.todo[i].User] = true
+		if errors.Is(err, kube.ErrNotAttempted) {
+			notAttempted++
+			continue
+		}
+		out.unreachable = out.unreachable || kube.Unreachable(err)
+		lines = append(lines, fmt.Sprintf("%s (%s, %s): %v", out.todo[i].User, out.todo[i].ClaimName, out.todo[i].Action, err))
+	}
+	sort.Strings(lines)
+	list := safety.CutLines(lines)
+	if notAttempted > 0 {
+		list = strings.TrimLeft(list+fmt.Sprintf("\n  %d more not attempted: the API server could not be reached", notAttempted), "\n")
+	}
+	summary := fmt.Sprintf("%d of %d home claim changes failed", len(out.failed), len(out.todo))
+	if out.unreachable {
+		summary += ": the API server could not be reached"
+	}
+	diags.AddError(summary,
+		"These users' claims were not changed as planned:\n"+list+
+			fmt.Sprintf("\n%d change(s) were made; the state records them. Apply again to converge. No claim was deleted except by on_mode_change = \"recreate\".", len(out.todo)-len(out.failed)))
+	return out
+}
+
+// liveAfterApply is the cluster as the state records it after apply.
+// Migrations replace claims (new objects, new modes): the claims are read
+// afresh after them. When the plan could not know the claims, or some
+// changes failed, the state records the claims that exist: after a partial
+// failure read afresh (a change that failed may have been made all the
+// same); otherwise, and when the API server cannot be reached, the claims
+// read before with the changes this apply made. When nothing of that holds,
+// the planned values stand and live is returned as it was read.
+func (r *homeStorageResource) liveAfterApply(ctx context.Context, client *kube.Client, plan, state *homeStorageModel, live safety.Live,
+	cfg safety.Config, out homesOutcome, migrated bool, diags *diag.Diagnostics) safety.Live {
+	before := live
+	if migrated {
+		fresh, err := r.readLive(ctx, client, plan, state, readMode{fresh: true})
+		if err == nil {
+			return fresh
+		}
+		diags.AddError("Cannot read the home claims after the migrations", err.Error()+
+			"\nApply again: the next plan reads them, and a migration that did not finish resumes.")
+	} else if len(out.failedUsers) > 0 && !out.unreachable {
+		fresh, err := r.readLive(ctx, client, plan, state, readMode{fresh: true})
+		if err == nil {
+			return fresh
+		}
+		diags.AddError("Cannot read the home claims after apply", err.Error()+
+			"\nThe state records the claims this apply created or changed; apply again to converge.")
+	}
+	if !plan.Claims.IsUnknown() && len(out.failedUsers) == 0 {
+		return before
+	}
+	before.Claims = appliedClaims(before.Claims, out.todo, out.failed, out.created, cfg)
+	return before
+}
+
+// appliedClaims is the live claims read before apply with the changes that
+// succeeded: created claims added, recreated ones replaced, resized ones grown.
+func appliedClaims(before []claims.Claim, todo []safety.UserPlan, failed map[int]error, created map[string]*corev1.PersistentVolumeClaim, cfg safety.Config) []claims.Claim {
+	resized, replaced := map[string]bool{}, map[string]bool{}
+	var out []claims.Claim
+	for i, up := range todo {
+		if failed[i] != nil {
+			continue
+		}
+		switch up.Action {
+		case safety.ActionResize:
+			resized[up.Live.Name] = true
+		case safety.ActionRecreate, safety.ActionDeleteSource:
+			replaced[up.Live.Name] = true
+		}
+		if pvc := created[up.User]; pvc != nil {
+			out = append(out, kube.ClaimFromPVC(pvc))
+		}
+	}
+	for _, c := range before {
+		switch {
+		case replaced[c.Name]:
+			continue
+		case resized[c.Name]:
+			c.Requested, c.RequestedBytes = canonicalQuantity(cfg.Capacity), cfg.CapacityBytes
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+func (r *homeStorageResource) ensureClass(ctx context.Context, client *kube.Client, plan, state *homeStorageModel) error {
+	sc := plan.StorageClass
+	name := sc.Name.ValueString()
+	existing, err := client.GetStorageClass(ctx, name)
+	if err != nil {
+		return err
+	}
+	expand := sc.AllowVolumeExpansion.IsNull() || sc.AllowVolumeExpansion.ValueBool()
+	var mountOptions []string
+	if !sc.MountOptions.IsNull() {
+		sc.MountOptions.ElementsAs(ctx, &mountOptions, false)
+	}
+	replace := state != nil && state.StorageClass != nil && len(immutableClassChanges(state.StorageClass, sc)) > 0
+	if existing != nil && !replace {
+		return client.UpdateStorageClass(ctx, name, expand, mountOptions, map[string]string{kubespawner.LabelAppManagedBy: claims.ManagedBy})
+	}
+	if existing != nil {
+		if err := client.DeleteStorageClass(ctx, name); err != nil {
+			return err
+		}
+	}
+	if replace && !state.StorageClass.Name.Equal(sc.Name) {
+		_ = client.DeleteStorageClass(ctx, state.StorageClass.Name.ValueString())
+	}
+	params := map[string]string{}
+	if !sc.Parameters.IsNull() {
+		sc.Parameters.ElementsAs(ctx, &params, false)
+	}
+	reclaimPolicy := corev1.PersistentVolumeReclaimPolicy(reclaim(sc))
+	mode := storagev1.VolumeBindingMode(binding(sc))
+	return client.CreateStorageClass(ctx, &storagev1.StorageClass{
+		ObjectMeta:           metav1.ObjectMeta{Name: name, Labels: map[string]string{kubespawner.LabelAppManagedBy: claims.ManagedBy}},
+		Provisioner:          sc.Provisioner.ValueString(),
+		Parameters:           params,
+		ReclaimPolicy:        &reclaimPolicy,
+		VolumeBindingMode:    &mode,
+		AllowVolumeExpansion: &expand,
+		MountOptions:         mountOptions,
+	})
+}
+
+// newClaim builds a home claim the way KubeSpawner would, so that it adopts it on spawn.
+func newClaim(cfg safety.Config, up safety.UserPlan, labels, annotations map[string]string) (*corev1.PersistentVolumeClaim, error) {
+	meta := kubespawner.PVCMetadata{Username: up.User, ExtraLabels: labels, ExtraAnnotations: annotations}
+	l, err := kubespawner.PVCLabels(meta)
+	if err != nil {
+		return nil, err
+	}
+	a := kubespawner.PVCAnnotations(meta)
+	l[kubespawner.LabelAppManagedBy] = claims.ManagedBy
+	size, err := kresource.ParseQuantity(cfg.Capacity)
+	if err != nil {
+		return nil, err
+	}
+	return kube.NewClaim(metav1.ObjectMeta{Name: up.ClaimName, Namespace: up.Namespace, Labels: l, Annotations: a},
+		cfg.AccessMode, cfg.StorageClass, size), nil
+}

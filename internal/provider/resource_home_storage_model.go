@@ -1,0 +1,139 @@
+package provider
+
+// The model of jupyter_home_storage turned into the safety core's view of it.
+
+import (
+	"context"
+
+	"github.com/hashicorp/terraform-plugin-framework/attr"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+	kresource "k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/kubespawner"
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/safety"
+)
+
+// config turns the model into the safety core's view of it.
+func (m *homeStorageModel) config(ctx context.Context, diags *diag.Diagnostics) safety.Config {
+	cfg := safety.Config{
+		Namespace:      m.Namespace.ValueString(),
+		AccessMode:     m.AccessMode.ValueString(),
+		StorageClass:   m.className(),
+		Capacity:       m.Capacity.ValueString(),
+		NameTemplate:   m.PVCNameTemplate.ValueString(),
+		Scheme:         kubespawner.Scheme(m.SlugScheme.ValueString()),
+		OnModeChange:   safety.OnModeChange(m.OnModeChange.ValueString()),
+		AllowDataLoss:  m.AllowDataLoss.ValueBool(),
+		DeletionPolicy: m.DeletionPolicy.ValueString(),
+		Migration:      m.migrationConfig(),
+		// The template KubeSpawner uses: "" when user namespaces are off.
+		UserNamespaceTemplate: m.UserNamespaceTemplate.ValueString(),
+	}
+	if !m.ExtraUserVolumes.IsNull() && !m.ExtraUserVolumes.IsUnknown() {
+		diags.Append(m.ExtraUserVolumes.ElementsAs(ctx, &cfg.ExtraVolumes, false)...)
+	}
+	if q, err := kresource.ParseQuantity(cfg.Capacity); err == nil {
+		cfg.CapacityBytes = q.Value()
+	}
+	if !m.Users.IsNull() && !m.Users.IsUnknown() {
+		diags.Append(m.Users.ElementsAs(ctx, &cfg.Users, false)...)
+	}
+	return cfg
+}
+
+func (m *homeStorageModel) userNamespaces() bool {
+	return m.UserNamespaceTemplate.ValueString() != ""
+}
+
+func (m *homeStorageModel) className() string {
+	if m.StorageClass != nil {
+		return m.StorageClass.Name.ValueString()
+	}
+	return m.StorageClassName.ValueString()
+}
+
+// prior is what the state says was applied.
+func (m *homeStorageModel) prior(ctx context.Context, diags *diag.Diagnostics) *safety.Prior {
+	cfg := m.config(ctx, diags)
+	p := &safety.Prior{Config: cfg, Managed: map[string]string{}, ClassManaged: m.StorageClass != nil}
+	for _, u := range cfg.Users {
+		name, err := kubespawner.Expand(cfg.NameTemplate, u, "", cfg.Scheme)
+		if err == nil {
+			p.Managed[u] = name
+		}
+	}
+	return p
+}
+
+// destroysAtApply reports whether the configuration may delete home claims
+// in an apply (not counting destroy): allow_data_loss with on_mode_change =
+// "recreate" or migration.delete_copied_sources, any of them possibly unknown.
+func destroysAtApply(m *homeStorageModel) bool {
+	if !m.AllowDataLoss.IsUnknown() && !m.AllowDataLoss.ValueBool() {
+		return false
+	}
+	if m.OnModeChange.IsUnknown() || m.OnModeChange.ValueString() == string(safety.OnModeChangeRecreate) {
+		return true
+	}
+	mm := m.Migration
+	return mm != nil && (mm.DeleteCopiedSources.IsUnknown() || mm.DeleteCopiedSources.ValueBool())
+}
+
+// plannable reports whether every argument the classification needs is known.
+func plannable(m *homeStorageModel) bool {
+	for _, v := range []attr.Value{m.Namespace, m.AccessMode, m.StorageClassName, m.Capacity, m.PVCNameTemplate, m.SlugScheme,
+		m.Users, m.OnModeChange, m.AllowDataLoss, m.DeletionPolicy, m.ExtraUserVolumes, m.UserNamespaceTemplate} {
+		if v.IsUnknown() {
+			return false
+		}
+	}
+	if sc := m.StorageClass; sc != nil && (sc.Name.IsUnknown() || sc.Provisioner.IsUnknown() || sc.AllowVolumeExpansion.IsUnknown()) {
+		return false
+	}
+	if mm := m.Migration; mm != nil {
+		for _, v := range []attr.Value{mm.Method, mm.CopyImage, mm.TargetNameTemplate, mm.DeleteCopiedSources, mm.BatchSize, mm.MaxParallel, mm.SkipRunning} {
+			if v.IsUnknown() {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// sameArguments reports whether plan and state agree on every argument.
+func sameArguments(a, b *homeStorageModel) bool {
+	av := []attr.Value{a.Namespace, a.AccessMode, a.StorageClassName, a.Capacity, a.PVCNameTemplate, a.SlugScheme,
+		a.Users, a.Labels, a.Annotations, a.OnModeChange, a.AllowDataLoss, a.DeletionPolicy, a.ExtraUserVolumes, a.UserNamespaceTemplate}
+	bv := []attr.Value{b.Namespace, b.AccessMode, b.StorageClassName, b.Capacity, b.PVCNameTemplate, b.SlugScheme,
+		b.Users, b.Labels, b.Annotations, b.OnModeChange, b.AllowDataLoss, b.DeletionPolicy, b.ExtraUserVolumes, b.UserNamespaceTemplate}
+	for i := range av {
+		if !av[i].Equal(bv[i]) {
+			return false
+		}
+	}
+	if a.migrationConfig() != b.migrationConfig() || a.maxParallel() != b.maxParallel() {
+		return false
+	}
+	if (a.StorageClass == nil) != (b.StorageClass == nil) {
+		return false
+	}
+	return a.StorageClass == nil || len(immutableClassChanges(a.StorageClass, b.StorageClass)) == 0 &&
+		a.StorageClass.AllowVolumeExpansion.Equal(b.StorageClass.AllowVolumeExpansion) && a.StorageClass.MountOptions.Equal(b.StorageClass.MountOptions)
+}
+
+func stringList(v []string) types.List {
+	elems := make([]attr.Value, len(v))
+	for i, s := range v {
+		elems[i] = types.StringValue(s)
+	}
+	return types.ListValueMust(types.StringType, elems)
+}
+
+func stringMap(ctx context.Context, m types.Map, diags *diag.Diagnostics) map[string]string {
+	out := map[string]string{}
+	if !m.IsNull() && !m.IsUnknown() {
+		diags.Append(m.ElementsAs(ctx, &out, false)...)
+	}
+	return out
+}

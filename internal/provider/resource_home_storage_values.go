@@ -1,0 +1,292 @@
+package provider
+
+// The computed values of jupyter_home_storage: what a plan shows and what
+// the state records after apply.
+
+import (
+	"encoding/json"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/hashicorp/terraform-plugin-framework/types"
+	kresource "k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/kubespawner"
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/safety"
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/spawner"
+)
+
+// planValues are the planned values of a classified change. A change that
+// does nothing keeps what the last apply or refresh recorded, so that the
+// plan is empty; values that migrations decide are known after apply.
+func planValues(plan, state *homeStorageModel, cfg safety.Config, res safety.Result) {
+	plan.ChangeClass = types.StringValue(string(res.Class))
+	plan.Changes = types.StringValue(safety.ChangesOf(res).Encode())
+	plan.LegacyUsers = stringList(res.LegacyUsers)
+	plan.ColocationRequired = types.BoolValue(res.ColocationRequired)
+	var nMigrations, nCopies int
+	plan.MigrationPlan, nMigrations, nCopies = migrationPlanValue(res, cfg)
+	plan.SpawnerSettings = types.StringValue(spawnerSettings(plan, res.HomeClaims))
+	if nCopies > 0 {
+		// Copied users are switched to their new claim once their copy is verified.
+		plan.SpawnerSettings = types.StringUnknown()
+	}
+	plan.MigrationStatus = types.StringValue("{}")
+	if state != nil && !state.MigrationStatus.IsNull() {
+		plan.MigrationStatus = state.MigrationStatus
+	}
+	if state != nil && res.Class == safety.ClassNone && sameArguments(plan, state) {
+		// Observations such as a claim's phase are refreshed by Read.
+		plan.ChangeClass = state.ChangeClass
+		plan.Changes = state.Changes
+		plan.Claims = state.Claims
+		plan.MigrationPlan = state.MigrationPlan
+	} else {
+		plan.Claims = claimsValue(res.Users, cfg, false)
+	}
+	if nMigrations > 0 {
+		// Who ends up legacy, and the claims' new identities, are known once
+		// the migrations ran (a user may start a server meanwhile).
+		plan.LegacyUsers = types.ListUnknown(types.StringType)
+		plan.ColocationRequired = types.BoolUnknown()
+		plan.Claims = types.StringUnknown()
+		plan.MigrationStatus = types.StringUnknown()
+	}
+}
+
+// claimView is what `claims` says about one user's claim besides its name.
+type claimView struct {
+	AccessMode       string `json:"access_mode"`
+	StorageClassName string `json:"storage_class_name"`
+	Capacity         string `json:"capacity"`
+	Phase            string `json:"phase"`
+	Managed          bool   `json:"managed"`
+}
+
+// claimsDoc is the `claims` attribute: the most common claim as "default",
+// and for every user the claim's name and the fields in which it differs
+// from the default.
+type claimsDoc struct {
+	Default *claimView                `json:"default"`
+	Users   map[string]map[string]any `json:"users"`
+}
+
+// claimsValue is the `claims` attribute: every user's claim, as its name and
+// the fields that differ from the most common claim ("default"). A claim
+// that apply creates has an empty phase (and, on the cluster's default
+// class, an empty class) until the next refresh observes it.
+//
+// final is set after apply: only claims that exist are listed.
+//
+// It is one string rather than a map of objects on purpose: the framework
+// walks every value node of a resource several times per plan, at a cost
+// that grows with the square of their number, and thousands of users would
+// make every plan take minutes (BENCHMARKS.md). It is compact because
+// OpenTofu and the provider decode, copy and compare it several times per
+// plan: at 5,000 users every field of every claim made 650 KB, names and
+// differences from the default make 225 KB.
+func claimsValue(ups []safety.UserPlan, cfg safety.Config, final bool) types.String {
+	type entry struct {
+		name string
+		view claimView
+	}
+	entries := make(map[string]entry, len(ups))
+	counts := map[claimView]int{}
+	capacity := canonicalQuantity(cfg.Capacity)
+	for _, up := range ups {
+		if up.Live == nil && (final || up.Action != safety.ActionCreate) {
+			continue
+		}
+		e := entry{name: up.ClaimName, view: claimView{Managed: up.Managed}}
+		v := &e.view
+		switch up.Action {
+		case safety.ActionCreate, safety.ActionRecreate:
+			v.AccessMode, v.StorageClassName, v.Capacity = cfg.AccessMode, cfg.StorageClass, capacity
+		default:
+			c := up.Live
+			if (up.Action == safety.ActionCopied || up.Action == safety.ActionDeleteSource) && up.TargetLive != nil {
+				c = up.TargetLive // the user's home now; the source is kept aside
+			}
+			e.name, v.AccessMode, v.StorageClassName, v.Capacity, v.Phase = c.Name, strings.Join(c.AccessModes, ","), c.StorageClass, c.Requested, c.Phase
+			if up.Action == safety.ActionResize {
+				v.Capacity = capacity
+			}
+		}
+		entries[up.User] = e
+		counts[e.view]++
+	}
+	doc := claimsDoc{Users: make(map[string]map[string]any, len(entries))}
+	if len(entries) > 0 {
+		// The most common claim; among equally common ones the first by its
+		// fields, so that the value is stable.
+		var def claimView
+		n := 0
+		for v, c := range counts {
+			if c > n || c == n && claimViewLess(v, def) {
+				def, n = v, c
+			}
+		}
+		doc.Default = &def
+	}
+	for u, e := range entries {
+		d := claimDelta(e.view, *doc.Default)
+		d["name"] = e.name
+		doc.Users[u] = d
+	}
+	b, _ := json.Marshal(doc) // map keys are sorted: the value is stable
+	return types.StringValue(string(b))
+}
+
+// claimDelta is the fields of v that differ from def.
+func claimDelta(v, def claimView) map[string]any {
+	d := map[string]any{}
+	if v.AccessMode != def.AccessMode {
+		d["access_mode"] = v.AccessMode
+	}
+	if v.StorageClassName != def.StorageClassName {
+		d["storage_class_name"] = v.StorageClassName
+	}
+	if v.Capacity != def.Capacity {
+		d["capacity"] = v.Capacity
+	}
+	if v.Phase != def.Phase {
+		d["phase"] = v.Phase
+	}
+	if v.Managed != def.Managed {
+		d["managed"] = v.Managed
+	}
+	return d
+}
+
+func claimViewLess(a, b claimView) bool {
+	if a.AccessMode != b.AccessMode {
+		return a.AccessMode < b.AccessMode
+	}
+	if a.StorageClassName != b.StorageClassName {
+		return a.StorageClassName < b.StorageClassName
+	}
+	if a.Capacity != b.Capacity {
+		return a.Capacity < b.Capacity
+	}
+	if a.Phase != b.Phase {
+		return a.Phase < b.Phase
+	}
+	return !a.Managed && b.Managed
+}
+
+// canonicalQuantity writes a quantity the way the API returns it ("10240Mi" is "10Gi").
+func canonicalQuantity(s string) string {
+	q, err := kresource.ParseQuantity(s)
+	if err != nil {
+		return s
+	}
+	return q.String()
+}
+
+// spawnerSettings is the spawner_settings attribute: KubeSpawner's settings
+// for this storage, and the users whose home was copied to a new claim.
+func spawnerSettings(m *homeStorageModel, homeClaims map[string]string) string {
+	h := kubespawner.HomeStorage{
+		AccessMode: m.AccessMode.ValueString(), StorageClass: m.className(), Capacity: m.Capacity.ValueString(),
+		NameTemplate: m.PVCNameTemplate.ValueString(), Scheme: kubespawner.Scheme(m.SlugScheme.ValueString()),
+		UserNamespaceTemplate: m.UserNamespaceTemplate.ValueString(),
+	}
+	s := h.Settings()
+	if len(homeClaims) > 0 {
+		s[spawner.HomeClaimsKey] = homeClaims
+	}
+	b, _ := json.Marshal(s)
+	return string(b)
+}
+
+func immutableClassChanges(was, now *scModel) []string {
+	var out []string
+	if !was.Provisioner.Equal(now.Provisioner) {
+		out = append(out, "provisioner")
+	}
+	if !mapsEqual(was.Parameters, now.Parameters) {
+		out = append(out, "parameters")
+	}
+	if reclaim(was) != reclaim(now) {
+		out = append(out, "reclaim_policy")
+	}
+	if binding(was) != binding(now) {
+		out = append(out, "volume_binding_mode")
+	}
+	if !was.Name.Equal(now.Name) {
+		out = append(out, "name")
+	}
+	return out
+}
+
+func mapsEqual(a, b types.Map) bool {
+	if len(a.Elements()) == 0 && len(b.Elements()) == 0 {
+		return true
+	}
+	return a.Equal(b)
+}
+
+func reclaim(sc *scModel) string {
+	if sc.ReclaimPolicy.IsNull() {
+		return "Retain"
+	}
+	return sc.ReclaimPolicy.ValueString()
+}
+
+func binding(sc *scModel) string {
+	if sc.VolumeBindingMode.IsNull() {
+		return "Immediate"
+	}
+	return sc.VolumeBindingMode.ValueString()
+}
+
+// recordApply sets the values the state records that the plan could not
+// know, from what apply did: res is the classification made at apply, live
+// the cluster as it is recorded (liveAfterApply). What the plan showed
+// stands; a value it could not know comes from these. migrations says
+// whether this apply ran migrations (who is still legacy is known only now),
+// failures whether some user's change was not made (the claims that exist
+// are recorded, not the planned ones).
+func recordApply(plan *homeStorageModel, cfg safety.Config, res safety.Result, live safety.Live, migrations, failures bool) {
+	if plan.Claims.IsUnknown() || failures {
+		plan.Claims = claimsValue(safety.Plan(cfg, nil, live).Users, cfg, true)
+	}
+	if plan.SpawnerSettings.IsUnknown() {
+		plan.SpawnerSettings = types.StringValue(spawnerSettings(plan, safety.Plan(cfg, nil, live).HomeClaims))
+	}
+	if plan.MigrationPlan.IsUnknown() {
+		plan.MigrationPlan, _, _ = migrationPlanValue(res, cfg)
+	}
+	if migrations || plan.LegacyUsers.IsUnknown() && cfg.OnModeChange == safety.OnModeChangeMigrate {
+		// Who is still on a claim that differs: the users whose migration
+		// was skipped or stopped.
+		kept := cfg
+		kept.OnModeChange = safety.OnModeChangeKeepExisting
+		now := safety.Plan(kept, nil, live)
+		plan.LegacyUsers = stringList(now.LegacyUsers)
+		plan.ColocationRequired = types.BoolValue(now.ColocationRequired)
+	}
+	if plan.LegacyUsers.IsUnknown() {
+		plan.LegacyUsers = stringList(res.LegacyUsers)
+	}
+	if plan.ColocationRequired.IsUnknown() {
+		plan.ColocationRequired = types.BoolValue(res.ColocationRequired)
+	}
+	if plan.ChangeClass.IsUnknown() {
+		plan.ChangeClass = types.StringValue(string(res.Class))
+	}
+	if plan.Changes.IsUnknown() {
+		plan.Changes = types.StringValue(safety.ChangesOf(res).Encode())
+	}
+}
+
+func mostCommon(counts map[string]int) string {
+	best, n := "", 0
+	for _, k := range slices.Sorted(maps.Keys(counts)) {
+		if counts[k] > n {
+			best, n = k, counts[k]
+		}
+	}
+	return best
+}
