@@ -45,7 +45,7 @@ resource "jupyter_home_storage" "homes" {
   on_mode_change = var.on_mode_change
   users          = ["dave"]
 
-  storage_class {
+  storage_class = {
     name        = "jupyter-homes"
     provisioner = "driver.longhorn.io"
   }

@@ -25,7 +25,7 @@ func TestAccHomeStorage_badInputNamesAttributeAndFix(t *testing.T) {
 	ns := acctest.Namespace(t)
 	class := "homes-" + ns
 	block := fmt.Sprintf(`
-  storage_class {
+  storage_class = {
     name        = %q
     provisioner = "driver.longhorn.io"
   }`, class)
@@ -36,7 +36,7 @@ func TestAccHomeStorage_badInputNamesAttributeAndFix(t *testing.T) {
 		{"unknown_access_mode", ns, `capacity = "1Gi"` + "\n" + `access_mode = "ReadWriteSometimes"` + block,
 			`access_mode = "ReadWriteSometimes".*value must be one of:.*"ReadWriteOnce".*"ReadWriteMany".*"ReadWriteOncePod"`},
 		{"rwx_without_class", ns, `capacity = "1Gi"` + "\n" + `access_mode = "ReadWriteMany"`,
-			`ReadWriteMany needs a storage class.*Name a class backed by a shared file system with storage_class_name, or create one with a storage_class block`},
+			`ReadWriteMany needs a storage class.*Name a class backed by a shared file system with storage_class_name, or create one with storage_class = \{ name = \.\.\., provisioner = \.\.\. \}`},
 		{"quantity_GB", ns, `capacity = "10GB"` + block,
 			`Invalid quantity.*capacity = "10GB".*Use binary units such as "10Gi"`},
 		{"quantity_negative", ns, `capacity = "-1Gi"` + block,
@@ -62,7 +62,7 @@ func TestAccHomeStorage_badInputNamesAttributeAndFix(t *testing.T) {
 		{"delete_without_allow_data_loss", ns, `capacity = "1Gi"` + "\n" + `deletion_policy = "delete"` + block,
 			`needs allow_data_loss = true.*deletion_policy = "delete".*Set allow_data_loss = true as well if that is intended, or keep deletion_policy = "retain"`},
 		{"rwx_on_block_class", ns, `capacity = "1Gi"` + "\n" + `access_mode = "ReadWriteMany"` + `
-  storage_class {
+  storage_class = {
     name        = "ebs-homes"
     provisioner = "ebs.csi.aws.com"
   }`,

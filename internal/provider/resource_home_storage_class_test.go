@@ -26,7 +26,7 @@ resource "jupyter_home_storage" "homes" {
   namespace = %q
   capacity  = "1Gi"
   users     = ["hana"]
-  storage_class {
+  storage_class = {
     name        = %q
     provisioner = "driver.longhorn.io"
     parameters  = { numberOfReplicas = %q }

@@ -199,7 +199,7 @@ resource "jupyter_home_storage" "homes" {
   users              = ["alice"]
   on_mode_change     = "migrate"
   %s
-  migration {
+  migration = {
     copy_image           = %q
     target_name_template = "home-{username}"
     %s
@@ -488,7 +488,7 @@ resource "jupyter_home_storage" "homes" {
   capacity           = "2Gi"
   access_mode        = "ReadWriteMany"
   on_mode_change     = "migrate"
-  migration {
+  migration = {
     copy_image           = %q
     target_name_template = "home-{username}"
   }

@@ -84,7 +84,7 @@ resource "jupyter_home_storage" "homes" {
   capacity           = "1Gi"
   access_mode        = "ReadWriteMany"
   on_mode_change     = "migrate"
-  migration {
+  migration = {
     max_parallel = 1
   }
 }

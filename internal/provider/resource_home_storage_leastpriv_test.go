@@ -28,7 +28,7 @@ func limitedHomeStorage(c *testcluster.Cluster, ns, class, extra string) string 
 	return acctest.Config(acctest.ProviderBlock(c, c.LimitedToken), fmt.Sprintf(`
 resource "jupyter_home_storage" "homes" {
   namespace = %q
-  storage_class {
+  storage_class = {
     name        = %q
     provisioner = "driver.longhorn.io"
   }

@@ -24,7 +24,7 @@ import (
 
 const defaultMaxParallel = 4
 
-// migrationConfig is the migration block with its defaults.
+// migrationConfig is the migration attribute with its defaults.
 func (m *homeStorageModel) migrationConfig() safety.Migration {
 	out := safety.Migration{Method: migration.MethodAuto, SkipRunning: true}
 	mm := m.Migration

@@ -105,7 +105,7 @@ func homeStorageSchema() schema.Schema {
 					"`ReadWriteOncePod`: one pod per claim in the whole cluster. Existing claims keep their mode (it is immutable): see `on_mode_change`.",
 				Validators: []validator.String{stringvalidator.OneOf(safety.RWO, safety.RWX, safety.RWOP)}},
 			"storage_class_name": schema.StringAttribute{Optional: true,
-				MarkdownDescription: "An existing StorageClass for the claims. Leave unset (and no `storage_class` block) for the cluster's default class.",
+				MarkdownDescription: "An existing StorageClass for the claims. Leave unset (and no `storage_class`) for the cluster's default class.",
 				Validators: []validator.String{
 					stringvalidator.LengthAtLeast(1),
 					stringvalidator.ConflictsWith(pathExpr("storage_class")),
@@ -141,7 +141,7 @@ func homeStorageSchema() schema.Schema {
 			"on_mode_change": schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString(string(safety.OnModeChangeFail)),
 				MarkdownDescription: "What to do with live claims whose access mode or class differs from the configuration: `fail` (default; the plan fails naming them), " +
 					"`keep_existing` (they stay as they are, their users are listed in `legacy_users` and keep co-location; safe), " +
-					"`migrate` (move them to the new mode keeping every byte, see the `migration` block; safe), " +
+					"`migrate` (move them to the new mode keeping every byte, see `migration`; safe), " +
 					"or `recreate` (delete and recreate them empty; needs `allow_data_loss`; destructive).",
 				Validators: []validator.String{stringvalidator.OneOf(string(safety.OnModeChangeFail), string(safety.OnModeChangeKeepExisting), string(safety.OnModeChangeMigrate), string(safety.OnModeChangeRecreate))}},
 			"allow_data_loss": schema.BoolAttribute{Optional: true, Computed: true, Default: booldefault.StaticBool(false),
@@ -174,9 +174,7 @@ func homeStorageSchema() schema.Schema {
 				"`pending`, `retained`, `released` or `rebound` when it stopped there; copy: `switched` when finished, `pending`, `target-created`, `copying` or `verified`) and `error` if it failed. " +
 				"A later apply resumes an unfinished migration from the cluster's record of it."),
 			"spawner_settings": computedStr("JSON object of the KubeSpawner settings this storage implies (`storage_access_modes`, `storage_class`, `storage_capacity`, `pvc_name_template`, `slug_scheme`, `storage_pvc_ensure`, the home `volumes` and `volume_mounts`)."),
-		},
-		Blocks: map[string]schema.Block{
-			"migration": schema.SingleNestedBlock{
+			"migration": schema.SingleNestedAttribute{Optional: true,
 				MarkdownDescription: "How `on_mode_change = \"migrate\"` moves users to the new mode without losing data.\n\n" +
 					"**Rebind** (zero copy) serves the same volume in the new mode. Per user, with the user's servers stopped: the volume's reclaim policy is set to `Retain` " +
 					"(the old one is recorded on the volume), the claim is deleted, the volume is reserved for a new claim with the same name, labels and annotations in the new mode, " +
@@ -208,12 +206,12 @@ func homeStorageSchema() schema.Schema {
 						"`false`: the plan fails naming them, so that they are stopped first."},
 				},
 			},
-			"storage_class": schema.SingleNestedBlock{
+			"storage_class": schema.SingleNestedAttribute{Optional: true,
 				MarkdownDescription: "A StorageClass this resource creates and uses. Changing `provisioner`, `parameters`, `reclaim_policy` or `volume_binding_mode` " +
 					"(immutable in Kubernetes) replaces the class; existing claims and volumes keep working.",
 				Attributes: map[string]schema.Attribute{
-					"name":        schema.StringAttribute{Optional: true, MarkdownDescription: "Class name (required in the block).", Validators: []validator.String{stringvalidator.LengthAtLeast(1)}},
-					"provisioner": schema.StringAttribute{Optional: true, MarkdownDescription: "Provisioner, e.g. `driver.longhorn.io` or `efs.csi.aws.com` (required in the block).", Validators: []validator.String{stringvalidator.LengthAtLeast(1)}},
+					"name":        schema.StringAttribute{Required: true, MarkdownDescription: "Class name.", Validators: []validator.String{stringvalidator.LengthAtLeast(1)}},
+					"provisioner": schema.StringAttribute{Required: true, MarkdownDescription: "Provisioner, e.g. `driver.longhorn.io` or `efs.csi.aws.com`.", Validators: []validator.String{stringvalidator.LengthAtLeast(1)}},
 					"parameters":  schema.MapAttribute{Optional: true, ElementType: types.StringType, MarkdownDescription: "Provisioner parameters."},
 					"reclaim_policy": schema.StringAttribute{Optional: true, MarkdownDescription: "`Retain` (default: these are home directories) or `Delete`.",
 						Validators: []validator.String{stringvalidator.OneOf("Retain", "Delete")}},

@@ -29,7 +29,7 @@ func homeStorageConfig(t *testing.T, ns, class, extra string) string {
 	return acctest.AdminConfig(t, fmt.Sprintf(`
 resource "jupyter_home_storage" "homes" {
   namespace = %q
-  storage_class {
+  storage_class = {
     name        = %q
     provisioner = "driver.longhorn.io"
   }

@@ -143,7 +143,7 @@ func (p *planner) checkStorage() {
 	p.checkManagedClass(sc)
 	if !sc.Exists && !sc.Created {
 		p.warnf("storage_class_name", "The storage class does not exist",
-			"StorageClass %q was not found; new claims will stay Pending until it exists. Create it, or use a storage_class block so this resource creates it.", sc.Name)
+			"StorageClass %q was not found; new claims will stay Pending until it exists. Create it, or use storage_class so this resource creates it.", sc.Name)
 		return
 	}
 	if cfg.AccessMode != RWX || sc.Provisioner == "" {

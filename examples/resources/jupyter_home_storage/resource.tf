@@ -5,7 +5,7 @@ resource "jupyter_home_storage" "homes" {
   access_mode = "ReadWriteMany"
   capacity    = "20Gi"
 
-  storage_class {
+  storage_class = {
     name        = "jupyter-homes"
     provisioner = "driver.longhorn.io"
     parameters = {
@@ -53,7 +53,7 @@ output "not_shared" {
 # are left for the next apply.
 #
 #   on_mode_change = "migrate"
-#   migration {
+#   migration = {
 #     batch_size           = 50
 #     max_parallel         = 4
 #     copy_image           = "registry.example.org/tools/rsync:3"
