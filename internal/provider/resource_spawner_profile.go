@@ -190,7 +190,7 @@ func (r *spawnerProfileResource) ValidateConfig(ctx context.Context, req resourc
 	p, _ := m.profile(ctx, &resp.Diagnostics)
 	if m.GPU != nil && m.GPU.Count.IsNull() {
 		resp.Diagnostics.AddAttributeError(path.Root("gpu").AtName("count"), "gpu.count is required",
-			"Set count to the number of GPUs the server needs (1 or more), or remove the gpu block.")
+			"Set count to the number of GPUs the server needs (1 or more), or remove gpu.")
 		p.GPU.Count = 1
 	}
 	for _, f := range p.Validate() {
@@ -210,7 +210,7 @@ func (r *spawnerProfileResource) ValidateConfig(ctx context.Context, req resourc
 		hasExisting := !v.ExistingClaim.IsNull()
 		if hasExisting == (v.NewClaim != nil) {
 			resp.Diagnostics.AddAttributeError(at, "A volume needs exactly one claim",
-				"Set existing_claim to the name of a PersistentVolumeClaim, or add a new_claim block for a shared claim this resource creates; not both.")
+				"Set existing_claim to the name of a PersistentVolumeClaim, or add new_claim = { size = ... } for a shared claim this resource creates; not both.")
 		}
 		if v.NewClaim == nil {
 			continue

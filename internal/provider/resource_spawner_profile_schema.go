@@ -156,19 +156,17 @@ func spawnerProfileSchema() schema.Schema {
 			"require_schedulable": schema.BoolAttribute{Optional: true, Computed: true, Default: booldefault.StaticBool(false),
 				MarkdownDescription: "Make it an error at plan time when the profile's guarantees exceed every current node's allocatable resources (default: a warning, since an autoscaler may add larger nodes)."},
 			"profile_json": schema.StringAttribute{Computed: true, MarkdownDescription: "JSON of the dict KubeSpawner expects in `profile_list`."},
-		},
-		Blocks: map[string]schema.Block{
-			"gpu": schema.SingleNestedBlock{
+			"gpu": schema.SingleNestedAttribute{Optional: true,
 				MarkdownDescription: "GPUs for the server, requested as an extended resource in `extra_resource_limits` and `extra_resource_guarantees`.",
 				Attributes: map[string]schema.Attribute{
-					"count":         schema.Int64Attribute{Optional: true, MarkdownDescription: "Number of GPUs, at least 1 (required in the block)."},
+					"count":         schema.Int64Attribute{Optional: true, MarkdownDescription: "Number of GPUs, at least 1 (required)."},
 					"resource_name": schema.StringAttribute{Optional: true, MarkdownDescription: "Extended resource name; default `nvidia.com/gpu` (`amd.com/gpu`, `gpu.intel.com/i915`, ...)."},
 				},
 			},
-			"tolerations": schema.ListNestedBlock{
+			"tolerations": schema.ListNestedAttribute{Optional: true,
 				MarkdownDescription: "Tolerations of the server's pod, e.g. for GPU nodes tainted `nvidia.com/gpu=true:NoSchedule` (AKS and kubeadm clusters do not add it for you). " +
 					"They **replace** the global tolerations (KubeSpawner does not append), so repeat any global one the profile still needs.",
-				NestedObject: schema.NestedBlockObject{Attributes: map[string]schema.Attribute{
+				NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
 					"key":      str("Taint key; empty with `operator = \"Exists\"` tolerates every taint."),
 					"operator": schema.StringAttribute{Optional: true, MarkdownDescription: "`Equal` (default) or `Exists`.", Validators: []validator.String{stringvalidator.OneOf("Equal", "Exists")}},
 					"value":    str("Taint value (with `Equal`)."),
@@ -177,21 +175,19 @@ func spawnerProfileSchema() schema.Schema {
 					"toleration_seconds": schema.Int64Attribute{Optional: true, MarkdownDescription: "For `NoExecute`: how long the pod stays after the taint appears."},
 				}},
 			},
-			"volumes": schema.ListNestedBlock{
+			"volumes": schema.ListNestedAttribute{Optional: true,
 				MarkdownDescription: "Extra volumes of the server, each backed by a claim: an existing one (`existing_claim`) or a shared claim this resource creates (`new_claim`, in `namespace`; it is named after the volume and kept on destroy).",
-				NestedObject: schema.NestedBlockObject{
+				NestedObject: schema.NestedAttributeObject{
 					Attributes: map[string]schema.Attribute{
 						"name":           schema.StringAttribute{Required: true, MarkdownDescription: "Volume name in the pod (not `home`).", Validators: []validator.String{stringvalidator.RegexMatches(dns1123Label, "must be a DNS label, e.g. \"datasets\"")}},
 						"mount_path":     schema.StringAttribute{Required: true, MarkdownDescription: "Absolute path in the server's container."},
 						"read_only":      schema.BoolAttribute{Optional: true, MarkdownDescription: "Mount read-only."},
 						"sub_path":       str("Path inside the volume to mount instead of its root; KubeSpawner expands `{username}` and the other template fields."),
 						"existing_claim": schema.StringAttribute{Optional: true, MarkdownDescription: "Name of an existing PersistentVolumeClaim in the hub's namespace."},
-					},
-					Blocks: map[string]schema.Block{
-						"new_claim": schema.SingleNestedBlock{
+						"new_claim": schema.SingleNestedAttribute{Optional: true,
 							MarkdownDescription: "A shared claim this resource creates in `namespace`, named after the volume. Defaults come from `volume_defaults`.",
 							Attributes: map[string]schema.Attribute{
-								"size":               schema.StringAttribute{Optional: true, MarkdownDescription: "Size, a Kubernetes quantity such as `100Gi` (required in the block).", Validators: []validator.String{quantityValidator{}}},
+								"size":               schema.StringAttribute{Optional: true, MarkdownDescription: "Size, a Kubernetes quantity such as `100Gi` (required).", Validators: []validator.String{quantityValidator{}}},
 								"access_mode":        schema.StringAttribute{Optional: true, MarkdownDescription: "Default `ReadWriteMany` (a volume shared by many servers).", Validators: []validator.String{stringvalidator.OneOf(accessModes...)}},
 								"storage_class_name": str("StorageClass; default `volume_defaults.storage_class_name`, else the cluster's default class."),
 							},
@@ -199,7 +195,7 @@ func spawnerProfileSchema() schema.Schema {
 					},
 				},
 			},
-			"volume_defaults": schema.SingleNestedBlock{
+			"volume_defaults": schema.SingleNestedAttribute{Optional: true,
 				MarkdownDescription: "Administrator defaults and limits for `new_claim` volumes.",
 				Attributes: map[string]schema.Attribute{
 					"allowed_access_modes": schema.ListAttribute{Optional: true, ElementType: types.StringType, MarkdownDescription: "Access modes a new claim may use; others are an error at validate time.",

@@ -131,16 +131,16 @@ func TestSpawnerProfile_findingPath(t *testing.T) {
 func TestAccSpawnerProfile_badInput(t *testing.T) {
 	acctest.Cluster(t)
 	cases := map[string]struct{ body, want string }{
-		"gpu_zero":        {`gpu { count = 0 }`, `GPU count must be at least 1.*gpu.count = 0 asks for no GPU.*remove the gpu block`},
-		"gpu_no_count":    {`gpu { resource_name = "amd.com/gpu" }`, `gpu.count is required`},
+		"gpu_zero":        {`gpu = { count = 0 }`, `GPU count must be at least 1.*gpu.count = 0 asks for no GPU.*remove gpu`},
+		"gpu_no_count":    {`gpu = { resource_name = "amd.com/gpu" }`, `gpu.count is required`},
 		"cpu_over_limit":  {"cpu_guarantee = 4\ncpu_limit = 2", `cpu_guarantee is above cpu_limit.*cpu_limit = 2`},
 		"mem_over_limit":  {"mem_guarantee = \"8G\"\nmem_limit = \"4G\"", `mem_guarantee is above mem_limit.*mem_limit = "4G"`},
 		"mem_k8s_unit":    {`mem_limit = "4Gi"`, `Invalid memory size.*not accepted by KubeSpawner`},
 		"bad_regex":       {`options = { image = { choices = { a = {} }, unlisted_choice = { validation_regex = "^(broken" } } }`, `Invalid validation regex.*does not compile`},
 		"override_json":   {`kubespawner_override_json = "[1]"`, `Not a JSON object`},
-		"two_claims":      {"volumes {\nname = \"d\"\nmount_path = \"/d\"\n}", `A volume needs exactly one claim`},
-		"new_claim_no_ns": {"volumes {\nname = \"d\"\nmount_path = \"/d\"\nnew_claim { size = \"1Gi\" }\n}", `namespace is required for new_claim volumes`},
-		"mode_not_allowed": {"namespace = \"x\"\nvolume_defaults { allowed_access_modes = [\"ReadWriteMany\"] }\nvolumes {\nname = \"d\"\nmount_path = \"/d\"\nnew_claim {\nsize = \"1Gi\"\naccess_mode = \"ReadWriteOnce\"\n}\n}",
+		"two_claims":      {"volumes = [{\nname = \"d\"\nmount_path = \"/d\"\n}]", `A volume needs exactly one claim`},
+		"new_claim_no_ns": {"volumes = [{\nname = \"d\"\nmount_path = \"/d\"\nnew_claim = { size = \"1Gi\" }\n}]", `namespace is required for new_claim volumes`},
+		"mode_not_allowed": {"namespace = \"x\"\nvolume_defaults = { allowed_access_modes = [\"ReadWriteMany\"] }\nvolumes = [{\nname = \"d\"\nmount_path = \"/d\"\nnew_claim = {\nsize = \"1Gi\"\naccess_mode = \"ReadWriteOnce\"\n}\n}]",
 			`Access mode not allowed.*ReadWriteOnce is not in volume_defaults.allowed_access_modes`},
 	}
 	for name, tc := range cases {
@@ -177,22 +177,22 @@ resource "jupyter_spawner_profile" "gpu" {
   mem_guarantee = "8G"
   mem_limit     = "16G"
   node_selector = { pool = "gpu" }
-  gpu { count = 1 }
-  tolerations {
+  gpu = { count = 1 }
+  tolerations = [{
     key      = "nvidia.com/gpu"
     operator = "Exists"
     effect   = "NoSchedule"
-  }
-  volume_defaults {
+  }]
+  volume_defaults = {
     allowed_access_modes = ["ReadWriteMany", "ReadOnlyMany"]
     annotations          = { "backup.example.org/enabled" = "true" }
   }
-  volumes {
+  volumes = [{
     name       = "datasets"
     mount_path = "/datasets"
     read_only  = true
-    new_claim { size = "5Gi" }
-  }
+    new_claim = { size = "5Gi" }
+  }]
   options = {
     image = {
       display_name = "Image"

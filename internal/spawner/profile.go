@@ -18,7 +18,7 @@ import (
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/safety"
 )
 
-// DefaultGPUResource is the extended resource a GPU block asks for by default.
+// DefaultGPUResource is the extended resource gpu asks for by default.
 const DefaultGPUResource = "nvidia.com/gpu"
 
 // Profile is one KubeSpawner profile_list entry.
@@ -173,7 +173,7 @@ func (p Profile) Validate() []Finding {
 	if p.GPU != nil {
 		if p.GPU.Count < 1 {
 			add("gpu.count", "GPU count must be at least 1",
-				fmt.Sprintf("gpu.count = %d asks for no GPU. Set a count of 1 or more, or remove the gpu block for a CPU-only profile.", p.GPU.Count))
+				fmt.Sprintf("gpu.count = %d asks for no GPU. Set a count of 1 or more, or remove gpu for a CPU-only profile.", p.GPU.Count))
 		}
 		if !extendedResourceRE.MatchString(p.GPU.Resource()) {
 			add("gpu.resource_name", "Invalid resource name", fmt.Sprintf("%q is not an extended resource name such as \"nvidia.com/gpu\" or \"amd.com/gpu\".", p.GPU.Resource()))

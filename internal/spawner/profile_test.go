@@ -39,7 +39,7 @@ func TestSpawnerProfileValidate(t *testing.T) {
 		attr string
 		want string
 	}{
-		{"gpu zero", Profile{DisplayName: "x", GPU: &GPU{Count: 0}}, "gpu.count", "remove the gpu block"},
+		{"gpu zero", Profile{DisplayName: "x", GPU: &GPU{Count: 0}}, "gpu.count", "remove gpu"},
 		{"cpu guarantee above limit", Profile{DisplayName: "x", CPUGuarantee: f(4), CPULimit: f(2)}, "cpu_guarantee", "cpu_limit = 2"},
 		{"mem guarantee above limit", Profile{DisplayName: "x", MemGuarantee: "8G", MemLimit: "4G"}, "mem_guarantee", `mem_limit = "4G"`},
 		{"kubernetes unit", Profile{DisplayName: "x", MemLimit: "4Gi"}, "mem_limit", "not accepted by KubeSpawner"},

@@ -10,32 +10,32 @@ resource "jupyter_spawner_profile" "gpu" {
   mem_guarantee = "8G" # KubeSpawner units: powers of 1024
   mem_limit     = "16G"
 
-  gpu {
+  gpu = {
     count = 1 # nvidia.com/gpu unless resource_name says otherwise
   }
 
   node_selector = { "node.kubernetes.io/instance-type" = "g5.xlarge" }
 
   # These replace the global tolerations; repeat any the profile still needs.
-  tolerations {
+  tolerations = [{
     key      = "nvidia.com/gpu"
     operator = "Exists"
     effect   = "NoSchedule"
-  }
+  }]
 
-  volume_defaults {
+  volume_defaults = {
     allowed_access_modes = ["ReadWriteMany", "ReadOnlyMany"]
     storage_class_name   = "efs"
   }
 
-  volumes {
+  volumes = [{
     name       = "datasets"
     mount_path = "/datasets"
     read_only  = true
-    new_claim {
+    new_claim = {
       size = "500Gi"
     }
-  }
+  }]
 
   options = {
     image = {

@@ -39,15 +39,15 @@ resource "jupyter_spawner_profile" "gpu" {
   display_name  = "GPU Instance"
   cpu_guarantee = 3
   mem_guarantee = "12G"
-  gpu {
+  gpu = {
     count = 1
   }
   # NIC taints GPU node groups with nvidia.com/gpu=true:NoSchedule.
-  tolerations {
+  tolerations = [{
     key      = "nvidia.com/gpu"
     operator = "Exists"
     effect   = "NoSchedule"
-  }
+  }]
 }
 
 resource "jupyter_spawner_config" "hub" {

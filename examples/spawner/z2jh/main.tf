@@ -45,14 +45,14 @@ resource "jupyter_spawner_profile" "gpu" {
   image         = "quay.io/jupyter/pytorch-notebook:cuda12-2024-07-29"
   cpu_guarantee = 2
   mem_guarantee = "8G"
-  gpu {
+  gpu = {
     count = 1
   }
-  tolerations {
+  tolerations = [{
     key      = "nvidia.com/gpu"
     operator = "Exists"
     effect   = "NoSchedule"
-  }
+  }]
 }
 
 resource "jupyter_spawner_config" "hub" {
