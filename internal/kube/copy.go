@@ -89,92 +89,131 @@ func (c *Client) Copy(ctx context.Context, job Copy) (migration.Step, error) {
 }
 
 func (c *Client) copyOp(ctx context.Context, job Copy, op migration.Op, src *corev1.PersistentVolumeClaim, rec *migration.CopyRecord, watched *bool) error {
-	next := migration.CopyRecord{User: job.User, Target: job.Target, To: job.To}
+	st := &copyStep{ctx: ctx, c: c, job: job, src: src, rv: src.ResourceVersion, watched: watched,
+		next: migration.CopyRecord{User: job.User, Target: job.Target, To: job.To}}
 	if rec != nil {
-		next = *rec
-	}
-	// The record is written only over the version this step decided from: a
-	// record another apply moved on meanwhile is never rolled back.
-	rv := src.ResourceVersion
-	record := func(r migration.CopyRecord) error {
-		var err error
-		rv, err = c.writeCopyRecord(ctx, job.Namespace, job.Source, rv, r)
-		return err
+		st.next = *rec
 	}
 	switch op {
 	case migration.OpCreateTarget:
-		if next.ID == "" {
-			// The ID goes on the record before the target exists, so that a
-			// target is known as this copy's only by the ID on it.
-			next.ID, next.Step = newCopyID(), migration.StepPending
-			if err := record(next); err != nil {
-				return err
-			}
-		}
-		pvc, err := copyTarget(job, src, next.ID)
-		if err != nil {
-			return err
-		}
-		created, err := c.createOwnClaim(ctx, pvc, migration.CopyIDAnnotation, next.ID)
-		if err != nil {
-			return err
-		}
-		next.Step, next.TargetUID = migration.StepTargetCreated, string(created.UID)
-		return record(next)
+		return st.createTarget()
 	case migration.OpStartCopy:
-		// The Job writes into the target with rsync --delete: only into the
-		// claim this copy created, and not while a pod uses it.
-		if err := execute.Guard(ctx, c, safety.Step{Kind: safety.StepCopyInto, Why: "copy from " + job.Source, User: job.User,
-			Namespace: job.Namespace, Claim: job.Target, UID: next.TargetUID, CreatedUID: next.TargetUID}, migration.JobName(job.Source)); err != nil {
-			return err
-		}
-		// A Job of that name left from before (an apply stopped between its
-		// verification and its deletion) must not be taken for this one.
-		if err := c.replaceJob(ctx, CopyJob(job)); err != nil {
-			return err
-		}
-		*watched = true
-		next.Step, next.Job = migration.StepCopying, migration.JobName(job.Source)
-		return record(next)
+		return st.startCopy()
 	case migration.OpRestartCopy:
-		if err := c.deleteJob(ctx, job.Namespace, migration.JobName(job.Source)); err != nil {
-			return err
-		}
-		next.Step = migration.StepTargetCreated
-		return record(next)
+		return st.restartCopy()
 	case migration.OpWaitCopy:
 		return c.waitJob(ctx, job.Namespace, migration.JobName(job.Source))
 	case migration.OpVerify:
-		v, err := c.verification(ctx, job.Namespace, migration.JobName(job.Source))
-		if err != nil {
-			return err
-		}
-		next.Step, next.Files, next.Bytes = migration.StepVerified, v.Files, v.Bytes
-		if err := record(next); err != nil {
-			return err
-		}
-		return c.deleteJob(ctx, job.Namespace, migration.JobName(job.Source))
+		return st.verify()
 	case migration.OpSwitch:
-		mounted, err := c.mountedExcept(ctx, job.Namespace, migration.JobName(job.Source))
-		if err != nil {
-			return err
-		}
-		if mounted[job.Source] {
-			// A server started during the copy may have written to the old
-			// home: copy again (rsync sends only what changed) before switching.
-			next.Step = migration.StepTargetCreated
-			if err := record(next); err != nil {
-				return err
-			}
-			return fmt.Errorf("a server started on %s during the copy; the user keeps the old home for now. Stop the server and apply again: the copy is brought up to date, then switched", job.Source)
-		}
-		if err := c.annotateClaim(ctx, job.Namespace, job.Target, migration.CopySwitchedAnnotation, "true"); err != nil {
-			return err
-		}
-		next.Step = migration.StepSwitched
-		return record(next)
+		return st.switchUser()
 	}
 	return fmt.Errorf("unknown step %q", op)
+}
+
+// copyStep is one operation of a copy and the record it moves on.
+type copyStep struct {
+	ctx     context.Context
+	c       *Client
+	job     Copy
+	src     *corev1.PersistentVolumeClaim
+	next    migration.CopyRecord
+	rv      string // the source's resourceVersion the step decided from
+	watched *bool  // this run started the Job
+}
+
+// record writes the record only over the version this step decided from:
+// a record another apply moved on meanwhile is never rolled back.
+func (st *copyStep) record() error {
+	var err error
+	st.rv, err = st.c.writeCopyRecord(st.ctx, st.job.Namespace, st.job.Source, st.rv, st.next)
+	return err
+}
+
+// createTarget creates the target empty, carrying this copy's ID, which
+// goes on the record first: a target is this copy's only by that ID.
+func (st *copyStep) createTarget() error {
+	if st.next.ID == "" {
+		st.next.ID, st.next.Step = newCopyID(), migration.StepPending
+		if err := st.record(); err != nil {
+			return err
+		}
+	}
+	pvc, err := copyTarget(st.job, st.src, st.next.ID)
+	if err != nil {
+		return err
+	}
+	created, err := st.c.createOwnClaim(st.ctx, pvc, migration.CopyIDAnnotation, st.next.ID)
+	if err != nil {
+		return err
+	}
+	st.next.Step, st.next.TargetUID = migration.StepTargetCreated, string(created.UID)
+	return st.record()
+}
+
+// startCopy starts the Job. It writes into the target with rsync --delete:
+// only into the claim this copy created, and not while a pod uses it. A Job
+// of that name left from before (an apply stopped between its
+// verification and its deletion) must not be taken for this one.
+func (st *copyStep) startCopy() error {
+	job := st.job
+	if err := execute.Guard(st.ctx, st.c, safety.Step{Kind: safety.StepCopyInto, Why: "copy from " + job.Source, User: job.User,
+		Namespace: job.Namespace, Claim: job.Target, UID: st.next.TargetUID, CreatedUID: st.next.TargetUID}, migration.JobName(job.Source)); err != nil {
+		return err
+	}
+	if err := st.c.replaceJob(st.ctx, CopyJob(job)); err != nil {
+		return err
+	}
+	*st.watched = true
+	st.next.Step, st.next.Job = migration.StepCopying, migration.JobName(job.Source)
+	return st.record()
+}
+
+// restartCopy drops a Job that finished before this run looked: the copy
+// runs again.
+func (st *copyStep) restartCopy() error {
+	if err := st.c.deleteJob(st.ctx, st.job.Namespace, migration.JobName(st.job.Source)); err != nil {
+		return err
+	}
+	st.next.Step = migration.StepTargetCreated
+	return st.record()
+}
+
+// verify records the counts the Job reported and deletes the Job.
+func (st *copyStep) verify() error {
+	name := migration.JobName(st.job.Source)
+	v, err := st.c.verification(st.ctx, st.job.Namespace, name)
+	if err != nil {
+		return err
+	}
+	st.next.Step, st.next.Files, st.next.Bytes = migration.StepVerified, v.Files, v.Bytes
+	if err := st.record(); err != nil {
+		return err
+	}
+	return st.c.deleteJob(st.ctx, st.job.Namespace, name)
+}
+
+// switchUser makes the copy the user's home, unless a server started on
+// the old home during the copy: it may have written there, so the copy is
+// brought up to date first (rsync sends only what changed).
+func (st *copyStep) switchUser() error {
+	job := st.job
+	mounted, err := st.c.mountedExcept(st.ctx, job.Namespace, migration.JobName(job.Source))
+	if err != nil {
+		return err
+	}
+	if mounted[job.Source] {
+		st.next.Step = migration.StepTargetCreated
+		if err := st.record(); err != nil {
+			return err
+		}
+		return fmt.Errorf("a server started on %s during the copy; the user keeps the old home for now. Stop the server and apply again: the copy is brought up to date, then switched", job.Source)
+	}
+	if err := st.c.annotateClaim(st.ctx, job.Namespace, job.Target, migration.CopySwitchedAnnotation, "true"); err != nil {
+		return err
+	}
+	st.next.Step = migration.StepSwitched
+	return st.record()
 }
 
 // copyTarget is the new claim: the source's KubeSpawner labels and

@@ -145,19 +145,8 @@ func CopyStepOf(op Op) Step {
 // exists without this copy's ID on it is refused (it may be the user's home
 // after an earlier copy whose record is gone).
 func NextCopy(rec *CopyRecord, source string, target Target, job *Job) (Op, error) {
-	name := "the target claim"
-	if rec != nil {
-		name = rec.Target
-	}
-	switch {
-	case target.Exists && target.CopyOf != source:
-		return "", fmt.Errorf("%s already exists and is not a copy of %s; choose another migration.target_name_template", name, source)
-	case target.Exists && (rec == nil || rec.ID == "" || target.CopyID != rec.ID):
-		return "", fmt.Errorf("%s already exists: a copy of %s that the record on %s does not name (the record was removed, or %s was created again after an earlier copy). "+
-			"It may hold the user's home; nothing is copied over it. If %s is the user's home, keep it (the next plan shows it as copied); if it holds nothing of value, delete it and apply again",
-			name, source, source, source, name)
-	case target.Exists && rec.TargetUID != "" && target.UID != rec.TargetUID:
-		return "", fmt.Errorf("%s was deleted and created again since this copy created it; nothing is copied into it. Delete it if it holds nothing of value, and apply again", name)
+	if err := checkTarget(rec, source, target); err != nil {
+		return "", err
 	}
 	if rec == nil || rec.Step == StepPending || !target.Exists && rec.Step == StepTargetCreated {
 		return OpCreateTarget, nil
@@ -170,24 +159,50 @@ func NextCopy(rec *CopyRecord, source string, target Target, job *Job) (Op, erro
 	case StepTargetCreated:
 		return OpStartCopy, nil
 	case StepCopying:
-		switch {
-		case job == nil:
-			return OpStartCopy, nil // deleted meanwhile: copy again (rsync only sends what differs)
-		case job.Failed:
-			return "", fmt.Errorf("copy Job %s failed (%s); the source %s is unchanged. See `kubectl logs job/%s`, fix the cause, delete the Job, and apply again",
-				JobName(source), orDash(job.Reason), source, JobName(source))
-		case job.Succeeded && job.Stale:
-			return OpRestartCopy, nil
-		case job.Succeeded:
-			return OpVerify, nil
-		}
-		return OpWaitCopy, nil
+		return copying(source, job)
 	case StepVerified:
 		return OpSwitch, nil
 	case StepSwitched:
 		return OpDone, nil
 	}
 	return "", fmt.Errorf("%s has unknown copy step %q", source, rec.Step)
+}
+
+// copying is the next step while the copy Job runs or has run.
+func copying(source string, job *Job) (Op, error) {
+	switch {
+	case job == nil:
+		return OpStartCopy, nil // deleted meanwhile: copy again (rsync only sends what differs)
+	case job.Failed:
+		return "", fmt.Errorf("copy Job %s failed (%s); the source %s is unchanged. See `kubectl logs job/%s`, fix the cause, delete the Job, and apply again",
+			JobName(source), orDash(job.Reason), source, JobName(source))
+	case job.Succeeded && job.Stale:
+		return OpRestartCopy, nil
+	case job.Succeeded:
+		return OpVerify, nil
+	}
+	return OpWaitCopy, nil
+}
+
+// checkTarget refuses a target this copy did not create: another claim of
+// that name, a copy this record does not name (it may be the user's home),
+// or one created again since.
+func checkTarget(rec *CopyRecord, source string, target Target) error {
+	name := "the target claim"
+	if rec != nil {
+		name = rec.Target
+	}
+	switch {
+	case target.Exists && target.CopyOf != source:
+		return fmt.Errorf("%s already exists and is not a copy of %s; choose another migration.target_name_template", name, source)
+	case target.Exists && (rec == nil || rec.ID == "" || target.CopyID != rec.ID):
+		return fmt.Errorf("%s already exists: a copy of %s that the record on %s does not name (the record was removed, or %s was created again after an earlier copy). "+
+			"It may hold the user's home; nothing is copied over it. If %s is the user's home, keep it (the next plan shows it as copied); if it holds nothing of value, delete it and apply again",
+			name, source, source, source, name)
+	case target.Exists && rec.TargetUID != "" && target.UID != rec.TargetUID:
+		return fmt.Errorf("%s was deleted and created again since this copy created it; nothing is copied into it. Delete it if it holds nothing of value, and apply again", name)
+	}
+	return nil
 }
 
 // Verification is what the copy Job reports in its termination message.

@@ -209,40 +209,47 @@ func StepOf(op Op) Step {
 // have produced; nothing is then touched.
 func NextRebind(c *Claim, v *Volume, to string) (Op, error) {
 	rec := v.Record
-	if rec == nil {
-		// Not started: the claim must be bound to this volume.
-		switch {
-		case c == nil:
-			return "", fmt.Errorf("volume %s carries no migration record and its claim does not exist", v.Name)
-		case c.VolumeName != v.Name || c.Phase != "Bound" || v.ClaimRefUID != c.UID:
-			return "", fmt.Errorf("the claim is not bound to volume %s (phase %s)", v.Name, orDash(c.Phase))
-		case slices.Equal(c.Modes, []string{to}):
-			return OpDone, nil
-		}
-		return OpRetain, nil
-	}
-	if v.ReclaimPolicy != "Retain" {
+	switch {
+	case rec == nil:
+		return notStarted(c, v, to)
+	case v.ReclaimPolicy != "Retain":
 		// The record is written together with Retain; a volume that lost it
 		// was changed by someone else. Retain it again before anything else.
 		return OpRetain, nil
-	}
-	if c != nil && c.UID == v.ClaimRefUID && c.VolumeName == v.Name && !slices.Equal(c.Modes, []string{rec.To}) {
+	case c == nil:
+		return claimGone(v, rec)
+	case c.UID == v.ClaimRefUID && c.VolumeName == v.Name && !slices.Equal(c.Modes, []string{rec.To}):
 		// Retained, the old claim still there (or being deleted: deleting
 		// again waits for it to go).
 		return OpDeleteClaim, nil
-	}
-	if c != nil && c.VolumeName == v.Name && slices.Equal(c.Modes, []string{rec.To}) {
+	case c.VolumeName == v.Name && slices.Equal(c.Modes, []string{rec.To}):
 		// The new claim exists.
 		if c.Phase == "Bound" && v.ClaimRefUID == c.UID {
 			return OpRestore, nil
 		}
 		return OpWaitBound, nil
 	}
-	if c != nil {
-		return "", fmt.Errorf("claim %s was created again by someone else (bound to %q) while its home was being migrated; the home's data is on volume %s, which is retained and reserved for %s/%s. "+
-			"Stop the user's server, delete the new claim (it holds no data of the old home), and apply again", rec.Claim, c.VolumeName, v.Name, rec.Namespace, rec.Claim)
+	return "", fmt.Errorf("claim %s was created again by someone else (bound to %q) while its home was being migrated; the home's data is on volume %s, which is retained and reserved for %s/%s. "+
+		"Stop the user's server, delete the new claim (it holds no data of the old home), and apply again", rec.Claim, c.VolumeName, v.Name, rec.Namespace, rec.Claim)
+}
+
+// notStarted is the first step of a rebind: the claim must be bound to
+// this volume.
+func notStarted(c *Claim, v *Volume, to string) (Op, error) {
+	switch {
+	case c == nil:
+		return "", fmt.Errorf("volume %s carries no migration record and its claim does not exist", v.Name)
+	case c.VolumeName != v.Name || c.Phase != "Bound" || v.ClaimRefUID != c.UID:
+		return "", fmt.Errorf("the claim is not bound to volume %s (phase %s)", v.Name, orDash(c.Phase))
+	case slices.Equal(c.Modes, []string{to}):
+		return OpDone, nil
 	}
-	// The old claim is gone.
+	return OpRetain, nil
+}
+
+// claimGone is the next step once the old claim is deleted: the volume is
+// released, reserved for the new claim, then the new claim is created.
+func claimGone(v *Volume, rec *Record) (Op, error) {
 	reserved := v.ClaimRefName == rec.Claim && v.ClaimRefNS == rec.Namespace && v.ClaimRefUID == ""
 	switch {
 	case reserved && slices.Equal(v.Modes, []string{rec.To}):

@@ -59,21 +59,27 @@ func (r *homeStorageResource) ValidateConfig(ctx context.Context, req resource.V
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	if m.DeletionPolicy.ValueString() == safety.DeletionDelete && !m.AllowDataLoss.IsUnknown() && !m.AllowDataLoss.ValueBool() {
-		resp.Diagnostics.AddAttributeError(path.Root("deletion_policy"), "deletion_policy = \"delete\" needs allow_data_loss = true",
-			"Deleting home claims on destroy deletes users' home directories. Set allow_data_loss = true as well if that is intended, or keep deletion_policy = \"retain\".")
-	}
-	if m.Migration != nil && m.Migration.DeleteCopiedSources.ValueBool() && !m.AllowDataLoss.IsUnknown() && !m.AllowDataLoss.ValueBool() {
-		resp.Diagnostics.AddAttributeError(path.Root("migration").AtName("delete_copied_sources"), "delete_copied_sources needs allow_data_loss = true",
-			"Deleting the source claims of copied homes deletes the old home directories (the verified copies stay). Set allow_data_loss = true as well if that is intended, or remove delete_copied_sources to keep them.")
-	}
-	if m.Migration != nil && !m.OnModeChange.IsUnknown() && m.OnModeChange.ValueString() != string(safety.OnModeChangeMigrate) {
-		resp.Diagnostics.AddAttributeWarning(path.Root("migration"), "migration is not used",
-			fmt.Sprintf("on_mode_change = %q: migration applies only with on_mode_change = \"migrate\".", m.OnModeChange.ValueString()))
-	}
+	validateDataLoss(&m, &resp.Diagnostics)
 	if m.AccessMode.ValueString() == safety.RWX && m.StorageClass == nil && m.StorageClassName.IsNull() {
 		resp.Diagnostics.AddAttributeError(path.Root("storage_class_name"), "ReadWriteMany needs a storage class",
 			"The cluster's default class is usually a block-volume class that cannot serve ReadWriteMany. Name a class backed by a shared file system with storage_class_name, or create one with storage_class = { name = ..., provisioner = ... }.")
+	}
+}
+
+// validateDataLoss refuses settings that delete homes without
+// allow_data_loss, and says when migration is set but not used.
+func validateDataLoss(m *homeStorageModel, diags *diag.Diagnostics) {
+	if m.DeletionPolicy.ValueString() == safety.DeletionDelete && !m.AllowDataLoss.IsUnknown() && !m.AllowDataLoss.ValueBool() {
+		diags.AddAttributeError(path.Root("deletion_policy"), "deletion_policy = \"delete\" needs allow_data_loss = true",
+			"Deleting home claims on destroy deletes users' home directories. Set allow_data_loss = true as well if that is intended, or keep deletion_policy = \"retain\".")
+	}
+	if m.Migration != nil && m.Migration.DeleteCopiedSources.ValueBool() && !m.AllowDataLoss.IsUnknown() && !m.AllowDataLoss.ValueBool() {
+		diags.AddAttributeError(path.Root("migration").AtName("delete_copied_sources"), "delete_copied_sources needs allow_data_loss = true",
+			"Deleting the source claims of copied homes deletes the old home directories (the verified copies stay). Set allow_data_loss = true as well if that is intended, or remove delete_copied_sources to keep them.")
+	}
+	if m.Migration != nil && !m.OnModeChange.IsUnknown() && m.OnModeChange.ValueString() != string(safety.OnModeChangeMigrate) {
+		diags.AddAttributeWarning(path.Root("migration"), "migration is not used",
+			fmt.Sprintf("on_mode_change = %q: migration applies only with on_mode_change = \"migrate\".", m.OnModeChange.ValueString()))
 	}
 }
 

@@ -175,23 +175,7 @@ func (r *homeStorageResource) apply(ctx context.Context, plan, state *homeStorag
 	reportReconcile(diags, sel.Refused, sel.Moot)
 	labels, annotations := stringMap(ctx, plan.Labels, diags), stringMap(ctx, plan.Annotations, diags)
 	out := runHomes(ctx, client, cfg, sel, labels, annotations, diags)
-	var migrations []migrationItem
-	for _, it := range migrationItems(res, toMigrate) {
-		if sel.Migrate[it.key] {
-			it.uid = sel.Planned[it.key].UID
-			migrations = append(migrations, it)
-		}
-	}
-	migrated := len(migrations) > 0 && !out.unreachable
-	if migrated {
-		plan.MigrationStatus = runMigrations(ctx, client, plan, migrations, cfg, labels, diags)
-	}
-	if plan.MigrationStatus.IsUnknown() {
-		plan.MigrationStatus = types.StringValue("{}")
-		if state != nil && !state.MigrationStatus.IsNull() && !state.MigrationStatus.IsUnknown() {
-			plan.MigrationStatus = state.MigrationStatus
-		}
-	}
+	hadMigrations, migrated := runPlannedMigrations(ctx, client, plan, state, cfg, res, sel, labels, !out.unreachable, diags)
 	if len(out.failedUsers) > 0 {
 		var kept []string
 		for _, u := range cfg.Users {
@@ -203,8 +187,33 @@ func (r *homeStorageResource) apply(ctx context.Context, plan, state *homeStorag
 		cfg.Users = kept
 	}
 	live = r.liveAfterApply(ctx, client, plan, state, live, cfg, out, migrated, diags)
-	recordApply(plan, cfg, res, live, len(migrations) > 0, len(out.failedUsers) > 0)
+	recordApply(plan, cfg, res, live, hadMigrations, len(out.failedUsers) > 0)
 	return true
+}
+
+// runPlannedMigrations runs the migrations the plan showed (when the API
+// server can be reached) and sets migration_status. It reports whether
+// the plan showed any, and whether they ran.
+func runPlannedMigrations(ctx context.Context, client *kube.Client, plan, state *homeStorageModel, cfg safety.Config, res safety.Result,
+	sel execute.Selection, labels map[string]string, reachable bool, diags *diag.Diagnostics) (planned, ran bool) {
+	var migrations []migrationItem
+	for _, it := range migrationItems(res, toMigrate) {
+		if sel.Migrate[it.key] {
+			it.uid = sel.Planned[it.key].UID
+			migrations = append(migrations, it)
+		}
+	}
+	ran = len(migrations) > 0 && reachable
+	if ran {
+		plan.MigrationStatus = runMigrations(ctx, client, plan, migrations, cfg, labels, diags)
+	}
+	if plan.MigrationStatus.IsUnknown() {
+		plan.MigrationStatus = types.StringValue("{}")
+		if state != nil && !state.MigrationStatus.IsNull() && !state.MigrationStatus.IsUnknown() {
+			plan.MigrationStatus = state.MigrationStatus
+		}
+	}
+	return len(migrations) > 0, ran
 }
 
 // plannedChanges reads the changes the plan showed; known is false when the
