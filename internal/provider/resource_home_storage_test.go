@@ -268,13 +268,11 @@ func testclusterWait(cs kubernetes.Interface, ns, name string) error {
 	return testcluster.WaitClaimPhase(context.Background(), cs, ns, name, corev1.ClaimBound)
 }
 
-// When the connection is not known until apply (the cluster is created in
-// the same apply), the resource still plans, with the live verdict unknown,
-// and apply classifies against the live claims.
-func TestAccHomeStorage_unknownConnection(t *testing.T) {
+// unknownConnection is a provider block whose host is known only at apply,
+// as when the cluster is created in the same apply.
+func unknownConnection(t *testing.T) string {
 	c := acctest.Cluster(t)
-	ns := acctest.Namespace(t)
-	cfg := acctest.Config(fmt.Sprintf(`
+	return fmt.Sprintf(`
 resource "terraform_data" "cluster" {
   input = %q
 }
@@ -284,7 +282,15 @@ provider "jupyter" {
   token                  = %q
   cluster_ca_certificate = %q
 }
-`, c.Host, c.AdminToken, c.CAPEM), fmt.Sprintf(`
+`, c.Host, c.AdminToken, c.CAPEM)
+}
+
+// When the connection is not known until apply (the cluster is created in
+// the same apply), the resource still plans, with the live verdict unknown,
+// and apply classifies against the live claims.
+func TestAccHomeStorage_unknownConnection(t *testing.T) {
+	ns := acctest.Namespace(t)
+	cfg := acctest.Config(unknownConnection(t), fmt.Sprintf(`
 resource "jupyter_home_storage" "homes" {
   namespace = %q
   capacity  = "1Gi"
@@ -311,19 +317,8 @@ resource "jupyter_home_storage" "homes" {
 // allow_data_loss and on_mode_change = "recreate" it fails, so that no
 // deletion is ever decided at apply.
 func TestAccHomeStorage_unknownConnectionRefusesDataLoss(t *testing.T) {
-	c := acctest.Cluster(t)
 	ns := acctest.Namespace(t)
-	provider := fmt.Sprintf(`
-resource "terraform_data" "cluster" {
-  input = %q
-}
-
-provider "jupyter" {
-  host                   = terraform_data.cluster.output
-  token                  = %q
-  cluster_ca_certificate = %q
-}
-`, c.Host, c.AdminToken, c.CAPEM)
+	provider := unknownConnection(t)
 	resource.Test(t, resource.TestCase{
 		ProtoV6ProviderFactories: protoV6ProviderFactories,
 		Steps: []resource.TestStep{{
