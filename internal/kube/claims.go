@@ -50,6 +50,7 @@ type Client struct {
 
 	mu        sync.Mutex
 	snapshots map[string]snapshot
+	podState
 }
 
 // SnapshotTTL is how long a List of claims is reused within one provider

@@ -504,39 +504,6 @@ func (c *Client) verification(ctx context.Context, namespace, jobName string) (m
 	return migration.Verification{}, fmt.Errorf("copy Job %s/%s succeeded, but no pod of it with the verification record is left; delete the Job and apply again to copy and verify again", namespace, jobName)
 }
 
-// mountedExcept is MountedClaims without the pods of one Job.
-func (c *Client) mountedExcept(ctx context.Context, namespace, jobName string) (map[string]bool, error) {
-	out := map[string]bool{}
-	err := c.eachRunningPod(ctx, namespace, jobName, func(p *corev1.Pod) {
-		for _, v := range p.Spec.Volumes {
-			if v.PersistentVolumeClaim != nil {
-				out[v.PersistentVolumeClaim.ClaimName] = true
-			}
-		}
-	})
-	return out, err
-}
-
-// eachRunningPod calls fn for every pod in namespace that has not
-// finished, except the pods of Job jobName.
-func (c *Client) eachRunningPod(ctx context.Context, namespace, jobName string, fn func(*corev1.Pod)) error {
-	return eachPage(ctx, c, "pods", namespace, metav1.ListOptions{}, func(ctx context.Context, opts metav1.ListOptions) (page[corev1.Pod], error) {
-		l, err := c.Kube.CoreV1().Pods(namespace).List(ctx, opts)
-		if err != nil {
-			return page[corev1.Pod]{}, err
-		}
-		return page[corev1.Pod]{l.Items, l.ListMeta}, nil
-	}, func(items []corev1.Pod, _ metav1.ListMeta, _ bool) {
-		for i := range items {
-			p := &items[i]
-			if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed || jobName != "" && p.Labels[JobNameLabel] == jobName {
-				continue
-			}
-			fn(p)
-		}
-	})
-}
-
 // writeCopyRecord writes a copy record on source if the claim is still at
 // resourceVersion rv, and returns its new resourceVersion.
 func (c *Client) writeCopyRecord(ctx context.Context, namespace, source, rv string, r migration.CopyRecord) (string, error) {

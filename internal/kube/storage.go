@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"maps"
-	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -202,27 +200,6 @@ func (c *Client) Claim(ctx context.Context, namespace, name string) (*claims.Cla
 	}
 	cl := ClaimFromPVC(pvc)
 	return &cl, nil
-}
-
-// MountedBy lists the pods in namespace that have not finished and mount
-// claim, except those of Job exceptJob (execute.Cluster). It lists the
-// namespace's pods each time: the gate's facts are read for each step.
-func (c *Client) MountedBy(ctx context.Context, namespace, claim, exceptJob string) ([]string, error) {
-	pods := map[string]bool{} // a restarted List shows a pod again
-	err := c.eachRunningPod(ctx, namespace, exceptJob, func(p *corev1.Pod) {
-		for _, v := range p.Spec.Volumes {
-			if v.PersistentVolumeClaim != nil && v.PersistentVolumeClaim.ClaimName == claim {
-				pods[p.Name] = true
-			}
-		}
-	})
-	return slices.Sorted(maps.Keys(pods)), err
-}
-
-// MountedClaims returns the names of claims used by pods in namespace that
-// have not finished.
-func (c *Client) MountedClaims(ctx context.Context, namespace string) (map[string]bool, error) {
-	return c.mountedExcept(ctx, namespace, "")
 }
 
 func explainIf(err error, verb, resource, namespace string) error {

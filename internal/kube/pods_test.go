@@ -1,0 +1,90 @@
+package kube_test
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/kube/clientset"
+)
+
+// The gate asks which pods mount a claim right before each destructive
+// step, and steps run in parallel. Every answer comes from a List that
+// began after the question (a pod that started just before is seen), and
+// parallel questions share Lists instead of costing one each.
+func TestMountedByIsFreshAndShared(t *testing.T) {
+	cs := fake.NewClientset()
+	var lists atomic.Int32
+	var mu sync.Mutex
+	var pods []corev1.Pod
+	release := make(chan struct{})
+	first := true
+	cs.PrependReactor("list", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
+		lists.Add(1)
+		mu.Lock()
+		snapshot := append([]corev1.Pod(nil), pods...)
+		wait := first
+		first = false
+		mu.Unlock()
+		if wait {
+			<-release // the first List is slow
+		}
+		return true, &corev1.PodList{Items: snapshot}, nil
+	})
+	c := clientset.NewClient(cs)
+	ctx := context.Background()
+
+	// A List begins and stalls; then alice's server starts, then 16 steps ask.
+	firstDone := make(chan []string)
+	go func() {
+		got, err := c.MountedBy(ctx, "hub", "claim-alice", "")
+		if err != nil {
+			t.Error(err)
+		}
+		firstDone <- got
+	}()
+	for lists.Load() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	mu.Lock()
+	pods = append(pods, corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "jupyter-alice", Namespace: "hub"},
+		Spec: corev1.PodSpec{Volumes: []corev1.Volume{{Name: "home", VolumeSource: corev1.VolumeSource{
+			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "claim-alice"}}}}},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning}})
+	mu.Unlock()
+	var wg sync.WaitGroup
+	answers := make([][]string, 16)
+	for i := range answers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			got, err := c.MountedBy(ctx, "hub", "claim-alice", "")
+			if err != nil {
+				t.Error(err)
+			}
+			answers[i] = got
+		}()
+	}
+	time.Sleep(50 * time.Millisecond) // they all wait behind the stalled List
+	close(release)
+	wg.Wait()
+	if got := <-firstDone; len(got) != 0 {
+		t.Errorf("the List that began before the server started saw it: %v", got)
+	}
+	for i, got := range answers {
+		if len(got) != 1 || got[0] != "jupyter-alice" {
+			t.Errorf("question %d, asked after the server started, got %v", i, got)
+		}
+	}
+	if n := lists.Load(); n != 2 {
+		t.Errorf("17 questions cost %d Lists, want 2 (the stalled one and one they share)", n)
+	}
+}
