@@ -89,7 +89,7 @@ func (c *Client) Copy(ctx context.Context, job Copy) (migration.Step, error) {
 }
 
 func (c *Client) copyOp(ctx context.Context, job Copy, op migration.Op, src *corev1.PersistentVolumeClaim, rec *migration.CopyRecord, watched *bool) error {
-	st := &copyStep{ctx: ctx, c: c, job: job, src: src, rv: src.ResourceVersion, watched: watched,
+	st := &copyStep{ctx: ctx, c: c, job: job, src: src, written: src.Annotations[migration.CopyAnnotation], watched: watched,
 		next: migration.CopyRecord{User: job.User, Target: job.Target, To: job.To}}
 	if rec != nil {
 		st.next = *rec
@@ -118,15 +118,15 @@ type copyStep struct {
 	job     Copy
 	src     *corev1.PersistentVolumeClaim
 	next    migration.CopyRecord
-	rv      string // the source's resourceVersion the step decided from
+	written string // the record on the source the step decided from, then the one it wrote
 	watched *bool  // this run started the Job
 }
 
-// record writes the record only over the version this step decided from:
-// a record another apply moved on meanwhile is never rolled back.
+// record writes the record only over the one this step decided from: a
+// record another apply moved on meanwhile is never rolled back.
 func (st *copyStep) record() error {
 	var err error
-	st.rv, err = st.c.writeCopyRecord(st.ctx, st.job.Namespace, st.job.Source, st.rv, st.next)
+	st.written, err = st.c.writeCopyRecord(st.ctx, st.job.Namespace, st.job.Source, st.written, st.next)
 	return err
 }
 
@@ -504,27 +504,34 @@ func (c *Client) verification(ctx context.Context, namespace, jobName string) (m
 	return migration.Verification{}, fmt.Errorf("copy Job %s/%s succeeded, but no pod of it with the verification record is left; delete the Job and apply again to copy and verify again", namespace, jobName)
 }
 
-// writeCopyRecord writes a copy record on source if the claim is still at
-// resourceVersion rv, and returns its new resourceVersion.
-func (c *Client) writeCopyRecord(ctx context.Context, namespace, source, rv string, r migration.CopyRecord) (string, error) {
-	body, err := json.Marshal(map[string]any{"metadata": map[string]any{"resourceVersion": rv,
-		"annotations": map[string]any{migration.CopyAnnotation: r.Encode()}}})
-	if err != nil {
-		return "", err
-	}
-	var out *corev1.PersistentVolumeClaim
-	err = c.Backoff.Retry(ctx, func() (err error) {
-		out, err = c.Kube.CoreV1().PersistentVolumeClaims(namespace).Patch(ctx, source, types.MergePatchType, body, metav1.PatchOptions{})
-		if apierrors.IsConflict(err) {
-			// Not retried: the claim changed since this step read it.
+// writeCopyRecord writes record r on source if the record there is still
+// expected (its encoded value; "" for none), the one the step decided from,
+// and returns the value written. Other changes to the claim (a controller
+// updating it) do not matter: the write is retried over them; a record
+// that changed (another apply moved the copy on) is never overwritten.
+func (c *Client) writeCopyRecord(ctx context.Context, namespace, source, expected string, r migration.CopyRecord) (string, error) {
+	value := r.Encode()
+	err := c.Backoff.Retry(ctx, func() error {
+		pvc, err := c.Kube.CoreV1().PersistentVolumeClaims(namespace).Get(ctx, source, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if pvc.Annotations[migration.CopyAnnotation] != expected {
+			// Not retried: the record changed since this step read it.
 			return fmt.Errorf("the copy record on %s/%s changed since this step read it (another apply at the same time?); nothing more was done. Apply again", namespace, source)
 		}
-		return err
+		body, err := json.Marshal(map[string]any{"metadata": map[string]any{"resourceVersion": pvc.ResourceVersion,
+			"annotations": map[string]any{migration.CopyAnnotation: value}}})
+		if err != nil {
+			return err
+		}
+		_, err = c.Kube.CoreV1().PersistentVolumeClaims(namespace).Patch(ctx, source, types.MergePatchType, body, metav1.PatchOptions{})
+		return err // a conflict (the claim changed in between) is retried: the record is checked again
 	})
 	if err != nil {
 		return "", explainIf(err, "patch", "persistentvolumeclaims", namespace)
 	}
-	return out.ResourceVersion, nil
+	return value, nil
 }
 
 func (c *Client) annotateClaim(ctx context.Context, namespace, name, key, value string) error {
