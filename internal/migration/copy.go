@@ -101,9 +101,6 @@ type Job struct {
 	Succeeded bool
 	Failed    bool
 	Reason    string // of the failure
-	// Stale: it finished before this apply began. Its check says nothing
-	// of what the user wrote since, so it is not used.
-	Stale bool
 }
 
 // Target is the observed target claim.
@@ -121,7 +118,7 @@ const (
 	OpWaitCopy     Op = "wait-copy"     // until the Job succeeds or fails
 	OpVerify       Op = "verify"        // record the Job's counts (step verified), delete the Job
 	OpSwitch       Op = "switch"        // record step switched: the hub config maps the user to the target
-	OpRestartCopy  Op = "restart-copy"  // a Job that finished before this apply: delete it, copy again
+	OpRestartCopy  Op = "restart-copy"  // a check made before this apply: delete its Job, copy again
 )
 
 // CopyStepOf is the step a copy has reached before op.
@@ -144,7 +141,13 @@ func CopyStepOf(op Op) Step {
 // is none). A copy writes only into the target it created itself: one that
 // exists without this copy's ID on it is refused (it may be the user's home
 // after an earlier copy whose record is gone).
-func NextCopy(rec *CopyRecord, source string, target Target, job *Job) (Op, error) {
+//
+// watched says the copy's check is this apply's own: this apply started the
+// Job or saw it unfinished. A check made before this apply (a Job seen
+// finished at its first look, a record verified by an earlier apply) says
+// nothing of what the user wrote since: the copy runs again (rsync sends
+// only what changed) before the user is switched.
+func NextCopy(rec *CopyRecord, source string, target Target, job *Job, watched bool) (Op, error) {
 	if err := checkTarget(rec, source, target); err != nil {
 		return "", err
 	}
@@ -159,8 +162,11 @@ func NextCopy(rec *CopyRecord, source string, target Target, job *Job) (Op, erro
 	case StepTargetCreated:
 		return OpStartCopy, nil
 	case StepCopying:
-		return copying(source, job)
+		return copying(source, job, watched)
 	case StepVerified:
+		if !watched {
+			return OpRestartCopy, nil
+		}
 		return OpSwitch, nil
 	case StepSwitched:
 		return OpDone, nil
@@ -169,14 +175,14 @@ func NextCopy(rec *CopyRecord, source string, target Target, job *Job) (Op, erro
 }
 
 // copying is the next step while the copy Job runs or has run.
-func copying(source string, job *Job) (Op, error) {
+func copying(source string, job *Job, watched bool) (Op, error) {
 	switch {
 	case job == nil:
 		return OpStartCopy, nil // deleted meanwhile: copy again (rsync only sends what differs)
 	case job.Failed:
 		return "", fmt.Errorf("copy Job %s failed (%s); the source %s is unchanged. See `kubectl logs job/%s`, fix the cause, delete the Job, and apply again",
 			JobName(source), orDash(job.Reason), source, JobName(source))
-	case job.Succeeded && job.Stale:
+	case job.Succeeded && !watched:
 		return OpRestartCopy, nil
 	case job.Succeeded:
 		return OpVerify, nil

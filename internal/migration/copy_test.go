@@ -19,21 +19,23 @@ func TestNextCopy_walk(t *testing.T) {
 		target Target
 		job    *Job
 		want   Op
+		before bool // the check was made before this apply
 	}{
-		{"not started", nil, Target{}, nil, OpCreateTarget},
-		{"ID recorded, target not yet", &CopyRecord{Step: StepPending, Target: "home-a", ID: "c0ffee"}, Target{}, nil, OpCreateTarget},
-		{"target made, record not yet", &CopyRecord{Step: StepPending, Target: "home-a", ID: "c0ffee"}, ours, nil, OpCreateTarget},
-		{"target created", rec(StepTargetCreated), ours, nil, OpStartCopy},
-		{"job not made yet", rec(StepCopying), ours, nil, OpStartCopy},
-		{"copying", rec(StepCopying), ours, &Job{}, OpWaitCopy},
-		{"copied before this apply", rec(StepCopying), ours, &Job{Succeeded: true, Stale: true}, OpRestartCopy},
-		{"copied", rec(StepCopying), ours, &Job{Succeeded: true}, OpVerify},
-		{"verified", rec(StepVerified), ours, nil, OpSwitch},
-		{"switched", rec(StepSwitched), ours, nil, OpDone},
+		{"not started", nil, Target{}, nil, OpCreateTarget, false},
+		{"ID recorded, target not yet", &CopyRecord{Step: StepPending, Target: "home-a", ID: "c0ffee"}, Target{}, nil, OpCreateTarget, false},
+		{"target made, record not yet", &CopyRecord{Step: StepPending, Target: "home-a", ID: "c0ffee"}, ours, nil, OpCreateTarget, false},
+		{"target created", rec(StepTargetCreated), ours, nil, OpStartCopy, false},
+		{"job not made yet", rec(StepCopying), ours, nil, OpStartCopy, false},
+		{"copying", rec(StepCopying), ours, &Job{}, OpWaitCopy, false},
+		{"copied before this apply", rec(StepCopying), ours, &Job{Succeeded: true}, OpRestartCopy, true},
+		{"copied", rec(StepCopying), ours, &Job{Succeeded: true}, OpVerify, false},
+		{"verified by an earlier apply", rec(StepVerified), ours, nil, OpRestartCopy, true},
+		{"verified", rec(StepVerified), ours, nil, OpSwitch, false},
+		{"switched", rec(StepSwitched), ours, nil, OpDone, false},
 	}
 	seen := map[Step]bool{}
 	for _, s := range steps {
-		got, err := NextCopy(s.rec, src, s.target, s.job)
+		got, err := NextCopy(s.rec, src, s.target, s.job, !s.before)
 		if err != nil || got != s.want {
 			t.Errorf("%s: NextCopy = %s, %v; want %s", s.name, got, err, s.want)
 		}
@@ -68,7 +70,7 @@ func TestNextCopy_refuses(t *testing.T) {
 		{"unknown step", &CopyRecord{Step: "sideways", Target: "home-a", ID: "c0ffee"}, ours, nil, "unknown copy step"},
 	}
 	for _, tc := range cases {
-		op, err := NextCopy(tc.rec, src, tc.target, tc.job)
+		op, err := NextCopy(tc.rec, src, tc.target, tc.job, true)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: NextCopy = %s, %v; want an error mentioning %q", tc.name, op, err, tc.want)
 		}
