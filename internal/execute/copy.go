@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"strings"
 
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/claims"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/migration"
@@ -71,7 +72,8 @@ func (r Runner) observeCopy(ctx context.Context, job Copy, watched *bool) (copyS
 	}
 	if target != nil {
 		st.target = migration.Target{Exists: true, CopyOf: target.Annotations[migration.CopyOfAnnotation],
-			CopyID: target.Annotations[migration.CopyIDAnnotation], UID: target.UID}
+			CopyID: target.Annotations[migration.CopyIDAnnotation], UID: target.UID,
+			Switched: target.Annotations[migration.CopySwitchedAnnotation] != ""}
 	}
 	if st.rec == nil || st.rec.Step != migration.StepCopying {
 		return st, nil
@@ -153,8 +155,13 @@ func newCopyID() string {
 // only into the claim this copy created, and not while a pod uses it (the
 // gate). A Job of that name left from before (an apply stopped between its
 // verification and its deletion) is replaced, never taken for this one.
+// It does not start while a server uses the old home: the copy could not
+// be switched to, and on another node the Job could not mount it.
 func (s *copyStep) startCopy() error {
 	job := s.job
+	if err := s.sourceIdle("the copy waits"); err != nil {
+		return err
+	}
 	if err := Guard(s.ctx, s.cl, safety.Step{Kind: safety.StepCopyInto, Why: "copy from " + job.Source, User: job.User,
 		Namespace: job.Namespace, Claim: job.Target, UID: s.next.TargetUID, CreatedUID: s.next.TargetUID}, migration.JobName(job.Source)); err != nil {
 		return err
@@ -191,25 +198,36 @@ func (s *copyStep) verify() error {
 	return s.cl.DeleteJob(s.ctx, s.job.Namespace, name)
 }
 
-// switchUser makes the copy the user's home, unless a server started on
-// the old home during the copy: it may have written there, so the copy is
-// brought up to date first (rsync sends only what changed).
-func (s *copyStep) switchUser() error {
+// sourceIdle is nil when no pod but the copy's own Job uses the old home.
+func (s *copyStep) sourceIdle(what string) error {
 	job := s.job
 	pods, err := s.cl.MountedBy(s.ctx, job.Namespace, job.Source, migration.JobName(job.Source))
-	if err != nil {
+	if err != nil || len(pods) == 0 {
 		return err
 	}
-	if len(pods) > 0 {
-		s.next.Step = migration.StepTargetCreated
+	return fmt.Errorf("%s: pod(s) %s use the old home %s; the user keeps it for now. Stop the server and apply again: the copy is brought up to date, then switched", what, strings.Join(pods, ", "), job.Source)
+}
+
+// switchUser makes the copy the user's home: the record says so first
+// (the hub follows it), then the target's annotation (the gate and the
+// plan read it), which a later apply adds when a stop came in between. It
+// does not switch while a server uses the old home, or one started during
+// the copy: it may have written there, so the copy is brought up to date
+// first (rsync sends only what changed).
+func (s *copyStep) switchUser() error {
+	job := s.job
+	if s.next.Step != migration.StepSwitched {
+		if err := s.sourceIdle("not switched"); err != nil {
+			s.next.Step = migration.StepTargetCreated
+			if rerr := s.record(); rerr != nil {
+				return rerr
+			}
+			return err
+		}
+		s.next.Step = migration.StepSwitched
 		if err := s.record(); err != nil {
 			return err
 		}
-		return fmt.Errorf("a server started on %s during the copy; the user keeps the old home for now. Stop the server and apply again: the copy is brought up to date, then switched", job.Source)
 	}
-	if err := s.cl.AnnotateClaim(s.ctx, job.Namespace, job.Target, migration.CopySwitchedAnnotation, "true"); err != nil {
-		return err
-	}
-	s.next.Step = migration.StepSwitched
-	return s.record()
+	return s.cl.AnnotateClaim(s.ctx, job.Namespace, job.Target, migration.CopySwitchedAnnotation, "true")
 }

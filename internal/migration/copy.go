@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"hash/fnv"
+	"strings"
 )
 
 // Copy, for backends that cannot serve a volume in the new mode (EBS, PD,
@@ -77,6 +78,12 @@ func DecodeCopyRecord(s string) (*CopyRecord, error) {
 	return &r, nil
 }
 
+// IsMigrationJob reports whether a Job of that name is one of this
+// provider's copy or verification Jobs (its pods are not users' servers).
+func IsMigrationJob(name string) bool {
+	return strings.HasPrefix(name, "home-copy-") || strings.HasPrefix(name, "home-verify-")
+}
+
 // JobName is the copy Job of a source claim: the same name every time, so
 // that a resumed apply finds the Job an earlier one started.
 func JobName(source string) string {
@@ -109,6 +116,8 @@ type Target struct {
 	CopyOf string // its CopyOfAnnotation
 	CopyID string // its CopyIDAnnotation
 	UID    string
+	// Switched: it carries CopySwitchedAnnotation (the user's home).
+	Switched bool
 }
 
 // Copy operations.
@@ -169,6 +178,9 @@ func NextCopy(rec *CopyRecord, source string, target Target, job *Job, watched b
 		}
 		return OpSwitch, nil
 	case StepSwitched:
+		if !target.Switched {
+			return OpSwitch, nil // the record says switched; the target's annotation follows
+		}
 		return OpDone, nil
 	}
 	return "", fmt.Errorf("%s has unknown copy step %q", source, rec.Step)
@@ -207,6 +219,11 @@ func checkTarget(rec *CopyRecord, source string, target Target) error {
 			name, source, source, source, name)
 	case target.Exists && rec.TargetUID != "" && target.UID != rec.TargetUID:
 		return fmt.Errorf("%s was deleted and created again since this copy created it; nothing is copied into it. Delete it if it holds nothing of value, and apply again", name)
+	case target.Switched && rec.Step != StepSwitched:
+		// The record is written switched before the annotation: this is
+		// not a state a copy leaves.
+		return fmt.Errorf("%s carries annotation %s, but the copy record on %s says step %s: the user was never switched to it (the hub follows the record). Nothing is copied over it. "+
+			"Remove the annotation from %s and apply again to bring the copy up to date and switch", name, CopySwitchedAnnotation, source, rec.Step, name)
 	}
 	return nil
 }

@@ -13,6 +13,8 @@ func TestNextCopy_walk(t *testing.T) {
 	}
 	const src = "claim-a"
 	ours := Target{Exists: true, CopyOf: src, CopyID: "c0ffee", UID: "t1"}
+	switched := ours
+	switched.Switched = true
 	steps := []struct {
 		name   string
 		rec    *CopyRecord
@@ -31,7 +33,8 @@ func TestNextCopy_walk(t *testing.T) {
 		{"copied", rec(StepCopying), ours, &Job{Succeeded: true}, OpVerify, false},
 		{"verified by an earlier apply", rec(StepVerified), ours, nil, OpRestartCopy, true},
 		{"verified", rec(StepVerified), ours, nil, OpSwitch, false},
-		{"switched", rec(StepSwitched), ours, nil, OpDone, false},
+		{"switched, the target not yet annotated", rec(StepSwitched), ours, nil, OpSwitch, true},
+		{"switched", rec(StepSwitched), switched, nil, OpDone, true},
 	}
 	seen := map[Step]bool{}
 	for _, s := range steps {
@@ -67,6 +70,11 @@ func TestNextCopy_refuses(t *testing.T) {
 		{"target replaced since created", rec, Target{Exists: true, CopyOf: src, CopyID: "c0ffee", UID: "t2"}, nil, "created again"},
 		{"target deleted mid-copy", rec, Target{}, nil, "deleted outside Terraform"},
 		{"job failed", rec, ours, &Job{Failed: true, Reason: "BackoffLimitExceeded"}, "BackoffLimitExceeded"},
+		// The record is written switched before the annotation: an
+		// annotation without it was not made by a copy; the hub never
+		// switched the user.
+		{"annotated, record not switched", &CopyRecord{Step: StepVerified, Target: "home-a", ID: "c0ffee", TargetUID: "t1"},
+			Target{Exists: true, CopyOf: src, CopyID: "c0ffee", UID: "t1", Switched: true}, nil, "never switched"},
 		{"unknown step", &CopyRecord{Step: "sideways", Target: "home-a", ID: "c0ffee"}, ours, nil, "unknown copy step"},
 	}
 	for _, tc := range cases {
