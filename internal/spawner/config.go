@@ -44,7 +44,14 @@ type Config struct {
 	LegacyUsers     []string
 	ColocationLabel string
 	Extra           map[string]any // extra_settings_json
+	// HomeMountPath is where the home is mounted in the server's
+	// container (KubeSpawner template fields allowed); "" keeps the home
+	// storage's, DefaultHomeMountPath unless it says otherwise.
+	HomeMountPath string
 }
+
+// DefaultHomeMountPath is KubeSpawner's and z2jh's home.
+const DefaultHomeMountPath = "/home/jovyan"
 
 // Colocation is the derived co-location, as the rendered hook reads it.
 type Colocation struct {
@@ -65,6 +72,8 @@ type Result struct {
 	// HomeClaims maps users whose home was copied to a new claim to that
 	// claim (jupyter_home_storage's home_claims); a pre_spawn_hook sets it.
 	HomeClaims map[string]string
+	// HomeMountPath is where the home volume is mounted.
+	HomeMountPath string
 }
 
 // Document is the JSON kept beside the Python file in the ConfigMap.
@@ -115,6 +124,15 @@ func Build(c Config) (Result, []Finding) {
 	delete(home, HomeClaimsKey)
 	for k, v := range home {
 		r.Settings[k] = v
+	}
+	r.HomeMountPath = homeMountPath(r.Settings)
+	if c.HomeMountPath != "" {
+		if f, ok := checkHomeMountPath(c.HomeMountPath); !ok {
+			errs = append(errs, f)
+		} else {
+			r.HomeMountPath = c.HomeMountPath
+			setHomeMountPath(r.Settings, c.HomeMountPath)
+		}
 	}
 
 	legacy := slices.Clone(c.LegacyUsers)
@@ -198,6 +216,51 @@ func Build(c Config) (Result, []Finding) {
 		r.Settings["profile_list"] = list
 	}
 	return r, errs
+}
+
+// checkHomeMountPath accepts an absolute path whose template fields are
+// KubeSpawner's.
+func checkHomeMountPath(p string) (Finding, bool) {
+	bad := func(why string) (Finding, bool) {
+		return Finding{Attribute: "home_mount_path", Summary: "Invalid home mount path", Detail: fmt.Sprintf("home_mount_path %q %s. Use an absolute path such as \"/home/jovyan\" (z2jh's singleuser.storage.homeMountPath) or \"/home/{username}\" (Nebari classic).", p, why)}, false
+	}
+	switch {
+	case !strings.HasPrefix(p, "/"):
+		return bad("is not absolute")
+	case p == "/":
+		return bad("is the container's root")
+	case slices.Contains(strings.Split(p, "/"), ".."):
+		return bad("contains \"..\"")
+	case strings.ContainsAny(p, ":\x00"):
+		return bad("contains \":\" or a NUL byte, which a volume mount path cannot")
+	}
+	if err := kubespawner.ValidateTemplate(p); err != nil {
+		return bad(fmt.Sprintf("is not a KubeSpawner template (%v); the fields are %s", err, strings.Join(kubespawner.FieldNames(), ", ")))
+	}
+	return Finding{}, true
+}
+
+// homeMountPath is where the home volume is mounted in settings.
+func homeMountPath(s map[string]any) string {
+	mounts, _ := s["volume_mounts"].([]any)
+	for _, m := range mounts {
+		if mm, _ := m.(map[string]any); nameOf(m) == kubespawner.HomeVolumeName {
+			if p, _ := mm["mountPath"].(string); p != "" {
+				return p
+			}
+		}
+	}
+	return DefaultHomeMountPath
+}
+
+// setHomeMountPath points the home volume's mounts at p.
+func setHomeMountPath(s map[string]any, p string) {
+	mounts, _ := s["volume_mounts"].([]any)
+	for _, m := range mounts {
+		if mm, _ := m.(map[string]any); nameOf(m) == kubespawner.HomeVolumeName {
+			mm["mountPath"] = p
+		}
+	}
 }
 
 // withGlobalVolumes puts the global volumes (the home first) in front of a
