@@ -218,6 +218,15 @@ func Build(c Config) (Result, []Finding) {
 	return r, errs
 }
 
+// CheckHomeMountPath returns the plan-time error for a home_mount_path
+// that is not an absolute path with KubeSpawner's template fields, or nil.
+func CheckHomeMountPath(p string) *Finding {
+	if f, ok := checkHomeMountPath(p); !ok {
+		return &f
+	}
+	return nil
+}
+
 // checkHomeMountPath accepts an absolute path whose template fields are
 // KubeSpawner's.
 func checkHomeMountPath(p string) (Finding, bool) {

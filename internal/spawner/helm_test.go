@@ -239,11 +239,3 @@ type collector []string
 
 func (c *collector) Helper()                           {}
 func (c *collector) Errorf(format string, args ...any) { *c = append(*c, fmt.Sprintf(format, args...)) }
-
-func anyList(ps []map[string]any) []any {
-	out := make([]any, len(ps))
-	for i, p := range ps {
-		out[i] = p
-	}
-	return out
-}
