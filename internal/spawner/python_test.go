@@ -107,9 +107,9 @@ type pyPod struct {
 }
 
 type pyOut struct {
-	Settings map[string]any    `json:"settings"`
-	Hook     bool              `json:"hook"`
-	PVCNames map[string]string `json:"pvc_names"`
+	Settings map[string]any     `json:"settings"`
+	Hook     bool               `json:"hook"`
+	PVCNames map[string]string  `json:"pvc_names"`
 	Profiles map[string][][]any `json:"profiles"`
 	Pods     []struct {
 		Labels   map[string]string `json:"labels"`
