@@ -134,6 +134,7 @@ type hubUser struct {
 
 type hubSpawn struct {
 	Offered []string       `json:"offered"`
+	Served  []any          `json:"served"`
 	PVC     map[string]any `json:"pvc"`
 	Pod     map[string]any `json:"pod"`
 	PVCName string         `json:"pvc_name"`
@@ -420,6 +421,10 @@ func TestSpawnerCompose_z2jh(t *testing.T) {
 		t.Errorf("singleuser.storage.homeMountPath = %v, want the home_mount_path", got)
 	}
 	got := runHub(t, values, t.TempDir(), r, []hubUser{{Name: "bob"}, {Name: "carol", Profile: "gpu"}})
+	// The gpu profile serves its own volumes as a plain list.
+	if v := JSON(dig(got["bob"].Served[1].(map[string]any), "kubespawner_override.volume_mounts")); !strings.Contains(v, `"mountPath":"/datasets"`) {
+		t.Errorf("the gpu profile serves volume_mounts %s", v)
+	}
 	for _, name := range []string{"bob", "carol"} {
 		s := got[name]
 		if want := []string{"default", "gpu"}; !slices.Equal(s.Offered, want) {

@@ -172,7 +172,7 @@ def _jupyter_spawner_config(c, here):
         if isinstance(earlier, dict):
             out = {k: v for k, v in earlier.items() if not drop(v)}
             for x in own:
-                k = str(x.get("name") if kind != "tolerations" else ident(kind, x))
+                k = str(x.get("name")) if kind != "tolerations" else "%s:%s" % ident(kind, x)
                 if k in out and ident(kind, out[k]) != ident(kind, x):
                     k = "jupyter-spawner-" + k
                 out[k] = copy.deepcopy(x)
@@ -254,12 +254,18 @@ def _jupyter_spawner_config(c, here):
     def profile_id(p):
         return (p.get("slug") or p.get("display_name")) if isinstance(p, dict) else None
 
-    def composed_override(kind, own):
-        def compose(s):
-            earlier = getattr(s, kind)
-            return merge_named(kind, earlier, own)
+    class ComposedList(list):
+        # A profile's own list of named things: it reads (and serializes to
+        # JSON, for jhub-apps' server types) as that list, and KubeSpawner,
+        # which calls a callable override with the spawner, gets the list
+        # merged into the user's instead of replacing it.
+        def __call__(self, spawner):
+            return merge_named(self.kind, getattr(spawner, self.kind), list(self))
 
-        return compose
+    def composed_override(kind, own):
+        composed = ComposedList(own)
+        composed.kind = kind
+        return composed
 
     def provider_profile(p):
         p = copy.deepcopy(p)

@@ -146,6 +146,8 @@ async def spawn(u):
     if isinstance(profiles, dict):
         profiles = [profiles[k] for k in sorted(profiles)]
     offered = [p.get("slug") or p.get("display_name") for p in profiles or []]
+    # jhub-apps serves the profiles as JSON: they must stay serializable.
+    served = json.loads(json.dumps(profiles or []))
     if spawner.pre_spawn_hook is not None:
         r = spawner.pre_spawn_hook(spawner)
         if asyncio.iscoroutine(r):
@@ -158,7 +160,7 @@ async def spawn(u):
         pod = spawner.modify_pod_hook(spawner, pod)
         if asyncio.iscoroutine(pod):
             pod = await pod
-    return {"offered": offered, "pvc": pvc, "pod": plain(pod), "pvc_name": spawner.pvc_name}
+    return {"offered": offered, "served": served, "pvc": pvc, "pod": plain(pod), "pvc_name": spawner.pvc_name}
 
 
 async def main():
