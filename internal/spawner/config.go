@@ -168,10 +168,18 @@ func Build(c Config) (Result, []Finding) {
 			errs = append(errs, Finding{Attribute: "extra_settings_json", Summary: "modify_pod_hook cannot be JSON", Detail: "A hook is Python; put it in hub.extraConfig. The rendered file keeps any hook set before it and runs it first."})
 		case slices.Contains(homeKeys, k):
 			errs = append(errs, Finding{Attribute: "extra_settings_json", Summary: fmt.Sprintf("%s is set by the home storage", k), Detail: fmt.Sprintf("Remove %s from extra_settings_json; it comes from jupyter_home_storage's spawner_settings. Change it there, where the plan checks it against the live claims.", k)})
-		case k == "volumes" || k == "volume_mounts":
+		case slices.Contains(NamedLists, k):
 			extra, ok := v.([]any)
 			if !ok {
-				errs = append(errs, Finding{Attribute: "extra_settings_json", Summary: k + " must be a list", Detail: fmt.Sprintf("extra_settings_json.%s is appended to the home volume's list; give a JSON list of %s.", k, k)})
+				errs = append(errs, Finding{Attribute: "extra_settings_json", Summary: k + " must be a list", Detail: fmt.Sprintf("extra_settings_json.%s is merged by identity with the home's and earlier configuration's %s; give a JSON list of %s.", k, k, k)})
+				continue
+			}
+			if f, ok := checkIdentities(k, extra); !ok {
+				errs = append(errs, f)
+				continue
+			}
+			if k != "volumes" && k != "volume_mounts" {
+				r.Settings[k] = v
 				continue
 			}
 			have, _ := r.Settings[k].([]any)
@@ -225,6 +233,31 @@ func CheckHomeMountPath(p string) *Finding {
 		return &f
 	}
 	return nil
+}
+
+// NamedLists are the KubeSpawner settings the rendered file merges by
+// identity with earlier configuration's (Python).
+var NamedLists = []string{"volumes", "volume_mounts", "init_containers", "extra_containers", "tolerations"}
+
+// checkIdentities requires each entry of a named list to be an object with
+// the field that identifies it, so that merging (and loading the file
+// twice) never adds it twice.
+func checkIdentities(kind string, items []any) (Finding, bool) {
+	field := "name"
+	switch kind {
+	case "volume_mounts":
+		field = "mountPath"
+	case "tolerations":
+		return Finding{}, true // identified by key and effect, both optional
+	}
+	for i, e := range items {
+		m, ok := e.(map[string]any)
+		if s, _ := m[field].(string); !ok || s == "" {
+			return Finding{Attribute: "extra_settings_json", Summary: fmt.Sprintf("%s[%d] has no %s", kind, i, field),
+				Detail: fmt.Sprintf("Each entry of extra_settings_json.%s must be an object with a non-empty %q: the rendered file merges %s with earlier configuration's by it.", kind, field, kind)}, false
+		}
+	}
+	return Finding{}, true
 }
 
 // checkHomeMountPath accepts an absolute path whose template fields are

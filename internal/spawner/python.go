@@ -94,7 +94,7 @@ def _jupyter_spawner_config(c, here):
     key = colocation["label"]
     required = "requiredDuringSchedulingIgnoredDuringExecution"
     required_snake = "required_during_scheduling_ignored_during_execution"
-    named = ("volumes", "volume_mounts", "init_containers", "extra_containers", "tolerations")
+    named = ("volumes", "volume_mounts", "init_containers", "extra_containers", "tolerations")  # NamedLists
 
     def current(name):
         return spawner[name] if name in spawner else None
