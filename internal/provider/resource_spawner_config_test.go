@@ -225,6 +225,7 @@ func TestAccSpawnerConfig_badInput(t *testing.T) {
 		"label":        {`colocation_label = "Not A Label"`, `Invalid label key`},
 		"colocated":    {`colocated_servers = 0`, `colocated_servers.*at least 1`},
 		"profile_list": {`extra_settings_json = jsonencode({ profile_list = [] })`, `profile_list is set by profiles`},
+		"named_list":   {`extra_settings_json = jsonencode({ init_containers = [{ image = "busybox" }] })`, `init_containers\[0\] has no name.*merges init_containers`},
 		"mount_rel":    {`home_mount_path = "home/jovyan"`, `Invalid home mount path.*home_mount_path.*is not absolute`},
 		"mount_field":  {`home_mount_path = "/home/{user}"`, `Invalid home mount path.*not a KubeSpawner template.*user`},
 	}
