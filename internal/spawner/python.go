@@ -143,7 +143,6 @@ def _jupyter_spawner_config(c, here):
     def merge_named(kind, earlier, own, dropped_volumes=None):
         own = list(own)
         ids = {ident(kind, x) for x in own} - {None}
-        own_names = {x.get("name") for x in own if isinstance(x, dict)} - {None}
 
         def drop(item):
             if ident(kind, item) in ids:
