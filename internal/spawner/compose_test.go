@@ -12,6 +12,8 @@ import (
 	"testing"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/kubespawner"
 )
 
 // These tests load the hub configuration the way zero-to-jupyterhub's hub
@@ -318,8 +320,12 @@ c.KubeSpawner.modify_pod_hook = _earlier_colocation
 // ReadWriteMany, alice keeps a ReadWriteOnce claim (legacy_users).
 func TestSpawnerCompose_nebariDataSciencePack(t *testing.T) {
 	const label = "nebari.dev/colocate-user"
+	const email = "T.Potts@OpenTeams.com"
 	small := Profile{Slug: "small-instance", DisplayName: "Small (provider)"}.Dict()
-	r := mustBuild(t, Config{Home: homeSettings(RWX), LegacyUsers: []string{"alice"}, ColocationLabel: label,
+	// The pack pins the escape scheme (claims named before KubeSpawner 7).
+	home := homeSettings(RWX)
+	home["slug_scheme"] = string(kubespawner.SchemeEscape)
+	r := mustBuild(t, Config{Home: home, LegacyUsers: []string{"alice", email}, ColocationLabel: label,
 		Profiles: []map[string]any{small, gpuProfileDict()}})
 
 	pack := yamlRef(t, "nebari-data-science-pack", "values.yaml")
@@ -345,8 +351,23 @@ func TestSpawnerCompose_nebariDataSciencePack(t *testing.T) {
 	got := runHub(t, values, configD, r, []hubUser{
 		{Name: "alice", AuthState: map[string]any{"groups": []any{"/gpu-team"}}, Profile: "gpu"},
 		{Name: "bob", AuthState: map[string]any{"groups": []any{}}, Profile: "small-instance"},
+		{Name: email},
 	})
 	alice, bob := got["alice"], got["bob"]
+
+	// An email user: the claim KubeSpawner names is the one this provider
+	// computes, and label and affinity carry the pod's own label-safe name.
+	wantClaim, err := kubespawner.Expand("claim-{username}", email, "", kubespawner.SchemeEscape)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got[email].PVCName != wantClaim {
+		t.Errorf("KubeSpawner names %s's claim %q, the provider %q", email, got[email].PVCName, wantClaim)
+	}
+	fe := factsOf(t, got[email].Pod)
+	if v := fe.labels["hub.jupyter.org/username"]; v == "" || fe.labels[label] != v || JSON(fe.colocationTerms(label)) != JSON([]string{JSON([]string{v})}) {
+		t.Errorf("%s: username label %q, co-location label %q, terms %v", email, v, fe.labels[label], fe.colocationTerms(label))
+	}
 
 	// Profiles: the pack's per-user callable still gates its own; the
 	// provider's are offered to everyone; small-instance is the provider's,
@@ -363,7 +384,7 @@ func TestSpawnerCompose_nebariDataSciencePack(t *testing.T) {
 		}
 	}
 
-	for name, s := range map[string]hubSpawn{"alice": alice, "bob": bob} {
+	for name, s := range map[string]hubSpawn{"alice": alice, "bob": bob} { // escape leaves these names as they are
 		if s.PVCName != "claim-"+name || dig(s.PVC, "metadata.name") != "claim-"+name {
 			t.Errorf("%s: claim %q / %v, want claim-%s", name, s.PVCName, dig(s.PVC, "metadata.name"), name)
 		}
