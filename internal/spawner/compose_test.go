@@ -422,6 +422,8 @@ func TestSpawnerCompose_nebariDataSciencePack(t *testing.T) {
 	if _, ok := fb.labels[label]; ok || len(fb.colocationTerms(label)) > 0 {
 		t.Errorf("bob is pinned: label %q terms %v", fb.labels[label], fb.colocationTerms(label))
 	}
+	// The API server accepts every claim and pod rendered.
+	t.Run("dry_run", func(t *testing.T) { dryRunSpawns(t, testAPIServer(t), got) })
 }
 
 // A plain zero-to-jupyterhub hub: the chart's own home volume (dict form)
@@ -471,6 +473,7 @@ func TestSpawnerCompose_z2jh(t *testing.T) {
 			t.Errorf("%s: not pinned under ReadWriteOnce: %v %v", name, f.labels, f.affinity)
 		}
 	}
+	t.Run("dry_run", func(t *testing.T) { dryRunSpawns(t, testAPIServer(t), got) })
 }
 
 func boolInt(b bool) int {

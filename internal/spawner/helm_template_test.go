@@ -3,6 +3,7 @@ package spawner
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -99,7 +100,11 @@ func helmTemplate(t *testing.T, chart string, values ...map[string]any) map[stri
 		if err := yaml.Unmarshal([]byte(doc), &m); err != nil || m == nil {
 			continue
 		}
-		objs[str(m["kind"])+"/"+str(dig(m, "metadata.name"))] = m
+		key := str(m["kind"]) + "/" + str(dig(m, "metadata.name"))
+		if _, dup := objs[key]; dup {
+			t.Fatalf("helm template renders %s twice", key)
+		}
+		objs[key] = m
 	}
 	return objs
 }
@@ -116,9 +121,10 @@ func TestSpawnerHelm_templateWithThePack(t *testing.T) {
 	sub, _ := pack["jupyterhub"].(map[string]any)
 	cfg := Config{Home: homeSettings(RWX), LegacyUsers: []string{"alice"}, ColocationLabel: "nebari.dev/colocate-user",
 		Profiles: []map[string]any{gpuProfileDict()}}
+	var objs map[string]map[string]any
 	render := func(c Config) (map[string]any, map[string]any, Result) {
 		r := mustBuild(t, c)
-		objs := helmTemplate(t, chart, sub, helmValuesOf(t, r))
+		objs = helmTemplate(t, chart, sub, helmValuesOf(t, r))
 		dep, secret := objs["Deployment/hub"], objs["Secret/hub"]
 		if dep == nil || secret == nil {
 			t.Fatalf("no hub Deployment or Secret among %v", sortedKeys(objs))
@@ -126,6 +132,7 @@ func TestSpawnerHelm_templateWithThePack(t *testing.T) {
 		return dep, secret, r
 	}
 	dep, secret, r := render(cfg)
+	rendered := objs
 
 	pod := dig(dep, "spec.template").(map[string]any)
 	if got := dig(pod, "metadata.annotations."+ChecksumAnnotation); got != Checksum(r) {
@@ -190,4 +197,30 @@ func TestSpawnerHelm_templateWithThePack(t *testing.T) {
 	if dig(moved, "spec.template.metadata.annotations."+ChecksumAnnotation) == dig(pod, "metadata.annotations."+ChecksumAnnotation) {
 		t.Error("a new legacy user left the hub pod's checksum annotation unchanged: helm upgrade would not restart the hub")
 	}
+
+	// Every object the chart renders is accepted by the API server.
+	t.Run("dry_run", func(t *testing.T) {
+		s := testAPIServer(t)
+		ns := s.namespace()
+		var notServed []string
+		for _, key := range sortedKeys(rendered) {
+			err := s.dryRun(ns, rendered[key])
+			switch {
+			case errors.Is(err, errNotServed):
+				notServed = append(notServed, key)
+			case err != nil:
+				t.Errorf("the API server rejects %s: %v", key, err)
+			}
+		}
+		// The chart renders only kinds Kubernetes itself serves; one it
+		// does not (a CRD's) would show here, and fail.
+		route := map[string]any{"apiVersion": "gateway.networking.k8s.io/v1", "kind": "HTTPRoute", "metadata": map[string]any{"name": "hub"}}
+		if err := s.dryRun(ns, route); !errors.Is(err, errNotServed) {
+			t.Errorf("a kind the test bed does not serve: %v, want it reported as not served", err)
+		}
+		if len(notServed) > 0 {
+			t.Errorf("the chart renders kinds the API server does not serve: %v", notServed)
+		}
+		t.Logf("%d objects accepted: %v", len(rendered)-len(notServed), sortedKeys(rendered))
+	})
 }
