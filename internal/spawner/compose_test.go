@@ -132,6 +132,7 @@ type hubUser struct {
 	Name      string         `json:"name"`
 	AuthState map[string]any `json:"auth_state,omitempty"`
 	Profile   string         `json:"profile,omitempty"`
+	ID        string         `json:"id,omitempty"` // the key of the result, default Name
 }
 
 type hubSpawn struct {

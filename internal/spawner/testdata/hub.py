@@ -7,11 +7,12 @@ Input (argv[1], JSON):
   config_d        a folder with the jupyterhub_config.d files, loaded in sorted order
   files_dir       the folder helm_values' hub.extraFiles put the provider's files in
   values          the Helm values the chart was rendered with (chart defaults merged)
-  users           [{name, auth_state, profile}]
+  users           [{name, auth_state, profile, id}]
 
-It prints, per user, the profiles offered, the claim manifest and the pod
-manifest after pre_spawn_hook, load_user_options and modify_pod_hook, in the
-order the hub runs them.
+It prints, per spawn (keyed by id, else by name: one user may spawn on
+several profiles), the profiles offered, the claim manifest and the pod
+manifest after pre_spawn_hook, load_user_options and modify_pod_hook, in
+the order the hub runs them.
 
 Only what the hub image has and Debian does not is stood in for:
 kubernetes_asyncio (python3-kubernetes' modules, whose generated models are
@@ -166,7 +167,7 @@ async def spawn(u):
 async def main():
     out = {}
     for u in cfg["users"]:
-        out[u["name"]] = await spawn(u)
+        out[u.get("id") or u["name"]] = await spawn(u)
     return out
 
 
