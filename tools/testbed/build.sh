@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the test bed binaries (OpenTofu, etcd, kube-apiserver,
-# kube-controller-manager) from their Go modules into a cache outside git.
+# kube-controller-manager, Helm) from their Go modules into a cache outside git.
 #
 # The cache key is the component version plus a hash of the pinning go.mod and
 # go.sum, so a warm run only checks that the files exist and a version bump
@@ -16,6 +16,7 @@ mkdir -p "$bin"
 TOFU_VERSION=1.12.6
 KUBE_VERSION=1.37.2
 ETCD_VERSION=3.7.0
+HELM_VERSION=4.3.2
 
 key() { cat "$here/$1/go.mod" "$here/$1/go.sum" | sha256sum | cut -c1-12; }
 
@@ -40,7 +41,7 @@ for p in "$kv" "$cv"; do
   kube_ldflags+=" -X $p.gitMinor=$minor -X $p.gitTreeState=clean -X $p.buildDate=1970-01-01T00:00:00Z"
 done
 
-want="${*:-tofu etcd kube-apiserver kube-controller-manager}"
+want="${*:-tofu etcd kube-apiserver kube-controller-manager helm}"
 for w in $want; do
   case "$w" in
     tofu) build tofu tofu "$TOFU_VERSION" github.com/opentofu/opentofu/cmd/tofu \
@@ -49,6 +50,8 @@ for w in $want; do
     kube-apiserver) build kube kube-apiserver "$KUBE_VERSION" k8s.io/kubernetes/cmd/kube-apiserver "$kube_ldflags" ;;
     kube-controller-manager) build kube kube-controller-manager "$KUBE_VERSION" \
             k8s.io/kubernetes/cmd/kube-controller-manager "$kube_ldflags" ;;
+    helm) build helm helm "$HELM_VERSION" helm.sh/helm/v4/cmd/helm \
+            "-s -w -X helm.sh/helm/v4/internal/version.version=v$HELM_VERSION" ;;
     *) echo "testbed: unknown component $w" >&2; exit 2 ;;
   esac
 done
