@@ -157,21 +157,36 @@ func newCopyID() string {
 // verification and its deletion) is replaced, never taken for this one.
 // It does not start while a server uses the old home: the copy could not
 // be switched to, and on another node the Job could not mount it.
+//
+// The record says copying before the Job exists, over the record this step
+// read: another apply that moved the copy on (switched the user to the
+// target) stops it there. The gate is passed again once the Job exists: a
+// switch in between deletes the Job before its pod can start.
 func (s *copyStep) startCopy() error {
 	job := s.job
 	if err := s.sourceIdle("the copy waits"); err != nil {
 		return err
 	}
-	if err := Guard(s.ctx, s.cl, safety.Step{Kind: safety.StepCopyInto, Why: "copy from " + job.Source, User: job.User,
-		Namespace: job.Namespace, Claim: job.Target, UID: s.next.TargetUID, CreatedUID: s.next.TargetUID}, migration.JobName(job.Source)); err != nil {
+	into := safety.Step{Kind: safety.StepCopyInto, Why: "copy from " + job.Source, User: job.User,
+		Namespace: job.Namespace, Claim: job.Target, UID: s.next.TargetUID, CreatedUID: s.next.TargetUID}
+	if err := Guard(s.ctx, s.cl, into, migration.JobName(job.Source)); err != nil {
+		return err
+	}
+	s.next.Step, s.next.Job = migration.StepCopying, migration.JobName(job.Source)
+	if err := s.record(); err != nil {
 		return err
 	}
 	if err := s.cl.StartCopyJob(s.ctx, job); err != nil {
 		return err
 	}
 	*s.watched = true
-	s.next.Step, s.next.Job = migration.StepCopying, migration.JobName(job.Source)
-	return s.record()
+	if err := s.stillOurs(into); err != nil {
+		if derr := s.cl.DeleteJob(s.ctx, job.Namespace, migration.JobName(job.Source)); derr != nil {
+			return fmt.Errorf("%w; deleting the copy Job failed too (delete Job %s by hand now): %v", err, migration.JobName(job.Source), derr)
+		}
+		return err
+	}
+	return nil
 }
 
 // restartCopy drops a check made before this run (a Job that finished
@@ -196,6 +211,24 @@ func (s *copyStep) verify() error {
 		return err
 	}
 	return s.cl.DeleteJob(s.ctx, s.job.Namespace, name)
+}
+
+// stillOurs is nil when the copy may go on into the target: the gate lets
+// it, and the record on the source is still the one this step wrote (the
+// hub follows the record: another apply may have switched the user to
+// the target before the annotation says so).
+func (s *copyStep) stillOurs(into safety.Step) error {
+	if err := Guard(s.ctx, s.cl, into, migration.JobName(s.job.Source)); err != nil {
+		return err
+	}
+	src, err := s.cl.Claim(s.ctx, s.job.Namespace, s.job.Source)
+	if err != nil {
+		return err
+	}
+	if src == nil || src.Annotations[migration.CopyAnnotation] != s.written {
+		return fmt.Errorf("the copy record on %s/%s changed while the copy started (another apply at the same time?); the copy was stopped. Apply again", s.job.Namespace, s.job.Source)
+	}
+	return nil
 }
 
 // sourceIdle is nil when no pod but the copy's own Job uses the old home.

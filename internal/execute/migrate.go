@@ -2,6 +2,7 @@ package execute
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/claims"
@@ -18,12 +19,14 @@ type Migrations interface {
 	Volume(ctx context.Context, name string) (*migration.Volume, error)
 	// RetainVolume sets the volume's reclaim policy to Retain and writes
 	// rec on it (and the label that finds it by rec.Namespace), in one write.
-	RetainVolume(ctx context.Context, volume string, rec migration.Record) error
+	// Each change of a volume is made only over the volume as v shows it
+	// (its resourceVersion); otherwise it returns ErrChanged.
+	RetainVolume(ctx context.Context, v migration.Volume, rec migration.Record) error
 	// WaitReleased waits until the PV binder marks the volume Released.
 	WaitReleased(ctx context.Context, volume string) error
 	// ReserveVolume writes rec on the volume and reserves the volume for
 	// the claim rec names, in mode rec.To: no other claim can take it.
-	ReserveVolume(ctx context.Context, volume string, rec migration.Record) error
+	ReserveVolume(ctx context.Context, v migration.Volume, rec migration.Record) error
 	// CreateReboundClaim creates the claim rec describes, in mode rec.To,
 	// naming volume v.
 	CreateReboundClaim(ctx context.Context, rec migration.Record, v migration.Volume) error
@@ -33,7 +36,7 @@ type Migrations interface {
 	ResizeClaim(ctx context.Context, namespace, name, size string) error
 	// RestoreVolume sets the volume's reclaim policy back to policy and
 	// removes its record and label.
-	RestoreVolume(ctx context.Context, volume, policy string) error
+	RestoreVolume(ctx context.Context, v migration.Volume, policy string) error
 
 	// Job returns a Job as it is now; nil when there is none.
 	Job(ctx context.Context, namespace, name string) (*migration.Job, error)
@@ -58,6 +61,11 @@ type Migrations interface {
 	// AnnotateClaim sets one annotation on a claim.
 	AnnotateClaim(ctx context.Context, namespace, name, key, value string) error
 }
+
+// ErrChanged is a step's answer when the object it read changed before its
+// write (another apply, a controller): nothing was written; the step is
+// decided again from what the cluster shows now.
+var ErrChanged = errors.New("changed since this step read it")
 
 // Runner runs migrations step by step, deciding each step from what the
 // cluster shows (migration.NextRebind, migration.NextCopy), so that a
@@ -89,7 +97,9 @@ func (r Runner) run(user, what string, stepOf func(migration.Op) migration.Step,
 			return done, nil
 		}
 		step = stepOf(op)
-		if err := run(); err != nil {
+		if err := run(); errors.Is(err, ErrChanged) {
+			continue // decided again from what the cluster shows now
+		} else if err != nil {
 			return step, fmt.Errorf("%s: %w", op, err)
 		}
 		if r.AfterStep != nil {

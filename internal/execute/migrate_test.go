@@ -31,6 +31,17 @@ type fvol struct {
 	v     migration.Volume
 	files map[string]string
 	gone  bool // deleted, its files with it
+	rv    int  // bumped at every change, by a step or by the binder
+}
+
+// change is a step's write to the volume read as seen: refused when the
+// volume changed since.
+func (v *fvol) change(seen migration.Volume) error {
+	if seen.ResourceVersion != fmt.Sprint(v.rv) {
+		return ErrChanged
+	}
+	v.rv++
+	return nil
 }
 
 type fjob struct {
@@ -56,6 +67,9 @@ type fake struct {
 	// fail, when set, makes a record write or an annotation fail at
 	// random, before it is made or after (the answer lost).
 	fail *rand.Rand
+	// meanwhile, when set, runs before every change a step makes: another
+	// apply then works between the step's read and its write.
+	meanwhile func()
 	// beforeWrite, when set, runs at a copy record write before its check.
 	beforeWrite func(migration.CopyRecord)
 }
@@ -66,6 +80,15 @@ func newFake() *fake {
 }
 
 func (f *fake) newUID() string { f.uid++; return fmt.Sprintf("uid-%d", f.uid) }
+
+// before runs meanwhile, once at a time.
+func (f *fake) before() {
+	if m := f.meanwhile; m != nil {
+		f.meanwhile = nil
+		m()
+		f.meanwhile = m
+	}
+}
 
 // flaky fails a write at random: before it is made (true, nil), or after
 // (false, an error for the caller to return once the write is made).
@@ -130,6 +153,7 @@ func (f *fake) MountedBy(_ context.Context, _, claim, exceptJob string) ([]strin
 // RemoveClaim deletes the claim; the binder releases its volume, or deletes
 // it with its files under reclaim policy Delete.
 func (f *fake) RemoveClaim(_ context.Context, _, name, uid string) error {
+	f.before()
 	c := f.claims[name]
 	if c == nil {
 		return nil
@@ -147,6 +171,7 @@ func (f *fake) RemoveClaim(_ context.Context, _, name, uid string) error {
 			delete(f.vols, c.VolumeName)
 		} else {
 			v.v.Phase = "Released"
+			v.rv++
 		}
 	}
 	return nil
@@ -166,6 +191,7 @@ func (f *fake) Volume(_ context.Context, name string) (*migration.Volume, error)
 		return nil, fmt.Errorf("volume %s not found", name)
 	}
 	cp := v.v
+	cp.ResourceVersion = fmt.Sprint(v.rv)
 	if v.v.Record != nil {
 		rec := *v.v.Record
 		cp.Record = &rec
@@ -173,8 +199,12 @@ func (f *fake) Volume(_ context.Context, name string) (*migration.Volume, error)
 	return &cp, nil
 }
 
-func (f *fake) RetainVolume(_ context.Context, volume string, rec migration.Record) error {
-	v := f.vols[volume]
+func (f *fake) RetainVolume(_ context.Context, seen migration.Volume, rec migration.Record) error {
+	f.before()
+	v := f.vols[seen.Name]
+	if err := v.change(seen); err != nil {
+		return err
+	}
 	v.v.ReclaimPolicy, v.v.Record = "Retain", &rec
 	return nil
 }
@@ -186,8 +216,12 @@ func (f *fake) WaitReleased(_ context.Context, volume string) error {
 	return nil
 }
 
-func (f *fake) ReserveVolume(_ context.Context, volume string, rec migration.Record) error {
-	v := f.vols[volume]
+func (f *fake) ReserveVolume(_ context.Context, seen migration.Volume, rec migration.Record) error {
+	f.before()
+	v := f.vols[seen.Name]
+	if err := v.change(seen); err != nil {
+		return err
+	}
 	v.v.Record, v.v.ClaimRefName, v.v.ClaimRefNS, v.v.ClaimRefUID = &rec, rec.Claim, rec.Namespace, ""
 	v.v.Modes, v.v.Phase = []string{rec.To}, "Available"
 	return nil
@@ -196,6 +230,7 @@ func (f *fake) ReserveVolume(_ context.Context, volume string, rec migration.Rec
 // CreateReboundClaim creates the claim; the binder binds it to the volume
 // reserved for it.
 func (f *fake) CreateReboundClaim(_ context.Context, rec migration.Record, v migration.Volume) error {
+	f.before()
 	if f.claims[rec.Claim] != nil {
 		return fmt.Errorf("claim %s exists", rec.Claim)
 	}
@@ -204,6 +239,7 @@ func (f *fake) CreateReboundClaim(_ context.Context, rec migration.Record, v mig
 	f.claims[rec.Claim] = c
 	if fv := f.vols[v.Name]; fv.v.ClaimRefName == c.Name && fv.v.ClaimRefUID == "" {
 		fv.v.ClaimRefUID, fv.v.Phase, c.Phase = c.UID, "Bound", "Bound"
+		fv.rv++
 	}
 	return nil
 }
@@ -220,8 +256,12 @@ func (f *fake) ResizeClaim(_ context.Context, _, name, size string) error {
 	return nil
 }
 
-func (f *fake) RestoreVolume(_ context.Context, volume, policy string) error {
-	v := f.vols[volume]
+func (f *fake) RestoreVolume(_ context.Context, seen migration.Volume, policy string) error {
+	f.before()
+	v := f.vols[seen.Name]
+	if err := v.change(seen); err != nil {
+		return err
+	}
 	v.v.ReclaimPolicy, v.v.Record = policy, nil
 	return nil
 }
@@ -236,6 +276,7 @@ func (f *fake) Job(_ context.Context, _, name string) (*migration.Job, error) {
 }
 
 func (f *fake) WriteCopyRecord(_ context.Context, _, source, expected string, r migration.CopyRecord) (string, error) {
+	f.before()
 	if f.beforeWrite != nil {
 		f.beforeWrite(r)
 	}
@@ -269,6 +310,7 @@ func (f *fake) WriteCopyRecord(_ context.Context, _, source, expected string, r 
 
 // CreateCopyTarget creates the target; the provisioner gives it an empty volume.
 func (f *fake) CreateCopyTarget(_ context.Context, job Copy, src claims.Claim, id string) (string, error) {
+	f.before()
 	if c := f.claims[job.Target]; c != nil {
 		if c.Annotations[migration.CopyIDAnnotation] != id {
 			return "", fmt.Errorf("claim %s exists already and was not created by this copy", job.Target)
@@ -286,11 +328,9 @@ func (f *fake) CreateCopyTarget(_ context.Context, job Copy, src claims.Claim, i
 
 // StartCopyJob replaces the Job; its pod mounts source and target.
 func (f *fake) StartCopyJob(ctx context.Context, job Copy) error {
+	f.before()
 	name := migration.JobName(job.Source)
 	_ = f.DeleteJob(ctx, ns, name)
-	if pods := f.mounted(job.Target, ""); len(pods) > 0 {
-		f.broken = append(f.broken, fmt.Sprintf("copy into %s while %v mount it", job.Target, pods))
-	}
 	f.jobs[name] = &fjob{src: job.Source, dst: job.Target, started: f.clock}
 	f.pods[name+"-pod"], f.jobPods[name+"-pod"] = []string{job.Source, job.Target}, name
 	return nil
@@ -320,6 +360,15 @@ func (f *fake) finish(name string) {
 	if j == nil || j.view.Succeeded || j.view.Failed {
 		return
 	}
+	if pods := f.mounted(j.dst, name); len(pods) > 0 {
+		f.broken = append(f.broken, fmt.Sprintf("a copy ran into %s while %v mount it", j.dst, pods))
+	}
+	if t := f.claims[j.dst]; t != nil && t.Annotations[migration.CopySwitchedAnnotation] != "" {
+		f.broken = append(f.broken, fmt.Sprintf("a copy ran into %s, the user's home", j.dst))
+	}
+	if rec, err := migration.DecodeCopyRecord(f.claims[j.src].Annotations[migration.CopyAnnotation]); err == nil && rec.Step == migration.StepSwitched {
+		f.broken = append(f.broken, fmt.Sprintf("a copy ran into %s after the user was switched to it", j.dst))
+	}
 	src, dst := f.volOf(j.src), f.volOf(j.dst)
 	dst.files = maps.Clone(src.files)
 	j.view.Succeeded, j.counts = true, migration.Verification{Files: int64(len(src.files))}
@@ -336,6 +385,7 @@ func (f *fake) CopyVerification(_ context.Context, _, name string) (migration.Ve
 }
 
 func (f *fake) AnnotateClaim(_ context.Context, _, name, key, value string) error {
+	f.before()
 	before, after := f.flaky("annotation")
 	if before {
 		return errors.New("annotation: the connection broke")
@@ -557,16 +607,27 @@ func migrationHistory(seed uint64, copyHome bool) []string {
 		if apply >= 40 {
 			hook = nil
 		}
-		run := Runner{Cluster: f, AfterStep: hook}
-		var step migration.Step
-		var err error
-		if copyHome {
-			step, err = run.Copy(context.Background(), Copy{User: "alice", Namespace: ns, Source: "claim-alice", Target: "home-alice",
-				To: claims.RWX, Capacity: "10Gi", Image: "rsync"})
-		} else {
-			step, err = run.Rebind(context.Background(), Rebind{User: "alice", Namespace: ns, Claim: "claim-alice",
+		migrate := func(run Runner) (migration.Step, error) {
+			if copyHome {
+				return run.Copy(context.Background(), Copy{User: "alice", Namespace: ns, Source: "claim-alice", Target: "home-alice",
+					To: claims.RWX, Capacity: "10Gi", Image: "rsync"})
+			}
+			return run.Rebind(context.Background(), Rebind{User: "alice", Namespace: ns, Claim: "claim-alice",
 				Volume: "pv-claim-alice", To: claims.RWX, UID: uid})
 		}
+		f.meanwhile = nil
+		if apply < 40 && r.IntN(3) == 0 {
+			// Another apply of the same plan (another state, or -lock=false)
+			// runs, or part of it, between one of this apply's reads and its write.
+			f.meanwhile = func() {
+				if r.IntN(6) == 0 {
+					step, err := migrate(Runner{Cluster: f, AfterStep: stopAfter(1+r.IntN(10), r, f, u)})
+					trace = append(trace, fmt.Sprintf("  meanwhile: %s %v", step, err))
+				}
+			}
+		}
+		step, err := migrate(Runner{Cluster: f, AfterStep: hook})
+		f.meanwhile = nil
 		trace = append(trace, fmt.Sprintf("apply %d: %s %v", apply, step, err))
 		done = err == nil
 		for range r.IntN(4) {
@@ -585,6 +646,10 @@ func migrationHistory(seed uint64, copyHome bool) []string {
 	}
 	if t := f.claims["home-alice"]; copyHome && (u.home != "home-alice" || t == nil || t.Annotations[migration.CopySwitchedAnnotation] == "") {
 		broken = append(broken, "the user is not on an annotated copy")
+	}
+	if c, v := f.claims["claim-alice"], f.vols["pv-claim-alice"]; !copyHome && (c == nil || !slices.Equal(c.AccessModes, []string{claims.RWX}) ||
+		c.VolumeName != "pv-claim-alice" || c.Phase != "Bound" || v == nil || v.v.ReclaimPolicy != "Delete" || v.v.Record != nil) {
+		broken = append(broken, fmt.Sprintf("the rebind did not end where it should: claim %+v, volume %+v", c, v))
 	}
 	before := f.clock
 	if u.excused >= 0 {

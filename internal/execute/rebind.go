@@ -62,7 +62,7 @@ func rebindView(c *claims.Claim) *migration.Claim {
 func (r Runner) rebindOp(ctx context.Context, job Rebind, op migration.Op, c *claims.Claim, v migration.Volume) error {
 	switch op {
 	case migration.OpRetain:
-		return r.Cluster.RetainVolume(ctx, v.Name, migration.RetainRecord(c, v, job.User, job.To))
+		return r.Cluster.RetainVolume(ctx, v, migration.RetainRecord(c, v, job.User, job.To))
 	case migration.OpDeleteClaim:
 		// The volume is retained; the claim goes only if it is the one the
 		// plan showed and no pod mounts it now.
@@ -72,13 +72,13 @@ func (r Runner) rebindOp(ctx context.Context, job Rebind, op migration.Op, c *cl
 	case migration.OpReserve:
 		rec := *v.Record
 		rec.Step = migration.StepReleased
-		return r.Cluster.ReserveVolume(ctx, v.Name, rec)
+		return r.Cluster.ReserveVolume(ctx, v, rec)
 	case migration.OpCreateClaim:
 		return r.Cluster.CreateReboundClaim(ctx, *v.Record, v)
 	case migration.OpWaitBound:
 		return r.Cluster.WaitBound(ctx, job.Namespace, job.Claim)
 	case migration.OpRestore:
-		return r.Cluster.RestoreVolume(ctx, v.Name, v.Record.ReclaimPolicy)
+		return r.Cluster.RestoreVolume(ctx, v, v.Record.ReclaimPolicy)
 	}
 	return fmt.Errorf("unknown step %q", op)
 }

@@ -3,15 +3,18 @@ package kube
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/execute"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/migration"
 )
 
@@ -79,7 +82,7 @@ func (c *Client) getVolume(ctx context.Context, name string) (*corev1.Persistent
 
 func volumeView(pv *corev1.PersistentVolume) migration.Volume {
 	v := migration.Volume{Name: pv.Name, Phase: string(pv.Status.Phase), ReclaimPolicy: string(pv.Spec.PersistentVolumeReclaimPolicy),
-		StorageClass: pv.Spec.StorageClassName}
+		StorageClass: pv.Spec.StorageClassName, ResourceVersion: pv.ResourceVersion}
 	if ref := pv.Spec.ClaimRef; ref != nil {
 		v.ClaimRefName, v.ClaimRefNS, v.ClaimRefUID = ref.Name, ref.Namespace, string(ref.UID)
 	}
@@ -98,8 +101,8 @@ func volumeView(pv *corev1.PersistentVolume) migration.Volume {
 }
 
 // RetainVolume retains the volume and writes rec on it (execute.Migrations).
-func (c *Client) RetainVolume(ctx context.Context, volume string, rec migration.Record) error {
-	return c.patchVolume(ctx, volume, map[string]any{
+func (c *Client) RetainVolume(ctx context.Context, v migration.Volume, rec migration.Record) error {
+	return c.patchVolume(ctx, v, map[string]any{
 		"metadata": map[string]any{
 			"labels":      map[string]any{migration.NamespaceLabel: rec.Namespace},
 			"annotations": map[string]any{migration.RecordAnnotation: rec.Encode()},
@@ -121,8 +124,8 @@ func (c *Client) WaitReleased(ctx context.Context, volume string) error {
 
 // ReserveVolume reserves the volume for the claim rec names, in mode
 // rec.To, and writes rec on it (execute.Migrations).
-func (c *Client) ReserveVolume(ctx context.Context, volume string, rec migration.Record) error {
-	return c.patchVolume(ctx, volume, map[string]any{
+func (c *Client) ReserveVolume(ctx context.Context, v migration.Volume, rec migration.Record) error {
+	return c.patchVolume(ctx, v, map[string]any{
 		"metadata": map[string]any{"annotations": map[string]any{migration.RecordAnnotation: rec.Encode()}},
 		"spec": map[string]any{
 			// Reserved for the new claim: no other claim can take the volume.
@@ -146,8 +149,8 @@ func (c *Client) CreateReboundClaim(ctx context.Context, rec migration.Record, v
 
 // RestoreVolume sets the reclaim policy back and removes the record and
 // its label (execute.Migrations).
-func (c *Client) RestoreVolume(ctx context.Context, volume, policy string) error {
-	return c.patchVolume(ctx, volume, map[string]any{
+func (c *Client) RestoreVolume(ctx context.Context, v migration.Volume, policy string) error {
+	return c.patchVolume(ctx, v, map[string]any{
 		"metadata": map[string]any{
 			"labels":      map[string]any{migration.NamespaceLabel: nil},
 			"annotations": map[string]any{migration.RecordAnnotation: nil},
@@ -200,15 +203,30 @@ func reboundClaim(rec migration.Record, v migration.Volume) (*corev1.PersistentV
 	return pvc, nil
 }
 
-func (c *Client) patchVolume(ctx context.Context, name string, patch map[string]any) error {
+// patchVolume patches the volume v shows, only over the version v shows:
+// a volume that changed since (another apply, the PV binder) is not
+// patched, and the answer is execute.ErrChanged.
+func (c *Client) patchVolume(ctx context.Context, v migration.Volume, patch map[string]any) error {
+	meta, _ := patch["metadata"].(map[string]any)
+	if meta == nil {
+		meta = map[string]any{}
+		patch["metadata"] = meta
+	}
+	meta["resourceVersion"] = v.ResourceVersion
 	body, err := json.Marshal(patch)
 	if err != nil {
 		return err
 	}
 	err = c.Backoff.Retry(ctx, func() error {
-		_, err := c.Kube.CoreV1().PersistentVolumes().Patch(ctx, name, types.MergePatchType, body, metav1.PatchOptions{})
+		_, err := c.Kube.CoreV1().PersistentVolumes().Patch(ctx, v.Name, types.MergePatchType, body, metav1.PatchOptions{})
+		if apierrors.IsConflict(err) {
+			return fmt.Errorf("volume %s: %w", v.Name, execute.ErrChanged) // not retried: decided again
+		}
 		return err
 	})
+	if errors.Is(err, execute.ErrChanged) {
+		return err
+	}
 	return explainIf(err, "patch", "persistentvolumes", "")
 }
 

@@ -197,16 +197,17 @@ type Claim struct {
 
 // Volume is the observed state of the volume.
 type Volume struct {
-	Name          string
-	Phase         string // Available, Bound, Released, Failed
-	ReclaimPolicy string
-	ClaimRefName  string
-	ClaimRefNS    string
-	ClaimRefUID   string
-	Modes         []string
-	Capacity      string  // spec.capacity.storage, a quantity
-	StorageClass  string  // spec.storageClassName
-	Record        *Record // nil when the volume carries none
+	Name            string
+	Phase           string // Available, Bound, Released, Failed
+	ReclaimPolicy   string
+	ClaimRefName    string
+	ClaimRefNS      string
+	ClaimRefUID     string
+	Modes           []string
+	Capacity        string  // spec.capacity.storage, a quantity
+	ResourceVersion string  // as read: a change is made only over this version
+	StorageClass    string  // spec.storageClassName
+	Record          *Record // nil when the volume carries none
 }
 
 // Op is the next operation of a rebind.
