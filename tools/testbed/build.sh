@@ -49,6 +49,8 @@ for w in $want; do
     kube-apiserver) build kube kube-apiserver "$KUBE_VERSION" k8s.io/kubernetes/cmd/kube-apiserver "$kube_ldflags" ;;
     kube-controller-manager) build kube kube-controller-manager "$KUBE_VERSION" \
             k8s.io/kubernetes/cmd/kube-controller-manager "$kube_ldflags" ;;
+    kubelet) build node kubelet "$KUBE_VERSION" k8s.io/kubernetes/cmd/kubelet "$kube_ldflags" ;;
+    kube-scheduler) build node kube-scheduler "$KUBE_VERSION" k8s.io/kubernetes/cmd/kube-scheduler "$kube_ldflags" ;;
     *) echo "testbed: unknown component $w" >&2; exit 2 ;;
   esac
 done
