@@ -102,24 +102,44 @@ func TestNode(t *testing.T) {
 	}
 	volumeDir := pv.Spec.HostPath.Path
 
-	// A different pod reads each file back through the same claim, in hex
-	// (the API keeps only valid UTF-8 of a termination message).
+	// The volume holds the files on the node's disk.
 	for name, want := range homeTree {
-		step = time.Now()
-		p := runPod(ctx, t, admin, ns, "reader", claim.Name, "od -An -v -tx1 /home/"+name+" | tr -d ' \\n' > /dev/termination-log")
-		if p.Status.Phase != corev1.PodSucceeded {
-			t.Fatalf("reader pod for %s ended %s: %s", name, p.Status.Phase, terminationMessage(p))
-		}
-		if got, err := hex.DecodeString(terminationMessage(p)); err != nil || string(got) != want {
-			t.Errorf("%s read back as %q (%v), want %q", name, got, err, want)
-		}
-		deletePod(ctx, t, admin, ns, "reader")
-		// And the volume holds it on the node's disk.
 		got, err := os.ReadFile(filepath.Join(volumeDir, name))
 		if err != nil || string(got) != want {
 			t.Errorf("%s on the node: %q (%v), want %q", name, got, err, want)
 		}
-		t.Logf("reader pod for %s ran in %s", name, time.Since(step).Round(time.Millisecond))
+	}
+
+	// A different pod reads them back through the same claim, in hex (the
+	// API keeps only valid UTF-8 of a termination message): a line "NAME HEX"
+	// a file.
+	step = time.Now()
+	var read strings.Builder
+	read.WriteString("set -eu\nexec > /dev/termination-log\n")
+	for name := range homeTree {
+		read.WriteString("printf '%s ' " + name + "; od -An -v -tx1 /home/" + name + " | tr -d ' \\n'; echo\n")
+	}
+	p := runPod(ctx, t, admin, ns, "reader", claim.Name, read.String())
+	if p.Status.Phase != corev1.PodSucceeded {
+		t.Fatalf("reader pod ended %s: %s", p.Status.Phase, terminationMessage(p))
+	}
+	t.Logf("reader pod ran in %s", time.Since(step).Round(time.Millisecond))
+	readBack := map[string]string{}
+	for _, line := range strings.Split(strings.TrimSpace(terminationMessage(p)), "\n") {
+		name, hexed, _ := strings.Cut(line, " ")
+		b, err := hex.DecodeString(hexed)
+		if err != nil {
+			t.Fatalf("reader line %q: %v", line, err)
+		}
+		readBack[name] = string(b)
+	}
+	for name, want := range homeTree {
+		if got, ok := readBack[name]; !ok || got != want {
+			t.Errorf("%s read back as %q (read: %t), want %q", name, got, ok, want)
+		}
+	}
+	if len(readBack) != len(homeTree) {
+		t.Errorf("read back %d files, want %d: %q", len(readBack), len(homeTree), terminationMessage(p))
 	}
 
 	// A Job runs to completion (scheduler, job controller, kubelet).
@@ -151,6 +171,19 @@ func TestNode(t *testing.T) {
 		sleep(ctx, t)
 	}
 	t.Logf("job completed in %s", time.Since(step).Round(time.Millisecond))
+
+	// A pod still running at Stop ends with the rest.
+	sleeper, err := admin.CoreV1().Pods(ns).Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "sleeper"},
+		Spec: podSpec(claim.Name, "exec sleep 3600")}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for sleeper.Status.Phase != corev1.PodRunning {
+		sleep(ctx, t)
+		if sleeper, err = admin.CoreV1().Pods(ns).Get(ctx, "sleeper", metav1.GetOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
 
 	// Stop ends containerd, its shims and every container, and leaves no
 	// mount, directory, network link or volume directory behind.
