@@ -2,8 +2,7 @@ package testcluster
 
 import (
 	"context"
-	"encoding/hex"
-	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,10 +13,8 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 )
 
 // The files the first pod writes into the claim: nested directories, an empty
@@ -27,22 +24,6 @@ var homeTree = map[string]string{
 	"work/data/results.csv": "a,b\n1,2\n3,4\n",
 	"work/data/empty":       "",
 	"work/raw.bin":          "\x00\x01\x02\xff\xfe\r\n\t end",
-}
-
-// writeScript writes homeTree under /home with printf (octal escapes, so the
-// script itself is plain text).
-func writeScript() string {
-	var b strings.Builder
-	b.WriteString("set -eu\n")
-	for name, content := range homeTree {
-		b.WriteString("mkdir -p /home/" + filepath.Dir(name) + "\n")
-		b.WriteString("printf '")
-		for _, c := range []byte(content) {
-			fmt.Fprintf(&b, "\\%03o", c)
-		}
-		b.WriteString("' > /home/" + name + "\n")
-	}
-	return b.String()
 }
 
 // A node runs pods: one pod writes a file tree into a dynamically provisioned
@@ -83,11 +64,10 @@ func TestNode(t *testing.T) {
 	}
 
 	step := time.Now()
-	if p := runPod(ctx, t, admin, ns, "writer", claim.Name, writeScript()); p.Status.Phase != corev1.PodSucceeded {
-		t.Fatalf("writer pod ended %s: %s", p.Status.Phase, terminationMessage(p))
+	if _, err := RunPod(ctx, admin, ClaimPod(ns, "writer", claim.Name, WriteFilesScript("/home", homeTree))); err != nil {
+		t.Fatal(err)
 	}
 	t.Logf("writer pod ran in %s", time.Since(step).Round(time.Millisecond))
-	deletePod(ctx, t, admin, ns, "writer")
 
 	claim, err = admin.CoreV1().PersistentVolumeClaims(ns).Get(ctx, claim.Name, metav1.GetOptions{})
 	if err != nil {
@@ -110,36 +90,19 @@ func TestNode(t *testing.T) {
 		}
 	}
 
-	// A different pod reads them back through the same claim, in hex (the
-	// API keeps only valid UTF-8 of a termination message): a line "NAME HEX"
-	// a file.
+	// A different pod reads them back through the same claim.
 	step = time.Now()
-	var read strings.Builder
-	read.WriteString("set -eu\nexec > /dev/termination-log\n")
-	for name := range homeTree {
-		read.WriteString("printf '%s ' " + name + "; od -An -v -tx1 /home/" + name + " | tr -d ' \\n'; echo\n")
-	}
-	p := runPod(ctx, t, admin, ns, "reader", claim.Name, read.String())
-	if p.Status.Phase != corev1.PodSucceeded {
-		t.Fatalf("reader pod ended %s: %s", p.Status.Phase, terminationMessage(p))
+	msg, err := RunPod(ctx, admin, ClaimPod(ns, "reader", claim.Name, ReadFilesScript("/home")))
+	if err != nil {
+		t.Fatal(err)
 	}
 	t.Logf("reader pod ran in %s", time.Since(step).Round(time.Millisecond))
-	readBack := map[string]string{}
-	for _, line := range strings.Split(strings.TrimSpace(terminationMessage(p)), "\n") {
-		name, hexed, _ := strings.Cut(line, " ")
-		b, err := hex.DecodeString(hexed)
-		if err != nil {
-			t.Fatalf("reader line %q: %v", line, err)
-		}
-		readBack[name] = string(b)
+	readBack, err := ParseFiles(msg)
+	if err != nil {
+		t.Fatal(err)
 	}
-	for name, want := range homeTree {
-		if got, ok := readBack[name]; !ok || got != want {
-			t.Errorf("%s read back as %q (read: %t), want %q", name, got, ok, want)
-		}
-	}
-	if len(readBack) != len(homeTree) {
-		t.Errorf("read back %d files, want %d: %q", len(readBack), len(homeTree), terminationMessage(p))
+	if !maps.Equal(readBack, homeTree) {
+		t.Errorf("read back %q, want %q", readBack, homeTree)
 	}
 
 	// A Job runs to completion (scheduler, job controller, kubelet).
@@ -149,7 +112,7 @@ func TestNode(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: "job"},
 		Spec: batchv1.JobSpec{
 			BackoffLimit: &backoff,
-			Template:     corev1.PodTemplateSpec{Spec: podSpec(claim.Name, "test -s /home/notebook.ipynb && rsync --version >/dev/null")},
+			Template:     corev1.PodTemplateSpec{Spec: ClaimPod(ns, "", claim.Name, "test -s /home/notebook.ipynb && rsync --version >/dev/null").Spec},
 		},
 	}, metav1.CreateOptions{})
 	if err != nil {
@@ -173,8 +136,7 @@ func TestNode(t *testing.T) {
 	t.Logf("job completed in %s", time.Since(step).Round(time.Millisecond))
 
 	// A pod still running at Stop ends with the rest.
-	sleeper, err := admin.CoreV1().Pods(ns).Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "sleeper"},
-		Spec: podSpec(claim.Name, "exec sleep 3600")}, metav1.CreateOptions{})
+	sleeper, err := admin.CoreV1().Pods(ns).Create(ctx, ClaimPod(ns, "sleeper", claim.Name, "exec sleep 3600"), metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -209,73 +171,9 @@ func TestNode(t *testing.T) {
 	}
 }
 
-func podSpec(claim, script string) corev1.PodSpec {
-	no := false
-	return corev1.PodSpec{
-		RestartPolicy:                 corev1.RestartPolicyNever,
-		AutomountServiceAccountToken:  &no,
-		TerminationGracePeriodSeconds: func() *int64 { g := int64(1); return &g }(),
-		Containers: []corev1.Container{{
-			Name: "main", Image: ToolsImage, ImagePullPolicy: corev1.PullNever,
-			Command:                  []string{"sh", "-c", script},
-			VolumeMounts:             []corev1.VolumeMount{{Name: "home", MountPath: "/home"}},
-			TerminationMessagePolicy: corev1.TerminationMessageReadFile,
-		}},
-		Volumes: []corev1.Volume{{Name: "home", VolumeSource: corev1.VolumeSource{
-			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: claim}}}},
-	}
-}
-
-// runPod runs one pod with the claim mounted at /home until it ends.
-func runPod(ctx context.Context, t *testing.T, cs kubernetes.Interface, ns, name, claim, script string) *corev1.Pod {
-	t.Helper()
-	_, err := cs.CoreV1().Pods(ns).Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: podSpec(claim, script)}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		p, err := cs.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
-			return p
-		}
-		sleep(ctx, t)
-	}
-}
-
-func deletePod(ctx context.Context, t *testing.T, cs kubernetes.Interface, ns, name string) {
-	t.Helper()
-	if err := cs.CoreV1().Pods(ns).Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	for {
-		_, err := cs.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
-			return
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		sleep(ctx, t)
-	}
-}
-
-func terminationMessage(p *corev1.Pod) string {
-	for _, s := range p.Status.ContainerStatuses {
-		if s.State.Terminated != nil {
-			return s.State.Terminated.Message
-		}
-	}
-	return ""
-}
-
 func sleep(ctx context.Context, t *testing.T) {
 	t.Helper()
-	select {
-	case <-ctx.Done():
-		t.Fatal(ctx.Err())
-	case <-time.After(200 * time.Millisecond):
+	if err := pause(ctx); err != nil {
+		t.Fatal(err)
 	}
 }
