@@ -3,7 +3,11 @@ package testcluster
 import (
 	"bufio"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -88,6 +92,7 @@ func (c *Cluster) startNode(ctx context.Context) error {
 	if _, err := os.Stat(filepath.Join(cniBinDir, "bridge")); err != nil {
 		return fmt.Errorf("CNI plugins missing in %s: the test node needs Debian's containernetworking-plugins (make nodedeps)", cniBinDir)
 	}
+	reapDeadNodes()
 	n := &node{dir: c.path("node"), network: "jtb" + randomToken()[:10]}
 	n.socket = filepath.Join(n.dir, "containerd.sock")
 	c.node = n
@@ -310,8 +315,18 @@ func (c *Cluster) stopNode() {
 		}
 	}
 	n.containerd.stop(10 * time.Second)
+	n.clean()
+	for _, p := range hostPaths {
+		_ = os.RemoveAll(p)
+	}
+}
+
+// clean removes what a stopped node leaves: shims and their containers
+// (with their network namespaces), mounts under its directory, its bridge,
+// its CNI results and kubelet's log links into it.
+func (n *node) clean() {
 	killShims(n.socket)
-	unmountUnder(n.dir)
+	unmountUnder(n.dir + "/")
 	_ = exec.Command("ip", "link", "delete", n.network).Run()
 	if results, err := filepath.Glob("/var/lib/cni/results/" + n.network + "-*"); err == nil {
 		for _, r := range results {
@@ -325,8 +340,38 @@ func (c *Cluster) stopNode() {
 			}
 		}
 	}
-	for _, p := range hostPaths {
-		_ = os.RemoveAll(p)
+}
+
+// reapDeadNodes cleans up after test nodes whose test process was killed
+// (Stop never ran): kubelet and containerd died with it, but containerd's
+// shims, their containers and kubelet's mounts outlive them. A node counts
+// as dead when its containerd socket accepts no connection; its scratch
+// directory stays (TESTCLUSTER_KEEP keeps them for a look).
+func reapDeadNodes() {
+	dirs, err := filepath.Glob(filepath.Join(os.TempDir(), "jupyter-testcluster-*", "node"))
+	if err != nil {
+		return
+	}
+	for _, dir := range dirs {
+		socket := filepath.Join(dir, "containerd.sock")
+		if _, err := os.Stat(socket); err != nil {
+			continue
+		}
+		if conn, err := net.DialTimeout("unix", socket, time.Second); err == nil {
+			_ = conn.Close()
+			continue // a running node
+		}
+		n := &node{dir: dir, socket: socket}
+		if cfg, err := os.ReadFile(filepath.Join(dir, "cni", "10-testbed.conflist")); err == nil {
+			var conf struct {
+				Name string `json:"name"`
+			}
+			if json.Unmarshal(cfg, &conf) == nil && strings.HasPrefix(conf.Name, "jtb") {
+				n.network = conf.Name
+			}
+		}
+		n.clean()
+		_ = os.Remove(socket)
 	}
 }
 
@@ -378,19 +423,43 @@ func killShims(socket string) {
 		if len(args) == 0 || !strings.Contains(filepath.Base(args[0]), "containerd-shim") {
 			continue
 		}
-		ours := false
+		flags := map[string]string{}
 		for i := range args[:len(args)-1] {
-			if args[i] == "-address" && args[i+1] == socket {
-				ours = true
+			if strings.HasPrefix(args[i], "-") {
+				flags[strings.TrimLeft(args[i], "-")] = args[i+1]
 			}
 		}
-		if !ours {
+		if flags["address"] != socket {
 			continue
 		}
 		for _, child := range childrenOf(pid) {
+			removeNetnsOf(child)
 			_ = syscall.Kill(child, syscall.SIGKILL)
 		}
 		_ = syscall.Kill(pid, syscall.SIGKILL)
+		// The shim's own socket, named as containerd 1.6 names it.
+		sum := sha256.Sum256([]byte(filepath.Join(socket, flags["namespace"], flags["id"])))
+		_ = os.Remove(filepath.Join("/run/containerd/s", hex.EncodeToString(sum[:])))
+	}
+}
+
+// removeNetnsOf unmounts and removes the /run/netns entry containerd made
+// for the network namespace of pid, if any.
+func removeNetnsOf(pid int) {
+	var ns syscall.Stat_t
+	if syscall.Stat(filepath.Join("/proc", strconv.Itoa(pid), "ns", "net"), &ns) != nil {
+		return
+	}
+	entries, err := filepath.Glob("/run/netns/cni-*")
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		var st syscall.Stat_t
+		if syscall.Stat(e, &st) == nil && st.Ino == ns.Ino && st.Dev == ns.Dev {
+			_ = syscall.Unmount(e, syscall.MNT_DETACH)
+			_ = os.Remove(e)
+		}
 	}
 }
 
