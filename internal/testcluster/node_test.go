@@ -3,6 +3,7 @@ package testcluster
 import (
 	"context"
 	"maps"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -49,6 +50,15 @@ func TestNode(t *testing.T) {
 	}()
 	admin := c.Admin()
 	const ns = "default"
+	nd, err := admin.CoreV1().Nodes().Get(ctx, NodeName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range nd.Status.Addresses {
+		if ip := net.ParseIP(a.Address); ip != nil && !ip.IsLoopback() {
+			t.Errorf("the node has the address %s (%s): traffic to it would leave loopback", a.Address, a.Type)
+		}
+	}
 
 	class := HostPathClass
 	claim, err := admin.CoreV1().PersistentVolumeClaims(ns).Create(ctx, &corev1.PersistentVolumeClaim{
