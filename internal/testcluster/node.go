@@ -414,9 +414,29 @@ func (c *Cluster) drainNode(ctx context.Context, kubeletRunning bool) []string {
 // killShims ends containerd shims started for socket that outlived
 // containerd (a task that could not be deleted), and their containers.
 func killShims(socket string) {
+	for _, sh := range shimsOf(socket) {
+		for _, child := range childrenOf(sh.pid) {
+			removeNetnsOf(child)
+			_ = syscall.Kill(child, syscall.SIGKILL)
+		}
+		_ = syscall.Kill(sh.pid, syscall.SIGKILL)
+		// The shim's own socket, named as containerd 1.6 names it.
+		sum := sha256.Sum256([]byte(filepath.Join(socket, sh.namespace, sh.id)))
+		_ = os.Remove(filepath.Join("/run/containerd/s", hex.EncodeToString(sum[:])))
+	}
+}
+
+type shim struct {
+	pid           int
+	namespace, id string
+}
+
+// shimsOf lists the running containerd shims of the containerd at socket.
+func shimsOf(socket string) []shim {
+	var out []shim
 	procs, err := os.ReadDir("/proc")
 	if err != nil {
-		return
+		return nil
 	}
 	for _, p := range procs {
 		pid, err := strconv.Atoi(p.Name())
@@ -437,18 +457,11 @@ func killShims(socket string) {
 				flags[strings.TrimLeft(args[i], "-")] = args[i+1]
 			}
 		}
-		if flags["address"] != socket {
-			continue
+		if flags["address"] == socket {
+			out = append(out, shim{pid: pid, namespace: flags["namespace"], id: flags["id"]})
 		}
-		for _, child := range childrenOf(pid) {
-			removeNetnsOf(child)
-			_ = syscall.Kill(child, syscall.SIGKILL)
-		}
-		_ = syscall.Kill(pid, syscall.SIGKILL)
-		// The shim's own socket, named as containerd 1.6 names it.
-		sum := sha256.Sum256([]byte(filepath.Join(socket, flags["namespace"], flags["id"])))
-		_ = os.Remove(filepath.Join("/run/containerd/s", hex.EncodeToString(sum[:])))
 	}
+	return out
 }
 
 // removeNetnsOf unmounts and removes the /run/netns entry containerd made

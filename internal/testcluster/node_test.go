@@ -5,7 +5,6 @@ import (
 	"maps"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -161,6 +160,9 @@ func TestNode(t *testing.T) {
 	// mount, directory, network link or volume directory behind.
 	containerdPid := c.node.containerd.cmd.Process.Pid
 	dir, network, socket := c.Dir, c.node.network, c.node.socket
+	if len(shimsOf(socket)) == 0 {
+		t.Fatal("no containerd shim found for the running pod: the check after Stop would prove nothing")
+	}
 	step = time.Now()
 	c.Stop()
 	stopped = true
@@ -168,8 +170,8 @@ func TestNode(t *testing.T) {
 	if _, err := os.Stat(filepath.Join("/proc", strconv.Itoa(containerdPid))); err == nil {
 		t.Errorf("containerd (pid %d) still runs", containerdPid)
 	}
-	if out, err := exec.Command("pgrep", "-f", "containerd-shim.* -address "+socket).Output(); err == nil {
-		t.Errorf("containerd shims still run: %s", out)
+	if shims := shimsOf(socket); len(shims) > 0 {
+		t.Errorf("containerd shims still run: %+v", shims)
 	}
 	if mounts, err := os.ReadFile("/proc/self/mountinfo"); err != nil || strings.Contains(string(mounts), dir) {
 		t.Errorf("mounts under %s left behind (%v)", dir, err)
