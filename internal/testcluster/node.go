@@ -310,7 +310,7 @@ func (c *Cluster) stopNode() {
 	}
 	n.kubelet.stop(15 * time.Second)
 	n.scheduler.stop(5 * time.Second)
-	if n.containerd != nil {
+	if n.containerd != nil && n.containerd.running() {
 		// Any task left (the drain ran out of time) ends here, so its shim exits.
 		if out, err := exec.CommandContext(ctx, "ctr", "--address", n.socket, "-n", "k8s.io", "tasks", "ls", "-q").Output(); err == nil {
 			for _, id := range strings.Fields(string(out)) {

@@ -6,8 +6,10 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -187,5 +189,87 @@ func sleep(ctx context.Context, t *testing.T) {
 	t.Helper()
 	if err := pause(ctx); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A test killed with its node up leaves containerd's shims, the pods'
+// containers and network namespaces, kubelet's mounts and the bridge behind
+// (kubelet and containerd die with the test); the next start removes them.
+func TestNodeKilledTestCleanedUp(t *testing.T) {
+	if os.Getenv("TF_ACC") == "" {
+		t.Skip("needs the test bed binaries: set TF_ACC=1 (make test does)")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	start := time.Now()
+	c, err := Start(ctx, Options{Node: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		step := time.Now()
+		c.Stop()
+		t.Logf("stopped in %s", time.Since(step).Round(time.Millisecond))
+	}()
+	t.Logf("control plane and node ready in %s", time.Since(start).Round(time.Millisecond))
+	admin := c.Admin()
+	pod := ClaimPod("default", "server", "", "exec sleep 3600")
+	pod.Spec.Volumes, pod.Spec.Containers[0].VolumeMounts = nil, nil
+	if _, err := admin.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		p, err := admin.CoreV1().Pods("default").Get(ctx, "server", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.Status.Phase == corev1.PodRunning {
+			break
+		}
+		sleep(ctx, t)
+	}
+	n := c.node
+	shims := shimsOf(n.socket)
+	if len(shims) == 0 {
+		t.Fatal("no shim runs the pod")
+	}
+	var netns []uint64
+	for _, sh := range shims {
+		for _, child := range childrenOf(sh.pid) {
+			var st syscall.Stat_t
+			if syscall.Stat(filepath.Join("/proc", strconv.Itoa(child), "ns", "net"), &st) == nil {
+				netns = append(netns, st.Ino)
+			}
+		}
+	}
+
+	// What the death of the test process does: kubelet and containerd get
+	// SIGKILL (Pdeathsig); the shims, started by containerd, live on.
+	for _, p := range []*process{n.kubelet, n.containerd} {
+		_ = p.cmd.Process.Kill()
+		<-p.exited
+	}
+	if len(shimsOf(n.socket)) == 0 {
+		t.Fatal("the shims died with containerd: nothing to clean up")
+	}
+	step := time.Now()
+	reapDeadNodes()
+	t.Logf("cleaned up in %s", time.Since(step).Round(time.Millisecond))
+
+	if left := shimsOf(n.socket); len(left) > 0 {
+		t.Errorf("shims left: %+v", left)
+	}
+	if mounts, err := os.ReadFile("/proc/self/mountinfo"); err != nil || strings.Contains(string(mounts), n.dir+"/") {
+		t.Errorf("mounts under %s left (%v)", n.dir, err)
+	}
+	if _, err := os.Stat("/sys/class/net/" + n.network); err == nil {
+		t.Errorf("bridge %s left", n.network)
+	}
+	entries, _ := filepath.Glob("/run/netns/cni-*")
+	for _, e := range entries {
+		var st syscall.Stat_t
+		if syscall.Stat(e, &st) == nil && slices.Contains(netns, st.Ino) {
+			t.Errorf("the pod's network namespace %s left", e)
+		}
 	}
 }
