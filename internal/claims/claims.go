@@ -28,6 +28,8 @@ type Claim struct {
 	Servername     string
 	AccessModes    []string
 	StorageClass   string // "" when the claim names no class
+	ClassNamed     bool   // spec.storageClassName is set (perhaps to "")
+	VolumeMode     string // spec.volumeMode; "" when unset
 	Requested      string // spec.resources.requests.storage, a quantity string
 	RequestedBytes int64
 	Capacity       string // status.capacity.storage; "" until bound

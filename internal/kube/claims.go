@@ -1,8 +1,6 @@
 package kube
 
 import (
-	"github.com/jupyter-infra/terraform-provider-jupyter/internal/migration"
-
 	"context"
 	"fmt"
 	"sync"
@@ -23,10 +21,6 @@ const PageSize = 2500
 // Options are what a Client can be given besides its API: what tests
 // inject, and the limits of its waits. The zero value is the default.
 type Options struct {
-	// AfterStep, when set, is called after each step of a migration (Rebind,
-	// Copy); an error stops that migration there. Tests use it to stop an
-	// apply after any step.
-	AfterStep func(user string, op migration.Op) error
 	// CopyTimeout bounds how long one apply waits for a copy or verification
 	// Job (default 2 hours). A copy that takes longer goes on; the next
 	// apply waits again and then verifies it.

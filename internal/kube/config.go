@@ -96,6 +96,29 @@ func RESTConfig(c ConnectionConfig) (*rest.Config, error) {
 	if err := c.check(); err != nil {
 		return nil, err
 	}
+	rules, err := c.loadingRules()
+	if err != nil {
+		return nil, err
+	}
+	rc, err := c.clientConfig(rules)
+	if err != nil {
+		return nil, err
+	}
+	if rc.Host == "" {
+		return nil, &ConfigError{"host", "no API server address", "Set host, or a config_context whose cluster has a server."}
+	}
+	if len(rules.Precedence) == 0 && rc.BearerToken == "" && len(rc.CertData) == 0 && rc.ExecProvider == nil && rc.BearerTokenFile == "" {
+		return nil, &ConfigError{"host", "host is set without credentials",
+			"Set token, client_certificate and client_key, or an exec block, or use config_path with a kubeconfig that has a user."}
+	}
+	rc.QPS, rc.Burst = c.QPS, c.Burst
+	rc.UserAgent = "terraform-provider-jupyter"
+	UseProtobuf(rc)
+	return rc, nil
+}
+
+// loadingRules are the kubeconfig files to read, each checked to exist.
+func (c ConnectionConfig) loadingRules() (*clientcmd.ClientConfigLoadingRules, error) {
 	rules := &clientcmd.ClientConfigLoadingRules{}
 	paths, attr := c.kubeconfigPaths()
 	for _, p := range paths {
@@ -109,72 +132,50 @@ func RESTConfig(c ConnectionConfig) (*rest.Config, error) {
 		}
 		rules.Precedence = append(rules.Precedence, expanded)
 	}
+	return rules, nil
+}
 
-	overrides := &clientcmd.ConfigOverrides{}
-	overrides.CurrentContext = c.ConfigContext
-	overrides.Context.AuthInfo = c.ConfigContextAuthInfo
-	overrides.Context.Cluster = c.ConfigContextCluster
-	if c.Host != "" {
-		overrides.ClusterInfo.Server = c.Host
-	}
-	if c.ClusterCACertificate != "" {
-		overrides.ClusterInfo.CertificateAuthorityData = []byte(c.ClusterCACertificate)
-	}
-	if c.Insecure != nil {
-		overrides.ClusterInfo.InsecureSkipTLSVerify = *c.Insecure
-	}
-	overrides.ClusterInfo.TLSServerName = c.TLSServerName
-	overrides.ClusterInfo.ProxyURL = c.ProxyURL
-	if c.Token != "" {
-		overrides.AuthInfo.Token = c.Token
-	}
-	if c.ClientCertificate != "" {
-		overrides.AuthInfo.ClientCertificateData = []byte(c.ClientCertificate)
-	}
-	if c.ClientKey != "" {
-		overrides.AuthInfo.ClientKeyData = []byte(c.ClientKey)
-	}
-	if c.Exec != nil {
-		e := &clientcmdapi.ExecConfig{
-			APIVersion:      c.Exec.APIVersion,
-			Command:         c.Exec.Command,
-			Args:            c.Exec.Args,
-			InteractiveMode: clientcmdapi.NeverExecInteractiveMode,
-		}
-		for k, v := range c.Exec.Env {
-			e.Env = append(e.Env, clientcmdapi.ExecEnvVar{Name: k, Value: v})
-		}
-		overrides.AuthInfo.Exec = e
-	}
-
-	var rc *rest.Config
-	var err error
-	if len(paths) == 0 && c.Host == "" {
-		// Nothing configured: the in-cluster service account, as a hub's own pod would use.
-		rc, err = rest.InClusterConfig()
+// clientConfig is the configuration from the kubeconfig files and the
+// provider block's overrides or, when neither names a cluster, the
+// in-cluster service account (as a hub's own pod would use).
+func (c ConnectionConfig) clientConfig(rules *clientcmd.ClientConfigLoadingRules) (*rest.Config, error) {
+	if len(rules.Precedence) == 0 && c.Host == "" {
+		rc, err := rest.InClusterConfig()
 		if err != nil {
 			return nil, &ConfigError{"host", "no cluster connection configured",
 				"Set config_path (or KUBE_CONFIG_PATH) to a kubeconfig, or host with token or client_certificate/client_key. " +
 					"The in-cluster service account is not available here: " + err.Error()}
 		}
-	} else {
-		cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, overrides)
-		rc, err = cc.ClientConfig()
-		if err != nil {
-			return nil, translateClientcmdError(err, c)
-		}
+		return rc, nil
 	}
-	if rc.Host == "" {
-		return nil, &ConfigError{"host", "no API server address", "Set host, or a config_context whose cluster has a server."}
+	rc, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, c.overrides()).ClientConfig()
+	if err != nil {
+		return nil, translateClientcmdError(err, c)
 	}
-	if len(paths) == 0 && rc.BearerToken == "" && len(rc.CertData) == 0 && rc.ExecProvider == nil && rc.BearerTokenFile == "" {
-		return nil, &ConfigError{"host", "host is set without credentials",
-			"Set token, client_certificate and client_key, or an exec block, or use config_path with a kubeconfig that has a user."}
-	}
-	rc.QPS, rc.Burst = c.QPS, c.Burst
-	rc.UserAgent = "terraform-provider-jupyter"
-	UseProtobuf(rc)
 	return rc, nil
+}
+
+// overrides are the provider block's settings over the kubeconfig's.
+func (c ConnectionConfig) overrides() *clientcmd.ConfigOverrides {
+	o := &clientcmd.ConfigOverrides{CurrentContext: c.ConfigContext}
+	o.Context.AuthInfo, o.Context.Cluster = c.ConfigContextAuthInfo, c.ConfigContextCluster
+	o.ClusterInfo.Server = c.Host
+	o.ClusterInfo.CertificateAuthorityData = pemOrNil(c.ClusterCACertificate)
+	if c.Insecure != nil {
+		o.ClusterInfo.InsecureSkipTLSVerify = *c.Insecure
+	}
+	o.ClusterInfo.TLSServerName, o.ClusterInfo.ProxyURL = c.TLSServerName, c.ProxyURL
+	o.AuthInfo.Token = c.Token
+	o.AuthInfo.ClientCertificateData, o.AuthInfo.ClientKeyData = pemOrNil(c.ClientCertificate), pemOrNil(c.ClientKey)
+	if c.Exec != nil {
+		e := &clientcmdapi.ExecConfig{APIVersion: c.Exec.APIVersion, Command: c.Exec.Command, Args: c.Exec.Args,
+			InteractiveMode: clientcmdapi.NeverExecInteractiveMode}
+		for k, v := range c.Exec.Env {
+			e.Env = append(e.Env, clientcmdapi.ExecEnvVar{Name: k, Value: v})
+		}
+		o.AuthInfo.Exec = e
+	}
+	return o
 }
 
 // Content types the provider speaks to the API server. Every type it uses
@@ -201,32 +202,63 @@ func (c ConnectionConfig) kubeconfigPaths() ([]string, string) {
 	return c.ConfigPaths, "config_paths"
 }
 
+// pemOrNil is PEM text as bytes; nil when unset, so that the kubeconfig's
+// own value stays.
+func pemOrNil(s string) []byte {
+	if s == "" {
+		return nil
+	}
+	return []byte(s)
+}
+
+// check refuses settings that cannot work together, naming the attribute.
 func (c ConnectionConfig) check() error {
+	for _, chk := range []func() *ConfigError{c.checkSources, c.checkHost, c.checkProxy, c.checkCredentials} {
+		if err := chk(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (c ConnectionConfig) checkSources() *ConfigError {
 	if c.ConfigPath != "" && len(c.ConfigPaths) > 0 {
 		return &ConfigError{"config_path", "config_path and config_paths are both set", "Set one of them."}
 	}
-	if c.Host != "" {
-		u, err := url.Parse(c.Host)
-		if err != nil || u.Host == "" && !strings.Contains(c.Host, ":") {
-			return &ConfigError{"host", "not a valid API server address", fmt.Sprintf("%q: use a URL such as https://10.0.0.1:6443.", c.Host)}
-		}
-	}
-	if (c.ClientCertificate == "") != (c.ClientKey == "") {
-		return &ConfigError{"client_key", "client_certificate and client_key must be set together", "Set both, as PEM text, or neither."}
-	}
-	if c.ProxyURL != "" {
-		if u, err := url.Parse(c.ProxyURL); err != nil || u.Scheme == "" || u.Host == "" {
-			return &ConfigError{"proxy_url", "not a valid proxy URL", fmt.Sprintf("%q: use a URL such as http://proxy:3128 or socks5://proxy:1080.", c.ProxyURL)}
-		}
-	}
-	if c.Exec != nil && c.Exec.Command == "" {
-		return &ConfigError{"exec.command", "exec needs a command", "Name the credential plugin to run, e.g. aws or gke-gcloud-auth-plugin."}
-	}
-	if c.Insecure != nil && *c.Insecure && c.ClusterCACertificate != "" {
-		return &ConfigError{"insecure", "insecure and cluster_ca_certificate are both set", "Remove insecure to verify the server with the CA, or remove the CA."}
-	}
 	if c.QPS < 0 || c.Burst < 0 {
 		return &ConfigError{"qps", "qps and burst must be positive", "Leave them unset for the defaults."}
+	}
+	return nil
+}
+
+func (c ConnectionConfig) checkHost() *ConfigError {
+	if c.Host == "" {
+		return nil
+	}
+	if u, err := url.Parse(c.Host); err != nil || u.Host == "" && !strings.Contains(c.Host, ":") {
+		return &ConfigError{"host", "not a valid API server address", fmt.Sprintf("%q: use a URL such as https://10.0.0.1:6443.", c.Host)}
+	}
+	return nil
+}
+
+func (c ConnectionConfig) checkProxy() *ConfigError {
+	if c.ProxyURL == "" {
+		return nil
+	}
+	if u, err := url.Parse(c.ProxyURL); err != nil || u.Scheme == "" || u.Host == "" {
+		return &ConfigError{"proxy_url", "not a valid proxy URL", fmt.Sprintf("%q: use a URL such as http://proxy:3128 or socks5://proxy:1080.", c.ProxyURL)}
+	}
+	return nil
+}
+
+func (c ConnectionConfig) checkCredentials() *ConfigError {
+	switch {
+	case (c.ClientCertificate == "") != (c.ClientKey == ""):
+		return &ConfigError{"client_key", "client_certificate and client_key must be set together", "Set both, as PEM text, or neither."}
+	case c.Exec != nil && c.Exec.Command == "":
+		return &ConfigError{"exec.command", "exec needs a command", "Name the credential plugin to run, e.g. aws or gke-gcloud-auth-plugin."}
+	case c.Insecure != nil && *c.Insecure && c.ClusterCACertificate != "":
+		return &ConfigError{"insecure", "insecure and cluster_ca_certificate are both set", "Remove insecure to verify the server with the CA, or remove the CA."}
 	}
 	return nil
 }

@@ -29,7 +29,10 @@ func ClaimFromPVC(p *corev1.PersistentVolumeClaim) claims.Claim {
 		c.AccessModes = append(c.AccessModes, string(m))
 	}
 	if p.Spec.StorageClassName != nil {
-		c.StorageClass = *p.Spec.StorageClassName
+		c.StorageClass, c.ClassNamed = *p.Spec.StorageClassName, true
+	}
+	if p.Spec.VolumeMode != nil {
+		c.VolumeMode = string(*p.Spec.VolumeMode)
 	}
 	if q, ok := p.Spec.Resources.Requests[corev1.ResourceStorage]; ok {
 		c.Requested = q.String()

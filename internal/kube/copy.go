@@ -2,8 +2,6 @@ package kube
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -21,210 +19,55 @@ import (
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/execute"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/kubespawner"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/migration"
-	"github.com/jupyter-infra/terraform-provider-jupyter/internal/safety"
 )
 
 // JobNameLabel is the label the Job controller puts on a Job's pods.
 const JobNameLabel = "batch.kubernetes.io/job-name"
 
-// Copy is one user's copy job.
-type Copy struct {
-	User         string
-	Namespace    string
-	Source       string // the home claim, never changed but for its record annotation
-	Target       string // the new claim
-	To           string // its access mode
-	StorageClass string // its class; "" for the cluster default
-	Capacity     string // at least; the source's request when larger
-	Image        string // with rsync
-	ExtraLabels  map[string]string
-}
+// Copy is one user's copy (execute.Copy).
+type Copy = execute.Copy
 
-// Copy moves one home to a new claim by copying, step by step, deciding
-// each step from the cluster (migration.NextCopy), so that it resumes
-// wherever an earlier run stopped. The source claim is never deleted.
-func (c *Client) Copy(ctx context.Context, job Copy) (migration.Step, error) {
-	watched := false // this run started the Job, or saw it unfinished
-	return c.runSteps(job.User, "copy of "+job.Source, migration.CopyStepOf, migration.StepSwitched, func() (migration.Op, func() error, error) {
-		src, err := c.GetClaim(ctx, job.Namespace, job.Source)
-		if err != nil {
-			return "", nil, err
-		}
-		if src == nil {
-			return "", nil, fmt.Errorf("source claim %s/%s does not exist", job.Namespace, job.Source)
-		}
-		var rec *migration.CopyRecord
-		if s, ok := src.Annotations[migration.CopyAnnotation]; ok {
-			if rec, err = migration.DecodeCopyRecord(s); err != nil {
-				return "", nil, err
-			}
-		}
-		target, err := c.GetClaim(ctx, job.Namespace, job.Target)
-		if err != nil {
-			return "", nil, err
-		}
-		var jv *migration.Job
-		if rec != nil && rec.Step == migration.StepCopying {
-			j, err := c.getJob(ctx, job.Namespace, migration.JobName(job.Source))
-			if err != nil {
-				return "", nil, err
-			}
-			if j != nil {
-				// A Job seen finished the first time this run looks, and not
-				// started by it, finished before: its check says nothing of
-				// what the user wrote since, so the copy runs again.
-				jv = jobView(j)
-				jv.Stale = (jv.Succeeded || jv.Failed) && !watched
-				watched = watched || !jv.Succeeded && !jv.Failed
-			}
-		}
-		tv := migration.Target{}
-		if target != nil {
-			tv = migration.Target{Exists: true, CopyOf: target.Annotations[migration.CopyOfAnnotation],
-				CopyID: target.Annotations[migration.CopyIDAnnotation], UID: string(target.UID)}
-		}
-		op, err := migration.NextCopy(rec, job.Source, tv, jv)
-		return op, func() error { return c.copyOp(ctx, job, op, src, rec, &watched) }, err
-	})
-}
+// Client is the cluster the executor's steps run against.
+var _ execute.Migrations = (*Client)(nil)
 
-func (c *Client) copyOp(ctx context.Context, job Copy, op migration.Op, src *corev1.PersistentVolumeClaim, rec *migration.CopyRecord, watched *bool) error {
-	st := &copyStep{ctx: ctx, c: c, job: job, src: src, written: src.Annotations[migration.CopyAnnotation], watched: watched,
-		next: migration.CopyRecord{User: job.User, Target: job.Target, To: job.To}}
-	if rec != nil {
-		st.next = *rec
+// Job returns a Job as the copy's steps see it; nil when there is none
+// (execute.Migrations).
+func (c *Client) Job(ctx context.Context, namespace, name string) (*migration.Job, error) {
+	j, err := c.getJob(ctx, namespace, name)
+	if err != nil || j == nil {
+		return nil, err
 	}
-	switch op {
-	case migration.OpCreateTarget:
-		return st.createTarget()
-	case migration.OpStartCopy:
-		return st.startCopy()
-	case migration.OpRestartCopy:
-		return st.restartCopy()
-	case migration.OpWaitCopy:
-		return c.waitJob(ctx, job.Namespace, migration.JobName(job.Source))
-	case migration.OpVerify:
-		return st.verify()
-	case migration.OpSwitch:
-		return st.switchUser()
-	}
-	return fmt.Errorf("unknown step %q", op)
+	return jobView(j), nil
 }
 
-// copyStep is one operation of a copy and the record it moves on.
-type copyStep struct {
-	ctx     context.Context
-	c       *Client
-	job     Copy
-	src     *corev1.PersistentVolumeClaim
-	next    migration.CopyRecord
-	written string // the record on the source the step decided from, then the one it wrote
-	watched *bool  // this run started the Job
-}
-
-// record writes the record only over the one this step decided from: a
-// record another apply moved on meanwhile is never rolled back.
-func (st *copyStep) record() error {
-	var err error
-	st.written, err = st.c.writeCopyRecord(st.ctx, st.job.Namespace, st.job.Source, st.written, st.next)
-	return err
-}
-
-// createTarget creates the target empty, carrying this copy's ID, which
-// goes on the record first: a target is this copy's only by that ID.
-func (st *copyStep) createTarget() error {
-	if st.next.ID == "" {
-		st.next.ID, st.next.Step = newCopyID(), migration.StepPending
-		if err := st.record(); err != nil {
-			return err
-		}
-	}
-	pvc, err := copyTarget(st.job, st.src, st.next.ID)
+// CreateCopyTarget creates the copy's target claim (execute.Migrations).
+func (c *Client) CreateCopyTarget(ctx context.Context, job Copy, src claims.Claim, id string) (string, error) {
+	pvc, err := copyTarget(job, src, id)
 	if err != nil {
-		return err
+		return "", err
 	}
-	created, err := st.c.createOwnClaim(st.ctx, pvc, migration.CopyIDAnnotation, st.next.ID)
+	created, err := c.createOwnClaim(ctx, pvc, migration.CopyIDAnnotation, id)
 	if err != nil {
-		return err
+		return "", err
 	}
-	st.next.Step, st.next.TargetUID = migration.StepTargetCreated, string(created.UID)
-	return st.record()
+	return string(created.UID), nil
 }
 
-// startCopy starts the Job. It writes into the target with rsync --delete:
-// only into the claim this copy created, and not while a pod uses it. A Job
-// of that name left from before (an apply stopped between its
-// verification and its deletion) must not be taken for this one.
-func (st *copyStep) startCopy() error {
-	job := st.job
-	if err := execute.Guard(st.ctx, st.c, safety.Step{Kind: safety.StepCopyInto, Why: "copy from " + job.Source, User: job.User,
-		Namespace: job.Namespace, Claim: job.Target, UID: st.next.TargetUID, CreatedUID: st.next.TargetUID}, migration.JobName(job.Source)); err != nil {
-		return err
-	}
-	if err := st.c.replaceJob(st.ctx, CopyJob(job)); err != nil {
-		return err
-	}
-	*st.watched = true
-	st.next.Step, st.next.Job = migration.StepCopying, migration.JobName(job.Source)
-	return st.record()
-}
-
-// restartCopy drops a Job that finished before this run looked: the copy
-// runs again.
-func (st *copyStep) restartCopy() error {
-	if err := st.c.deleteJob(st.ctx, st.job.Namespace, migration.JobName(st.job.Source)); err != nil {
-		return err
-	}
-	st.next.Step = migration.StepTargetCreated
-	return st.record()
-}
-
-// verify records the counts the Job reported and deletes the Job.
-func (st *copyStep) verify() error {
-	name := migration.JobName(st.job.Source)
-	v, err := st.c.verification(st.ctx, st.job.Namespace, name)
-	if err != nil {
-		return err
-	}
-	st.next.Step, st.next.Files, st.next.Bytes = migration.StepVerified, v.Files, v.Bytes
-	if err := st.record(); err != nil {
-		return err
-	}
-	return st.c.deleteJob(st.ctx, st.job.Namespace, name)
-}
-
-// switchUser makes the copy the user's home, unless a server started on
-// the old home during the copy: it may have written there, so the copy is
-// brought up to date first (rsync sends only what changed).
-func (st *copyStep) switchUser() error {
-	job := st.job
-	mounted, err := st.c.mountedExcept(st.ctx, job.Namespace, migration.JobName(job.Source))
-	if err != nil {
-		return err
-	}
-	if mounted[job.Source] {
-		st.next.Step = migration.StepTargetCreated
-		if err := st.record(); err != nil {
-			return err
-		}
-		return fmt.Errorf("a server started on %s during the copy; the user keeps the old home for now. Stop the server and apply again: the copy is brought up to date, then switched", job.Source)
-	}
-	if err := st.c.annotateClaim(st.ctx, job.Namespace, job.Target, migration.CopySwitchedAnnotation, "true"); err != nil {
-		return err
-	}
-	st.next.Step = migration.StepSwitched
-	return st.record()
+// StartCopyJob replaces any Job of the copy Job's name by a new copy Job
+// (execute.Migrations).
+func (c *Client) StartCopyJob(ctx context.Context, job Copy) error {
+	return c.replaceJob(ctx, CopyJob(job))
 }
 
 // copyTarget is the new claim: the source's KubeSpawner labels and
 // annotations, the new mode and class, the larger of the configured
 // capacity and the source's request, and the name of its source.
-func copyTarget(job Copy, src *corev1.PersistentVolumeClaim, id string) (*corev1.PersistentVolumeClaim, error) {
+func copyTarget(job Copy, src claims.Claim, id string) (*corev1.PersistentVolumeClaim, error) {
 	size, err := resource.ParseQuantity(job.Capacity)
 	if err != nil {
 		return nil, err
 	}
-	if q, ok := src.Spec.Resources.Requests[corev1.ResourceStorage]; ok && q.Cmp(size) > 0 {
+	if q, err := resource.ParseQuantity(src.Requested); err == nil && q.Cmp(size) > 0 {
 		size = q
 	}
 	labels := map[string]string{}
@@ -235,7 +78,7 @@ func copyTarget(job Copy, src *corev1.PersistentVolumeClaim, id string) (*corev1
 		labels[k] = v
 	}
 	labels[kubespawner.LabelAppManagedBy] = claims.ManagedBy
-	ann := map[string]string{migration.CopyOfAnnotation: job.Source, migration.CopyIDAnnotation: id, migration.CopyOfUIDAnnotation: string(src.UID)}
+	ann := map[string]string{migration.CopyOfAnnotation: job.Source, migration.CopyIDAnnotation: id, migration.CopyOfUIDAnnotation: src.UID}
 	for _, k := range []string{kubespawner.AnnotationUsername, kubespawner.AnnotationServername} {
 		if v, ok := src.Annotations[k]; ok {
 			ann[k] = v
@@ -243,13 +86,6 @@ func copyTarget(job Copy, src *corev1.PersistentVolumeClaim, id string) (*corev1
 	}
 	return NewClaim(metav1.ObjectMeta{Name: job.Target, Namespace: job.Namespace, Labels: labels, Annotations: ann},
 		job.To, job.StorageClass, size), nil
-}
-
-// newCopyID is a copy's ID: random, so that no other copy's target carries it.
-func newCopyID() string {
-	b := make([]byte, 8)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
 }
 
 // createOwnClaim creates pvc. A claim of that name that exists already is
@@ -303,8 +139,8 @@ func (c *Client) VerifyCopy(ctx context.Context, namespace, source, target, imag
 	if err := c.replaceJob(ctx, j); err != nil {
 		return false, "", err
 	}
-	defer func() { _ = c.deleteJob(context.WithoutCancel(ctx), namespace, name) }()
-	if err := c.waitJob(ctx, namespace, name); err != nil {
+	defer func() { _ = c.DeleteJob(context.WithoutCancel(ctx), namespace, name) }()
+	if err := c.WaitJob(ctx, namespace, name); err != nil {
 		return false, "", err
 	}
 	got, err := c.getJob(ctx, namespace, name)
@@ -322,7 +158,7 @@ func (c *Client) VerifyCopy(ctx context.Context, namespace, source, target, imag
 // replaceJob creates j after deleting any Job of its name and waiting until
 // it is gone, so that nothing an earlier Job reported is read as j's.
 func (c *Client) replaceJob(ctx context.Context, j *batchv1.Job) error {
-	if err := c.deleteJob(ctx, j.Namespace, j.Name); err != nil {
+	if err := c.DeleteJob(ctx, j.Namespace, j.Name); err != nil {
 		return err
 	}
 	if err := c.waitJobGone(ctx, j.Namespace, j.Name); err != nil {
@@ -445,7 +281,9 @@ func (c *Client) createJob(ctx context.Context, j *batchv1.Job) error {
 	return explainIf(err, "create", "jobs", j.Namespace)
 }
 
-func (c *Client) deleteJob(ctx context.Context, namespace, name string) error {
+// DeleteJob deletes a Job in the background; one that is gone is not an
+// error (execute.Migrations).
+func (c *Client) DeleteJob(ctx context.Context, namespace, name string) error {
 	policy := metav1.DeletePropagationBackground
 	err := c.Backoff.Retry(ctx, func() error {
 		err := c.Kube.BatchV1().Jobs(namespace).Delete(ctx, name, metav1.DeleteOptions{PropagationPolicy: &policy})
@@ -457,7 +295,8 @@ func (c *Client) deleteJob(ctx context.Context, namespace, name string) error {
 	return explainIf(err, "delete", "jobs", namespace)
 }
 
-func (c *Client) waitJob(ctx context.Context, namespace, name string) error {
+// WaitJob waits until a Job succeeded or failed (execute.Migrations).
+func (c *Client) WaitJob(ctx context.Context, namespace, name string) error {
 	deadline := time.Now().Add(c.CopyTimeout)
 	for {
 		j, err := c.getJob(ctx, namespace, name)
@@ -481,8 +320,9 @@ func (c *Client) waitJob(ctx context.Context, namespace, name string) error {
 	}
 }
 
-// verification reads the counts the copy Job wrote to its termination log.
-func (c *Client) verification(ctx context.Context, namespace, jobName string) (migration.Verification, error) {
+// CopyVerification reads the counts the copy Job wrote to its termination
+// log (execute.Migrations).
+func (c *Client) CopyVerification(ctx context.Context, namespace, jobName string) (migration.Verification, error) {
 	var pods *corev1.PodList
 	err := c.Backoff.Retry(ctx, func() (err error) {
 		pods, err = c.Kube.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{LabelSelector: JobNameLabel + "=" + jobName})
@@ -504,12 +344,12 @@ func (c *Client) verification(ctx context.Context, namespace, jobName string) (m
 	return migration.Verification{}, fmt.Errorf("copy Job %s/%s succeeded, but no pod of it with the verification record is left; delete the Job and apply again to copy and verify again", namespace, jobName)
 }
 
-// writeCopyRecord writes record r on source if the record there is still
+// WriteCopyRecord writes record r on source if the record there is still
 // expected (its encoded value; "" for none), the one the step decided from,
 // and returns the value written. Other changes to the claim (a controller
 // updating it) do not matter: the write is retried over them; a record
 // that changed (another apply moved the copy on) is never overwritten.
-func (c *Client) writeCopyRecord(ctx context.Context, namespace, source, expected string, r migration.CopyRecord) (string, error) {
+func (c *Client) WriteCopyRecord(ctx context.Context, namespace, source, expected string, r migration.CopyRecord) (string, error) {
 	value := r.Encode()
 	err := c.Backoff.Retry(ctx, func() error {
 		pvc, err := c.Kube.CoreV1().PersistentVolumeClaims(namespace).Get(ctx, source, metav1.GetOptions{})
@@ -534,6 +374,7 @@ func (c *Client) writeCopyRecord(ctx context.Context, namespace, source, expecte
 	return value, nil
 }
 
-func (c *Client) annotateClaim(ctx context.Context, namespace, name, key, value string) error {
+// AnnotateClaim sets one annotation on a claim (execute.Migrations).
+func (c *Client) AnnotateClaim(ctx context.Context, namespace, name, key, value string) error {
 	return c.patchClaim(ctx, namespace, name, map[string]any{"metadata": map[string]any{"annotations": map[string]any{key: value}}})
 }

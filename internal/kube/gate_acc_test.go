@@ -88,23 +88,23 @@ func TestAccCopyRecordNotRolledBack(t *testing.T) {
 	c, ns, ctx := client(t), acctest.Namespace(t), context.Background()
 	src := seedClaim(t, c, ns, "claim-alice")
 	rec := migration.CopyRecord{Step: migration.StepTargetCreated, User: "alice", Target: "home-alice", To: safety.RWX, ID: "a1"}
-	written, err := c.writeCopyRecord(ctx, ns, "claim-alice", src.Annotations[migration.CopyAnnotation], rec)
+	written, err := c.WriteCopyRecord(ctx, ns, "claim-alice", src.Annotations[migration.CopyAnnotation], rec)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// A controller updates the claim meanwhile: that is no reason to stop.
-	if err := c.annotateClaim(ctx, ns, "claim-alice", "example.org/unrelated", "x"); err != nil {
+	if err := c.AnnotateClaim(ctx, ns, "claim-alice", "example.org/unrelated", "x"); err != nil {
 		t.Fatal(err)
 	}
 	// Another apply moves the copy on; this one still holds what it wrote.
 	switched := rec
 	switched.Step = migration.StepSwitched
-	if _, err := c.writeCopyRecord(ctx, ns, "claim-alice", written, switched); err != nil {
+	if _, err := c.WriteCopyRecord(ctx, ns, "claim-alice", written, switched); err != nil {
 		t.Fatal(err)
 	}
 	stale := rec
 	stale.Step = migration.StepCopying
-	if _, err := c.writeCopyRecord(ctx, ns, "claim-alice", written, stale); err == nil || !strings.Contains(err.Error(), "changed since this step read it") {
+	if _, err := c.WriteCopyRecord(ctx, ns, "claim-alice", written, stale); err == nil || !strings.Contains(err.Error(), "changed since this step read it") {
 		t.Fatalf("a stale record write: %v", err)
 	}
 	got, _ := c.GetClaim(ctx, ns, "claim-alice")

@@ -14,16 +14,19 @@ import (
 // its volume holds: while an expansion is pending the old claim asked for
 // more, and a claim asking that of a smaller volume would stay Pending.
 func TestReboundClaimSize(t *testing.T) {
-	pv := &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "pv-a"},
-		Spec: corev1.PersistentVolumeSpec{Capacity: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("10Gi")}}}
+	pv := volumeView(&corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "pv-a"},
+		Spec: corev1.PersistentVolumeSpec{Capacity: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("10Gi")}}})
 	for _, tc := range []struct{ requested, want string }{
 		{"10Gi", "10Gi"},
 		{"8Gi", "8Gi"},   // a volume larger than asked for binds a smaller request
 		{"20Gi", "10Gi"}, // an expansion to 20Gi pending
 		{"", "10Gi"},
 	} {
-		rec := &migration.Record{Claim: "claim-a", Namespace: "jhub", To: migration.RWX, Requested: tc.requested}
-		pvc := reboundClaim(Rebind{Claim: "claim-a", Namespace: "jhub", To: migration.RWX}, rec, pv)
+		rec := migration.Record{Claim: "claim-a", Namespace: "jhub", To: migration.RWX, Requested: tc.requested}
+		pvc, err := reboundClaim(rec, pv)
+		if err != nil {
+			t.Fatal(err)
+		}
 		if got := pvc.Spec.Resources.Requests[corev1.ResourceStorage]; got.String() != tc.want {
 			t.Errorf("requested %q: the rebound claim asks for %s, want %s", tc.requested, got.String(), tc.want)
 		}

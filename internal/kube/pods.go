@@ -8,6 +8,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/migration"
 )
 
 // Which pods mount which claims. Every step that deletes a claim or copies
@@ -128,13 +130,10 @@ func (c *Client) MountedBy(ctx context.Context, namespace, claim, exceptJob stri
 }
 
 // MountedClaims returns the names of claims used by pods in namespace that
-// have not finished.
+// have not finished, but for the pods of this provider's own copy and
+// verification Jobs (migration.IsMigrationJob): these are not servers.
+// The gate's MountedBy counts them.
 func (c *Client) MountedClaims(ctx context.Context, namespace string) (map[string]bool, error) {
-	return c.mountedExcept(ctx, namespace, "")
-}
-
-// mountedExcept is MountedClaims without the pods of Job jobName.
-func (c *Client) mountedExcept(ctx context.Context, namespace, jobName string) (map[string]bool, error) {
 	uses, err := c.mountsNow(ctx, namespace)
 	if err != nil {
 		return nil, err
@@ -142,7 +141,7 @@ func (c *Client) mountedExcept(ctx context.Context, namespace, jobName string) (
 	out := map[string]bool{}
 	for claim, us := range uses {
 		for _, u := range us {
-			if jobName == "" || u.job != jobName {
+			if !migration.IsMigrationJob(u.job) {
 				out[claim] = true
 			}
 		}

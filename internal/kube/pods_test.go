@@ -88,3 +88,36 @@ func TestMountedByIsFreshAndShared(t *testing.T) {
 		t.Errorf("17 questions cost %d Lists, want 2 (the stalled one and one they share)", n)
 	}
 }
+
+// The plan's view of running servers leaves out the provider's own copy
+// and verification Jobs (a copy an apply left running is resumed, not
+// taken for a server); the gate counts every pod.
+func TestMountedClaimsLeavesOutMigrationJobs(t *testing.T) {
+	pod := func(name, job, claim string) *corev1.Pod {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "hub", Labels: map[string]string{}},
+			Spec: corev1.PodSpec{Volumes: []corev1.Volume{{Name: "v", VolumeSource: corev1.VolumeSource{
+				PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: claim}}}}},
+			Status: corev1.PodStatus{Phase: corev1.PodRunning}}
+		if job != "" {
+			p.Labels["batch.kubernetes.io/job-name"] = job
+		}
+		return p
+	}
+	cs := fake.NewClientset(
+		pod("copy-1", "home-copy-claim-alice-0123abcd", "claim-alice"),
+		pod("verify-1", "home-verify-claim-carol-0123abcd", "claim-carol"),
+		pod("jupyter-bob", "", "claim-bob"),
+		pod("backup-1", "nightly-backup", "claim-dave"),
+	)
+	c := clientset.NewClient(cs)
+	got, err := c.MountedClaims(context.Background(), "hub")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got["claim-alice"] || got["claim-carol"] || !got["claim-bob"] || !got["claim-dave"] {
+		t.Errorf("MountedClaims = %v; want claim-bob and claim-dave (another Job's pod uses it), not the copy's or the verification's", got)
+	}
+	if pods, err := c.MountedBy(context.Background(), "hub", "claim-alice", ""); err != nil || len(pods) != 1 {
+		t.Errorf("MountedBy(claim-alice) = %v, %v; the gate counts the copy's pod", pods, err)
+	}
+}

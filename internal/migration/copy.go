@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"hash/fnv"
+	"strings"
 )
 
 // Copy, for backends that cannot serve a volume in the new mode (EBS, PD,
@@ -77,6 +78,12 @@ func DecodeCopyRecord(s string) (*CopyRecord, error) {
 	return &r, nil
 }
 
+// IsMigrationJob reports whether a Job of that name is one of this
+// provider's copy or verification Jobs (its pods are not users' servers).
+func IsMigrationJob(name string) bool {
+	return strings.HasPrefix(name, "home-copy-") || strings.HasPrefix(name, "home-verify-")
+}
+
 // JobName is the copy Job of a source claim: the same name every time, so
 // that a resumed apply finds the Job an earlier one started.
 func JobName(source string) string {
@@ -101,9 +108,6 @@ type Job struct {
 	Succeeded bool
 	Failed    bool
 	Reason    string // of the failure
-	// Stale: it finished before this apply began. Its check says nothing
-	// of what the user wrote since, so it is not used.
-	Stale bool
 }
 
 // Target is the observed target claim.
@@ -112,6 +116,8 @@ type Target struct {
 	CopyOf string // its CopyOfAnnotation
 	CopyID string // its CopyIDAnnotation
 	UID    string
+	// Switched: it carries CopySwitchedAnnotation (the user's home).
+	Switched bool
 }
 
 // Copy operations.
@@ -121,7 +127,7 @@ const (
 	OpWaitCopy     Op = "wait-copy"     // until the Job succeeds or fails
 	OpVerify       Op = "verify"        // record the Job's counts (step verified), delete the Job
 	OpSwitch       Op = "switch"        // record step switched: the hub config maps the user to the target
-	OpRestartCopy  Op = "restart-copy"  // a Job that finished before this apply: delete it, copy again
+	OpRestartCopy  Op = "restart-copy"  // a check made before this apply: delete its Job, copy again
 )
 
 // CopyStepOf is the step a copy has reached before op.
@@ -144,7 +150,13 @@ func CopyStepOf(op Op) Step {
 // is none). A copy writes only into the target it created itself: one that
 // exists without this copy's ID on it is refused (it may be the user's home
 // after an earlier copy whose record is gone).
-func NextCopy(rec *CopyRecord, source string, target Target, job *Job) (Op, error) {
+//
+// watched says the copy's check is this apply's own: this apply started the
+// Job or saw it unfinished. A check made before this apply (a Job seen
+// finished at its first look, a record verified by an earlier apply) says
+// nothing of what the user wrote since: the copy runs again (rsync sends
+// only what changed) before the user is switched.
+func NextCopy(rec *CopyRecord, source string, target Target, job *Job, watched bool) (Op, error) {
 	if err := checkTarget(rec, source, target); err != nil {
 		return "", err
 	}
@@ -159,24 +171,30 @@ func NextCopy(rec *CopyRecord, source string, target Target, job *Job) (Op, erro
 	case StepTargetCreated:
 		return OpStartCopy, nil
 	case StepCopying:
-		return copying(source, job)
+		return copying(source, job, watched)
 	case StepVerified:
+		if !watched {
+			return OpRestartCopy, nil
+		}
 		return OpSwitch, nil
 	case StepSwitched:
+		if !target.Switched {
+			return OpSwitch, nil // the record says switched; the target's annotation follows
+		}
 		return OpDone, nil
 	}
 	return "", fmt.Errorf("%s has unknown copy step %q", source, rec.Step)
 }
 
 // copying is the next step while the copy Job runs or has run.
-func copying(source string, job *Job) (Op, error) {
+func copying(source string, job *Job, watched bool) (Op, error) {
 	switch {
 	case job == nil:
 		return OpStartCopy, nil // deleted meanwhile: copy again (rsync only sends what differs)
 	case job.Failed:
 		return "", fmt.Errorf("copy Job %s failed (%s); the source %s is unchanged. See `kubectl logs job/%s`, fix the cause, delete the Job, and apply again",
 			JobName(source), orDash(job.Reason), source, JobName(source))
-	case job.Succeeded && job.Stale:
+	case job.Succeeded && !watched:
 		return OpRestartCopy, nil
 	case job.Succeeded:
 		return OpVerify, nil
@@ -201,6 +219,11 @@ func checkTarget(rec *CopyRecord, source string, target Target) error {
 			name, source, source, source, name)
 	case target.Exists && rec.TargetUID != "" && target.UID != rec.TargetUID:
 		return fmt.Errorf("%s was deleted and created again since this copy created it; nothing is copied into it. Delete it if it holds nothing of value, and apply again", name)
+	case target.Switched && rec.Step != StepSwitched:
+		// The record is written switched before the annotation: this is
+		// not a state a copy leaves.
+		return fmt.Errorf("%s carries annotation %s, but the copy record on %s says step %s: the user was never switched to it (the hub follows the record). Nothing is copied over it. "+
+			"Remove the annotation from %s and apply again to bring the copy up to date and switch", name, CopySwitchedAnnotation, source, rec.Step, name)
 	}
 	return nil
 }

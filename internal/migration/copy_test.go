@@ -13,27 +13,32 @@ func TestNextCopy_walk(t *testing.T) {
 	}
 	const src = "claim-a"
 	ours := Target{Exists: true, CopyOf: src, CopyID: "c0ffee", UID: "t1"}
+	switched := ours
+	switched.Switched = true
 	steps := []struct {
 		name   string
 		rec    *CopyRecord
 		target Target
 		job    *Job
 		want   Op
+		before bool // the check was made before this apply
 	}{
-		{"not started", nil, Target{}, nil, OpCreateTarget},
-		{"ID recorded, target not yet", &CopyRecord{Step: StepPending, Target: "home-a", ID: "c0ffee"}, Target{}, nil, OpCreateTarget},
-		{"target made, record not yet", &CopyRecord{Step: StepPending, Target: "home-a", ID: "c0ffee"}, ours, nil, OpCreateTarget},
-		{"target created", rec(StepTargetCreated), ours, nil, OpStartCopy},
-		{"job not made yet", rec(StepCopying), ours, nil, OpStartCopy},
-		{"copying", rec(StepCopying), ours, &Job{}, OpWaitCopy},
-		{"copied before this apply", rec(StepCopying), ours, &Job{Succeeded: true, Stale: true}, OpRestartCopy},
-		{"copied", rec(StepCopying), ours, &Job{Succeeded: true}, OpVerify},
-		{"verified", rec(StepVerified), ours, nil, OpSwitch},
-		{"switched", rec(StepSwitched), ours, nil, OpDone},
+		{"not started", nil, Target{}, nil, OpCreateTarget, false},
+		{"ID recorded, target not yet", &CopyRecord{Step: StepPending, Target: "home-a", ID: "c0ffee"}, Target{}, nil, OpCreateTarget, false},
+		{"target made, record not yet", &CopyRecord{Step: StepPending, Target: "home-a", ID: "c0ffee"}, ours, nil, OpCreateTarget, false},
+		{"target created", rec(StepTargetCreated), ours, nil, OpStartCopy, false},
+		{"job not made yet", rec(StepCopying), ours, nil, OpStartCopy, false},
+		{"copying", rec(StepCopying), ours, &Job{}, OpWaitCopy, false},
+		{"copied before this apply", rec(StepCopying), ours, &Job{Succeeded: true}, OpRestartCopy, true},
+		{"copied", rec(StepCopying), ours, &Job{Succeeded: true}, OpVerify, false},
+		{"verified by an earlier apply", rec(StepVerified), ours, nil, OpRestartCopy, true},
+		{"verified", rec(StepVerified), ours, nil, OpSwitch, false},
+		{"switched, the target not yet annotated", rec(StepSwitched), ours, nil, OpSwitch, true},
+		{"switched", rec(StepSwitched), switched, nil, OpDone, true},
 	}
 	seen := map[Step]bool{}
 	for _, s := range steps {
-		got, err := NextCopy(s.rec, src, s.target, s.job)
+		got, err := NextCopy(s.rec, src, s.target, s.job, !s.before)
 		if err != nil || got != s.want {
 			t.Errorf("%s: NextCopy = %s, %v; want %s", s.name, got, err, s.want)
 		}
@@ -65,10 +70,15 @@ func TestNextCopy_refuses(t *testing.T) {
 		{"target replaced since created", rec, Target{Exists: true, CopyOf: src, CopyID: "c0ffee", UID: "t2"}, nil, "created again"},
 		{"target deleted mid-copy", rec, Target{}, nil, "deleted outside Terraform"},
 		{"job failed", rec, ours, &Job{Failed: true, Reason: "BackoffLimitExceeded"}, "BackoffLimitExceeded"},
+		// The record is written switched before the annotation: an
+		// annotation without it was not made by a copy; the hub never
+		// switched the user.
+		{"annotated, record not switched", &CopyRecord{Step: StepVerified, Target: "home-a", ID: "c0ffee", TargetUID: "t1"},
+			Target{Exists: true, CopyOf: src, CopyID: "c0ffee", UID: "t1", Switched: true}, nil, "never switched"},
 		{"unknown step", &CopyRecord{Step: "sideways", Target: "home-a", ID: "c0ffee"}, ours, nil, "unknown copy step"},
 	}
 	for _, tc := range cases {
-		op, err := NextCopy(tc.rec, src, tc.target, tc.job)
+		op, err := NextCopy(tc.rec, src, tc.target, tc.job, true)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: NextCopy = %s, %v; want an error mentioning %q", tc.name, op, err, tc.want)
 		}

@@ -1,7 +1,7 @@
 // Package migration moves a user's home claim to another access mode
 // without losing data. It is pure: it chooses the method for a claim and,
 // from what is observed in the cluster, the next step of a migration. The
-// kube layer executes the steps (internal/kube/migrate.go).
+// executor runs the steps (internal/execute: rebind.go, copy.go).
 //
 // Rebind (zero copy) serves the same volume in the new mode:
 //
@@ -101,6 +101,40 @@ func DecodeRecord(s string) (*Record, error) {
 	return &r, nil
 }
 
+// Metadata the PV binder and provisioners write on a claim; a recreated
+// claim must not carry them over.
+var binderAnnotations = []string{
+	"pv.kubernetes.io/bind-completed", "pv.kubernetes.io/bound-by-controller",
+	"volume.beta.kubernetes.io/storage-provisioner", "volume.kubernetes.io/storage-provisioner",
+	"volume.kubernetes.io/selected-node",
+}
+
+// RetainRecord is the record written when a rebind of claim c (of user,
+// to mode to) starts on volume v: the claim as it is (to recreate it) and
+// the volume's reclaim policy (to restore it). A volume that carries a
+// record already keeps it, its original policy among it; c may then be nil.
+func RetainRecord(c *claims.Claim, v Volume, user, to string) Record {
+	if v.Record != nil {
+		rec := *v.Record
+		rec.Step = StepRetained
+		return rec
+	}
+	rec := Record{Step: StepRetained, User: user, Claim: c.Name, Namespace: c.Namespace, To: to,
+		ReclaimPolicy: v.ReclaimPolicy, Requested: c.Requested, VolumeMode: c.VolumeMode,
+		From: slices.Clone(c.AccessModes), Labels: c.Labels, Annotations: map[string]string{}}
+	if c.ClassNamed {
+		class := c.StorageClass
+		rec.StorageClass = &class
+	}
+	for k, v := range c.Annotations {
+		rec.Annotations[k] = v
+	}
+	for _, k := range binderAnnotations {
+		delete(rec.Annotations, k)
+	}
+	return rec
+}
+
 // rebindDrivers serve an existing volume in ReadWriteMany once an RWX claim
 // uses it (Longhorn: "the volume access mode will be changed to RWX").
 var rebindDrivers = []string{"driver.longhorn.io"}
@@ -170,6 +204,8 @@ type Volume struct {
 	ClaimRefNS    string
 	ClaimRefUID   string
 	Modes         []string
+	Capacity      string  // spec.capacity.storage, a quantity
+	StorageClass  string  // spec.storageClassName
 	Record        *Record // nil when the volume carries none
 }
 

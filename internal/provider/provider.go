@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/kube"
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/migration"
 )
 
 // Default client-side rate limits: high enough that creating claims is
@@ -37,8 +38,11 @@ type Options struct {
 	ClientFactory ClientFactory
 	// LookupEnv reads the environment (default os.LookupEnv).
 	LookupEnv func(string) (string, bool)
-	// Kube are the client's options: a hook after each migration step, and
-	// the limits of its waits.
+	// AfterStep, when set, is called after each step of a migration
+	// (execute.Runner); an error stops that migration there. Tests use it
+	// to stop an apply after any step.
+	AfterStep func(user string, op migration.Op) error
+	// Kube are the client's options: the limits of its waits.
 	Kube kube.Options
 }
 
@@ -79,8 +83,9 @@ func (p *JupyterProvider) Schema(_ context.Context, _ provider.SchemaRequest, re
 // when the connection settings were unknown at plan time (the cluster is
 // created in the same apply); Unknown then says which setting it was.
 type providerData struct {
-	Client  *kube.Client
-	Unknown string
+	Client    *kube.Client
+	Unknown   string
+	AfterStep func(user string, op migration.Op) error // Options.AfterStep
 }
 
 // client is the configured client; nil before Configure, or when the
@@ -120,7 +125,7 @@ func (p *JupyterProvider) Configure(ctx context.Context, req provider.ConfigureR
 		resp.Diagnostics.AddError("Cannot create a Kubernetes client", err.Error())
 		return
 	}
-	pd := &providerData{Client: kube.NewClient(cs, p.opts.Kube)}
+	pd := &providerData{Client: kube.NewClient(cs, p.opts.Kube), AfterStep: p.opts.AfterStep}
 	resp.DataSourceData, resp.ResourceData = pd, pd
 }
 

@@ -8,7 +8,6 @@ import (
 	"github.com/hashicorp/terraform-plugin-go/tfprotov6"
 
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/acctest"
-	"github.com/jupyter-infra/terraform-provider-jupyter/internal/kube"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/migration"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/testcluster"
 )
@@ -29,5 +28,5 @@ func factories(opts Options) map[string]func() (tfprotov6.ProviderServer, error)
 
 // afterStep serves the provider with a hook after every migration step.
 func afterStep(hook func(user string, op migration.Op) error) map[string]func() (tfprotov6.ProviderServer, error) {
-	return factories(Options{Kube: kube.Options{AfterStep: hook}})
+	return factories(Options{AfterStep: hook})
 }

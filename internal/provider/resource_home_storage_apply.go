@@ -175,7 +175,8 @@ func (r *homeStorageResource) apply(ctx context.Context, plan, state *homeStorag
 	reportReconcile(diags, sel.Refused, sel.Moot)
 	labels, annotations := stringMap(ctx, plan.Labels, diags), stringMap(ctx, plan.Annotations, diags)
 	out := runHomes(ctx, client, cfg, sel, labels, annotations, diags)
-	hadMigrations, migrated := runPlannedMigrations(ctx, client, plan, state, cfg, res, sel, labels, !out.unreachable, diags)
+	run := execute.Runner{Cluster: client, AfterStep: r.data.AfterStep}
+	hadMigrations, migrated := runPlannedMigrations(ctx, run, plan, state, cfg, res, sel, labels, !out.unreachable, diags)
 	if len(out.failedUsers) > 0 {
 		var kept []string
 		for _, u := range cfg.Users {
@@ -194,7 +195,7 @@ func (r *homeStorageResource) apply(ctx context.Context, plan, state *homeStorag
 // runPlannedMigrations runs the migrations the plan showed (when the API
 // server can be reached) and sets migration_status. It reports whether
 // the plan showed any, and whether they ran.
-func runPlannedMigrations(ctx context.Context, client *kube.Client, plan, state *homeStorageModel, cfg safety.Config, res safety.Result,
+func runPlannedMigrations(ctx context.Context, run execute.Runner, plan, state *homeStorageModel, cfg safety.Config, res safety.Result,
 	sel execute.Selection, labels map[string]string, reachable bool, diags *diag.Diagnostics) (planned, ran bool) {
 	var migrations []migrationItem
 	for _, it := range migrationItems(res, toMigrate) {
@@ -205,7 +206,7 @@ func runPlannedMigrations(ctx context.Context, client *kube.Client, plan, state 
 	}
 	ran = len(migrations) > 0 && reachable
 	if ran {
-		plan.MigrationStatus = runMigrations(ctx, client, plan, migrations, cfg, labels, diags)
+		plan.MigrationStatus = runMigrations(ctx, run, plan, migrations, cfg, labels, diags)
 	}
 	if plan.MigrationStatus.IsUnknown() {
 		plan.MigrationStatus = types.StringValue("{}")

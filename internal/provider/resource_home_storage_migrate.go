@@ -13,13 +13,14 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/execute"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/kube"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/migration"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/safety"
 )
 
 // on_mode_change = "migrate": the glue between the plan (safety.Plan's
-// ActionMigrate), the steps (kube.Client.Rebind) and the attributes
+// ActionMigrate), the steps (execute.Runner) and the attributes
 // migration_plan and migration_status.
 
 const defaultMaxParallel = 4
@@ -196,7 +197,7 @@ type migrationStatusEntry struct {
 // runMigrations rebinds the planned users, max_parallel at a time, and
 // returns migration_status. Failures are reported per user; no data is lost
 // by a failure at any step (the volume is retained from the first step on).
-func runMigrations(ctx context.Context, client *kube.Client, plan *homeStorageModel, items []migrationItem, cfg safety.Config, labels map[string]string, diags *diag.Diagnostics) types.String {
+func runMigrations(ctx context.Context, run execute.Runner, plan *homeStorageModel, items []migrationItem, cfg safety.Config, labels map[string]string, diags *diag.Diagnostics) types.String {
 	status := map[string]migrationStatusEntry{}
 	var mu sync.Mutex
 	failed := kube.ForEachN(ctx, items, plan.maxParallel(), func(ctx context.Context, it migrationItem) error {
@@ -210,19 +211,17 @@ func runMigrations(ctx context.Context, client *kube.Client, plan *homeStorageMo
 			if up.CopyResume != nil {
 				to = up.CopyResume.To
 			}
-			step, err = client.Copy(ctx, kube.Copy{User: up.User, Namespace: up.Namespace, Source: up.ClaimName, Target: up.Target, To: to,
+			step, err = run.Copy(ctx, execute.Copy{User: up.User, Namespace: up.Namespace, Source: up.ClaimName, Target: up.Target, To: to,
 				StorageClass: cfg.StorageClass, Capacity: cfg.Capacity, Image: cfg.Migration.CopyImage, ExtraLabels: labels})
 		default:
-			to := cfg.AccessMode
+			job := execute.Rebind{User: up.User, Namespace: up.Namespace, Claim: up.ClaimName, Volume: up.Volume, To: cfg.AccessMode, UID: it.uid}
 			if up.Resume != nil {
-				to = up.Resume.To
+				job.To = up.Resume.To
 			}
-			step, err = client.Rebind(ctx, kube.Rebind{User: up.User, Namespace: up.Namespace, Claim: up.ClaimName, Volume: up.Volume, To: to, UID: it.uid})
-			if err == nil && up.Resize {
-				if err = client.ResizeClaim(ctx, up.Namespace, up.ClaimName, cfg.Capacity); err != nil {
-					err = fmt.Errorf("rebound, but growing it to %s failed (the next apply grows it): %w", cfg.Capacity, err)
-				}
+			if up.Resize {
+				job.Resize = cfg.Capacity
 			}
+			step, err = run.Rebind(ctx, job)
 		}
 		e.Step = string(step)
 		if err != nil {

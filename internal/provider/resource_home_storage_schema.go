@@ -184,7 +184,7 @@ func homeStorageSchema() schema.Schema {
 					"**Copy**, for every other home (EBS, PD, Azure Disk, Hetzner to EFS, NFS, CephFS, ...): a new claim (`target_name_template`) in the new mode and class, a Job (`copy_image`) " +
 					"that mounts both and copies with rsync keeping ownership, permissions, times, hard links and sparse files, then compares both sides with checksums; the file count and bytes " +
 					"are recorded on the source claim, and the user is switched to the new claim: `spawner_settings` carries `home_claims`, which `jupyter_spawner_config` applies after KubeSpawner " +
-					"restores a user's remembered claim name. The source claim is kept. A copy that takes longer than one apply waits for goes on; the next apply verifies and switches it.\n\n" +
+					"restores a user's remembered claim name. The source claim is kept. A copy that takes longer than one apply waits for goes on; the next apply waits for it again. A user is switched only to a copy checked by the apply that switches: one that finished before that apply looked is brought up to date first (rsync sends only what changed), and none starts or is switched while a server uses the old home.\n\n" +
 					"Users with a running server (a pod mounting the claim) are never touched. Needs the migrator ClusterRole (volumes) and, for copies, the copier Role (Jobs) of examples/rbac.",
 				Attributes: map[string]schema.Attribute{
 					"method": schema.StringAttribute{Optional: true, MarkdownDescription: "`auto` (default: rebind where the volume allows it, else copy), `rebind` (fail the plan for homes that cannot be rebound) or `copy`.",

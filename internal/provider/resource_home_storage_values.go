@@ -87,46 +87,20 @@ type claimsDoc struct {
 // plan: at 5,000 users every field of every claim made 650 KB, names and
 // differences from the default make 225 KB.
 func claimsValue(ups []safety.UserPlan, cfg safety.Config, final bool) types.String {
-	type entry struct {
-		name string
-		view claimView
-	}
-	entries := make(map[string]entry, len(ups))
+	entries := make(map[string]claimEntry, len(ups))
 	counts := map[claimView]int{}
 	capacity := canonicalQuantity(cfg.Capacity)
 	for _, up := range ups {
 		if up.Live == nil && (final || up.Action != safety.ActionCreate) {
 			continue
 		}
-		e := entry{name: up.ClaimName, view: claimView{Managed: up.Managed}}
-		v := &e.view
-		switch up.Action {
-		case safety.ActionCreate, safety.ActionRecreate:
-			v.AccessMode, v.StorageClassName, v.Capacity = cfg.AccessMode, cfg.StorageClass, capacity
-		default:
-			c := up.Live
-			if (up.Action == safety.ActionCopied || up.Action == safety.ActionDeleteSource) && up.TargetLive != nil {
-				c = up.TargetLive // the user's home now; the source is kept aside
-			}
-			e.name, v.AccessMode, v.StorageClassName, v.Capacity, v.Phase = c.Name, strings.Join(c.AccessModes, ","), c.StorageClass, c.Requested, c.Phase
-			if up.Action == safety.ActionResize {
-				v.Capacity = capacity
-			}
-		}
+		e := claimEntryOf(up, cfg, capacity)
 		entries[up.User] = e
 		counts[e.view]++
 	}
 	doc := claimsDoc{Users: make(map[string]map[string]any, len(entries))}
 	if len(entries) > 0 {
-		// The most common claim; among equally common ones the first by its
-		// fields, so that the value is stable.
-		var def claimView
-		n := 0
-		for v, c := range counts {
-			if c > n || c == n && claimViewLess(v, def) {
-				def, n = v, c
-			}
-		}
+		def := mostCommonClaim(counts)
 		doc.Default = &def
 	}
 	for u, e := range entries {
@@ -136,6 +110,45 @@ func claimsValue(ups []safety.UserPlan, cfg safety.Config, final bool) types.Str
 	}
 	b, _ := json.Marshal(doc) // map keys are sorted: the value is stable
 	return types.StringValue(string(b))
+}
+
+// claimEntry is one user's claim in claims.
+type claimEntry struct {
+	name string
+	view claimView
+}
+
+// claimEntryOf is the claim user plan up leaves: the one it creates, or the
+// live one (a copied user's new home), at its new capacity when resized.
+func claimEntryOf(up safety.UserPlan, cfg safety.Config, capacity string) claimEntry {
+	e := claimEntry{name: up.ClaimName, view: claimView{Managed: up.Managed}}
+	v := &e.view
+	if up.Action == safety.ActionCreate || up.Action == safety.ActionRecreate {
+		v.AccessMode, v.StorageClassName, v.Capacity = cfg.AccessMode, cfg.StorageClass, capacity
+		return e
+	}
+	c := up.Live
+	if (up.Action == safety.ActionCopied || up.Action == safety.ActionDeleteSource) && up.TargetLive != nil {
+		c = up.TargetLive // the user's home now; the source is kept aside
+	}
+	e.name, v.AccessMode, v.StorageClassName, v.Capacity, v.Phase = c.Name, strings.Join(c.AccessModes, ","), c.StorageClass, c.Requested, c.Phase
+	if up.Action == safety.ActionResize {
+		v.Capacity = capacity
+	}
+	return e
+}
+
+// mostCommonClaim is the most common claim; among equally common ones the first
+// by its fields, so that the value is stable.
+func mostCommonClaim(counts map[claimView]int) claimView {
+	var def claimView
+	n := 0
+	for v, c := range counts {
+		if c > n || c == n && claimViewLess(v, def) {
+			def, n = v, c
+		}
+	}
+	return def
 }
 
 // claimDelta is the fields of v that differ from def.

@@ -50,6 +50,8 @@ type spawnerConfigModel struct {
 	ExtraSettingsJSON   types.String `tfsdk:"extra_settings_json"`
 	ColocatedServers    types.Int64  `tfsdk:"colocated_servers"`
 	ProjectedConfigMaps types.List   `tfsdk:"projected_config_maps"`
+	HomeMountPath       types.String `tfsdk:"home_mount_path"`
+	HubChecksum         types.String `tfsdk:"hub_checksum"`
 	ColocationRequired  types.Bool   `tfsdk:"colocation_required"`
 	ColocationMode      types.String `tfsdk:"colocation_mode"`
 	KubeSpawnerJSON     types.String `tfsdk:"kubespawner_json"`
@@ -67,16 +69,20 @@ func (r *spawnerConfigResource) Schema(_ context.Context, _ resource.SchemaReque
 	}
 	resp.Schema = schema.Schema{
 		MarkdownDescription: "The KubeSpawner configuration of one JupyterHub deployment: the home storage's settings, the profiles and any other " +
-			"KubeSpawner setting, combined into a ConfigMap with a Python file for the hub's `jupyterhub_config.d/` and the JSON document it applies to `c.KubeSpawner`.\n\n" +
+			"KubeSpawner setting, combined into a ConfigMap with a Python file for the hub's `jupyterhub_config.d/` and the JSON document it applies to `c.KubeSpawner`; " +
+			"`helm_values` carries the same two files for the zero-to-jupyterhub chart.\n\n" +
+			"The file composes with what earlier configuration set (the chart's settings, a chart's own `jupyterhub_config.d` files such as Nebari's data-science-pack, " +
+			"other `hub.extraConfig` entries) instead of replacing it; see *Composition* below.\n\n" +
 			"Co-location of a user's pods is derived, never written by hand: with a `ReadWriteOnce` or `ReadWriteOncePod` home every user pod gets the " +
 			"`colocation_label` (the user's label-safe name, as KubeSpawner writes `hub.jupyter.org/username`) and a required pod affinity on it " +
 			"(`topologyKey: kubernetes.io/hostname`); with a `ReadWriteMany` home none does, except the `legacy_users`, whose claims are still " +
 			"`ReadWriteOnce`. A small `modify_pod_hook` in the rendered file does this, so label and affinity always carry the same value " +
-			"(email usernames broke templated affinities in the wild). The file also removes co-location on the same label that earlier configuration set.\n\n" +
+			"(email usernames broke templated affinities in the wild).\n\n" +
 			"Under co-location, plans warn about its failure modes: GPU profiles blocked behind running apps, GPU nodes kept alive by apps, and " +
 			"a user's servers that do not fit on the largest node.\n\n" +
-			"`helm_values` carries the same configuration for the zero-to-jupyterhub chart and mounts the ConfigMap into the hub. " +
-			"Restart the hub (`kubectl rollout restart deployment/hub`) after a change: JupyterHub reads its configuration at start.",
+			"JupyterHub reads its configuration at start. `helm_values` carries `hub_checksum` as a hub pod annotation, so `helm upgrade` restarts the hub " +
+			"exactly when something the hub reads from this resource changed (`legacy_users` and `home_claims` included). A deployment that mounts the ConfigMap " +
+			"itself instead must restart the hub when `hub_checksum` changes.",
 		Attributes: map[string]schema.Attribute{
 			"id": schema.StringAttribute{Computed: true, MarkdownDescription: "`<namespace>/<config_map_name>`.",
 				PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown()}},
@@ -89,7 +95,7 @@ func (r *spawnerConfigResource) Schema(_ context.Context, _ resource.SchemaReque
 			"home_storage_settings": schema.StringAttribute{Required: true,
 				MarkdownDescription: "The `spawner_settings` of a `jupyter_home_storage`: the home's access mode, class, size, claim naming and volume."},
 			"profiles": schema.ListAttribute{Optional: true, ElementType: types.StringType,
-				MarkdownDescription: "`profile_json` of each `jupyter_spawner_profile`, in the order of the spawn form. A profile's own `volumes` get the global ones (the home first) in front."},
+				MarkdownDescription: "`profile_json` of each `jupyter_spawner_profile`, in the order of the spawn form, after the profiles earlier configuration offers (see *Composition*). A profile's own `volumes` get the global ones (the home first) in front, and are merged into the user's at spawn time."},
 			"legacy_users": schema.ListAttribute{Optional: true, ElementType: types.StringType,
 				MarkdownDescription: "Raw usernames that keep a `ReadWriteOnce` home under a `ReadWriteMany` configuration: pass `jupyter_home_storage.<name>.legacy_users`. Their pods stay co-located.",
 				Validators:          []validator.List{listvalidator.ValueStringsAre(stringvalidator.LengthAtLeast(1))}},
@@ -98,20 +104,30 @@ func (r *spawnerConfigResource) Schema(_ context.Context, _ resource.SchemaReque
 				Validators:          []validator.String{labelKeyValidator{}}},
 			"extra_settings_json": schema.StringAttribute{Optional: true,
 				MarkdownDescription: "JSON object of any other KubeSpawner settings (traitlet names), e.g. `jsonencode({ start_timeout = 600 })`. `volumes` and `volume_mounts` are appended to the home's; " +
-					"the home storage's own settings and `profile_list` cannot be set here.",
+					"lists of named things and dicts compose with earlier configuration (see *Composition*). The home storage's own settings and `profile_list` cannot be set here.",
 				Validators: []validator.String{jsonObjectValidator{}}},
 			"colocated_servers": schema.Int64Attribute{Optional: true, Computed: true, Default: int64default.StaticInt64(2),
 				MarkdownDescription: "How many of one user's servers run at once (a lab and its apps); default 2. Under co-location they must fit on one node: the plan warns when a lab on the largest profile plus the others on the smallest does not fit on the largest node.",
 				Validators:          []validator.Int64{int64validator.AtLeast(1)}},
 			"projected_config_maps": schema.ListAttribute{Optional: true, ElementType: types.StringType,
-				MarkdownDescription: "Other ConfigMaps that must stay mounted at `jupyterhub_config.d/` (z2jh's `hub.extraVolumes` replace, not merge; Nebari's data-science-pack mounts `<release>-hub-config` there). " +
-					"`helm_values` then mounts them and this ConfigMap as one projected volume."},
+				DeprecationMessage: "helm_values no longer mounts volumes into the hub (it carries the files in hub.extraFiles), so a chart's own ConfigMap stays mounted; remove projected_config_maps.",
+				MarkdownDescription: "Deprecated and ignored: `helm_values` no longer sets `hub.extraVolumes`, so a chart's own ConfigMap at `jupyterhub_config.d/` " +
+					"(the data-science-pack's `nebari-data-science-pack-hub-config`, named after the chart or its `nameOverride`) stays mounted as its values file says."},
+			"home_mount_path": schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString(spawner.DefaultHomeMountPath),
+				MarkdownDescription: "Where the home is mounted in the server's container; default `/home/jovyan` (z2jh's `singleuser.storage.homeMountPath`). " +
+					"KubeSpawner template fields are allowed, e.g. `/home/{username}` (Nebari classic). `helm_values` sets `singleuser.storage.homeMountPath` to the same.",
+				Validators: []validator.String{homeMountPathValidator{}}},
+			"hub_checksum": computed("SHA-256 of everything the hub reads from this resource (the file and its document). `helm_values` carries it as the hub pod annotation `" +
+				spawner.ChecksumAnnotation + "` (`hub.annotations`), so a `helm upgrade` restarts the hub when it changes."),
 			"colocation_required":  schema.BoolAttribute{Computed: true, MarkdownDescription: "Whether any user's pods are pinned to one node (derived from the home's access mode and `legacy_users`)."},
 			"colocation_mode":      computed("`none` (ReadWriteMany, no legacy users), `all` (ReadWriteOnce or ReadWriteOncePod homes) or `legacy` (only `legacy_users`)."),
 			"kubespawner_json":     computed("JSON object of the settings the file applies to `c.KubeSpawner`."),
 			"jupyterhub_config_py": computed("The Python file for `jupyterhub_config.d/` (`" + spawner.PythonFile + "` in the ConfigMap, beside `" + spawner.JSONFile + "`)."),
-			"helm_values": computed("YAML values for the zero-to-jupyterhub chart: `singleuser.storage`, `singleuser.profileList`, `hub.config.KubeSpawner` for settings without a chart key, " +
-				"`hub.extraVolumes`/`hub.extraVolumeMounts` that mount the ConfigMap into `" + spawner.ConfigDir + "`, and a `hub.extraConfig` entry that applies the file once more after every other `hub.extraConfig` entry."),
+			"helm_values": computed("YAML values for the zero-to-jupyterhub chart, all maps so that they merge with the chart's and your own values files " +
+				"(Helm replaces lists such as `hub.extraVolumes`, merges maps): `hub.extraFiles` puts the file and its document in `" + spawner.FilesDir + "`, " +
+				"a `hub.extraConfig` entry (`" + spawner.ExtraConfigKey + "`) applies it after every `jupyterhub_config.d` file and every other `hub.extraConfig` entry, " +
+				"`hub.annotations` carries `hub_checksum`, and `singleuser.storage` states the home (`homeMountPath`, the dynamic claim's class, access modes and name template; " +
+				"its `type` is left to your values)."),
 		},
 	}
 }
@@ -123,7 +139,7 @@ func (r *spawnerConfigResource) Configure(_ context.Context, req resource.Config
 // known reports whether every input of the rendering is known.
 func (m *spawnerConfigModel) known() bool {
 	for _, v := range []attr.Value{m.Namespace, m.ConfigMapName, m.HomeStorageSettings, m.Profiles, m.LegacyUsers, m.ColocationLabel,
-		m.ExtraSettingsJSON, m.ColocatedServers, m.ProjectedConfigMaps} {
+		m.ExtraSettingsJSON, m.ColocatedServers, m.ProjectedConfigMaps, m.HomeMountPath} {
 		if v.IsUnknown() {
 			return false
 		}
@@ -140,7 +156,7 @@ func (m *spawnerConfigModel) known() bool {
 
 // build renders the model. Errors name the attribute.
 func (m *spawnerConfigModel) build(ctx context.Context, diags *diag.Diagnostics) (spawner.Result, bool) {
-	cfg := spawner.Config{ColocationLabel: m.ColocationLabel.ValueString()}
+	cfg := spawner.Config{ColocationLabel: m.ColocationLabel.ValueString(), HomeMountPath: m.HomeMountPath.ValueString()}
 	var ok bool
 	if cfg.Home, ok = jsonObject(m.HomeStorageSettings, path.Root("home_storage_settings"), diags); !ok || cfg.Home == nil {
 		if !diags.HasError() {
@@ -172,13 +188,14 @@ func listStrings(ctx context.Context, l types.List, diags *diag.Diagnostics) []s
 }
 
 // render fills the computed attributes from res.
-func (m *spawnerConfigModel) render(ctx context.Context, res spawner.Result, diags *diag.Diagnostics) {
+func (m *spawnerConfigModel) render(res spawner.Result, diags *diag.Diagnostics) {
 	m.ID = types.StringValue(m.Namespace.ValueString() + "/" + m.ConfigMapName.ValueString())
 	m.ColocationMode = types.StringValue(string(res.Colocation.Mode))
 	m.ColocationRequired = types.BoolValue(res.Colocation.Mode != spawner.ColocateNone)
 	m.KubeSpawnerJSON = types.StringValue(spawner.JSON(res.Settings))
 	m.JupyterHubConfigPy = types.StringValue(spawner.Python())
-	values, err := spawner.HelmYAML(spawner.HelmValues(res, m.ConfigMapName.ValueString(), listStrings(ctx, m.ProjectedConfigMaps, diags)))
+	m.HubChecksum = types.StringValue(spawner.Checksum(res))
+	values, err := spawner.HelmYAML(spawner.HelmValues(res))
 	if err != nil {
 		diags.AddError("Cannot render helm_values", err.Error())
 		return
@@ -187,7 +204,7 @@ func (m *spawnerConfigModel) render(ctx context.Context, res spawner.Result, dia
 }
 
 func (m *spawnerConfigModel) unknownOutputs() {
-	m.ColocationMode, m.KubeSpawnerJSON, m.HelmValues = types.StringUnknown(), types.StringUnknown(), types.StringUnknown()
+	m.ColocationMode, m.KubeSpawnerJSON, m.HelmValues, m.HubChecksum = types.StringUnknown(), types.StringUnknown(), types.StringUnknown(), types.StringUnknown()
 	m.ColocationRequired = types.BoolUnknown()
 	m.JupyterHubConfigPy = types.StringValue(spawner.Python())
 }
@@ -210,7 +227,7 @@ func (r *spawnerConfigResource) ModifyPlan(ctx context.Context, req resource.Mod
 	if !ok {
 		return
 	}
-	plan.render(ctx, res, &resp.Diagnostics)
+	plan.render(res, &resp.Diagnostics)
 	resp.Diagnostics.Append(resp.Plan.Set(ctx, &plan)...)
 	if res.Colocation.Mode == spawner.ColocateNone {
 		return // no co-location, nothing to warn about
@@ -265,7 +282,7 @@ func (r *spawnerConfigResource) apply(ctx context.Context, plan *spawnerConfigMo
 	if !ok {
 		return
 	}
-	plan.render(ctx, res, diags)
+	plan.render(res, diags)
 	if err := client.ApplyConfigMap(ctx, configMap(plan, res)); err != nil {
 		diags.AddError("Cannot write the spawner ConfigMap", err.Error())
 	}
@@ -314,6 +331,25 @@ func (r *spawnerConfigResource) Delete(ctx context.Context, req resource.DeleteR
 	}
 	if err := client.DeleteConfigMap(ctx, state.Namespace.ValueString(), state.ConfigMapName.ValueString()); err != nil {
 		resp.Diagnostics.AddError("Cannot delete the spawner ConfigMap", err.Error())
+	}
+}
+
+// homeMountPathValidator accepts an absolute path with KubeSpawner's
+// template fields.
+type homeMountPathValidator struct{}
+
+func (homeMountPathValidator) Description(context.Context) string {
+	return "an absolute path; KubeSpawner template fields allowed"
+}
+func (v homeMountPathValidator) MarkdownDescription(ctx context.Context) string {
+	return v.Description(ctx)
+}
+func (homeMountPathValidator) ValidateString(_ context.Context, req validator.StringRequest, resp *validator.StringResponse) {
+	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
+		return
+	}
+	if f := spawner.CheckHomeMountPath(req.ConfigValue.ValueString()); f != nil {
+		resp.Diagnostics.AddAttributeError(req.Path, f.Summary, f.Detail)
 	}
 }
 

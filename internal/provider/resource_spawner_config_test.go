@@ -142,6 +142,21 @@ func TestAccSpawnerConfig_configMap(t *testing.T) {
 		if err := yaml.Unmarshal([]byte(attrs["helm_values"]), &values); err != nil {
 			return fmt.Errorf("helm_values is not YAML: %v", err)
 		}
+		hub, _ := values["hub"].(map[string]any)
+		annotations, _ := hub["annotations"].(map[string]any)
+		if sum := attrs["hub_checksum"]; len(sum) != 64 || annotations[spawner.ChecksumAnnotation] != sum {
+			return fmt.Errorf("helm_values' hub.annotations %v do not carry hub_checksum %q", annotations, sum)
+		}
+		files, _ := hub["extraFiles"].(map[string]any)
+		file, _ := files[spawner.ExtraFileJSON].(map[string]any)
+		if file["stringData"] != cm.Data[spawner.JSONFile] {
+			return fmt.Errorf("helm_values' hub.extraFiles carry another document than the ConfigMap")
+		}
+		storage, _ := values["singleuser"].(map[string]any)["storage"].(map[string]any)
+		mounts, _ := want["volume_mounts"].([]any)
+		if len(mounts) != 1 || storage["homeMountPath"] != attrs["home_mount_path"] || mounts[0].(map[string]any)["mountPath"] != attrs["home_mount_path"] {
+			return fmt.Errorf("home mount %v / singleuser.storage.homeMountPath %v, want home_mount_path %q", mounts, storage["homeMountPath"], attrs["home_mount_path"])
+		}
 		return nil
 	}
 	resource.Test(t, resource.TestCase{
@@ -187,7 +202,7 @@ func TestAccSpawnerConfig_configMap(t *testing.T) {
 				Check: matches,
 			},
 			{
-				Config: acctest.AdminConfig(t, spawnerConfigHCL(ns, spawner.RWX, `colocation_label = "nebari.dev/colocate-user"`)),
+				Config: acctest.AdminConfig(t, spawnerConfigHCL(ns, spawner.RWX, "colocation_label = \"nebari.dev/colocate-user\"\nhome_mount_path = \"/home/{username}\"")),
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 					plancheck.ExpectKnownValue(configAddr, tfjsonpath.New("colocation_mode"), knownvalue.StringExact("none")),
 				}},
@@ -210,6 +225,9 @@ func TestAccSpawnerConfig_badInput(t *testing.T) {
 		"label":        {`colocation_label = "Not A Label"`, `Invalid label key`},
 		"colocated":    {`colocated_servers = 0`, `colocated_servers.*at least 1`},
 		"profile_list": {`extra_settings_json = jsonencode({ profile_list = [] })`, `profile_list is set by profiles`},
+		"named_list":   {`extra_settings_json = jsonencode({ init_containers = [{ image = "busybox" }] })`, `init_containers\[0\] has no name.*merges init_containers`},
+		"mount_rel":    {`home_mount_path = "home/jovyan"`, `Invalid home mount path.*home_mount_path.*is not absolute`},
+		"mount_field":  {`home_mount_path = "/home/{user}"`, `Invalid home mount path.*not a KubeSpawner template.*user`},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -189,6 +189,12 @@ func (p *planner) copied(up *UserPlan) {
 		}
 		return
 	}
+	if p.live.Mounted[c.Name] {
+		up.Action = ActionLegacy
+		up.Reason = fmt.Sprintf("the copy to %s an earlier apply started (step %s) waits: a server is running", rec.Target, rec.Step)
+		p.g.running = append(p.g.running, *up)
+		return
+	}
 	up.Action, up.Method = ActionMigrate, migration.MethodCopy
 	up.Reason = fmt.Sprintf("resume the copy to %s started by an earlier apply (step %s)", rec.Target, rec.Step)
 }

@@ -1799,6 +1799,17 @@ func TestPlanMigrateCopy(t *testing.T) {
 			},
 		},
 		{
+			// Resuming would start a copy Job on a home in use: on another
+			// node it cannot mount it, and the user could not be switched.
+			name:    "an unfinished copy waits while a server runs on the old home",
+			cfg:     cfg(nil, with(migrate(migration.MethodAuto, 0, true), copyTo("rsync:3", "home-{username}"))...),
+			live:    Live{Claims: []claims.Claim{ebsRWO(t, "alice", withCopyRecord(migration.StepVerified, "home-alice")), copyTarget(t, "alice", "home-alice")}, Mounted: map[string]bool{"claim-alice": true}},
+			class:   ClassNone,
+			actions: map[string]Action{"alice": ActionLegacy},
+			legacy:  []string{"alice"}, colocation: true,
+			warnings: []want{{attr: "migration", has: []string{"alice", "running"}}},
+		},
+		{
 			name: "an unreadable copy record is an error naming the claim",
 			cfg:  cfg(nil, with(migrate(migration.MethodAuto, 0, true))...),
 			live: Live{Claims: []claims.Claim{func() claims.Claim {

@@ -78,20 +78,7 @@ func leftBehind(cfg Config, prior *Prior, cs []claims.Claim) []leftHome {
 		if err != nil || c.Namespace == want {
 			continue
 		}
-		was := cfg.UserNamespaceTemplate != "" && c.Namespace == cfg.Namespace
-		names := []string{}
-		if n, err := kubespawner.Expand(cfg.NameTemplate, c.Username, "", cfg.Scheme); err == nil {
-			names = append(names, n)
-		}
-		if prior != nil {
-			if ns, err := prior.Config.NamespaceOf(c.Username); err == nil && ns == c.Namespace {
-				was = true
-			}
-			if n, err := kubespawner.Expand(prior.Config.NameTemplate, c.Username, "", prior.Config.Scheme); err == nil {
-				names = append(names, n)
-			}
-		}
-		if was && slices.Contains(names, c.Name) {
+		if wasLookedFor(cfg, prior, c) {
 			out = append(out, leftHome{claim: c, want: want})
 		}
 	}
@@ -99,6 +86,27 @@ func leftBehind(cfg Config, prior *Prior, cs []claims.Claim) []leftHome {
 		return out[i].claim.Namespace+"/"+out[i].claim.Name < out[j].claim.Namespace+"/"+out[j].claim.Name
 	})
 	return out
+}
+
+// wasLookedFor reports whether c is a home by name (this or the previous
+// configuration's template) where homes were looked for: the hub's
+// namespace under user namespaces, or the previous configuration's
+// namespace for the user.
+func wasLookedFor(cfg Config, prior *Prior, c claims.Claim) bool {
+	was := cfg.UserNamespaceTemplate != "" && c.Namespace == cfg.Namespace
+	names := []string{}
+	if n, err := kubespawner.Expand(cfg.NameTemplate, c.Username, "", cfg.Scheme); err == nil {
+		names = append(names, n)
+	}
+	if prior != nil {
+		if ns, err := prior.Config.NamespaceOf(c.Username); err == nil && ns == c.Namespace {
+			was = true
+		}
+		if n, err := kubespawner.Expand(prior.Config.NameTemplate, c.Username, "", prior.Config.Scheme); err == nil {
+			names = append(names, n)
+		}
+	}
+	return was && slices.Contains(names, c.Name)
 }
 
 // checkLeftBehind fails the plan for homes left where the configuration no

@@ -44,7 +44,14 @@ type Config struct {
 	LegacyUsers     []string
 	ColocationLabel string
 	Extra           map[string]any // extra_settings_json
+	// HomeMountPath is where the home is mounted in the server's
+	// container (KubeSpawner template fields allowed); "" keeps the home
+	// storage's, DefaultHomeMountPath unless it says otherwise.
+	HomeMountPath string
 }
+
+// DefaultHomeMountPath is KubeSpawner's and z2jh's home.
+const DefaultHomeMountPath = "/home/jovyan"
 
 // Colocation is the derived co-location, as the rendered hook reads it.
 type Colocation struct {
@@ -65,6 +72,8 @@ type Result struct {
 	// HomeClaims maps users whose home was copied to a new claim to that
 	// claim (jupyter_home_storage's home_claims); a pre_spawn_hook sets it.
 	HomeClaims map[string]string
+	// HomeMountPath is where the home volume is mounted.
+	HomeMountPath string
 }
 
 // Document is the JSON kept beside the Python file in the ConfigMap.
@@ -116,6 +125,15 @@ func Build(c Config) (Result, []Finding) {
 	for k, v := range home {
 		r.Settings[k] = v
 	}
+	r.HomeMountPath = homeMountPath(r.Settings)
+	if c.HomeMountPath != "" {
+		if f, ok := checkHomeMountPath(c.HomeMountPath); !ok {
+			errs = append(errs, f)
+		} else {
+			r.HomeMountPath = c.HomeMountPath
+			setHomeMountPath(r.Settings, c.HomeMountPath)
+		}
+	}
 
 	legacy := slices.Clone(c.LegacyUsers)
 	slices.Sort(legacy)
@@ -150,10 +168,18 @@ func Build(c Config) (Result, []Finding) {
 			errs = append(errs, Finding{Attribute: "extra_settings_json", Summary: "modify_pod_hook cannot be JSON", Detail: "A hook is Python; put it in hub.extraConfig. The rendered file keeps any hook set before it and runs it first."})
 		case slices.Contains(homeKeys, k):
 			errs = append(errs, Finding{Attribute: "extra_settings_json", Summary: fmt.Sprintf("%s is set by the home storage", k), Detail: fmt.Sprintf("Remove %s from extra_settings_json; it comes from jupyter_home_storage's spawner_settings. Change it there, where the plan checks it against the live claims.", k)})
-		case k == "volumes" || k == "volume_mounts":
+		case slices.Contains(NamedLists, k):
 			extra, ok := v.([]any)
 			if !ok {
-				errs = append(errs, Finding{Attribute: "extra_settings_json", Summary: k + " must be a list", Detail: fmt.Sprintf("extra_settings_json.%s is appended to the home volume's list; give a JSON list of %s.", k, k)})
+				errs = append(errs, Finding{Attribute: "extra_settings_json", Summary: k + " must be a list", Detail: fmt.Sprintf("extra_settings_json.%s is merged by identity with the home's and earlier configuration's %s; give a JSON list of %s.", k, k, k)})
+				continue
+			}
+			if f, ok := checkIdentities(k, extra); !ok {
+				errs = append(errs, f)
+				continue
+			}
+			if k != "volumes" && k != "volume_mounts" {
+				r.Settings[k] = v
 				continue
 			}
 			have, _ := r.Settings[k].([]any)
@@ -198,6 +224,85 @@ func Build(c Config) (Result, []Finding) {
 		r.Settings["profile_list"] = list
 	}
 	return r, errs
+}
+
+// CheckHomeMountPath returns the plan-time error for a home_mount_path
+// that is not an absolute path with KubeSpawner's template fields, or nil.
+func CheckHomeMountPath(p string) *Finding {
+	if f, ok := checkHomeMountPath(p); !ok {
+		return &f
+	}
+	return nil
+}
+
+// NamedLists are the KubeSpawner settings the rendered file merges by
+// identity with earlier configuration's (Python).
+var NamedLists = []string{"volumes", "volume_mounts", "init_containers", "extra_containers", "tolerations"}
+
+// checkIdentities requires each entry of a named list to be an object with
+// the field that identifies it, so that merging (and loading the file
+// twice) never adds it twice.
+func checkIdentities(kind string, items []any) (Finding, bool) {
+	field := "name"
+	switch kind {
+	case "volume_mounts":
+		field = "mountPath"
+	case "tolerations":
+		return Finding{}, true // identified by key and effect, both optional
+	}
+	for i, e := range items {
+		m, ok := e.(map[string]any)
+		if s, _ := m[field].(string); !ok || s == "" {
+			return Finding{Attribute: "extra_settings_json", Summary: fmt.Sprintf("%s[%d] has no %s", kind, i, field),
+				Detail: fmt.Sprintf("Each entry of extra_settings_json.%s must be an object with a non-empty %q: the rendered file merges %s with earlier configuration's by it.", kind, field, kind)}, false
+		}
+	}
+	return Finding{}, true
+}
+
+// checkHomeMountPath accepts an absolute path whose template fields are
+// KubeSpawner's.
+func checkHomeMountPath(p string) (Finding, bool) {
+	bad := func(why string) (Finding, bool) {
+		return Finding{Attribute: "home_mount_path", Summary: "Invalid home mount path", Detail: fmt.Sprintf("home_mount_path %q %s. Use an absolute path such as \"/home/jovyan\" (z2jh's singleuser.storage.homeMountPath) or \"/home/{username}\" (Nebari classic).", p, why)}, false
+	}
+	switch {
+	case !strings.HasPrefix(p, "/"):
+		return bad("is not absolute")
+	case p == "/":
+		return bad("is the container's root")
+	case slices.Contains(strings.Split(p, "/"), ".."):
+		return bad("contains \"..\"")
+	case strings.ContainsAny(p, ":\x00"):
+		return bad("contains \":\" or a NUL byte, which a volume mount path cannot")
+	}
+	if err := kubespawner.ValidateTemplate(p); err != nil {
+		return bad(fmt.Sprintf("is not a KubeSpawner template (%v); the fields are %s", err, strings.Join(kubespawner.FieldNames(), ", ")))
+	}
+	return Finding{}, true
+}
+
+// homeMountPath is where the home volume is mounted in settings.
+func homeMountPath(s map[string]any) string {
+	mounts, _ := s["volume_mounts"].([]any)
+	for _, m := range mounts {
+		if mm, _ := m.(map[string]any); nameOf(m) == kubespawner.HomeVolumeName {
+			if p, _ := mm["mountPath"].(string); p != "" {
+				return p
+			}
+		}
+	}
+	return DefaultHomeMountPath
+}
+
+// setHomeMountPath points the home volume's mounts at p.
+func setHomeMountPath(s map[string]any, p string) {
+	mounts, _ := s["volume_mounts"].([]any)
+	for _, m := range mounts {
+		if mm, _ := m.(map[string]any); nameOf(m) == kubespawner.HomeVolumeName {
+			mm["mountPath"] = p
+		}
+	}
 }
 
 // withGlobalVolumes puts the global volumes (the home first) in front of a

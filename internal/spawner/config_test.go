@@ -144,3 +144,28 @@ func TestSpawnerWarnings(t *testing.T) {
 		t.Fatalf("legacy warnings: %v", ws)
 	}
 }
+
+// extra_settings_json's lists of named things need the field the rendered
+// file merges them by; the error names the entry and the field.
+func TestSpawnerBuild_namedListIdentities(t *testing.T) {
+	cases := map[string]struct {
+		extra map[string]any
+		want  string
+	}{
+		"mount_without_path": {map[string]any{"volume_mounts": []any{map[string]any{"name": "x"}}}, `volume_mounts[0] has no mountPath`},
+		"init_without_name":  {map[string]any{"init_containers": []any{map[string]any{"image": "busybox"}}}, `init_containers[0] has no name`},
+		"not_a_list":         {map[string]any{"extra_containers": map[string]any{"name": "x"}}, `extra_containers must be a list`},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			_, errs := Build(Config{Home: homeSettings(RWX), Extra: tc.extra})
+			if len(errs) != 1 || errs[0].Attribute != "extra_settings_json" || !strings.Contains(errs[0].Summary, tc.want) {
+				t.Fatalf("errors %+v, want one on extra_settings_json: %s", errs, tc.want)
+			}
+		})
+	}
+	r := mustBuild(t, Config{Home: homeSettings(RWX), Extra: map[string]any{"init_containers": []any{map[string]any{"name": "a", "image": "busybox"}}}})
+	if JSON(r.Settings["init_containers"]) != `[{"image":"busybox","name":"a"}]` {
+		t.Errorf("init_containers = %s", JSON(r.Settings["init_containers"]))
+	}
+}

@@ -1,26 +1,55 @@
 package spawner
 
 import (
-	"slices"
+	"crypto/sha256"
+	"encoding/hex"
 
 	"sigs.k8s.io/yaml"
 )
 
-// VolumeName is the hub volume that carries the ConfigMap.
+// VolumeName is the hub volume a deployment may use to mount the ConfigMap
+// itself (helm_values does not: it carries the files in hub.extraFiles).
 const VolumeName = "jupyter-spawner-config"
 
-// chartStorageKeys are the settings singleuser.storage expresses; the
-// others go to hub.config.KubeSpawner.
-var chartStorageKeys = []string{"storage_pvc_ensure", "storage_access_modes", "storage_capacity", "storage_class", "pvc_name_template", "profile_list"}
+// ChecksumAnnotation is the hub pod annotation (z2jh's hub.annotations)
+// that carries Checksum: a change of anything the hub reads from the
+// provider changes the pod template, so `helm upgrade` restarts the hub.
+const ChecksumAnnotation = "checksum/jupyter-spawner"
 
-// HelmValues returns values for the zero-to-jupyterhub chart that express
-// r where the chart has a key for it, and mount the ConfigMap configMap
-// into the hub's jupyterhub_config.d, where the rendered file applies what
-// the chart cannot express (the co-location hook). projected are other
-// ConfigMaps that must be mounted there too (z2jh's hub.extraVolumes
-// replace, not merge; Nebari's data-science-pack mounts its own there):
-// they share one projected volume.
-func HelmValues(r Result, configMap string, projected []string) map[string]any {
+// Keys of the two files in hub.extraFiles.
+const (
+	ExtraFilePython = "jupyter-spawner-py"
+	ExtraFileJSON   = "jupyter-spawner-json"
+)
+
+// Checksum is the SHA-256 of everything the hub reads from the provider:
+// the rendered file and its document (settings, profiles, co-location,
+// legacy users, home_claims).
+func Checksum(r Result) string {
+	h := sha256.New()
+	h.Write([]byte(Python()))
+	h.Write([]byte{0})
+	h.Write([]byte(JSON(r.Document())))
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// HelmValues returns values for the zero-to-jupyterhub chart. Every key is
+// a map, so that they merge with a chart's or a deployer's own values
+// files instead of replacing their lists (hub.extraVolumes,
+// singleuser.profileList):
+//
+//   - hub.extraFiles carries the rendered file and its document into
+//     FilesDir (the chart keeps them in the hub Secret);
+//   - hub.extraConfig runs the file after the chart's settings, every
+//     jupyterhub_config.d file and every other hub.extraConfig entry, so
+//     it composes with all of them (Python);
+//   - hub.annotations carries Checksum, so the hub restarts exactly when
+//     its configuration from the provider changed;
+//   - singleuser.storage states the home the way the chart reads it
+//     (homeMountPath, the dynamic claim's class, modes and name template).
+//     Its type is left to the chart's or the deployer's values: the file
+//     sets the home either way.
+func HelmValues(r Result) map[string]any {
 	s := r.Settings
 	dynamic := map[string]any{"storageAccessModes": s["storage_access_modes"]}
 	if v, ok := s["storage_class"]; ok {
@@ -29,58 +58,23 @@ func HelmValues(r Result, configMap string, projected []string) map[string]any {
 	if v, ok := s["pvc_name_template"]; ok {
 		dynamic["pvcNameTemplate"] = v
 	}
-	storage := map[string]any{"type": "dynamic", "dynamic": dynamic, "homeMountPath": homeMountPath(s)}
+	storage := map[string]any{"dynamic": dynamic, "homeMountPath": r.HomeMountPath}
 	if v, ok := s["storage_capacity"]; ok {
 		storage["capacity"] = v
 	}
-	singleuser := map[string]any{"storage": storage}
-	if len(r.Profiles) > 0 {
-		list := make([]any, len(r.Profiles))
-		for i, p := range r.Profiles {
-			list[i] = p
-		}
-		singleuser["profileList"] = list
-	}
-	spawner := map[string]any{}
-	for k, v := range s {
-		if !slices.Contains(chartStorageKeys, k) {
-			spawner[k] = v
-		}
-	}
-	var volume map[string]any
-	if len(projected) == 0 {
-		volume = map[string]any{"name": VolumeName, "configMap": map[string]any{"name": configMap}}
-	} else {
-		var sources []any
-		for _, cm := range append(slices.Clone(projected), configMap) {
-			sources = append(sources, map[string]any{"configMap": map[string]any{"name": cm}})
-		}
-		volume = map[string]any{"name": VolumeName, "projected": map[string]any{"sources": sources}}
-	}
 	hub := map[string]any{
-		"config":            map[string]any{"KubeSpawner": spawner},
-		"extraConfig":       map[string]any{ExtraConfigKey: ExtraConfig()},
-		"extraVolumes":      []any{volume},
-		"extraVolumeMounts": []any{map[string]any{"name": VolumeName, "mountPath": ConfigDir}},
+		"extraFiles": map[string]any{
+			ExtraFilePython: map[string]any{"mountPath": FilesDir + "/" + PythonFile, "stringData": Python()},
+			ExtraFileJSON:   map[string]any{"mountPath": FilesDir + "/" + JSONFile, "stringData": JSON(r.Document())},
+		},
+		"extraConfig": map[string]any{ExtraConfigKey: ExtraConfig()},
+		"annotations": map[string]any{ChecksumAnnotation: Checksum(r)},
 	}
-	return map[string]any{"singleuser": singleuser, "hub": hub}
+	return map[string]any{"singleuser": map[string]any{"storage": storage}, "hub": hub}
 }
 
 // HelmYAML renders HelmValues as YAML.
 func HelmYAML(v map[string]any) (string, error) {
 	b, err := yaml.Marshal(v)
 	return string(b), err
-}
-
-// homeMountPath is where the home volume is mounted.
-func homeMountPath(s map[string]any) string {
-	mounts, _ := s["volume_mounts"].([]any)
-	for _, m := range mounts {
-		if mm, _ := m.(map[string]any); nameOf(m) == "home" {
-			if p, _ := mm["mountPath"].(string); p != "" {
-				return p
-			}
-		}
-	}
-	return "/home/jovyan"
 }

@@ -119,9 +119,9 @@ func typeOK(schema map[string]any, v any) bool {
 	return slices.Contains(types, kind) || kind == "number" && slices.Contains(types, "integer")
 }
 
-func helmOf(t *testing.T, r Result, projected ...string) map[string]any {
+func helmOf(t *testing.T, r Result) map[string]any {
 	t.Helper()
-	text, err := HelmYAML(HelmValues(r, "jupyter-spawner", projected))
+	text, err := HelmYAML(HelmValues(r))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,58 +142,73 @@ func dig(m map[string]any, path string) any {
 }
 
 // helm_values parse as YAML, every path is one the chart's schema allows
-// with the right type, and each setting sits where the chart reads it.
+// with the right type, each setting sits where the chart reads it, and
+// nothing is a list: values files merge maps, but replace lists.
 func TestSpawnerHelm_valuesMatchTheChart(t *testing.T) {
 	schema, defaults := chartFile(t, "values.schema.yaml"), chartFile(t, "values.yaml")
 	cases := map[string]Result{
 		"rwo_with_profiles": mustBuild(t, Config{Home: homeSettings(RWO), Profiles: []map[string]any{gpuProfileDict()}, Extra: map[string]any{"start_timeout": 600.0}}),
-		"rwx_legacy":        mustBuild(t, Config{Home: homeSettings(RWX), LegacyUsers: []string{"alice"}}),
+		"rwx_legacy":        mustBuild(t, Config{Home: homeSettings(RWX), LegacyUsers: []string{"alice"}, HomeMountPath: "/home/{username}"}),
 	}
 	for name, r := range cases {
 		t.Run(name, func(t *testing.T) {
-			for _, projected := range [][]string{nil, {"nebari-data-science-pack-hub-config"}} {
-				v := helmOf(t, r, projected...)
-				checkAgainstSchema(t, "", v, schema, defaults, true)
-
-				want := map[string]any{
-					"singleuser.storage.type":                       "dynamic",
-					"singleuser.storage.capacity":                   "10Gi",
-					"singleuser.storage.homeMountPath":              "/home/jovyan",
-					"singleuser.storage.dynamic.storageClass":       "longhorn",
-					"singleuser.storage.dynamic.pvcNameTemplate":    "claim-{username}",
-					"singleuser.storage.dynamic.storageAccessModes": []any{r.AccessMode},
-					"hub.config.KubeSpawner.slug_scheme":            "safe",
+			v := helmOf(t, r)
+			checkAgainstSchema(t, "", v, schema, defaults, true)
+			want := map[string]any{
+				"singleuser.storage.capacity":                       "10Gi",
+				"singleuser.storage.homeMountPath":                  r.HomeMountPath,
+				"singleuser.storage.dynamic.storageClass":           "longhorn",
+				"singleuser.storage.dynamic.pvcNameTemplate":        "claim-{username}",
+				"singleuser.storage.dynamic.storageAccessModes":     []any{r.AccessMode},
+				"hub.annotations." + ChecksumAnnotation:             Checksum(r),
+				"hub.extraConfig." + ExtraConfigKey:                 ExtraConfig(),
+				"hub.extraFiles." + ExtraFilePython + ".mountPath":  FilesDir + "/" + PythonFile,
+				"hub.extraFiles." + ExtraFilePython + ".stringData": Python(),
+				"hub.extraFiles." + ExtraFileJSON + ".mountPath":    FilesDir + "/" + JSONFile,
+				"hub.extraFiles." + ExtraFileJSON + ".stringData":   JSON(r.Document()),
+			}
+			for p, w := range want {
+				if got := dig(v, p); fmt.Sprint(got) != fmt.Sprint(w) {
+					t.Errorf("%s = %v, want %v", p, got, w)
 				}
-				for p, w := range want {
-					if got := dig(v, p); fmt.Sprint(got) != fmt.Sprint(w) {
-						t.Errorf("%s = %v, want %v", p, got, w)
+			}
+			var walk func(p string, x any)
+			walk = func(p string, x any) {
+				switch x := x.(type) {
+				case map[string]any:
+					for k, y := range x {
+						walk(p+"."+k, y)
 					}
-				}
-				if dig(v, "hub.config.KubeSpawner.storage_access_modes") != nil || dig(v, "hub.config.KubeSpawner.profile_list") != nil {
-					t.Error("hub.config.KubeSpawner repeats what singleuser.* expresses")
-				}
-				if got, want := fmt.Sprint(dig(v, "singleuser.profileList")), fmt.Sprint(anyList(r.Profiles)); len(r.Profiles) > 0 && got != want {
-					t.Errorf("singleuser.profileList = %s, want %s", got, want)
-				}
-				if dig(v, "hub.extraConfig."+ExtraConfigKey) != ExtraConfig() {
-					t.Error("hub.extraConfig lacks the entry that applies the file last")
-				}
-				mounts, _ := dig(v, "hub.extraVolumeMounts").([]any)
-				vols, _ := dig(v, "hub.extraVolumes").([]any)
-				if len(mounts) != 1 || dig(mounts[0].(map[string]any), "mountPath") != ConfigDir || len(vols) != 1 {
-					t.Fatalf("the ConfigMap is not mounted into %s: %v %v", ConfigDir, vols, mounts)
-				}
-				vol := vols[0].(map[string]any)
-				if projected == nil && dig(vol, "configMap.name") != "jupyter-spawner" {
-					t.Errorf("volume = %v", vol)
-				}
-				if projected != nil {
-					if got := fmt.Sprint(dig(vol, "projected.sources")); got != "[map[configMap:map[name:nebari-data-science-pack-hub-config]] map[configMap:map[name:jupyter-spawner]]]" {
-						t.Errorf("projected sources = %s", got)
+				case []any:
+					if p != ".singleuser.storage.dynamic.storageAccessModes" {
+						t.Errorf("%s is a list: it would replace, not merge with, another values file's", p)
 					}
 				}
 			}
+			walk("", v)
 		})
+	}
+	if r := cases["rwx_legacy"]; r.HomeMountPath != "/home/{username}" {
+		t.Errorf("HomeMountPath = %q", r.HomeMountPath)
+	}
+}
+
+// The checksum changes exactly when what the hub reads changes: a legacy
+// user or a home claim (the ConfigMap only) changes it, the same inputs
+// give the same.
+func TestSpawnerHelm_checksum(t *testing.T) {
+	base := Config{Home: homeSettings(RWX), LegacyUsers: []string{"alice"}}
+	sum := Checksum(mustBuild(t, base))
+	if again := Checksum(mustBuild(t, Config{Home: homeSettings(RWX), LegacyUsers: []string{"alice", "alice"}})); again != sum {
+		t.Error("the same configuration gave another checksum")
+	}
+	if Checksum(mustBuild(t, Config{Home: homeSettings(RWX), LegacyUsers: []string{"alice", "bob"}})) == sum {
+		t.Error("a new legacy user left the checksum unchanged: the hub would not restart")
+	}
+	home := homeSettings(RWX)
+	home[HomeClaimsKey] = map[string]any{"carol": "home-carol"}
+	if Checksum(mustBuild(t, Config{Home: home, LegacyUsers: []string{"alice"}})) == sum {
+		t.Error("a new home claim left the checksum unchanged: the hub would not restart")
 	}
 }
 
@@ -224,11 +239,3 @@ type collector []string
 
 func (c *collector) Helper()                           {}
 func (c *collector) Errorf(format string, args ...any) { *c = append(*c, fmt.Sprintf(format, args...)) }
-
-func anyList(ps []map[string]any) []any {
-	out := make([]any, len(ps))
-	for i, p := range ps {
-		out[i] = p
-	}
-	return out
-}

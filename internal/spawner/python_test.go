@@ -23,14 +23,39 @@ const driver = `
 import asyncio, json, os, sys, types
 import traitlets.config
 
-d, runs, previous = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "1"
+d, runs, previous = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 path = os.path.join(d, "90-jupyter-spawner.py")
 c = traitlets.config.Config()
-for k, v in json.load(open(os.path.join(d, "pre.json"))).items():
+pre = json.load(open(os.path.join(d, "pre.json")))
+earlier_profiles = pre.pop("earlier_profile_callable", None)
+for k, v in pre.items():
     c.KubeSpawner[k] = v
-if previous:
+if earlier_profiles is not None:
+    async def per_user_profiles(spawner):
+        return [{k: v for k, v in p.items() if k != "only"} for p in earlier_profiles if spawner.user.name in p.get("only", [spawner.user.name])]
+    c.KubeSpawner.profile_list = per_user_profiles
+if previous == "1":
     def earlier_hook(spawner, pod):
         pod.metadata.labels["earlier-hook"] = "ran"
+        return pod
+    c.KubeSpawner.modify_pod_hook = earlier_hook
+elif previous in ("colocate", "colocate-model"):
+    # An earlier hook that pins every pod on nebari.dev/colocate-user, in
+    # the dict form extra_pod_config gives or as kubernetes models.
+    def earlier_hook(spawner, pod):
+        v = pod.metadata.labels["hub.jupyter.org/username"]
+        pod.metadata.labels["nebari.dev/colocate-user"] = v
+        pod.metadata.labels["earlier-hook"] = "ran"
+        if previous == "colocate":
+            term = {"labelSelector": {"matchLabels": {"nebari.dev/colocate-user": v}}, "topologyKey": "kubernetes.io/hostname"}
+            other = {"labelSelector": {"matchLabels": {"team": "a"}}, "topologyKey": "kubernetes.io/hostname"}
+            pod.spec.affinity = {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term, other]}}
+        else:
+            ns = types.SimpleNamespace
+            term = ns(label_selector=ns(match_expressions=[ns(key="nebari.dev/colocate-user", operator="In", values=[v])], match_labels=None),
+                      topology_key="kubernetes.io/hostname")
+            pod.spec.affinity = ns(node_affinity="kept", pod_anti_affinity=None,
+                                   pod_affinity=ns(required_during_scheduling_ignored_during_execution=[term], preferred_during_scheduling_ignored_during_execution=None))
         return pod
     c.KubeSpawner.modify_pod_hook = earlier_hook
 for _ in range(runs):
@@ -47,7 +72,7 @@ def plain(v):
     return v
 
 out = {"settings": {k: v for k, v in c.KubeSpawner.items() if k not in ("modify_pod_hook", "pre_spawn_hook")},
-       "hook": "modify_pod_hook" in c.KubeSpawner, "pods": [], "pvc_names": {}}
+       "hook": "modify_pod_hook" in c.KubeSpawner, "pods": [], "pvc_names": {}, "profiles": {}}
 pre_spawn = c.KubeSpawner["pre_spawn_hook"] if "pre_spawn_hook" in c.KubeSpawner else None
 hook = c.KubeSpawner["modify_pod_hook"] if out["hook"] else None
 for p in json.load(open(os.path.join(d, "pods.json"))):
@@ -63,10 +88,15 @@ for p in json.load(open(os.path.join(d, "pods.json"))):
         if asyncio.iscoroutine(r):
             asyncio.run(r)
     out["pvc_names"][p["user"]] = spawner.pvc_name
+    profiles = c.KubeSpawner["profile_list"] if "profile_list" in c.KubeSpawner else []
+    if callable(profiles):
+        profiles = asyncio.run(profiles(spawner))
+        out["settings"]["profile_list"] = "<callable>"
+    out["profiles"][p["user"]] = [[x.get("slug"), x.get("display_name"), bool(x.get("default"))] for x in profiles]
     if hook is not None:
         pod = asyncio.run(hook(spawner, pod))
     out["pods"].append({"labels": pod.metadata.labels, "affinity": plain(pod.spec.affinity)})
-print(json.dumps(out))
+print(json.dumps(out, default=lambda o: "<callable>" if callable(o) else repr(o)))
 `
 
 type pyPod struct {
@@ -77,9 +107,10 @@ type pyPod struct {
 }
 
 type pyOut struct {
-	Settings map[string]any    `json:"settings"`
-	Hook     bool              `json:"hook"`
-	PVCNames map[string]string `json:"pvc_names"`
+	Settings map[string]any     `json:"settings"`
+	Hook     bool               `json:"hook"`
+	PVCNames map[string]string  `json:"pvc_names"`
+	Profiles map[string][][]any `json:"profiles"`
 	Pods     []struct {
 		Labels   map[string]string `json:"labels"`
 		Affinity any               `json:"affinity"`
@@ -98,6 +129,18 @@ func requireTraitlets(t *testing.T) {
 // runPython writes the rendered file and document to a temp dir and loads them.
 func runPython(t *testing.T, r Result, pre map[string]any, pods []pyPod, runs int, previous bool) pyOut {
 	t.Helper()
+	prev := "0"
+	if previous {
+		prev = "1"
+	}
+	return runPythonWith(t, r, pre, pods, runs, prev)
+}
+
+// runPythonWith names the earlier hook: "0" none, "1" one that labels the
+// pod, "colocate" / "colocate-model" one that pins every pod on
+// nebari.dev/colocate-user (dicts / kubernetes models).
+func runPythonWith(t *testing.T, r Result, pre map[string]any, pods []pyPod, runs int, prev string) pyOut {
+	t.Helper()
 	requireTraitlets(t)
 	dir := t.TempDir()
 	if pre == nil {
@@ -105,10 +148,6 @@ func runPython(t *testing.T, r Result, pre map[string]any, pods []pyPod, runs in
 	}
 	if pods == nil {
 		pods = []pyPod{}
-	}
-	prev := "0"
-	if previous {
-		prev = "1"
 	}
 	files := map[string]string{
 		PythonFile:  Python(),
@@ -319,5 +358,136 @@ func TestSpawnerPython_homeClaims(t *testing.T) {
 	plain := mustBuild(t, Config{Home: homeSettings(RWX)})
 	if got := runPython(t, plain, nil, pods, 1, false); got.PVCNames["alice"] != "remembered-alice" {
 		t.Errorf("without home_claims: pvc names %v", got.PVCNames)
+	}
+}
+
+// Lists of named things merge by identity with what earlier configuration
+// set, the provider's entries winning in place; an earlier volume on the
+// home claim under another name goes with its mounts; dicts merge; the
+// earlier form (list or dict) is kept; loading twice changes nothing.
+func TestSpawnerPython_composesNamedListsAndDicts(t *testing.T) {
+	r := mustBuild(t, Config{Home: homeSettings(RWX), Extra: map[string]any{
+		"init_containers": []any{map[string]any{"name": "fix-perms", "image": "busybox:2"}},
+		"tolerations":     []any{map[string]any{"key": "gpu", "operator": "Equal", "value": "yes", "effect": "NoSchedule"}},
+		"environment":     map[string]any{"B": "provider"},
+		"volumes":         []any{map[string]any{"name": "scratch", "emptyDir": map[string]any{"medium": "Memory"}}},
+	}})
+	pre := map[string]any{
+		"pvc_name_template": "claim-{username}{servername}",
+		"volumes": []any{
+			map[string]any{"name": "old-home", "persistentVolumeClaim": map[string]any{"claimName": "claim-{username}{servername}"}},
+			map[string]any{"name": "shared", "persistentVolumeClaim": map[string]any{"claimName": "shared-storage"}},
+			map[string]any{"name": "scratch", "emptyDir": map[string]any{}},
+		},
+		"volume_mounts": []any{
+			map[string]any{"name": "old-home", "mountPath": "/home/jovyan"},
+			map[string]any{"name": "old-home", "mountPath": "/home/old", "subPath": "x"},
+			map[string]any{"name": "shared", "mountPath": "/shared"},
+		},
+		"init_containers": []any{map[string]any{"name": "fix-perms", "image": "busybox:1"}, map[string]any{"name": "install-nebi"}},
+		"tolerations":     []any{map[string]any{"key": "gpu", "operator": "Exists", "effect": "NoSchedule"}, map[string]any{"key": "spot", "operator": "Exists"}},
+		"environment":     map[string]any{"A": "earlier", "B": "earlier"},
+	}
+	for _, runs := range []int{1, 2} {
+		got := runPython(t, r, pre, nil, runs, false).Settings
+		want := map[string]string{
+			"volumes":         `[{"name":"shared","persistentVolumeClaim":{"claimName":"shared-storage"}},{"emptyDir":{"medium":"Memory"},"name":"scratch"},{"name":"home","persistentVolumeClaim":{"claimName":"{pvc_name}"}}]`,
+			"volume_mounts":   `[{"mountPath":"/home/jovyan","name":"home"},{"mountPath":"/shared","name":"shared"}]`,
+			"init_containers": `[{"image":"busybox:2","name":"fix-perms"},{"name":"install-nebi"}]`,
+			"tolerations":     `[{"effect":"NoSchedule","key":"gpu","operator":"Equal","value":"yes"},{"key":"spot","operator":"Exists"}]`,
+			"environment":     `{"A":"earlier","B":"provider"}`,
+		}
+		for k, w := range want {
+			if g := JSON(got[k]); g != w {
+				t.Errorf("runs=%d %s\n got: %s\nwant: %s", runs, k, g, w)
+			}
+		}
+	}
+	// z2jh's dict form stays a dict: its home volume (on the same claim)
+	// and that volume's mount give way, the deployer's entries stay.
+	pre = map[string]any{
+		"pvc_name_template": "claim-{username}",
+		"volumes": map[string]any{
+			"volume-{user_server}": map[string]any{"name": "volume-{user_server}", "persistentVolumeClaim": map[string]any{"claimName": "claim-{username}"}},
+			"data":                 map[string]any{"name": "data", "nfs": map[string]any{"server": "nfs", "path": "/"}},
+		},
+		"volume_mounts": map[string]any{
+			"volume-{user_server}": map[string]any{"name": "volume-{user_server}", "mountPath": "/home/jovyan"},
+			"0-data":               map[string]any{"name": "data", "mountPath": "/data"},
+		},
+	}
+	got := runPython(t, mustBuild(t, Config{Home: homeSettings(RWX)}), pre, nil, 2, false).Settings
+	if g, w := JSON(got["volumes"]), `{"data":{"name":"data","nfs":{"path":"/","server":"nfs"}},"home":{"name":"home","persistentVolumeClaim":{"claimName":"{pvc_name}"}}}`; g != w {
+		t.Errorf("dict volumes\n got: %s\nwant: %s", g, w)
+	}
+	if g, w := JSON(got["volume_mounts"]), `{"0-data":{"mountPath":"/data","name":"data"},"home":{"mountPath":"/home/jovyan","name":"home"}}`; g != w {
+		t.Errorf("dict volume_mounts\n got: %s\nwant: %s", g, w)
+	}
+}
+
+// Profiles compose with an earlier static list (a provider profile takes
+// the place of the earlier one with its slug; a provider default takes the
+// default) and with a per-user callable, whose gating stays: the earlier
+// profile only alice may see stays hers. Loading twice wraps once.
+func TestSpawnerPython_composesProfiles(t *testing.T) {
+	small := Profile{Slug: "small", DisplayName: "Small (provider)"}.Dict()
+	gpu := Profile{Slug: "gpu", DisplayName: "GPU (provider)", Default: true}.Dict()
+	r := mustBuild(t, Config{Home: homeSettings(RWX), Profiles: []map[string]any{small, gpu}})
+	pods := []pyPod{{User: "alice", Labels: map[string]string{}}, {User: "bob", Labels: map[string]string{}}}
+	static := map[string]any{"profile_list": []any{
+		map[string]any{"slug": "small", "display_name": "Small (earlier)"},
+		map[string]any{"slug": "big", "display_name": "Big", "default": true},
+	}}
+	want := `[["small","Small (provider)",false],["big","Big",false],["gpu","GPU (provider)",true]]`
+	for _, runs := range []int{1, 2} {
+		got := runPython(t, r, static, pods[:1], runs, false)
+		if g := JSON(got.Profiles["alice"]); g != want {
+			t.Errorf("runs=%d static list\n got: %s\nwant: %s", runs, g, want)
+		}
+		got = runPython(t, r, map[string]any{"earlier_profile_callable": []any{
+			map[string]any{"slug": "small", "display_name": "Small (earlier)"},
+			map[string]any{"slug": "alices", "display_name": "Alice's", "only": []any{"alice"}},
+		}}, pods, runs, false)
+		if g, w := JSON(got.Profiles["alice"]), `[["small","Small (provider)",false],["alices","Alice's",false],["gpu","GPU (provider)",true]]`; g != w {
+			t.Errorf("runs=%d callable, alice\n got: %s\nwant: %s", runs, g, w)
+		}
+		if g, w := JSON(got.Profiles["bob"]), `[["small","Small (provider)",false],["gpu","GPU (provider)",true]]`; g != w {
+			t.Errorf("runs=%d callable, bob\n got: %s\nwant: %s", runs, g, w)
+		}
+	}
+}
+
+// An earlier modify_pod_hook that pins every pod on the co-location label
+// (as dicts or as kubernetes models) no longer pins anyone under
+// ReadWriteMany, and only the legacy users with one term of the
+// provider's; the hook's other changes stay.
+func TestSpawnerPython_earlierHookColocation(t *testing.T) {
+	const label = "nebari.dev/colocate-user"
+	pods := []pyPod{
+		{User: "alice", Labels: map[string]string{"hub.jupyter.org/username": "alice"}},
+		{User: "bob", Labels: map[string]string{"hub.jupyter.org/username": "bob"}},
+	}
+	other := map[string]any{"labelSelector": map[string]any{"matchLabels": map[string]any{"team": "a"}}, "topologyKey": "kubernetes.io/hostname"}
+	for _, prev := range []string{"colocate", "colocate-model"} {
+		none := runPythonWith(t, mustBuild(t, Config{Home: homeSettings(RWX), ColocationLabel: label}), nil, pods, 2, prev)
+		for _, p := range none.Pods {
+			if _, ok := p.Labels[label]; ok || p.Labels["earlier-hook"] != "ran" {
+				t.Errorf("%s, none: labels %v", prev, p.Labels)
+			}
+			if prev == "colocate" && JSON(p.Affinity) != JSON(map[string]any{"podAffinity": map[string]any{"requiredDuringSchedulingIgnoredDuringExecution": []any{other}}}) {
+				t.Errorf("%s, none: affinity %s", prev, JSON(p.Affinity))
+			}
+			if prev == "colocate-model" && JSON(p.Affinity) != `{"node_affinity":"kept","pod_affinity":{"preferred_during_scheduling_ignored_during_execution":null,"required_during_scheduling_ignored_during_execution":null},"pod_anti_affinity":null}` {
+				t.Errorf("%s, none: affinity %s", prev, JSON(p.Affinity))
+			}
+		}
+		legacy := runPythonWith(t, mustBuild(t, Config{Home: homeSettings(RWX), ColocationLabel: label, LegacyUsers: []string{"alice"}}), nil, pods, 2, prev)
+		alice, bob := legacy.Pods[0], legacy.Pods[1]
+		if alice.Labels[label] != "alice" || !strings.Contains(JSON(alice.Affinity), JSON(colocationTerm(label, "alice"))) || strings.Count(JSON(alice.Affinity), label) != 1 {
+			t.Errorf("%s, legacy alice: %v %s", prev, alice.Labels, JSON(alice.Affinity))
+		}
+		if _, ok := bob.Labels[label]; ok || strings.Contains(JSON(bob.Affinity), label) {
+			t.Errorf("%s, legacy bob pinned: %v %s", prev, bob.Labels, JSON(bob.Affinity))
+		}
 	}
 }

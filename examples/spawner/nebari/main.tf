@@ -1,9 +1,13 @@
 # Nebari's data-science-pack (the z2jh chart as a subchart under
-# "jupyterhub:"). The pack mounts its own ConfigMap (<release>-hub-config)
-# at jupyterhub_config.d/; projected_config_maps keeps it there beside this
-# provider's file, which sorts after the pack's 01-spawner.py and so wins.
-# The pack's co-location label is nebari.dev/colocate-user: the file replaces
-# the pack's own templated affinity on it with the derived one.
+# "jupyterhub:"). The pack mounts its own ConfigMap
+# (nebari-data-science-pack-hub-config, named after the chart) at
+# jupyterhub_config.d/ through hub.extraVolumes; helm_values leaves that list
+# alone (it carries the provider's file in hub.extraFiles and applies it from
+# hub.extraConfig, after the pack's 00- to 03- files). The file composes with
+# the pack's: its volumes (shared, nebi-bin, nebi-config, singleuser-config),
+# init containers, hooks and per-user profile callable stay. The pack's
+# co-location label is nebari.dev/colocate-user: the file replaces the pack's
+# own templated affinity on it with the derived one.
 
 terraform {
   required_providers {
@@ -54,30 +58,24 @@ resource "jupyter_spawner_config" "hub" {
   namespace             = local.namespace
   home_storage_settings = jupyter_home_storage.homes.spawner_settings
   legacy_users          = jupyter_home_storage.homes.legacy_users
-  # These replace the pack's own profile list (jupyterhub.custom.profiles,
-  # filtered per user by its access keys). Leave profiles out to keep it.
+  # Added to the pack's own profiles (jupyterhub.custom.profiles, still
+  # filtered per user by its access keys); small-instance takes the place of
+  # the pack's profile with that slug. These are offered to every user.
   profiles = [
     jupyter_spawner_profile.small.profile_json,
     jupyter_spawner_profile.gpu.profile_json,
   ]
-  colocation_label      = "nebari.dev/colocate-user"
-  projected_config_maps = ["${local.release}-hub-config"]
-  extra_settings_json = jsonencode({
-    # The pack's own file adds this volume; this provider's file sets
-    # volumes after it, so list it here (appended to the home volume).
-    volumes       = [{ name = "singleuser-config", configMap = { name = "${local.release}-singleuser-config" } }]
-    volume_mounts = [{ name = "singleuser-config", mountPath = "/etc/jupyter/jupyter_server_config.py", subPath = "jupyter_server_config.py" }]
-  })
+  colocation_label = "nebari.dev/colocate-user"
+  home_mount_path  = "/home/jovyan" # the pack's notebook_dir and HOME
 }
 
 resource "helm_release" "data_science_pack" {
   name      = local.release
   namespace = local.namespace
   chart     = "nebari-data-science-pack" # from wherever your platform installs the pack
-  values = [yamlencode({
-    jupyterhub = merge(yamldecode(jupyter_spawner_config.hub.helm_values), {
-      # The pack configures the home itself (jhub-apps wants a volumes list).
-      singleuser = { storage = { type = "none", homeMountPath = "/home/jovyan" } }
-    })
-  })]
+  # helm_values holds maps only, so it merges with the pack's values.yaml
+  # (singleuser.storage.type stays "none": the file sets the home). Its
+  # hub.annotations checksum restarts the hub when legacy_users or
+  # home_claims change.
+  values = [yamlencode({ jupyterhub = yamldecode(jupyter_spawner_config.hub.helm_values) })]
 }

@@ -1,6 +1,9 @@
 # A plain zero-to-jupyterhub install whose storage and profiles come from
-# this provider. The ConfigMap holds the rendered jupyterhub_config.d file;
-# helm_values mounts it into the hub and sets what the chart has keys for.
+# this provider. helm_values carries the rendered file into the hub
+# (hub.extraFiles), applies it after the chart's settings (hub.extraConfig),
+# states the home in singleuser.storage and restarts the hub when the
+# configuration changes (hub.annotations). The ConfigMap holds the same file
+# for deployments that mount it themselves.
 
 terraform {
   required_providers {
@@ -63,6 +66,7 @@ resource "jupyter_spawner_config" "hub" {
     jupyter_spawner_profile.small.profile_json,
     jupyter_spawner_profile.gpu.profile_json,
   ]
+  home_mount_path     = "/home/jovyan" # singleuser.storage.homeMountPath
   extra_settings_json = jsonencode({ start_timeout = 600 })
 }
 
@@ -74,8 +78,9 @@ resource "helm_release" "jupyterhub" {
   version    = "4.2.0"
   values = [
     jupyter_spawner_config.hub.helm_values,
-    # Your own values go after it; note that hub.extraVolumes and
-    # hub.extraVolumeMounts replace the lists above if you set them.
+    # Your own values go after it. helm_values holds maps only, so they
+    # merge: your singleuser.storage.extraVolumes, hub.extraVolumes and
+    # singleuser.profileList stay, and the file composes with them.
     yamlencode({ proxy = { service = { type = "ClusterIP" } } }),
   ]
 }

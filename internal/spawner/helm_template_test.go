@@ -1,0 +1,226 @@
+package spawner
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"sigs.k8s.io/yaml"
+)
+
+// helmBinary is the test bed's Helm (tools/testbed/build.sh helm).
+func helmBinary(t *testing.T) string {
+	t.Helper()
+	dir := os.Getenv("TESTBED_BIN_DIR")
+	if dir == "" {
+		home, _ := os.UserHomeDir()
+		dir = filepath.Join(home, ".cache", "terraform-provider-jupyter", "testbed")
+	}
+	p := filepath.Join(dir, "helm")
+	if _, err := os.Stat(p); err != nil {
+		t.Fatalf("the test bed's helm is needed (%v): run make testbed", err)
+	}
+	return p
+}
+
+// z2jhChart is the zero-to-jupyterhub chart from ../shared/reference/ in a
+// temporary directory, with values.schema.json converted from
+// values.schema.yaml as chartpress does at release, so that Helm validates
+// the values against it.
+func z2jhChart(t *testing.T) string {
+	t.Helper()
+	src := reference(t, "z2jh", "chart")
+	dst := filepath.Join(t.TempDir(), "jupyterhub")
+	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		if d.IsDir() {
+			return os.MkdirAll(filepath.Join(dst, rel), 0o700)
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(dst, rel), b, 0o600)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(src, "values.schema.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	js, err := yaml.YAMLToJSON(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dst, "values.schema.json"), js, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return dst
+}
+
+// helmTemplate renders the chart with the values files, in order, and
+// returns the objects by kind/name.
+func helmTemplate(t *testing.T, chart string, values ...map[string]any) map[string]map[string]any {
+	t.Helper()
+	args := []string{"template", "hub", chart, "--namespace", "jupyter", "--kube-version", "1.35.0"}
+	dir := t.TempDir()
+	for i, v := range values {
+		p := filepath.Join(dir, string(rune('a'+i))+".yaml")
+		b, err := yaml.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		args = append(args, "-f", p)
+	}
+	cmd := exec.Command(helmBinary(t), args...)
+	cmd.Env = append(os.Environ(), "HELM_CACHE_HOME="+dir, "HELM_CONFIG_HOME="+dir, "HELM_DATA_HOME="+dir)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("helm template: %v\n%s", err, stderr.String())
+	}
+	objs := map[string]map[string]any{}
+	for _, doc := range strings.Split(string(out), "\n---") {
+		var m map[string]any
+		if err := yaml.Unmarshal([]byte(doc), &m); err != nil || m == nil {
+			continue
+		}
+		key := str(m["kind"]) + "/" + str(dig(m, "metadata.name"))
+		if _, dup := objs[key]; dup {
+			t.Fatalf("helm template renders %s twice", key)
+		}
+		objs[key] = m
+	}
+	return objs
+}
+
+// The chart rendered with the data-science-pack's values and the
+// provider's helm_values: the hub Deployment keeps the pack's volumes and
+// mounts, mounts the provider's files where the hub.extraConfig entry
+// reads them, and carries the checksum, which changes when only the
+// legacy users change (so helm upgrade restarts the hub then) and only
+// then.
+func TestSpawnerHelm_templateWithThePack(t *testing.T) {
+	chart := z2jhChart(t)
+	pack := yamlRef(t, "nebari-data-science-pack", "values.yaml")
+	sub, _ := pack["jupyterhub"].(map[string]any)
+	cfg := Config{Home: homeSettings(RWX), LegacyUsers: []string{"alice"}, ColocationLabel: "nebari.dev/colocate-user",
+		Profiles: []map[string]any{gpuProfileDict()}}
+	var objs map[string]map[string]any
+	render := func(c Config) (map[string]any, map[string]any, Result) {
+		r := mustBuild(t, c)
+		objs = helmTemplate(t, chart, sub, helmValuesOf(t, r))
+		dep, secret := objs["Deployment/hub"], objs["Secret/hub"]
+		if dep == nil || secret == nil {
+			t.Fatalf("no hub Deployment or Secret among %v", sortedKeys(objs))
+		}
+		return dep, secret, r
+	}
+	dep, secret, r := render(cfg)
+	rendered := objs
+
+	pod := dig(dep, "spec.template").(map[string]any)
+	if got := dig(pod, "metadata.annotations."+ChecksumAnnotation); got != Checksum(r) {
+		t.Errorf("hub pod annotation %s = %v, want %s", ChecksumAnnotation, got, Checksum(r))
+	}
+	volumes := map[string]map[string]any{}
+	for _, v := range list(dig(pod, "spec.volumes")) {
+		volumes[str(v["name"])] = v
+	}
+	for _, v := range []string{"custom-config", "oauth-client", "org-ca", "ca-merged", "files"} {
+		if volumes[v] == nil {
+			t.Errorf("hub pod lacks volume %s; has %v", v, sortedKeys(volumes))
+		}
+	}
+	var keys []string
+	for _, item := range list(dig(volumes["files"], "secret.items")) {
+		keys = append(keys, str(item["key"]))
+	}
+	if !slices.Contains(keys, ExtraFilePython) || !slices.Contains(keys, ExtraFileJSON) {
+		t.Errorf("the files volume carries %v", keys)
+	}
+	mounts := map[string]map[string]any{}
+	containers := list(dig(pod, "spec.containers"))
+	for _, m := range list(containers[0]["volumeMounts"]) {
+		mounts[str(m["mountPath"])] = m
+	}
+	for path, want := range map[string]string{
+		FilesDir + "/" + PythonFile:                      "files/" + ExtraFilePython,
+		FilesDir + "/" + JSONFile:                        "files/" + ExtraFileJSON,
+		"/usr/local/etc/jupyterhub/jupyterhub_config.d/": "custom-config/",
+		"/etc/oauth": "oauth-client/",
+	} {
+		m := mounts[path]
+		if got := str(m["name"]) + "/" + str(m["subPath"]); got != want {
+			t.Errorf("mount at %s = %q, want %q", path, got, want)
+		}
+	}
+	// The hub Secret holds the files' content as the hub reads it.
+	data := map[string]string{}
+	for k, v := range dig(secret, "stringData").(map[string]any) {
+		data[k] = str(v)
+	}
+	// (A literal block scalar in the Secret ends the file with a newline.)
+	if strings.TrimSuffix(data[ExtraFilePython], "\n") != strings.TrimSuffix(Python(), "\n") || strings.TrimSuffix(data[ExtraFileJSON], "\n") != JSON(r.Document()) {
+		t.Errorf("the hub Secret's files differ from the rendered file and document")
+	}
+	var doc map[string]any
+	if err := json.Unmarshal([]byte(data[ExtraFileJSON]), &doc); err != nil || dig(doc, "colocation.users.alice") != "alice" {
+		t.Errorf("document %v: %v", err, dig(doc, "colocation"))
+	}
+
+	// checksum/secret is left out: without a cluster to look the hub
+	// Secret up in, helm template generates its random secrets anew.
+	stable := func(pod map[string]any) string {
+		return JSON([]any{dig(pod, "metadata.annotations.checksum/config-map"), dig(pod, "metadata.annotations."+ChecksumAnnotation)})
+	}
+	if same, _, _ := render(cfg); stable(dig(same, "spec.template").(map[string]any)) != stable(pod) {
+		t.Error("the same configuration rendered another hub pod template: every helm upgrade would restart the hub")
+	}
+	cfg.LegacyUsers = []string{"alice", "bob"}
+	moved, _, _ := render(cfg)
+	if dig(moved, "spec.template.metadata.annotations."+ChecksumAnnotation) == dig(pod, "metadata.annotations."+ChecksumAnnotation) {
+		t.Error("a new legacy user left the hub pod's checksum annotation unchanged: helm upgrade would not restart the hub")
+	}
+
+	// Every object the chart renders is accepted by the API server.
+	t.Run("dry_run", func(t *testing.T) {
+		s := testAPIServer(t)
+		ns := s.namespace()
+		var notServed []string
+		for _, key := range sortedKeys(rendered) {
+			err := s.dryRun(ns, rendered[key])
+			switch {
+			case errors.Is(err, errNotServed):
+				notServed = append(notServed, key)
+			case err != nil:
+				t.Errorf("the API server rejects %s: %v", key, err)
+			}
+		}
+		// The chart renders only kinds Kubernetes itself serves; one it
+		// does not (a CRD's) would show here, and fail.
+		route := map[string]any{"apiVersion": "gateway.networking.k8s.io/v1", "kind": "HTTPRoute", "metadata": map[string]any{"name": "hub"}}
+		if err := s.dryRun(ns, route); !errors.Is(err, errNotServed) {
+			t.Errorf("a kind the test bed does not serve: %v, want it reported as not served", err)
+		}
+		if len(notServed) > 0 {
+			t.Errorf("the chart renders kinds the API server does not serve: %v", notServed)
+		}
+		t.Logf("%d objects accepted: %v", len(rendered)-len(notServed), sortedKeys(rendered))
+	})
+}

@@ -1,0 +1,174 @@
+"""Loads a hub's configuration the way zero-to-jupyterhub's hub loads it, then
+renders users' claims and pods with the real KubeSpawner.
+
+Input (argv[1], JSON):
+  z2jh_hub_dir    the chart's files/hub (jupyterhub_config.py, z2jh.py), read in place
+  kubespawner_dir the folder holding KubeSpawner's package, read in place
+  config_d        a folder with the jupyterhub_config.d files, loaded in sorted order
+  files_dir       the folder helm_values' hub.extraFiles put the provider's files in
+  values          the Helm values the chart was rendered with (chart defaults merged)
+  users           [{name, auth_state, profile, id}]
+
+It prints, per spawn (keyed by id, else by name: one user may spawn on
+several profiles), the profiles offered, the claim manifest and the pod
+manifest after pre_spawn_hook, load_user_options and modify_pod_hook, in
+the order the hub runs them.
+
+Only what the hub image has and Debian does not is stood in for:
+kubernetes_asyncio (python3-kubernetes' modules, whose generated models are
+the same; config loading is a no-op), oauthenticator and jhub_apps (classes
+and functions the configuration files import, doing nothing), and the
+mounted Secret and ConfigMap z2jh.py reads (the values given here).
+"""
+import asyncio
+import json
+import os
+import sys
+import types
+
+cfg = json.load(open(sys.argv[1]))
+# The configuration files print as they load; stdout carries only the result.
+out_stream = sys.stdout
+sys.stdout = sys.stderr
+
+# -- kubernetes_asyncio from python3-kubernetes ---------------------------
+import kubernetes
+import kubernetes.client
+import kubernetes.client.models
+import kubernetes.client.rest
+import kubernetes.config
+import kubernetes.watch
+
+for name, mod in {
+    "kubernetes_asyncio": kubernetes,
+    "kubernetes_asyncio.client": kubernetes.client,
+    "kubernetes_asyncio.client.models": kubernetes.client.models,
+    "kubernetes_asyncio.client.rest": kubernetes.client.rest,
+    "kubernetes_asyncio.config": kubernetes.config,
+    "kubernetes_asyncio.watch": kubernetes.watch,
+}.items():
+    sys.modules[name] = mod
+
+
+async def _load_kube_config(*args, **kwargs):
+    return None
+
+
+def _load_incluster_config(*args, **kwargs):
+    raise kubernetes.config.ConfigException("not in a cluster")
+
+
+kubernetes.config.load_kube_config = _load_kube_config
+kubernetes.config.load_incluster_config = _load_incluster_config
+
+# -- what the configuration files import that Debian lacks -----------------
+import traitlets.config
+
+
+def _module(name, **attrs):
+    mod = types.ModuleType(name)
+    mod.__dict__.update(attrs)
+    sys.modules[name] = mod
+    return mod
+
+
+class GenericOAuthenticator(traitlets.config.LoggingConfigurable):
+    pass
+
+
+class OAuthLogoutHandler:
+    pass
+
+
+_module("oauthenticator")
+_module("oauthenticator.generic", GenericOAuthenticator=GenericOAuthenticator)
+_module("oauthenticator.oauth2", OAuthLogoutHandler=OAuthLogoutHandler)
+_module("jhub_apps", theme_template_paths=[], themes=types.SimpleNamespace(DEFAULT_THEME={}))
+_module("jhub_apps.configuration", install_jhub_apps=lambda c, spawner_to_subclass=None: c)
+
+# -- z2jh.py, reading the given values instead of the mounted Secret --------
+sys.path.insert(0, cfg["kubespawner_dir"])
+sys.path.insert(0, cfg["z2jh_hub_dir"])
+import z2jh
+
+z2jh._load_config = lambda: json.loads(json.dumps(cfg["values"]))
+z2jh._get_config_value = lambda key: key
+z2jh.get_name = lambda name: name
+z2jh.get_secret_value = lambda key, default="never-explicitly-set": "secret"
+os.environ.setdefault("HUB_SERVICE_PORT", "8081")
+os.environ.setdefault("PROXY_API_SERVICE_PORT", "8001")
+os.environ.setdefault("POD_NAMESPACE", "jupyter")
+
+# -- the chart's jupyterhub_config.py, as the hub loads it -----------------
+c = traitlets.config.Config()
+path = os.path.join(cfg["z2jh_hub_dir"], "jupyterhub_config.py")
+src = open(path).read()
+src = src.replace('"/usr/local/etc/jupyterhub/jupyterhub_config.d"', repr(cfg["config_d"]))
+extra = {}
+for key, text in (cfg["values"].get("hub", {}).get("extraConfig") or {}).items():
+    extra[key] = text.replace("/usr/local/etc/jupyterhub/jupyter-spawner", cfg["files_dir"])
+cfg["values"].setdefault("hub", {})["extraConfig"] = extra
+z2jh_globals = {"__file__": path, "__name__": "__main__", "get_config": lambda: c}
+exec(compile(src, path, "exec"), z2jh_globals)
+
+# -- a user's spawn, with the real KubeSpawner -----------------------------
+from jupyterhub.objects import Hub
+from kubespawner import KubeSpawner
+
+
+class User:
+    def __init__(self, name, auth_state):
+        self.name = name
+        self.id = 1
+        self.url = f"/user/{name}/"
+        self.groups = []
+        self._auth_state = auth_state
+        self.spawners = {}
+        self.settings = {}
+
+    async def get_auth_state(self):
+        return self._auth_state
+
+
+def plain(v):
+    if hasattr(v, "to_dict"):
+        return kubernetes.client.ApiClient().sanitize_for_serialization(v)
+    return v
+
+
+async def spawn(u):
+    user = User(u["name"], u.get("auth_state"))
+    spawner = KubeSpawner(config=c, user=user, hub=Hub(), _mock=True)
+    profiles = spawner.profile_list
+    if callable(profiles):
+        profiles = profiles(spawner)
+        if asyncio.iscoroutine(profiles):
+            profiles = await profiles
+    if isinstance(profiles, dict):
+        profiles = [profiles[k] for k in sorted(profiles)]
+    offered = [p.get("slug") or p.get("display_name") for p in profiles or []]
+    # jhub-apps serves the profiles as JSON: they must stay serializable.
+    served = json.loads(json.dumps(profiles or []))
+    if spawner.pre_spawn_hook is not None:
+        r = spawner.pre_spawn_hook(spawner)
+        if asyncio.iscoroutine(r):
+            await r
+    spawner.user_options = {"profile": u["profile"]} if u.get("profile") else {}
+    await spawner.load_user_options()
+    pvc = plain(spawner.get_pvc_manifest())
+    pod = await spawner.get_pod_manifest()
+    if spawner.modify_pod_hook is not None:
+        pod = spawner.modify_pod_hook(spawner, pod)
+        if asyncio.iscoroutine(pod):
+            pod = await pod
+    return {"offered": offered, "served": served, "pvc": pvc, "pod": plain(pod), "pvc_name": spawner.pvc_name}
+
+
+async def main():
+    out = {}
+    for u in cfg["users"]:
+        out[u.get("id") or u["name"]] = await spawn(u)
+    return out
+
+
+print(json.dumps(asyncio.run(main())), file=out_stream)
