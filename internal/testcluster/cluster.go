@@ -49,6 +49,11 @@ type Options struct {
 	ControllerManager bool
 	// APIServerArgs are appended to kube-apiserver's flags.
 	APIServerArgs []string
+	// Node also starts a node where pods run (containerd, kubelet), the
+	// scheduler, and with the controller manager the controllers that pods,
+	// Jobs and dynamically provisioned volumes need (see node.go). Implies
+	// ControllerManager.
+	Node bool
 }
 
 // Cluster is a running test control plane.
@@ -72,6 +77,7 @@ type Cluster struct {
 	etcd *process
 	api  *process
 	kcm  *process
+	node *node
 }
 
 // BinDir resolves the directory of test bed binaries and checks that every
@@ -124,8 +130,13 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 	if err := c.StartAPIServer(ctx); err != nil {
 		return nil, err
 	}
-	if opts.ControllerManager {
+	if opts.ControllerManager || opts.Node {
 		if err := c.startControllerManager(); err != nil {
+			return nil, err
+		}
+	}
+	if opts.Node {
+		if err := c.startNode(ctx); err != nil {
 			return nil, err
 		}
 	}
@@ -168,13 +179,16 @@ func (c *Cluster) writeCredentials() error {
 		return err
 	}
 	c.AdminToken, c.LimitedToken = randomToken(), randomToken()
-	kcmToken := randomToken()
+	kcmToken, schedulerToken, kubeletToken := randomToken(), randomToken(), randomToken()
 	tokens := strings.Join([]string{
 		fmt.Sprintf("%s,%s,1,\"system:masters\"", c.AdminToken, AdminUser),
 		fmt.Sprintf("%s,%s,2", c.LimitedToken, LimitedUser),
 		// The controllers run with the manager's own identity (no per-controller
 		// service accounts here), so it needs more than its bootstrap role.
 		fmt.Sprintf("%s,system:kube-controller-manager,3,\"system:masters\"", kcmToken),
+		// The node's components, likewise (no Node authorizer here).
+		fmt.Sprintf("%s,system:kube-scheduler,4,\"system:masters\"", schedulerToken),
+		fmt.Sprintf("%s,system:node:%s,5,\"system:nodes,system:masters\"", kubeletToken, NodeName),
 	}, "\n") + "\n"
 	if err := writeFiles(c.Dir, map[string][]byte{
 		"ca.crt": p.caPEM, "apiserver.crt": srvCert, "apiserver.key": srvKey, "tokens.csv": []byte(tokens),
@@ -190,6 +204,12 @@ func (c *Cluster) writeCredentials() error {
 	c.Host = "https://127.0.0.1:" + strconv.Itoa(c.apiPort)
 	c.KubeconfigPath = c.path("kubeconfig")
 	if err := c.writeKubeconfig(c.KubeconfigPath, map[string]string{"admin": c.AdminToken, "limited": c.LimitedToken}, "admin"); err != nil {
+		return err
+	}
+	if err := c.writeKubeconfig(c.path("scheduler.kubeconfig"), map[string]string{"scheduler": schedulerToken}, "scheduler"); err != nil {
+		return err
+	}
+	if err := c.writeKubeconfig(c.path("kubelet.kubeconfig"), map[string]string{"kubelet": kubeletToken}, "kubelet"); err != nil {
 		return err
 	}
 	return c.writeKubeconfig(c.path("kcm.kubeconfig"), map[string]string{"kcm": kcmToken}, "kcm")
@@ -293,15 +313,21 @@ func (c *Cluster) startControllerManager() error {
 	if err != nil {
 		return err
 	}
+	controllers := []string{"persistentvolume-binder-controller", "persistentvolume-protection-controller", "persistentvolumeclaim-protection-controller"}
+	var extra []string
+	if c.opts.Node {
+		controllers, extra = append(controllers, nodeControllers...), nodeControllerArgs
+	}
 	args := []string{
 		"--kubeconfig=" + c.path("kcm.kubeconfig"),
 		"--authentication-kubeconfig=" + c.path("kcm.kubeconfig"),
 		"--authorization-kubeconfig=" + c.path("kcm.kubeconfig"),
 		"--bind-address=127.0.0.1", "--secure-port=" + strconv.Itoa(port),
 		"--cert-dir=" + c.path("kcm-certs"),
-		"--controllers=persistentvolume-binder-controller,persistentvolume-protection-controller,persistentvolumeclaim-protection-controller",
+		"--controllers=" + strings.Join(controllers, ","),
 		"--leader-elect=false",
 	}
+	args = append(args, extra...)
 	c.kcm, err = c.launcher.run("kube-controller-manager", filepath.Join(c.bin, "kube-controller-manager"), args, c.path("kcm.log"))
 	return err
 }
@@ -349,6 +375,7 @@ func (c *Cluster) Admin() kubernetes.Interface {
 func (c *Cluster) Stop() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.stopNode()
 	c.kcm.stop(10 * time.Second)
 	c.api.stop(15 * time.Second)
 	c.etcd.stop(10 * time.Second)

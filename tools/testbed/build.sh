@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Builds the test bed binaries (OpenTofu, etcd, kube-apiserver,
-# kube-controller-manager, Helm) from their Go modules into a cache outside git.
+# kube-controller-manager, Helm; kubelet and kube-scheduler for the node) from
+# their Go modules into a cache outside git, and the node's container images
+# (images.sh, from Debian's busybox-static and rsync: `make nodedeps`).
 #
 # The cache key is the component version plus a hash of the pinning go.mod and
 # go.sum, so a warm run only checks that the files exist and a version bump
@@ -41,7 +43,7 @@ for p in "$kv" "$cv"; do
   kube_ldflags+=" -X $p.gitMinor=$minor -X $p.gitTreeState=clean -X $p.buildDate=1970-01-01T00:00:00Z"
 done
 
-want="${*:-tofu etcd kube-apiserver kube-controller-manager helm}"
+want="${*:-tofu etcd kube-apiserver kube-controller-manager helm kubelet kube-scheduler images}"
 for w in $want; do
   case "$w" in
     tofu) build tofu tofu "$TOFU_VERSION" github.com/opentofu/opentofu/cmd/tofu \
@@ -52,6 +54,9 @@ for w in $want; do
             k8s.io/kubernetes/cmd/kube-controller-manager "$kube_ldflags" ;;
     helm) build helm helm "$HELM_VERSION" helm.sh/helm/v4/cmd/helm \
             "-s -w -X helm.sh/helm/v4/internal/version.version=v$HELM_VERSION" ;;
+    kubelet) build node kubelet "$KUBE_VERSION" k8s.io/kubernetes/cmd/kubelet "$kube_ldflags" ;;
+    kube-scheduler) build node kube-scheduler "$KUBE_VERSION" k8s.io/kubernetes/cmd/kube-scheduler "$kube_ldflags" ;;
+    images) archive="$("$here/images.sh" "$bin")"; ln -sf "$(basename "$archive")" "$bin/images.tar" ;;
     *) echo "testbed: unknown component $w" >&2; exit 2 ;;
   esac
 done
