@@ -16,17 +16,9 @@ import (
 // jupyterhub_config.d files in sorted order, then hub.extraConfig sorted by
 // key) with the values the chart renders, followed by real KubeSpawner
 // rendering a user's claim and pod. The upstream files are read in place
-// from ../shared/reference/ (upstream-sources.md); testdata/hub.py is the
-// driver.
-
-// The helpers live in internal/hubtest, which the examples' tests share.
-
-func reference(t *testing.T, parts ...string) string {
-	t.Helper()
-	return hubtest.Reference(t, parts...)
-}
-
-func readRef(t *testing.T, parts ...string) string { t.Helper(); return hubtest.ReadRef(t, parts...) }
+// from ../shared/reference/ (upstream-sources.md); internal/hubtest holds
+// the helpers, which the examples' tests share, and its testdata/hub.py is
+// the driver.
 
 func yamlRef(t *testing.T, parts ...string) map[string]any {
 	t.Helper()

@@ -14,7 +14,7 @@ resource "helm_release" "jupyterhub" {
   namespace  = "jhub"
   repository = "https://hub.jupyter.org/helm-chart/"
   chart      = "jupyterhub"
-  version    = "4.4.0"
+  version    = "4.4.0" # the data-science-pack pins it too; the tests render the chart at 48ea50e3 (main)
   values = [
     jupyter_spawner_config.hub.helm_values,
     # Your own values go after it. helm_values holds maps only, so they
