@@ -9,11 +9,15 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
+	pschema "github.com/hashicorp/terraform-plugin-framework/provider/schema"
 	"github.com/hashicorp/terraform-plugin-framework/providerserver"
 	"github.com/hashicorp/terraform-plugin-go/tfprotov6"
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"github.com/hashicorp/terraform-plugin-testing/plancheck"
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
+	"github.com/zclconf/go-cty/cty"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 
@@ -65,7 +69,7 @@ func exampleCases() map[string]exampleCase {
 	return map[string]exampleCase{
 		"z2jh": {
 			dir: "z2jh", files: []string{"terraform.tf", "main.tf", "helm.tf"},
-			skipped: map[string]string{"provider.tf": "the provider block; the test bed's is used"},
+			skipped: map[string]string{"provider.tf": "the provider block; the test bed's is used (TestExamplesSpawner_providerBlocks checks it)"},
 			edits: map[string][]edit{
 				"terraform.tf": {helmSource},
 				"main.tf":      {{`"jhub"`, `"NS"`, 2}},
@@ -386,5 +390,54 @@ func TestAccExamples_spawner(t *testing.T) {
 				},
 			})
 		})
+	}
+}
+
+// The provider blocks the examples leave to the user (z2jh's provider.tf,
+// which the acceptance test replaces with the test bed's) set only
+// settings the provider's schema has, with values of their type: every
+// file of examples/spawner is then read by OpenTofu or checked here.
+func TestExamplesSpawner_providerBlocks(t *testing.T) {
+	attrs := providerSchema().Attributes
+	checked := 0
+	for name, e := range exampleCases() {
+		for file := range e.skipped {
+			path := filepath.Join(hubtest.RepoRoot(t), "examples", "spawner", e.dir, file)
+			src, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f, diags := hclsyntax.ParseConfig(src, path, hcl.InitialPos)
+			if diags.HasErrors() {
+				t.Fatalf("%s: %s", name, diags)
+			}
+			body := f.Body.(*hclsyntax.Body)
+			if len(body.Attributes) != 0 || len(body.Blocks) != 1 || body.Blocks[0].Type != "provider" || body.Blocks[0].Labels[0] != "jupyter" {
+				t.Fatalf("%s: %s must hold only the jupyter provider block", name, path)
+			}
+			block := body.Blocks[0].Body
+			if len(block.Blocks) != 0 || len(block.Attributes) == 0 {
+				t.Errorf("%s: the provider block has nested blocks or no settings", path)
+			}
+			for key, a := range block.Attributes {
+				def, ok := attrs[key]
+				if !ok {
+					t.Errorf("%s: the provider has no setting %q", path, key)
+					continue
+				}
+				v, diags := a.Expr.Value(nil)
+				if diags.HasErrors() {
+					t.Errorf("%s: %s: %s", path, key, diags)
+					continue
+				}
+				if _, isString := def.(pschema.StringAttribute); isString != (v.Type() == cty.String) {
+					t.Errorf("%s: %s = %s, the provider's setting is %T", path, key, v.GoString(), def)
+				}
+				checked++
+			}
+		}
+	}
+	if checked == 0 {
+		t.Error("no provider block checked")
 	}
 }
