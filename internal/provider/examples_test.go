@@ -30,9 +30,9 @@ import (
 // written, read in place: terraform.tf (the required providers), main.tf
 // (the provider's resources) and helm.tf (the chart release,
 // hashicorp/helm, served by helmStandIn). What the test changes is listed
-// in exampleCase.edits: the namespace (a fresh one per test), helm's
-// provider source (the stand-in's address) and the
-// provider block (the test bed's, in place of z2jh's provider.tf). Then it
+// in exampleCase.edits: the namespace (a fresh one per test) and helm's
+// provider source (the stand-in's address); the provider block is the test
+// bed's, in place of z2jh's provider.tf. Then it
 // does what `helm upgrade` does with the release OpenTofu applied: renders
 // the chart with the release's values list, in order, and submits every
 // object to the API server (server-side dry run); loads the hub from those
@@ -138,7 +138,6 @@ type rendering struct {
 	objects map[string]map[string]any
 	hub     map[string]any // the hub Deployment's pod template
 	values  map[string]any // the z2jh values the hub reads (chart defaults merged)
-	docs    []string       // the z2jh values files, in order
 }
 
 // generatedSecrets is a values file with the secrets the chart generates
@@ -232,7 +231,7 @@ func (e exampleCase) render(t *testing.T, s *terraform.State, chart string, stri
 	if hub == nil {
 		t.Fatalf("no hub Deployment among %v", hubtest.SortedKeys(objects))
 	}
-	return rendering{objects: objects, hub: hub, values: values, docs: docs}
+	return rendering{objects: objects, hub: hub, values: values}
 }
 
 // spawn loads the hub from r and spawns the users; legacy users are pinned.
@@ -297,6 +296,9 @@ func annotations(tpl map[string]any) map[string]any {
 	return a
 }
 
+// Each example, applied on the test bed: alice has a ReadWriteOnce claim
+// (a legacy user), dave none (a new user); then bob's ReadWriteOnce claim
+// appears and only legacy_users changes.
 func TestAccExamples_spawner(t *testing.T) {
 	for name, e := range exampleCases() {
 		t.Run(name, func(t *testing.T) {
