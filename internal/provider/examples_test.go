@@ -2,6 +2,7 @@ package provider
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -11,8 +12,8 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
+	"github.com/hashicorp/hcl/v2/hclwrite"
 	pschema "github.com/hashicorp/terraform-plugin-framework/provider/schema"
-	"github.com/hashicorp/terraform-plugin-framework/providerserver"
 	"github.com/hashicorp/terraform-plugin-go/tfprotov6"
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"github.com/hashicorp/terraform-plugin-testing/plancheck"
@@ -29,10 +30,13 @@ import (
 // The examples under examples/spawner are planned and applied here as
 // written, read in place: terraform.tf (the required providers), main.tf
 // (the provider's resources) and helm.tf (the chart release,
-// hashicorp/helm, served by helmStandIn). What the test changes is listed
-// in exampleCase.edits: the namespace (a fresh one per test) and helm's
-// provider source (the stand-in's address); the provider block is the test
-// bed's, in place of z2jh's provider.tf. Then it
+// hashicorp/helm). hashicorp/helm cannot be installed here, and the test
+// does not pretend to run it: helm.tf's helm_release becomes OpenTofu's own
+// terraform_data whose input is the release's arguments, the same
+// expressions (helmRelease), and helm's provider block and requirement go.
+// What else the test changes is listed in exampleCase.edits: the namespace
+// (a fresh one per test); the provider block is the test bed's, in place of
+// z2jh's provider.tf. Then it
 // does what `helm upgrade` does with the release OpenTofu applied: renders
 // the chart with the release's values list, in order, and submits every
 // object to the API server (server-side dry run); loads the hub from those
@@ -52,7 +56,7 @@ type exampleCase struct {
 	files    []string          // the files OpenTofu reads, in the order given
 	skipped  map[string]string // files not read, and why
 	edits    map[string][]edit // per file; "NS" in new is the test's namespace
-	release  string            // the helm_release's address
+	release  string            // the address of the release's stand-in (terraform_data, see helmRelease)
 	chart    string            // its chart
 	subchart string            // the key the z2jh values sit under, "" for the z2jh chart itself
 	class    string            // the home storage's class
@@ -65,7 +69,7 @@ type exampleCase struct {
 }
 
 func exampleCases() map[string]exampleCase {
-	helmSource := edit{`source = "hashicorp/helm"`, `source = "` + acctest.ProviderSource[:strings.Index(acctest.ProviderSource, "/")] + `/helm"`, 1}
+	helmSource := edit{`    helm    = { source = "hashicorp/helm" }` + "\n", "", 1}
 	return map[string]exampleCase{
 		"z2jh": {
 			dir: "z2jh", files: []string{"terraform.tf", "main.tf", "helm.tf"},
@@ -75,7 +79,7 @@ func exampleCases() map[string]exampleCase {
 				"main.tf":      {{`"jhub"`, `"NS"`, 2}},
 				"helm.tf":      {{`"jhub"`, `"NS"`, 1}},
 			},
-			release: "helm_release.jupyterhub", chart: "jupyterhub", class: "efs",
+			release: "terraform_data.jupyterhub", chart: "jupyterhub", class: "efs",
 			label: spawner.DefaultColocationLabel, small: "small", gpu: "gpu",
 			configD: func(*testing.T, string) {},
 		},
@@ -85,7 +89,7 @@ func exampleCases() map[string]exampleCase {
 				"terraform.tf": {helmSource},
 				"main.tf":      {{`namespace = "nebari"`, `namespace = "NS"`, 1}},
 			},
-			release: "helm_release.data_science_pack", chart: "nebari-data-science-pack", subchart: "jupyterhub", class: "longhorn",
+			release: "terraform_data.data_science_pack", chart: "nebari-data-science-pack", subchart: "jupyterhub", class: "longhorn",
 			label: "nebari.dev/colocate-user", small: "small-instance", gpu: "gpu-instance",
 			auth:    map[string]any{"groups": []any{"/data-team"}},
 			configD: func(t *testing.T, dir string) { hubtest.PackConfigD(t, dir) },
@@ -121,16 +125,90 @@ func (e exampleCase) config(t *testing.T, ns string) string {
 			}
 			text = strings.ReplaceAll(text, ed.old, strings.ReplaceAll(ed.new, "NS", ns))
 		}
+		if name == "helm.tf" {
+			text = helmRelease(t, text)
+		}
 		out += "\n# " + name + "\n" + text
 	}
 	return out
 }
 
-// exampleFactories serve the provider and the helm stand-in.
+// helmRelease turns helm.tf into what OpenTofu can apply here: each
+// helm_release becomes a terraform_data (OpenTofu's own) whose input holds
+// the release's arguments as written, the same expressions, evaluated by
+// OpenTofu, and an output helm_release_<name> carries them to the test;
+// helm's provider block goes. A release with a nested block (set, ...)
+// fails the test: it would need rendering too.
+func helmRelease(t *testing.T, text string) string {
+	t.Helper()
+	f, diags := hclwrite.ParseConfig([]byte(text), "helm.tf", hcl.InitialPos)
+	if diags.HasErrors() {
+		t.Fatalf("helm.tf: %v", diags)
+	}
+	body := f.Body()
+	releases := 0
+	for _, b := range body.Blocks() {
+		switch {
+		case b.Type() == "provider" && b.Labels()[0] == "helm":
+			body.RemoveBlock(b)
+		case b.Type() == "resource" && b.Labels()[0] == "helm_release":
+			if len(b.Body().Blocks()) > 0 {
+				t.Fatalf("helm_release.%s has nested blocks; the test renders only its arguments", b.Labels()[1])
+			}
+			var fields []hclwrite.ObjectAttrTokens
+			for _, k := range slices.Sorted(maps.Keys(b.Body().Attributes())) {
+				fields = append(fields, hclwrite.ObjectAttrTokens{Name: hclwrite.TokensForIdentifier(k), Value: b.Body().Attributes()[k].Expr().BuildTokens(nil)})
+			}
+			name := b.Labels()[1]
+			body.RemoveBlock(b)
+			data := body.AppendNewBlock("resource", []string{"terraform_data", name}).Body()
+			data.SetAttributeRaw("input", hclwrite.TokensForObject(fields))
+			body.AppendNewBlock("output", []string{"helm_release_" + name}).Body().
+				SetAttributeTraversal("value", hcl.Traversal{hcl.TraverseRoot{Name: "terraform_data"}, hcl.TraverseAttr{Name: name}, hcl.TraverseAttr{Name: "output"}})
+			releases++
+		default:
+			t.Fatalf("helm.tf holds a %s %v the test does not know", b.Type(), b.Labels())
+		}
+	}
+	if releases != 1 {
+		t.Fatalf("helm.tf holds %d helm_release, the test expects 1", releases)
+	}
+	return string(f.Bytes())
+}
+
+// releaseArgs flattens a release's arguments, as its output carries them,
+// into "chart", "values.#", "values.0", ...: string arguments and the list
+// of values, which is all a release of the examples sets.
+func releaseArgs(t *testing.T, v any) map[string]string {
+	t.Helper()
+	m, ok := v.(map[string]any)
+	if !ok {
+		t.Fatalf("the release's arguments are %T, not an object", v)
+	}
+	out := map[string]string{}
+	for k, x := range m {
+		switch x := x.(type) {
+		case string:
+			out[k] = x
+		case []any:
+			out[k+".#"] = strconv.Itoa(len(x))
+			for i, e := range x {
+				s, ok := e.(string)
+				if !ok {
+					t.Fatalf("the release's %s[%d] is %T, not a string", k, i, e)
+				}
+				out[k+"."+strconv.Itoa(i)] = s
+			}
+		default:
+			t.Fatalf("the release's %s is %T; the test knows strings and lists of strings", k, x)
+		}
+	}
+	return out
+}
+
+// exampleFactories serve the provider.
 func exampleFactories() map[string]func() (tfprotov6.ProviderServer, error) {
-	f := factories(Options{})
-	f["helm"] = providerserver.NewProtocol6WithError(helmStandIn{})
-	return f
+	return factories(Options{})
 }
 
 // rendering is the chart as helm upgrade renders the applied release.
@@ -168,11 +246,11 @@ func generatedSecrets(values map[string]any) string {
 // strip removes the provider's checksum annotation from the values first.
 func (e exampleCase) render(t *testing.T, s *terraform.State, chart string, strip bool) rendering {
 	t.Helper()
-	rs, ok := s.RootModule().Resources[e.release]
+	out, ok := s.RootModule().Outputs["helm_release_"+strings.TrimPrefix(e.release, "terraform_data.")]
 	if !ok {
-		t.Fatalf("no %s in the state", e.release)
+		t.Fatalf("no release %s in the outputs", e.release)
 	}
-	a := rs.Primary.Attributes
+	a := releaseArgs(t, out.Value)
 	if a["chart"] != e.chart {
 		t.Fatalf("%s installs chart %q, the test renders %q", e.release, a["chart"], e.chart)
 	}
