@@ -12,8 +12,12 @@ import (
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/testcluster"
 )
 
+// The API server allows privileged containers, as clusters that run
+// zero-to-jupyterhub do (kubeadm's and the managed ones set
+// --allow-privileged): the user pods of the examples (examples_test.go)
+// carry the chart's privileged block-cloud-metadata init container.
 func TestMain(m *testing.M) {
-	os.Exit(acctest.Run(m, testcluster.Options{ControllerManager: true}))
+	os.Exit(acctest.Run(m, testcluster.Options{ControllerManager: true, APIServerArgs: []string{"--allow-privileged=true"}}))
 }
 
 // protoV6ProviderFactories serve the provider in-process to OpenTofu.

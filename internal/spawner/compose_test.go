@@ -1,18 +1,13 @@
 package spawner
 
 import (
-	"encoding/json"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"regexp"
-	"runtime"
 	"slices"
 	"strings"
 	"testing"
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/hubtest"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/kubespawner"
 )
 
@@ -21,190 +16,40 @@ import (
 // jupyterhub_config.d files in sorted order, then hub.extraConfig sorted by
 // key) with the values the chart renders, followed by real KubeSpawner
 // rendering a user's claim and pod. The upstream files are read in place
-// from ../shared/reference/ (upstream-sources.md); testdata/hub.py is the
-// driver.
-
-// reference is the path of an upstream file under ../shared/reference/.
-func reference(t *testing.T, parts ...string) string {
-	t.Helper()
-	_, file, _, _ := runtime.Caller(0)
-	dir := filepath.Dir(file)
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("cannot find the repository root (go.mod) above " + file)
-		}
-		dir = parent
-	}
-	p := filepath.Join(append([]string{dir, "..", "shared", "reference"}, parts...)...)
-	if _, err := os.Stat(p); err != nil {
-		t.Fatalf("upstream source %s is needed (see upstream-sources.md): %v", p, err)
-	}
-	return p
-}
-
-func readRef(t *testing.T, parts ...string) string {
-	t.Helper()
-	b, err := os.ReadFile(reference(t, parts...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
-}
+// from ../shared/reference/ (upstream-sources.md); internal/hubtest holds
+// the helpers, which the examples' tests share, and its testdata/hub.py is
+// the driver.
 
 func yamlRef(t *testing.T, parts ...string) map[string]any {
 	t.Helper()
-	var m map[string]any
-	if err := yaml.Unmarshal([]byte(readRef(t, parts...)), &m); err != nil {
-		t.Fatal(err)
-	}
-	return m
+	return hubtest.YAMLRef(t, parts...)
 }
 
-// mergeValues merges src into dst as Helm merges values files: maps merge
-// key by key, anything else (lists included) is replaced.
-func mergeValues(dst, src map[string]any) map[string]any {
-	if dst == nil {
-		dst = map[string]any{}
-	}
-	for k, v := range src {
-		if sm, ok := v.(map[string]any); ok {
-			if dm, ok := dst[k].(map[string]any); ok {
-				dst[k] = mergeValues(dm, sm)
-				continue
-			}
-			dst[k] = mergeValues(map[string]any{}, sm)
-			continue
-		}
-		dst[k] = v
-	}
-	return dst
-}
+func mergeValues(dst, src map[string]any) map[string]any { return hubtest.MergeValues(dst, src) }
 
-// z2jhValues are the chart's defaults as the hub Secret carries them.
-func z2jhValues(t *testing.T) map[string]any {
-	v := yamlRef(t, "z2jh", "chart", "values.yaml")
-	v["Chart"] = map[string]any{"Name": "jupyterhub", "Version": "4.4.0"}
-	v["Release"] = map[string]any{"Name": "hub", "Namespace": "jupyter"}
-	return v
-}
+func z2jhValues(t *testing.T) map[string]any { t.Helper(); return hubtest.Z2jhValues(t) }
 
-// packConfigD writes the data-science-pack's jupyterhub_config.d files as
-// its templates/hub-config.yaml renders them: 00-chart-derived.py from the
-// template (its Helm expressions given test values), the others from
-// config/jupyterhub/ with the placeholders the template replaces.
-func packConfigD(t *testing.T, dir string) {
-	t.Helper()
-	tpl := readRef(t, "nebari-data-science-pack", "templates", "hub-config.yaml")
-	start := strings.Index(tpl, "  00-chart-derived.py: |\n")
-	end := strings.Index(tpl, "  00-gateway-auth.py: |")
-	if start < 0 || end < start {
-		t.Fatal("templates/hub-config.yaml no longer renders 00-chart-derived.py before 00-gateway-auth.py")
-	}
-	var lines []string
-	for _, l := range strings.Split(tpl[start:end], "\n")[1:] {
-		lines = append(lines, strings.TrimPrefix(l, "    "))
-	}
-	derived := strings.Join(lines, "\n")
-	derived = strings.ReplaceAll(derived, `{{ include "nebari-data-science-pack.nebiImage" . | quote }}`, `"quay.io/nebari/nebi:test"`)
-	derived = regexp.MustCompile(`\{\{ ternary "True" "False" [^}]*\}\}`).ReplaceAllString(derived, "True")
-	derived = regexp.MustCompile(`\{\{[^}]*\| quote \}\}`).ReplaceAllString(derived, `""`)
-	if strings.Contains(derived, "{{") {
-		t.Fatalf("00-chart-derived.py has Helm expressions this test does not render:\n%s", derived)
-	}
-	files := map[string]string{"00-chart-derived.py": derived}
-	for _, name := range []string{"00-gateway-auth.py", "01-spawner.py", "02-jhub-apps.py", "03-nebi-envs.py"} {
-		files[name] = readRef(t, "nebari-data-science-pack", "config", "jupyterhub", name)
-	}
-	files["01-spawner.py"] = strings.NewReplacer("__SINGLEUSER_CONFIG_CM__", "nebari-data-science-pack-singleuser-config",
-		"__NEBI_CONFIG_CM__", "nebari-data-science-pack-nebi-config").Replace(files["01-spawner.py"])
-	for name, text := range files {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
+func packConfigD(t *testing.T, dir string) { t.Helper(); hubtest.PackConfigD(t, dir) }
 
-type hubUser struct {
-	Name      string         `json:"name"`
-	AuthState map[string]any `json:"auth_state,omitempty"`
-	Profile   string         `json:"profile,omitempty"`
-	ID        string         `json:"id,omitempty"` // the key of the result, default Name
-}
-
-type hubSpawn struct {
-	Offered []string       `json:"offered"`
-	Served  []any          `json:"served"`
-	PVC     map[string]any `json:"pvc"`
-	Pod     map[string]any `json:"pod"`
-	PVCName string         `json:"pvc_name"`
-}
-
-// requireHub fails (never skips) without the Debian packages the driver needs.
-func requireHub(t *testing.T) {
-	t.Helper()
-	out, err := exec.Command(python, "-c", "import traitlets, jupyterhub, kubernetes, escapism, slugify, jinja2, yaml, tornado.curl_httpclient").CombinedOutput()
-	if err != nil {
-		t.Fatalf("%s lacks what the hub needs (%v: %s). Install it: make pydeps", python, err, out)
-	}
-}
+type (
+	hubUser  = hubtest.HubUser
+	hubSpawn = hubtest.HubSpawn
+	podFacts = hubtest.PodFacts
+)
 
 // runHub loads the configuration (values rendered by the chart, the
 // jupyterhub_config.d files in configD, the provider's files where
 // helm_values' hub.extraFiles put them) and spawns the users.
-func runHub(t *testing.T, values map[string]any, configD string, r Result, users []hubUser) map[string]hubSpawn {
+func runHub(t *testing.T, values map[string]any, configD string, _ Result, users []hubUser) map[string]hubSpawn {
 	t.Helper()
-	requireHub(t)
-	dir := t.TempDir()
-	files := filepath.Join(dir, "files")
-	if err := os.MkdirAll(files, 0o700); err != nil {
-		t.Fatal(err)
-	}
 	extra, _ := dig(values, "hub.extraFiles").(map[string]any)
 	for _, key := range []string{ExtraFilePython, ExtraFileJSON} {
 		f, _ := extra[key].(map[string]any)
-		mount, _ := f["mountPath"].(string)
-		if !strings.HasPrefix(mount, FilesDir+"/") {
+		if mount := str(f["mountPath"]); !strings.HasPrefix(mount, FilesDir+"/") {
 			t.Fatalf("hub.extraFiles.%s.mountPath = %q, not in %s", key, mount, FilesDir)
 		}
-		data, _ := f["stringData"].(string)
-		if err := os.WriteFile(filepath.Join(files, filepath.Base(mount)), []byte(data), 0o600); err != nil {
-			t.Fatal(err)
-		}
 	}
-	in := map[string]any{
-		"z2jh_hub_dir":    reference(t, "z2jh", "chart", "files", "hub"),
-		"kubespawner_dir": reference(t, "kubespawner"),
-		"config_d":        configD,
-		"files_dir":       files,
-		"values":          values,
-		"users":           users,
-	}
-	inPath := filepath.Join(dir, "in.json")
-	if err := os.WriteFile(inPath, []byte(JSON(in)), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(python, filepath.Join("testdata", "hub.py"), inPath)
-	cmd.Env = append(os.Environ(), "PYTHONNOUSERSITE=1")
-	cmd.Dir = filepath.Dir(inPath)
-	wd, _ := os.Getwd()
-	cmd.Args[1] = filepath.Join(wd, "testdata", "hub.py")
-	out, err := cmd.Output()
-	if err != nil {
-		var stderr string
-		if ee, ok := err.(*exec.ExitError); ok {
-			stderr = string(ee.Stderr)
-		}
-		t.Fatalf("hub: %v\n%s", err, stderr)
-	}
-	var res map[string]hubSpawn
-	if err := json.Unmarshal(out, &res); err != nil {
-		t.Fatalf("driver output: %v\n%s", err, out)
-	}
-	return res
+	return hubtest.RunHub(t, values, configD, FilesDir, users)
 }
 
 // helmValuesOf renders r's helm_values and reads them back as a values file.
@@ -221,83 +66,11 @@ func helmValuesOf(t *testing.T, r Result) map[string]any {
 	return m
 }
 
-func list(v any) []map[string]any {
-	var out []map[string]any
-	items, _ := v.([]any)
-	for _, x := range items {
-		if m, ok := x.(map[string]any); ok {
-			out = append(out, m)
-		}
-	}
-	return out
-}
+func list(v any) []map[string]any { return hubtest.List(v) }
 
-func str(v any) string { s, _ := v.(string); return s }
+func str(v any) string { return hubtest.Str(v) }
 
-// podFacts reads what the assertions need from a pod manifest.
-type podFacts struct {
-	volumes  map[string]map[string]any
-	mounts   map[string]string // mountPath -> volume name, main container
-	inits    []string
-	labels   map[string]string
-	affinity []map[string]any // required pod affinity terms
-}
-
-func factsOf(t *testing.T, pod map[string]any) podFacts {
-	t.Helper()
-	f := podFacts{volumes: map[string]map[string]any{}, mounts: map[string]string{}, labels: map[string]string{}}
-	spec, _ := pod["spec"].(map[string]any)
-	for _, v := range list(spec["volumes"]) {
-		name := str(v["name"])
-		if _, dup := f.volumes[name]; dup {
-			t.Errorf("volume %q twice: the API server rejects the pod", name)
-		}
-		f.volumes[name] = v
-	}
-	containers := list(spec["containers"])
-	for i, c := range append(slices.Clone(containers), list(spec["initContainers"])...) {
-		seen := map[string]bool{}
-		for _, m := range list(c["volumeMounts"]) {
-			if _, ok := f.volumes[str(m["name"])]; !ok {
-				t.Errorf("container %s mounts volume %q, which the pod lacks: the API server rejects the pod", str(c["name"]), str(m["name"]))
-			}
-			if seen[str(m["mountPath"])] {
-				t.Errorf("container %s mounts %s twice: the API server rejects the pod", str(c["name"]), str(m["mountPath"]))
-			}
-			seen[str(m["mountPath"])] = true
-			if i == 0 {
-				f.mounts[str(m["mountPath"])] = str(m["name"])
-			}
-		}
-		if i >= len(containers) {
-			f.inits = append(f.inits, str(c["name"]))
-		}
-	}
-	meta, _ := pod["metadata"].(map[string]any)
-	for k, v := range meta["labels"].(map[string]any) {
-		f.labels[k] = str(v)
-	}
-	f.affinity = list(dig(spec, "affinity.podAffinity.requiredDuringSchedulingIgnoredDuringExecution"))
-	return f
-}
-
-// colocationTerms are the required pod affinity terms selecting on label.
-func (f podFacts) colocationTerms(label string) []string {
-	var out []string
-	for _, term := range f.affinity {
-		for _, e := range list(dig(term, "labelSelector.matchExpressions")) {
-			if str(e["key"]) == label {
-				out = append(out, JSON(e["values"]))
-			}
-		}
-		if labels, ok := dig(term, "labelSelector.matchLabels").(map[string]any); ok {
-			if v, ok := labels[label]; ok {
-				out = append(out, JSON(v))
-			}
-		}
-	}
-	return out
-}
+func factsOf(t *testing.T, pod map[string]any) podFacts { t.Helper(); return hubtest.FactsOf(t, pod) }
 
 // earlierHook is a hub.extraConfig entry, sorted before the provider's,
 // whose modify_pod_hook pins every pod on label, the way a deployment's
@@ -366,8 +139,8 @@ func TestSpawnerCompose_nebariDataSciencePack(t *testing.T) {
 		t.Errorf("KubeSpawner names %s's claim %q, the provider %q", email, got[email].PVCName, wantClaim)
 	}
 	fe := factsOf(t, got[email].Pod)
-	if v := fe.labels["hub.jupyter.org/username"]; v == "" || fe.labels[label] != v || JSON(fe.colocationTerms(label)) != JSON([]string{JSON([]string{v})}) {
-		t.Errorf("%s: username label %q, co-location label %q, terms %v", email, v, fe.labels[label], fe.colocationTerms(label))
+	if v := fe.Labels["hub.jupyter.org/username"]; v == "" || fe.Labels[label] != v || JSON(fe.ColocationTerms(label)) != JSON([]string{JSON([]string{v})}) {
+		t.Errorf("%s: username label %q, co-location label %q, terms %v", email, v, fe.Labels[label], fe.ColocationTerms(label))
 	}
 
 	// Profiles: the pack's per-user callable still gates its own; the
@@ -393,35 +166,35 @@ func TestSpawnerCompose_nebariDataSciencePack(t *testing.T) {
 			t.Errorf("%s: new claims are %s, want ReadWriteMany", name, modes)
 		}
 		f := factsOf(t, s.Pod)
-		if f.mounts["/home/jovyan"] != "home" || dig(f.volumes["home"], "persistentVolumeClaim.claimName") != "claim-"+name {
-			t.Errorf("%s: home mount %q volume %v", name, f.mounts["/home/jovyan"], f.volumes["home"])
+		if f.Mounts["/home/jovyan"] != "home" || dig(f.Volumes["home"], "persistentVolumeClaim.claimName") != "claim-"+name {
+			t.Errorf("%s: home mount %q volume %v", name, f.Mounts["/home/jovyan"], f.Volumes["home"])
 		}
 		for _, v := range []string{"shared", "nebi-bin", "nebi-config", "singleuser-config"} {
-			if _, ok := f.volumes[v]; !ok {
-				t.Errorf("%s: the pack's volume %s was dropped; volumes %v", name, v, sortedKeys(f.volumes))
+			if _, ok := f.Volumes[v]; !ok {
+				t.Errorf("%s: the pack's volume %s was dropped; volumes %v", name, v, sortedKeys(f.Volumes))
 			}
 		}
-		if f.mounts["/usr/local/bin/nebi"] != "nebi-bin" || f.mounts["/etc/nebi/config.yaml"] != "nebi-config" {
-			t.Errorf("%s: the pack's mounts were dropped: %v", name, f.mounts)
+		if f.Mounts["/usr/local/bin/nebi"] != "nebi-bin" || f.Mounts["/etc/nebi/config.yaml"] != "nebi-config" {
+			t.Errorf("%s: the pack's mounts were dropped: %v", name, f.Mounts)
 		}
-		if !slices.Contains(f.inits, "install-nebi") || !slices.Contains(f.inits, "block-cloud-metadata") {
-			t.Errorf("%s: init containers %v, want the pack's install-nebi and the chart's block-cloud-metadata", name, f.inits)
+		if !slices.Contains(f.Inits, "install-nebi") || !slices.Contains(f.Inits, "block-cloud-metadata") {
+			t.Errorf("%s: init containers %v, want the pack's install-nebi and the chart's block-cloud-metadata", name, f.Inits)
 		}
 	}
 	fa, fb := factsOf(t, alice.Pod), factsOf(t, bob.Pod)
-	if _, ok := fa.volumes["datasets"]; !ok || fa.mounts["/datasets"] != "datasets" {
-		t.Errorf("alice's gpu profile volume is missing: %v", fa.mounts)
+	if _, ok := fa.Volumes["datasets"]; !ok || fa.Mounts["/datasets"] != "datasets" {
+		t.Errorf("alice's gpu profile volume is missing: %v", fa.Mounts)
 	}
-	if fa.mounts["/shared/gpu-team"] != "shared" || !slices.Contains(fa.inits, "initialize-shared-mounts") {
-		t.Errorf("the pack's group mount for alice was dropped by the gpu profile's volumes: %v %v", fa.mounts, fa.inits)
+	if fa.Mounts["/shared/gpu-team"] != "shared" || !slices.Contains(fa.Inits, "initialize-shared-mounts") {
+		t.Errorf("the pack's group mount for alice was dropped by the gpu profile's volumes: %v %v", fa.Mounts, fa.Inits)
 	}
 	// Co-location: alice (legacy ReadWriteOnce claim) is pinned with one
 	// term; bob is not, although the pack and an earlier hook pin everyone.
-	if fa.labels[label] != "alice" || JSON(fa.colocationTerms(label)) != `["[\"alice\"]"]` {
-		t.Errorf("alice: label %q terms %v", fa.labels[label], fa.colocationTerms(label))
+	if fa.Labels[label] != "alice" || JSON(fa.ColocationTerms(label)) != `["[\"alice\"]"]` {
+		t.Errorf("alice: label %q terms %v", fa.Labels[label], fa.ColocationTerms(label))
 	}
-	if _, ok := fb.labels[label]; ok || len(fb.colocationTerms(label)) > 0 {
-		t.Errorf("bob is pinned: label %q terms %v", fb.labels[label], fb.colocationTerms(label))
+	if _, ok := fb.Labels[label]; ok || len(fb.ColocationTerms(label)) > 0 {
+		t.Errorf("bob is pinned: label %q terms %v", fb.Labels[label], fb.ColocationTerms(label))
 	}
 	// The API server accepts every claim and pod rendered.
 	t.Run("dry_run", func(t *testing.T) { dryRunSpawns(t, testAPIServer(t), got) })
@@ -458,11 +231,11 @@ func TestSpawnerCompose_z2jh(t *testing.T) {
 			t.Errorf("%s: claim %s %s", name, s.PVCName, modes)
 		}
 		f := factsOf(t, s.Pod)
-		if f.mounts["/home/"+name] != "home" || f.mounts["/scratch"] != "scratch" || len(f.mounts) != 2+boolInt(name == "carol") {
-			t.Errorf("%s: mounts %v", name, f.mounts)
+		if f.Mounts["/home/"+name] != "home" || f.Mounts["/scratch"] != "scratch" || len(f.Mounts) != 2+boolInt(name == "carol") {
+			t.Errorf("%s: mounts %v", name, f.Mounts)
 		}
 		var homeVolumes []string
-		for n, v := range f.volumes {
+		for n, v := range f.Volumes {
 			if dig(v, "persistentVolumeClaim.claimName") == "claim-"+name {
 				homeVolumes = append(homeVolumes, n)
 			}
@@ -470,8 +243,8 @@ func TestSpawnerCompose_z2jh(t *testing.T) {
 		if !slices.Equal(homeVolumes, []string{"home"}) {
 			t.Errorf("%s: volumes on the home claim %v, want only the provider's", name, homeVolumes)
 		}
-		if f.labels[DefaultColocationLabel] != name || len(f.colocationTerms(DefaultColocationLabel)) != 1 {
-			t.Errorf("%s: not pinned under ReadWriteOnce: %v %v", name, f.labels, f.affinity)
+		if f.Labels[DefaultColocationLabel] != name || len(f.ColocationTerms(DefaultColocationLabel)) != 1 {
+			t.Errorf("%s: not pinned under ReadWriteOnce: %v %v", name, f.Labels, f.Affinity)
 		}
 	}
 	t.Run("dry_run", func(t *testing.T) { dryRunSpawns(t, testAPIServer(t), got) })

@@ -1,112 +1,22 @@
 package spawner
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
-	"io/fs"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
-	"sigs.k8s.io/yaml"
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/hubtest"
 )
 
-// helmBinary is the test bed's Helm (tools/testbed/build.sh helm).
-func helmBinary(t *testing.T) string {
-	t.Helper()
-	dir := os.Getenv("TESTBED_BIN_DIR")
-	if dir == "" {
-		home, _ := os.UserHomeDir()
-		dir = filepath.Join(home, ".cache", "terraform-provider-jupyter", "testbed")
-	}
-	p := filepath.Join(dir, "helm")
-	if _, err := os.Stat(p); err != nil {
-		t.Fatalf("the test bed's helm is needed (%v): run make testbed", err)
-	}
-	return p
-}
+func z2jhChart(t *testing.T) string { t.Helper(); return hubtest.Z2jhChart(t) }
 
-// z2jhChart is the zero-to-jupyterhub chart from ../shared/reference/ in a
-// temporary directory, with values.schema.json converted from
-// values.schema.yaml as chartpress does at release, so that Helm validates
-// the values against it.
-func z2jhChart(t *testing.T) string {
-	t.Helper()
-	src := reference(t, "z2jh", "chart")
-	dst := filepath.Join(t.TempDir(), "jupyterhub")
-	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(src, p)
-		if d.IsDir() {
-			return os.MkdirAll(filepath.Join(dst, rel), 0o700)
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(filepath.Join(dst, rel), b, 0o600)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := os.ReadFile(filepath.Join(src, "values.schema.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	js, err := yaml.YAMLToJSON(b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dst, "values.schema.json"), js, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return dst
-}
-
-// helmTemplate renders the chart with the values files, in order, and
-// returns the objects by kind/name.
+// helmTemplate renders the chart as release hub in namespace jupyter with
+// the values files, in order, and returns the objects by kind/name.
 func helmTemplate(t *testing.T, chart string, values ...map[string]any) map[string]map[string]any {
 	t.Helper()
-	args := []string{"template", "hub", chart, "--namespace", "jupyter", "--kube-version", "1.35.0"}
-	dir := t.TempDir()
-	for i, v := range values {
-		p := filepath.Join(dir, string(rune('a'+i))+".yaml")
-		b, err := yaml.Marshal(v)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, b, 0o600); err != nil {
-			t.Fatal(err)
-		}
-		args = append(args, "-f", p)
-	}
-	cmd := exec.Command(helmBinary(t), args...)
-	cmd.Env = append(os.Environ(), "HELM_CACHE_HOME="+dir, "HELM_CONFIG_HOME="+dir, "HELM_DATA_HOME="+dir)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("helm template: %v\n%s", err, stderr.String())
-	}
-	objs := map[string]map[string]any{}
-	for _, doc := range strings.Split(string(out), "\n---") {
-		var m map[string]any
-		if err := yaml.Unmarshal([]byte(doc), &m); err != nil || m == nil {
-			continue
-		}
-		key := str(m["kind"]) + "/" + str(dig(m, "metadata.name"))
-		if _, dup := objs[key]; dup {
-			t.Fatalf("helm template renders %s twice", key)
-		}
-		objs[key] = m
-	}
-	return objs
+	return hubtest.HelmTemplate(t, chart, values...)
 }
 
 // The chart rendered with the data-science-pack's values and the
@@ -201,10 +111,10 @@ func TestSpawnerHelm_templateWithThePack(t *testing.T) {
 	// Every object the chart renders is accepted by the API server.
 	t.Run("dry_run", func(t *testing.T) {
 		s := testAPIServer(t)
-		ns := s.namespace()
+		ns := s.Namespace()
 		var notServed []string
 		for _, key := range sortedKeys(rendered) {
-			err := s.dryRun(ns, rendered[key])
+			err := s.DryRun(ns, rendered[key])
 			switch {
 			case errors.Is(err, errNotServed):
 				notServed = append(notServed, key)
@@ -215,7 +125,7 @@ func TestSpawnerHelm_templateWithThePack(t *testing.T) {
 		// The chart renders only kinds Kubernetes itself serves; one it
 		// does not (a CRD's) would show here, and fail.
 		route := map[string]any{"apiVersion": "gateway.networking.k8s.io/v1", "kind": "HTTPRoute", "metadata": map[string]any{"name": "hub"}}
-		if err := s.dryRun(ns, route); !errors.Is(err, errNotServed) {
+		if err := s.DryRun(ns, route); !errors.Is(err, errNotServed) {
 			t.Errorf("a kind the test bed does not serve: %v, want it reported as not served", err)
 		}
 		if len(notServed) > 0 {

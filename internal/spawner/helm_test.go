@@ -7,10 +7,11 @@ import (
 	"regexp"
 	"runtime"
 	"slices"
-	"strings"
 	"testing"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/hubtest"
 )
 
 // chartFile reads a file of the zero-to-jupyterhub chart from
@@ -132,14 +133,7 @@ func helmOf(t *testing.T, r Result) map[string]any {
 	return m
 }
 
-func dig(m map[string]any, path string) any {
-	var v any = m
-	for _, k := range strings.Split(path, ".") {
-		mm, _ := v.(map[string]any)
-		v = mm[k]
-	}
-	return v
-}
+func dig(m map[string]any, path string) any { return hubtest.Dig(m, path) }
 
 // helm_values parse as YAML, every path is one the chart's schema allows
 // with the right type, each setting sits where the chart reads it, and

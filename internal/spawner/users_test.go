@@ -56,8 +56,8 @@ func claim(name string, mode corev1.PersistentVolumeAccessMode) map[string]any {
 }
 
 // claimModes reads a claim's access modes from the API server.
-func (s *apiServer) claimModes(ns, name string) (string, error) {
-	u, err := s.dyn.Resource(corev1.SchemeGroupVersion.WithResource("persistentvolumeclaims")).Namespace(ns).Get(context.Background(), name, metav1.GetOptions{})
+func claimModes(s *apiServer, ns, name string) (string, error) {
+	u, err := s.Dyn.Resource(corev1.SchemeGroupVersion.WithResource("persistentvolumeclaims")).Namespace(ns).Get(context.Background(), name, metav1.GetOptions{})
 	if err != nil {
 		return "", err
 	}
@@ -129,23 +129,23 @@ func checkEveryKindOfUser(t *testing.T, got map[string]hubSpawn, profiles []prof
 			}
 			// The pod.
 			f := factsOf(t, s.Pod)
-			if f.mounts[mountPath(u.user)] != "home" || dig(f.volumes["home"], "persistentVolumeClaim.claimName") != u.claim {
-				t.Errorf("%s: home mount at %s is %q, home volume %v; want claim %s", where, mountPath(u.user), f.mounts[mountPath(u.user)], f.volumes["home"], u.claim)
+			if f.Mounts[mountPath(u.user)] != "home" || dig(f.Volumes["home"], "persistentVolumeClaim.claimName") != u.claim {
+				t.Errorf("%s: home mount at %s is %q, home volume %v; want claim %s", where, mountPath(u.user), f.Mounts[mountPath(u.user)], f.Volumes["home"], u.claim)
 			}
-			for name, v := range f.volumes {
+			for name, v := range f.Volumes {
 				if c := str(dig(v, "persistentVolumeClaim.claimName")); strings.HasPrefix(c, "claim-") || strings.HasPrefix(c, "home-") {
 					if name != "home" || c != u.claim {
 						t.Errorf("%s: volume %s mounts home claim %s; only home may, on %s", where, name, c, u.claim)
 					}
 				}
 			}
-			terms := f.colocationTerms(label)
+			terms := f.ColocationTerms(label)
 			if u.pinned {
-				if f.labels[label] != u.user || JSON(terms) != JSON([]string{JSON([]string{u.user})}) {
-					t.Errorf("%s: not pinned: label %q, terms %v", where, f.labels[label], terms)
+				if f.Labels[label] != u.user || JSON(terms) != JSON([]string{JSON([]string{u.user})}) {
+					t.Errorf("%s: not pinned: label %q, terms %v", where, f.Labels[label], terms)
 				}
-			} else if _, ok := f.labels[label]; ok || len(terms) > 0 {
-				t.Errorf("%s: pinned although its home is ReadWriteMany: label %q, terms %v", where, f.labels[label], terms)
+			} else if _, ok := f.Labels[label]; ok || len(terms) > 0 {
+				t.Errorf("%s: pinned although its home is ReadWriteMany: label %q, terms %v", where, f.Labels[label], terms)
 			}
 			// The profile's resources and GPU settings.
 			spec, _ := s.Pod["spec"].(map[string]any)
@@ -162,7 +162,7 @@ func checkEveryKindOfUser(t *testing.T, got map[string]hubSpawn, profiles []prof
 				tolerations = append(tolerations, JSON(tol))
 			}
 			selector, _ := spec["nodeSelector"].(map[string]any)
-			_, datasets := f.volumes["datasets"]
+			_, datasets := f.Volumes["datasets"]
 			if p.gpu {
 				if gpuLimit != "1" || gpuRequest != "1" {
 					t.Errorf("%s: nvidia.com/gpu limit %v request %v, want 1", where, gpuLimit, gpuRequest)
@@ -173,21 +173,21 @@ func checkEveryKindOfUser(t *testing.T, got map[string]hubSpawn, profiles []prof
 				if selector["nvidia.com/gpu.present"] != "true" {
 					t.Errorf("%s: node selector %v lacks the profile's", where, selector)
 				}
-				if !datasets || f.mounts["/datasets"] != "datasets" {
-					t.Errorf("%s: the profile's datasets volume is missing: %v", where, f.mounts)
+				if !datasets || f.Mounts["/datasets"] != "datasets" {
+					t.Errorf("%s: the profile's datasets volume is missing: %v", where, f.Mounts)
 				}
 			} else if gpuLimit != nil || gpuRequest != nil || slices.Contains(tolerations, gpuToleration) || selector["nvidia.com/gpu.present"] != nil || datasets {
 				t.Errorf("%s: the GPU profile's settings leaked: limits %v, tolerations %v, node selector %v, datasets %v", where, limits, tolerations, selector, datasets)
 			}
 			// The hub's own volumes.
 			for _, v := range ownVolumes {
-				if _, ok := f.volumes[v]; !ok {
-					t.Errorf("%s: the hub's volume %s was dropped; volumes %v", where, v, sortedKeys(f.volumes))
+				if _, ok := f.Volumes[v]; !ok {
+					t.Errorf("%s: the hub's volume %s was dropped; volumes %v", where, v, sortedKeys(f.Volumes))
 				}
 			}
 			for path, v := range ownMounts {
-				if f.mounts[path] != v {
-					t.Errorf("%s: the hub's mount of %s at %s was dropped: %v", where, v, path, f.mounts)
+				if f.Mounts[path] != v {
+					t.Errorf("%s: the hub's mount of %s at %s was dropped: %v", where, v, path, f.Mounts)
 				}
 			}
 		}
@@ -200,9 +200,9 @@ func checkEveryKindOfUser(t *testing.T, got map[string]hubSpawn, profiles []prof
 		// claim it renders and, when that name exists (409), keeps the
 		// claim that is there. Each user's home then has the access mode
 		// its kind needs: ReadWriteOnce only for the pinned legacy user.
-		live := s.namespace()
+		live := s.Namespace()
 		for _, name := range sortedKeys(liveClaims) {
-			if err := s.create(live, claim(name, liveClaims[name]), false); err != nil {
+			if err := s.Create(live, claim(name, liveClaims[name]), false); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -213,12 +213,12 @@ func checkEveryKindOfUser(t *testing.T, got map[string]hubSpawn, profiles []prof
 				// The home the user's server gets: the claim KubeSpawner
 				// creates, or the one that is there under its name.
 				home := JSON(dig(sp.PVC, "spec.accessModes"))
-				err := s.dryRun(live, withKind(sp.PVC, "PersistentVolumeClaim"))
+				err := s.DryRun(live, withKind(sp.PVC, "PersistentVolumeClaim"))
 				switch {
 				case u.live == "" && err == nil:
 				case u.live != "" && apierrors.IsAlreadyExists(err):
 					var gerr error
-					if home, gerr = s.claimModes(live, str(dig(sp.PVC, "metadata.name"))); gerr != nil {
+					if home, gerr = claimModes(s, live, str(dig(sp.PVC, "metadata.name"))); gerr != nil {
 						t.Fatal(gerr)
 					}
 				default:
@@ -230,7 +230,7 @@ func checkEveryKindOfUser(t *testing.T, got map[string]hubSpawn, profiles []prof
 				if (home == JSON([]any{RWO})) != u.pinned {
 					t.Errorf("%s: the home claim %v is %s, but pinned = %v", where, dig(sp.PVC, "metadata.name"), home, u.pinned)
 				}
-				if err := s.dryRun(live, withKind(sp.Pod, "Pod")); err != nil {
+				if err := s.DryRun(live, withKind(sp.Pod, "Pod")); err != nil {
 					t.Errorf("%s: the API server rejects the pod beside the live claims: %v", where, err)
 				}
 			}

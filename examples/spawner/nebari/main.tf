@@ -1,5 +1,7 @@
 # Nebari's data-science-pack (the z2jh chart as a subchart under
-# "jupyterhub:"). The pack mounts its own ConfigMap
+# "jupyterhub:"). This file holds the provider's resources; helm.tf
+# installs the pack with jupyter_spawner_config.hub.helm_values nested under
+# "jupyterhub:". The pack mounts its own ConfigMap
 # (nebari-data-science-pack-hub-config, named after the chart) at
 # jupyterhub_config.d/ through hub.extraVolumes; helm_values leaves that list
 # alone (it carries the provider's file in hub.extraFiles and applies it from
@@ -8,13 +10,13 @@
 # init containers, hooks and per-user profile callable stay. The pack's
 # co-location label is nebari.dev/colocate-user: the file replaces the pack's
 # own templated affinity on it with the derived one.
-
-terraform {
-  required_providers {
-    jupyter = { source = "jupyter-infra/jupyter" }
-    helm    = { source = "hashicorp/helm" }
-  }
-}
+#
+# Checked against the data-science-pack 0.1.4 (commit d98c4f9; its z2jh
+# subchart is 4.4.0, JupyterHub 5.4.3) with the zero-to-jupyterhub chart at
+# commit 48ea50e3 standing in for that subchart, and KubeSpawner 7.1.1.dev0
+# (commit 4161d54), rendered with Helm 4.3.2 and accepted by a Kubernetes
+# 1.37 API server: the provider's acceptance tests apply this file and
+# render helm.tf's values (internal/provider/examples_test.go).
 
 locals {
   namespace = "nebari"
@@ -22,10 +24,17 @@ locals {
 }
 
 resource "jupyter_home_storage" "homes" {
-  namespace   = local.namespace
-  access_mode = "ReadWriteOnce" # the pack's Longhorn block volumes
-  capacity    = "20Gi"
-  slug_scheme = "escape" # the pack pins it; keeps existing claim names
+  namespace = local.namespace
+  # The pack's homes are Longhorn block volumes (ReadWriteOnce), which pin
+  # each user's pods to one node. Longhorn serves ReadWriteMany too (its
+  # share manager exports a volume over NFS): new homes are ReadWriteMany,
+  # and users whose claims are ReadWriteOnce keep them, listed in
+  # legacy_users and co-located, until they are migrated.
+  access_mode        = "ReadWriteMany"
+  storage_class_name = "longhorn"
+  on_mode_change     = "keep_existing"
+  capacity           = "20Gi"
+  slug_scheme        = "escape" # the pack pins it; keeps existing claim names
 }
 
 resource "jupyter_spawner_profile" "small" {
@@ -67,15 +76,4 @@ resource "jupyter_spawner_config" "hub" {
   ]
   colocation_label = "nebari.dev/colocate-user"
   home_mount_path  = "/home/jovyan" # the pack's notebook_dir and HOME
-}
-
-resource "helm_release" "data_science_pack" {
-  name      = local.release
-  namespace = local.namespace
-  chart     = "nebari-data-science-pack" # from wherever your platform installs the pack
-  # helm_values holds maps only, so it merges with the pack's values.yaml
-  # (singleuser.storage.type stays "none": the file sets the home). Its
-  # hub.annotations checksum restarts the hub when legacy_users or
-  # home_claims change.
-  values = [yamlencode({ jupyterhub = yamldecode(jupyter_spawner_config.hub.helm_values) })]
 }

@@ -1,26 +1,16 @@
 # A plain zero-to-jupyterhub install whose storage and profiles come from
-# this provider. helm_values carries the rendered file into the hub
-# (hub.extraFiles), applies it after the chart's settings (hub.extraConfig),
-# states the home in singleuser.storage and restarts the hub when the
-# configuration changes (hub.annotations). The ConfigMap holds the same file
-# for deployments that mount it themselves.
-
-terraform {
-  required_providers {
-    jupyter = { source = "jupyter-infra/jupyter" }
-    helm    = { source = "hashicorp/helm" }
-  }
-}
-
-provider "jupyter" {
-  config_path = "~/.kube/config"
-}
-
-provider "helm" {
-  kubernetes = {
-    config_path = "~/.kube/config"
-  }
-}
+# this provider. This file holds the provider's resources; helm.tf installs
+# the chart with jupyter_spawner_config.hub.helm_values, which carries the
+# rendered file into the hub (hub.extraFiles), applies it after the chart's
+# settings (hub.extraConfig), states the home in singleuser.storage and
+# restarts the hub when the configuration changes (hub.annotations). The
+# ConfigMap holds the same file for deployments that mount it themselves.
+#
+# Checked against the zero-to-jupyterhub chart at commit 48ea50e3 (main,
+# JupyterHub 5.5.0) and KubeSpawner 7.1.1.dev0 (commit 4161d54), rendered
+# with Helm 4.3.2 and accepted by a Kubernetes 1.37 API server: the
+# provider's acceptance tests apply this file and render helm.tf's values
+# (internal/provider/examples_test.go).
 
 resource "jupyter_home_storage" "homes" {
   namespace          = "jhub"
@@ -68,19 +58,4 @@ resource "jupyter_spawner_config" "hub" {
   ]
   home_mount_path     = "/home/jovyan" # singleuser.storage.homeMountPath
   extra_settings_json = jsonencode({ start_timeout = 600 })
-}
-
-resource "helm_release" "jupyterhub" {
-  name       = "jupyterhub"
-  namespace  = "jhub"
-  repository = "https://hub.jupyter.org/helm-chart/"
-  chart      = "jupyterhub"
-  version    = "4.2.0"
-  values = [
-    jupyter_spawner_config.hub.helm_values,
-    # Your own values go after it. helm_values holds maps only, so they
-    # merge: your singleuser.storage.extraVolumes, hub.extraVolumes and
-    # singleuser.profileList stay, and the file composes with them.
-    yamlencode({ proxy = { service = { type = "ClusterIP" } } }),
-  ]
 }

@@ -5,7 +5,8 @@ Input (argv[1], JSON):
   z2jh_hub_dir    the chart's files/hub (jupyterhub_config.py, z2jh.py), read in place
   kubespawner_dir the folder holding KubeSpawner's package, read in place
   config_d        a folder with the jupyterhub_config.d files, loaded in sorted order
-  files_dir       the folder helm_values' hub.extraFiles put the provider's files in
+  files_mount     where hub.extraFiles mounts the provider's files in the hub
+  files_dir       the folder holding those files here
   values          the Helm values the chart was rendered with (chart defaults merged)
   users           [{name, auth_state, profile, id}]
 
@@ -106,7 +107,7 @@ src = open(path).read()
 src = src.replace('"/usr/local/etc/jupyterhub/jupyterhub_config.d"', repr(cfg["config_d"]))
 extra = {}
 for key, text in (cfg["values"].get("hub", {}).get("extraConfig") or {}).items():
-    extra[key] = text.replace("/usr/local/etc/jupyterhub/jupyter-spawner", cfg["files_dir"])
+    extra[key] = text.replace(cfg["files_mount"], cfg["files_dir"])
 cfg["values"].setdefault("hub", {})["extraConfig"] = extra
 z2jh_globals = {"__file__": path, "__name__": "__main__", "get_config": lambda: c}
 exec(compile(src, path, "exec"), z2jh_globals)

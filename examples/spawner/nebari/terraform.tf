@@ -1,0 +1,6 @@
+terraform {
+  required_providers {
+    jupyter = { source = "jupyter-infra/jupyter" }
+    helm    = { source = "hashicorp/helm" }
+  }
+}

@@ -1,0 +1,3 @@
+provider "jupyter" {
+  config_path = "~/.kube/config"
+}

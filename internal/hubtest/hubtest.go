@@ -1,0 +1,406 @@
+// Package hubtest loads a hub's configuration the way zero-to-jupyterhub's
+// hub loads it and checks what it renders: the upstream sources read in
+// place from ../shared/reference/ (upstream-sources.md), `helm template` of
+// the z2jh chart with the test bed's Helm, the hub's configuration loaded
+// by the chart's own jupyterhub_config.py with real KubeSpawner rendering
+// users' claims and pods (testdata/hub.py), and server-side dry runs of
+// what they render on the test bed's API server. Tests of internal/spawner
+// and of the examples (internal/provider) use it.
+package hubtest
+
+import (
+	"bytes"
+	"encoding/json"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"sort"
+	"strings"
+	"testing"
+
+	"sigs.k8s.io/yaml"
+)
+
+// Python is the interpreter with the Debian packages the hub needs (make pydeps).
+const Python = "/usr/bin/python3"
+
+// here is this package's directory.
+func here(t testing.TB) string {
+	t.Helper()
+	_, file, _, ok := runtime.Caller(0)
+	if !ok {
+		t.Fatal("cannot locate package hubtest")
+	}
+	return filepath.Dir(file)
+}
+
+// RepoRoot is the repository's root (the folder holding go.mod).
+func RepoRoot(t testing.TB) string {
+	t.Helper()
+	dir := here(t)
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			t.Fatal("cannot find the repository root (go.mod) above " + here(t))
+		}
+		dir = parent
+	}
+}
+
+// Reference is the path of an upstream file under ../shared/reference/.
+func Reference(t testing.TB, parts ...string) string {
+	t.Helper()
+	p := filepath.Join(append([]string{RepoRoot(t), "..", "shared", "reference"}, parts...)...)
+	if _, err := os.Stat(p); err != nil {
+		t.Fatalf("upstream source %s is needed (see upstream-sources.md): %v", p, err)
+	}
+	return p
+}
+
+// ReadRef is the text of an upstream file.
+func ReadRef(t testing.TB, parts ...string) string {
+	t.Helper()
+	b, err := os.ReadFile(Reference(t, parts...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// YAMLRef is an upstream YAML file, parsed.
+func YAMLRef(t testing.TB, parts ...string) map[string]any {
+	t.Helper()
+	var m map[string]any
+	if err := yaml.Unmarshal([]byte(ReadRef(t, parts...)), &m); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// MergeValues merges src into dst as Helm merges values files: maps merge
+// key by key, anything else (lists included) is replaced.
+func MergeValues(dst, src map[string]any) map[string]any {
+	if dst == nil {
+		dst = map[string]any{}
+	}
+	for k, v := range src {
+		if sm, ok := v.(map[string]any); ok {
+			if dm, ok := dst[k].(map[string]any); ok {
+				dst[k] = MergeValues(dm, sm)
+				continue
+			}
+			dst[k] = MergeValues(map[string]any{}, sm)
+			continue
+		}
+		dst[k] = v
+	}
+	return dst
+}
+
+// Z2jhValues are the chart's defaults as the hub Secret carries them.
+func Z2jhValues(t testing.TB) map[string]any {
+	v := YAMLRef(t, "z2jh", "chart", "values.yaml")
+	v["Chart"] = map[string]any{"Name": "jupyterhub", "Version": "4.4.0"}
+	v["Release"] = map[string]any{"Name": "hub", "Namespace": "jupyter"}
+	return v
+}
+
+// PackSubchartValues are the data-science-pack's values for its z2jh
+// subchart (its values.yaml's jupyterhub:).
+func PackSubchartValues(t testing.TB) map[string]any {
+	t.Helper()
+	sub, ok := YAMLRef(t, "nebari-data-science-pack", "values.yaml")["jupyterhub"].(map[string]any)
+	if !ok {
+		t.Fatal("the data-science-pack's values.yaml has no jupyterhub: map")
+	}
+	return sub
+}
+
+// PackConfigD writes the data-science-pack's jupyterhub_config.d files as
+// its templates/hub-config.yaml renders them: 00-chart-derived.py from the
+// template (its Helm expressions given test values), the others from
+// config/jupyterhub/ with the placeholders the template replaces.
+func PackConfigD(t testing.TB, dir string) {
+	t.Helper()
+	tpl := ReadRef(t, "nebari-data-science-pack", "templates", "hub-config.yaml")
+	start := strings.Index(tpl, "  00-chart-derived.py: |\n")
+	end := strings.Index(tpl, "  00-gateway-auth.py: |")
+	if start < 0 || end < start {
+		t.Fatal("templates/hub-config.yaml no longer renders 00-chart-derived.py before 00-gateway-auth.py")
+	}
+	var lines []string
+	for _, l := range strings.Split(tpl[start:end], "\n")[1:] {
+		lines = append(lines, strings.TrimPrefix(l, "    "))
+	}
+	derived := strings.Join(lines, "\n")
+	derived = strings.ReplaceAll(derived, `{{ include "nebari-data-science-pack.nebiImage" . | quote }}`, `"quay.io/nebari/nebi:test"`)
+	derived = regexp.MustCompile(`\{\{ ternary "True" "False" [^}]*\}\}`).ReplaceAllString(derived, "True")
+	derived = regexp.MustCompile(`\{\{[^}]*\| quote \}\}`).ReplaceAllString(derived, `""`)
+	if strings.Contains(derived, "{{") {
+		t.Fatalf("00-chart-derived.py has Helm expressions this test does not render:\n%s", derived)
+	}
+	files := map[string]string{"00-chart-derived.py": derived}
+	for _, name := range []string{"00-gateway-auth.py", "01-spawner.py", "02-jhub-apps.py", "03-nebi-envs.py"} {
+		files[name] = ReadRef(t, "nebari-data-science-pack", "config", "jupyterhub", name)
+	}
+	files["01-spawner.py"] = strings.NewReplacer("__SINGLEUSER_CONFIG_CM__", "nebari-data-science-pack-singleuser-config",
+		"__NEBI_CONFIG_CM__", "nebari-data-science-pack-nebi-config").Replace(files["01-spawner.py"])
+	for name, text := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// HubUser is a user the hub spawns a server for.
+type HubUser struct {
+	Name      string         `json:"name"`
+	AuthState map[string]any `json:"auth_state,omitempty"`
+	Profile   string         `json:"profile,omitempty"`
+	ID        string         `json:"id,omitempty"` // the key of the result, default Name
+}
+
+// HubSpawn is what KubeSpawner rendered for one spawn.
+type HubSpawn struct {
+	Offered []string       `json:"offered"`
+	Served  []any          `json:"served"`
+	PVC     map[string]any `json:"pvc"`
+	Pod     map[string]any `json:"pod"`
+	PVCName string         `json:"pvc_name"`
+}
+
+// RequireHub fails (never skips) without the Debian packages the driver needs.
+func RequireHub(t testing.TB) {
+	t.Helper()
+	out, err := exec.Command(Python, "-c", "import traitlets, jupyterhub, kubernetes, escapism, slugify, jinja2, yaml, tornado.curl_httpclient").CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s lacks what the hub needs (%v: %s). Install it: make pydeps", Python, err, out)
+	}
+}
+
+// RunHub loads the configuration (values rendered by the chart, the
+// jupyterhub_config.d files in configD, the files hub.extraFiles mounts in
+// filesMount, such as the provider's) and spawns the users.
+func RunHub(t testing.TB, values map[string]any, configD, filesMount string, users []HubUser) map[string]HubSpawn {
+	t.Helper()
+	RequireHub(t)
+	dir := t.TempDir()
+	files := filepath.Join(dir, "files")
+	if err := os.MkdirAll(files, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	extra, _ := Dig(values, "hub.extraFiles").(map[string]any)
+	written := 0
+	for _, key := range SortedKeys(extra) {
+		f, _ := extra[key].(map[string]any)
+		mount, _ := f["mountPath"].(string)
+		if filepath.Dir(mount) != filesMount {
+			continue
+		}
+		data, _ := f["stringData"].(string)
+		if err := os.WriteFile(filepath.Join(files, filepath.Base(mount)), []byte(data), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		written++
+	}
+	if written == 0 {
+		t.Fatalf("hub.extraFiles mounts nothing in %s", filesMount)
+	}
+	in := map[string]any{
+		"files_mount":     filesMount,
+		"z2jh_hub_dir":    Reference(t, "z2jh", "chart", "files", "hub"),
+		"kubespawner_dir": Reference(t, "kubespawner"),
+		"config_d":        configD,
+		"files_dir":       files,
+		"values":          values,
+		"users":           users,
+	}
+	inPath := filepath.Join(dir, "in.json")
+	if err := os.WriteFile(inPath, []byte(jsonText(in)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(Python, filepath.Join(here(t), "testdata", "hub.py"), inPath)
+	cmd.Env = append(os.Environ(), "PYTHONNOUSERSITE=1")
+	cmd.Dir = dir
+	out, err := cmd.Output()
+	if err != nil {
+		var stderr string
+		if ee, ok := err.(*exec.ExitError); ok {
+			stderr = string(ee.Stderr)
+		}
+		t.Fatalf("hub: %v\n%s", err, stderr)
+	}
+	var res map[string]HubSpawn
+	if err := json.Unmarshal(out, &res); err != nil {
+		t.Fatalf("driver output: %v\n%s", err, out)
+	}
+	return res
+}
+
+// HelmBinary is the test bed's Helm (tools/testbed/build.sh helm).
+func HelmBinary(t testing.TB) string {
+	t.Helper()
+	dir := os.Getenv("TESTBED_BIN_DIR")
+	if dir == "" {
+		home, _ := os.UserHomeDir()
+		dir = filepath.Join(home, ".cache", "terraform-provider-jupyter", "testbed")
+	}
+	p := filepath.Join(dir, "helm")
+	if _, err := os.Stat(p); err != nil {
+		t.Fatalf("the test bed's helm is needed (%v): run make testbed", err)
+	}
+	return p
+}
+
+// Z2jhChart is the zero-to-jupyterhub chart from ../shared/reference/ in a
+// temporary directory, with values.schema.json converted from
+// values.schema.yaml as chartpress does at release, so that Helm validates
+// the values against it.
+func Z2jhChart(t testing.TB) string {
+	t.Helper()
+	src := Reference(t, "z2jh", "chart")
+	dst := filepath.Join(t.TempDir(), "jupyterhub")
+	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		if d.IsDir() {
+			return os.MkdirAll(filepath.Join(dst, rel), 0o700)
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(dst, rel), b, 0o600)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(src, "values.schema.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	js, err := yaml.YAMLToJSON(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dst, "values.schema.json"), js, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return dst
+}
+
+// HelmTemplate renders the chart as release hub in namespace jupyter with
+// the values, in order, and returns the objects by kind/name.
+func HelmTemplate(t testing.TB, chart string, values ...map[string]any) map[string]map[string]any {
+	t.Helper()
+	var docs []string
+	for _, v := range values {
+		b, err := yaml.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		docs = append(docs, string(b))
+	}
+	return HelmTemplateFiles(t, chart, "hub", "jupyter", docs...)
+}
+
+// HelmTemplateFiles renders the chart as release in namespace with the
+// values files (their text, in order, as a helm_release's values list
+// passes them) and returns the objects by kind/name.
+func HelmTemplateFiles(t testing.TB, chart, release, namespace string, values ...string) map[string]map[string]any {
+	t.Helper()
+	args := []string{"template", release, chart, "--namespace", namespace, "--kube-version", "1.35.0"}
+	dir := t.TempDir()
+	for i, v := range values {
+		p := filepath.Join(dir, string(rune('a'+i))+".yaml")
+		if err := os.WriteFile(p, []byte(v), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		args = append(args, "-f", p)
+	}
+	cmd := exec.Command(HelmBinary(t), args...)
+	cmd.Env = append(os.Environ(), "HELM_CACHE_HOME="+dir, "HELM_CONFIG_HOME="+dir, "HELM_DATA_HOME="+dir)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("helm template: %v\n%s", err, stderr.String())
+	}
+	objs := map[string]map[string]any{}
+	for _, doc := range strings.Split(string(out), "\n---") {
+		var m map[string]any
+		if err := yaml.Unmarshal([]byte(doc), &m); err != nil || m == nil {
+			continue
+		}
+		key := Str(m["kind"]) + "/" + Str(Dig(m, "metadata.name"))
+		if _, dup := objs[key]; dup {
+			t.Fatalf("helm template renders %s twice", key)
+		}
+		objs[key] = m
+	}
+	return objs
+}
+
+// Dig reads a dotted path of map keys.
+func Dig(m map[string]any, path string) any {
+	var v any = m
+	for _, k := range strings.Split(path, ".") {
+		mm, _ := v.(map[string]any)
+		v = mm[k]
+	}
+	return v
+}
+
+// List is the maps in a list.
+func List(v any) []map[string]any {
+	var out []map[string]any
+	items, _ := v.([]any)
+	for _, x := range items {
+		if m, ok := x.(map[string]any); ok {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// Str is v if a string, else "".
+func Str(v any) string { s, _ := v.(string); return s }
+
+// SortedKeys are m's keys, sorted.
+func SortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// deepCopy copies a JSON-like value through encoding/json.
+func deepCopy(m map[string]any) map[string]any {
+	var out map[string]any
+	if err := json.Unmarshal([]byte(jsonText(m)), &out); err != nil {
+		panic(err)
+	}
+	if out == nil {
+		out = map[string]any{}
+	}
+	return out
+}
+
+// jsonText encodes v compactly with sorted keys, as spawner.JSON does.
+func jsonText(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
+}
