@@ -124,7 +124,10 @@ func sameArguments(a, b *homeStorageModel) bool {
 }
 
 // userType is the type of one entry of users: an object without
-// attributes (room for per-user settings).
+// attributes. users is a map attribute of it, not a map of nested
+// attributes: terraform-plugin-framework v1.19 plans a nested map's
+// elements in time that grows with the square of their number
+// (fwserver.mapElemObject copies the whole map for every key).
 var userType = types.ObjectType{AttrTypes: map[string]attr.Type{}}
 
 // usernames are the keys of users, sorted: the users Terraform manages.

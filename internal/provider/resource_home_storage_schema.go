@@ -119,7 +119,7 @@ func homeStorageSchema() schema.Schema {
 			"slug_scheme": schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString(string(kubespawner.SchemeSafe)),
 				MarkdownDescription: "KubeSpawner's `slug_scheme`: `safe` (default, KubeSpawner ≥ 7) or `escape` (older deployments; Nebari's data-science-pack pins it).",
 				Validators:          []validator.String{stringvalidator.OneOf(string(kubespawner.SchemeSafe), string(kubespawner.SchemeEscape))}},
-			"users": schema.MapNestedAttribute{Optional: true,
+			"users": schema.MapAttribute{Optional: true, ElementType: userType,
 				MarkdownDescription: "JupyterHub users whose claims Terraform creates and manages: a map from each raw username to `{}` (no per-user settings yet), " +
 					"e.g. `users = { for u in var.users : u => {} }` for a list of names. Claims KubeSpawner made for other users are read and classified but never modified. " +
 					"Removing a user leaves the claim in place. Listing users is optional: with `storage_pvc_ensure` (in `spawner_settings`) KubeSpawner creates a missing home at the user's first spawn.\n\n" +
@@ -128,8 +128,7 @@ func homeStorageSchema() schema.Schema {
 					"and compares a map key by key. Before this attribute was a map it was a list of usernames: write `users = { for u in <the list> : u => {} }` instead of the list. " +
 					"At tens of thousands of users, declare a variable holding the names as `set(string)` rather than `list(string)`: OpenTofu converts a list variable's value " +
 					"(from a `.tfvars` file) in time that also grows with the square of its length, a set's in linear time.",
-				NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{}},
-				Validators:   []validator.Map{usernamesValidator{}}},
+				Validators: []validator.Map{usernamesValidator{}}},
 			"user_namespace_template": schema.StringAttribute{Optional: true,
 				MarkdownDescription: "KubeSpawner's `user_namespace_template` when each user's server and claims live in the user's own namespace (`enable_user_namespaces`), e.g. `{hubnamespace}-{username}` " +
 					"(`{hubnamespace}` is `namespace`). Claims are then read with one cluster-wide List (the provider needs `list` on claims and pods in every namespace, see examples/rbac), " +
