@@ -77,7 +77,7 @@ resource "jupyter_home_storage" "homes" {
   storage_class_name = %q
   capacity           = "2Gi"
   access_mode        = "ReadWriteMany"
-  users              = ["alice"]
+  users              = { alice = {} }
   on_mode_change     = "migrate"
   %s
   migration = {
@@ -105,7 +105,7 @@ resource "jupyter_home_storage" "homes" {
 					},
 					checkClaim("alice", "name", "home-alice"),
 					checkClaim("alice", "access_mode", "ReadWriteMany"),
-					resource.TestCheckResourceAttr(homesAddr, "legacy_users.#", "0"),
+					resource.TestCheckResourceAttr(homesAddr, "legacy_users.%", "0"),
 					copiedOnNode(ctx, cs, ns, string(src.UID)),
 				),
 			},

@@ -360,11 +360,13 @@ func (e exampleCase) spawn(t *testing.T, r rendering, ns string, legacy []string
 func legacyUsers(t *testing.T, s *terraform.State) []string {
 	t.Helper()
 	a := s.RootModule().Resources["jupyter_home_storage.homes"].Primary.Attributes
-	n, _ := strconv.Atoi(a["legacy_users.#"])
-	var out []string
-	for i := range n {
-		out = append(out, a["legacy_users."+strconv.Itoa(i)])
+	var out []string // legacy_users is a map: username to claim
+	for k := range a {
+		if u, ok := strings.CutPrefix(k, "legacy_users."); ok && u != "%" {
+			out = append(out, u)
+		}
 	}
+	slices.Sort(out)
 	return out
 }
 

@@ -144,7 +144,7 @@ func (r *homeStorageResource) planWithoutCluster(plan *homeStorageModel, noClien
 	plan.ChangeClass = types.StringUnknown()
 	plan.Changes = types.StringUnknown()
 	plan.Claims = types.StringUnknown()
-	plan.LegacyUsers = types.ListUnknown(types.StringType)
+	plan.LegacyUsers = types.MapUnknown(types.StringType)
 	plan.ColocationRequired = types.BoolUnknown()
 	plan.MigrationPlan, plan.MigrationStatus = types.StringUnknown(), types.StringUnknown()
 }
@@ -301,7 +301,7 @@ func (r *homeStorageResource) Read(ctx context.Context, req resource.ReadRequest
 		state.StorageClass = nil
 	}
 	if imported {
-		state.LegacyUsers = stringList(res.LegacyUsers)
+		state.LegacyUsers = legacyValue(res)
 		state.ColocationRequired = types.BoolValue(res.ColocationRequired)
 		state.ChangeClass = types.StringValue(string(safety.ClassNone))
 		state.SpawnerSettings = types.StringValue(spawnerSettings(&state, res.HomeClaims))
@@ -319,7 +319,7 @@ func (r *homeStorageResource) fillImported(ctx context.Context, client *kube.Cli
 	m.OnModeChange = types.StringValue(string(safety.OnModeChangeFail))
 	m.AllowDataLoss = types.BoolValue(false)
 	m.DeletionPolicy = types.StringValue(safety.DeletionRetain)
-	m.Users = types.ListNull(types.StringType)
+	m.Users = types.MapNull(userType)
 	m.Labels, m.Annotations = types.MapNull(types.StringType), types.MapNull(types.StringType)
 	m.Capacity = types.StringValue("10Gi")
 	pvcs, err := client.ListClaimsFresh(ctx, m.Namespace.ValueString(), DefaultClaimSelector)

@@ -184,7 +184,7 @@ func (r *homeStorageResource) apply(ctx context.Context, plan, state *homeStorag
 				kept = append(kept, u)
 			}
 		}
-		plan.Users = stringList(kept)
+		plan.Users = usersValue(kept)
 		cfg.Users = kept
 	}
 	live = r.liveAfterApply(ctx, client, plan, state, live, cfg, out, migrated, diags)

@@ -55,10 +55,12 @@ func TestAccHomeStorage_badInputNamesAttributeAndFix(t *testing.T) {
 			`namespace = "".*string length must be between 1 and 63`},
 		{"namespace_too_long", strings.Repeat("a", 64), `capacity = "1Gi"`,
 			`namespace = "a{64}".*string length must be between 1 and 63`},
-		{"empty_username", ns, `capacity = "1Gi"` + "\n" + `users = ["alice", ""]` + block,
-			`users = \["alice", ""\].*users\[1\] is an empty string.*Remove it from the list`},
-		{"duplicate_username", ns, `capacity = "1Gi"` + "\n" + `users = ["alice", "bob", "alice"]` + block,
-			`users = \["alice", "bob", "alice"\].*"alice" is listed more than once \(users\[0\] and users\[2\]\)`},
+		{"empty_username", ns, `capacity = "1Gi"` + "\n" + `users = { alice = {}, "" = {} }` + block,
+			`Empty username.*users = \{ alice = \{\}, "" = \{\} \}.*users has the key "" \(an empty string\).*Remove it`},
+		{"duplicate_username", ns, `capacity = "1Gi"` + "\n" + `users = { for u in ["alice", "bob", "alice"] : u => {} }` + block,
+			`Duplicate object key.*users = \{ for u in \["alice", "bob", "alice"\] : u => \{\} \}.*"alice"`},
+		{"users_as_list", ns, `capacity = "1Gi"` + "\n" + `users = ["alice", "bob"]` + block,
+			`Incorrect attribute value type.*users = \["alice", "bob"\].*map of object required`},
 		{"delete_without_allow_data_loss", ns, `capacity = "1Gi"` + "\n" + `deletion_policy = "delete"` + block,
 			`needs allow_data_loss = true.*deletion_policy = "delete".*Set allow_data_loss = true as well if that is intended, or keep deletion_policy = "retain"`},
 		{"rwx_on_block_class", ns, `capacity = "1Gi"` + "\n" + `access_mode = "ReadWriteMany"` + `
@@ -98,28 +100,32 @@ resource "jupyter_home_storage" "homes" {
 	}
 }
 
-// The users validator names every empty entry and each repeat with both
-// positions, skips values not known yet, and takes one pass over the list.
+// The users validator names an empty username at its key, and accepts
+// the rest, a null map and a map not known yet.
 func TestUsernamesValidator(t *testing.T) {
-	list := func(vals ...attr.Value) types.List { return types.ListValueMust(types.StringType, vals) }
-	s := types.StringValue
+	entry := types.ObjectValueMust(userType.AttrTypes, map[string]attr.Value{})
+	users := func(names ...string) types.Map {
+		elems := map[string]attr.Value{}
+		for _, n := range names {
+			elems[n] = entry
+		}
+		return types.MapValueMust(userType, elems)
+	}
 	cases := []struct {
 		name string
-		in   types.List
+		in   types.Map
 		want []string // diagnostic details, in order
 	}{
-		{"distinct", list(s("alice"), s("bob")), nil},
-		{"null list", types.ListNull(types.StringType), nil},
-		{"empty", list(s("alice"), s("")), []string{"users[1] is an empty string"}},
-		{"repeat", list(s("alice"), s("bob"), s("alice"), s("alice")),
-			[]string{`"alice" is listed more than once (users[0] and users[2])`, `"alice" is listed more than once (users[0] and users[3])`}},
-		{"unknown skipped", list(s("alice"), types.StringUnknown(), types.StringUnknown()), nil},
-		{"case matters", list(s("Alice"), s("alice")), nil},
+		{"distinct", users("alice", "bob"), nil},
+		{"null", types.MapNull(userType), nil},
+		{"unknown", types.MapUnknown(userType), nil},
+		{"empty", users("alice", ""), []string{`users has the key "" (an empty string)`}},
+		{"case matters", users("Alice", "alice"), nil},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			resp := &validator.ListResponse{}
-			usernamesValidator{}.ValidateList(context.Background(), validator.ListRequest{Path: path.Root("users"), ConfigValue: c.in}, resp)
+			resp := &validator.MapResponse{}
+			usernamesValidator{}.ValidateMap(context.Background(), validator.MapRequest{Path: path.Root("users"), ConfigValue: c.in}, resp)
 			if len(resp.Diagnostics) != len(c.want) {
 				t.Fatalf("got %d diagnostics %v, want %d", len(resp.Diagnostics), resp.Diagnostics, len(c.want))
 			}
@@ -129,20 +135,5 @@ func TestUsernamesValidator(t *testing.T) {
 				}
 			}
 		})
-	}
-}
-
-func BenchmarkUsernamesValidator5000(b *testing.B) {
-	vals := make([]attr.Value, 5000)
-	for i := range vals {
-		vals[i] = types.StringValue(fmt.Sprintf("user%05d", i))
-	}
-	in := types.ListValueMust(types.StringType, vals)
-	for b.Loop() {
-		resp := &validator.ListResponse{}
-		usernamesValidator{}.ValidateList(context.Background(), validator.ListRequest{Path: path.Root("users"), ConfigValue: in}, resp)
-		if resp.Diagnostics.HasError() {
-			b.Fatal(resp.Diagnostics)
-		}
 	}
 }

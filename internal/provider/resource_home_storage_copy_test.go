@@ -196,7 +196,7 @@ resource "jupyter_home_storage" "homes" {
   storage_class_name = %q
   capacity           = "2Gi"
   access_mode        = "ReadWriteMany"
-  users              = ["alice"]
+  users              = { alice = {} }
   on_mode_change     = "migrate"
   %s
   migration = {
@@ -348,7 +348,7 @@ func TestAccHomeStorage_migrateCopy(t *testing.T) {
 					copied(cs, ns, efs, old, "alice", "bob"),
 					checkClaim("alice", "name", "home-alice"),
 					checkClaim("bob", "access_mode", "ReadWriteMany"),
-					resource.TestCheckResourceAttr(hsAddr, "legacy_users.#", "0"),
+					resource.TestCheckResourceAttr(hsAddr, "legacy_users.%", "0"),
 					resource.TestCheckResourceAttr(hsAddr, "colocation_required", "false"),
 					resource.TestCheckResourceAttr(hsAddr, "migration_status", `{"bob":{"method":"copy","target":"home-bob","step":"switched"}}`),
 					legacyInConfigMap(cs, ns),

@@ -3,6 +3,8 @@ package provider
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -48,14 +50,10 @@ func (c priorCheck) CheckPlan(_ context.Context, req plancheck.CheckPlanRequest,
 	resp.Error = fmt.Errorf("no planned change for %s", hsAddr)
 }
 
-func stringsOf(v any) []string {
-	l, _ := v.([]any)
-	out := make([]string, 0, len(l))
-	for _, e := range l {
-		s, _ := e.(string)
-		out = append(out, s)
-	}
-	return out
+// keysOf are the keys of a map in a plan's JSON (users), sorted.
+func keysOf(v any) []string {
+	m, _ := v.(map[string]any)
+	return slices.Sorted(maps.Keys(m))
 }
 
 // The API server stops in the middle of an apply that creates 300 home
@@ -112,7 +110,7 @@ provider "jupyter" {
 resource "jupyter_home_storage" "homes" {
   namespace = %q
   capacity  = "1Gi"
-  users     = [%s]
+  users     = { for u in [%s] : u => {} }
   # The failed create leaves a tainted resource that the re-apply replaces
   # (destroy, then create): even with these settings that destroy must not
   # delete the claims made before the failure.
@@ -176,7 +174,7 @@ resource "jupyter_home_storage" "homes" {
 				Config: cfg,
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 					priorCheck{func(before map[string]any, rc *tfjson.ResourceChange) error {
-						recorded := stringsOf(before["users"])
+						recorded := keysOf(before["users"])
 						if len(recorded) == 0 {
 							return fmt.Errorf("the state records no user after the failed apply (actions %v)", rc.Change.Actions)
 						}

@@ -180,7 +180,7 @@ func TestAccHomeStorage_migrateRebind(t *testing.T) {
 	vols := migratingHomes(t, cs, ns, class, "alice", "bob", "carol")
 	old := uids(t, cs, ns, "claim-alice", "claim-bob", "claim-carol")
 	runningServer(t, cs, ns, "carol")
-	cfg := migrateConfig(t, ns, class, `["alice"]`) // bob's and carol's homes were made by KubeSpawner
+	cfg := migrateConfig(t, ns, class, `{ alice = {} }`) // bob's and carol's homes were made by KubeSpawner
 	resource.Test(t, resource.TestCase{
 		ProtoV6ProviderFactories: protoV6ProviderFactories,
 		Steps: []resource.TestStep{
@@ -198,8 +198,8 @@ func TestAccHomeStorage_migrateRebind(t *testing.T) {
 				Check: resource.ComposeAggregateTestCheckFunc(
 					rebound(cs, ns, vols, old, "claim-alice", "claim-bob"),
 					unchanged(cs, ns, old, "claim-carol"),
-					resource.TestCheckResourceAttr(hsAddr, "legacy_users.#", "1"),
-					resource.TestCheckResourceAttr(hsAddr, "legacy_users.0", "carol"),
+					resource.TestCheckResourceAttr(hsAddr, "legacy_users.%", "1"),
+					resource.TestCheckResourceAttr(hsAddr, "legacy_users.carol", "claim-carol"),
 					resource.TestCheckResourceAttr(hsAddr, "colocation_required", "true"),
 					checkClaim("alice", "access_mode", "ReadWriteMany"),
 					checkClaim("bob", "access_mode", "ReadWriteMany"),
@@ -225,7 +225,7 @@ func TestAccHomeStorage_migrateRebind(t *testing.T) {
 				}},
 				Check: resource.ComposeAggregateTestCheckFunc(
 					rebound(cs, ns, vols, old, "claim-alice", "claim-bob", "claim-carol"),
-					resource.TestCheckResourceAttr(hsAddr, "legacy_users.#", "0"),
+					resource.TestCheckResourceAttr(hsAddr, "legacy_users.%", "0"),
 					resource.TestCheckResourceAttr(hsAddr, "colocation_required", "false"),
 					legacyInConfigMap(cs, ns),
 				),
@@ -259,7 +259,7 @@ func TestAccHomeStorage_migrateResumesAfterEveryStep(t *testing.T) {
 				return nil
 			}
 			stopping := afterStep(hook)
-			cfg := migrateConfig(t, ns, class, `["dana"]`)
+			cfg := migrateConfig(t, ns, class, `{ dana = {} }`)
 			resource.Test(t, resource.TestCase{
 				Steps: []resource.TestStep{
 					{
@@ -285,7 +285,7 @@ func TestAccHomeStorage_migrateResumesAfterEveryStep(t *testing.T) {
 						Config:                   cfg,
 						Check: resource.ComposeAggregateTestCheckFunc(
 							rebound(cs, ns, vols, old, "claim-dana"),
-							resource.TestCheckResourceAttr(hsAddr, "legacy_users.#", "0"),
+							resource.TestCheckResourceAttr(hsAddr, "legacy_users.%", "0"),
 							legacyInConfigMap(cs, ns),
 						),
 					},
@@ -416,8 +416,8 @@ resource "jupyter_spawner_config" "hub" {
 			{
 				Config: config("keep_existing"),
 				Check: resource.ComposeAggregateTestCheckFunc(
-					resource.TestCheckResourceAttr(hsAddr, "legacy_users.#", "1"),
-					resource.TestCheckResourceAttr(hsAddr, "legacy_users.0", "alice"),
+					resource.TestCheckResourceAttr(hsAddr, "legacy_users.%", "1"),
+					resource.TestCheckResourceAttr(hsAddr, "legacy_users.alice", "nebi-workspaces-alice"),
 					resource.TestCheckResourceAttr(hsAddr, "colocation_required", "true"),
 					unchanged(cs, ns, old, "nebi-workspaces-alice"),
 					legacyInConfigMap(cs, ns, "alice"),
@@ -432,7 +432,7 @@ resource "jupyter_spawner_config" "hub" {
 				}},
 				Check: resource.ComposeAggregateTestCheckFunc(
 					rebound(cs, ns, vols, old, "nebi-workspaces-alice"),
-					resource.TestCheckResourceAttr(hsAddr, "legacy_users.#", "0"),
+					resource.TestCheckResourceAttr(hsAddr, "legacy_users.%", "0"),
 					resource.TestCheckResourceAttr(hsAddr, "colocation_required", "false"),
 					legacyInConfigMap(cs, ns),
 				),
@@ -471,7 +471,7 @@ resource "jupyter_home_storage" "homes" {
   storage_class_name      = %q
   capacity                = "1Gi"
   access_mode             = "ReadWriteMany"
-  users                   = ["carol"]
+  users                   = { carol = {} }
   on_mode_change          = "migrate"
 }
 `, hub, prefix, class))
@@ -490,7 +490,7 @@ resource "jupyter_home_storage" "homes" {
 						}
 						return nil
 					}),
-					resource.TestCheckResourceAttr(hsAddr, "legacy_users.#", "0"),
+					resource.TestCheckResourceAttr(hsAddr, "legacy_users.%", "0"),
 					func(s *terraform.State) error {
 						var settings map[string]any
 						if err := json.Unmarshal([]byte(s.RootModule().Resources[hsAddr].Primary.Attributes["spawner_settings"]), &settings); err != nil {

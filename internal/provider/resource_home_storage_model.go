@@ -4,6 +4,9 @@ package provider
 
 import (
 	"context"
+	"maps"
+	"slices"
+	"strings"
 
 	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
@@ -36,9 +39,7 @@ func (m *homeStorageModel) config(ctx context.Context, diags *diag.Diagnostics) 
 	if q, err := kresource.ParseQuantity(cfg.Capacity); err == nil {
 		cfg.CapacityBytes = q.Value()
 	}
-	if !m.Users.IsNull() && !m.Users.IsUnknown() {
-		diags.Append(m.Users.ElementsAs(ctx, &cfg.Users, false)...)
-	}
+	cfg.Users = usernames(m.Users)
 	return cfg
 }
 
@@ -122,12 +123,45 @@ func sameArguments(a, b *homeStorageModel) bool {
 		a.StorageClass.AllowVolumeExpansion.Equal(b.StorageClass.AllowVolumeExpansion) && a.StorageClass.MountOptions.Equal(b.StorageClass.MountOptions)
 }
 
-func stringList(v []string) types.List {
-	elems := make([]attr.Value, len(v))
-	for i, s := range v {
-		elems[i] = types.StringValue(s)
+// userType is the type of one entry of users: an object without
+// attributes. users is a map attribute of it, not a map of nested
+// attributes: terraform-plugin-framework v1.19 plans a nested map's
+// elements in time that grows with the square of their number
+// (fwserver.mapElemObject copies the whole map for every key).
+var userType = types.ObjectType{AttrTypes: map[string]attr.Type{}}
+
+// usernames are the keys of users, sorted: the users Terraform manages.
+func usernames(users types.Map) []string {
+	if users.IsNull() || users.IsUnknown() {
+		return nil
 	}
-	return types.ListValueMust(types.StringType, elems)
+	return slices.Sorted(maps.Keys(users.Elements()))
+}
+
+// usersValue is the users attribute listing these users.
+func usersValue(users []string) types.Map {
+	elems := make(map[string]attr.Value, len(users))
+	for _, u := range users {
+		elems[u] = types.ObjectValueMust(userType.AttrTypes, map[string]attr.Value{})
+	}
+	return types.MapValueMust(userType, elems)
+}
+
+// legacyValue is legacy_users: each legacy user's claims that differ from
+// the configuration (the home, a claim of extra_user_volumes), by name.
+func legacyValue(res safety.Result) types.Map {
+	names := map[string][]string{}
+	for _, up := range slices.Concat(res.Users, res.Extra) {
+		if up.Action == safety.ActionLegacy {
+			names[up.User] = append(names[up.User], up.ClaimName)
+		}
+	}
+	elems := make(map[string]attr.Value, len(names))
+	for u, n := range names {
+		slices.Sort(n)
+		elems[u] = types.StringValue(strings.Join(slices.Compact(n), ","))
+	}
+	return types.MapValueMust(types.StringType, elems)
 }
 
 func stringMap(ctx context.Context, m types.Map, diags *diag.Diagnostics) map[string]string {

@@ -29,7 +29,7 @@ type homeStorageModel struct {
 	Capacity              types.String    `tfsdk:"capacity"`
 	PVCNameTemplate       types.String    `tfsdk:"pvc_name_template"`
 	SlugScheme            types.String    `tfsdk:"slug_scheme"`
-	Users                 types.List      `tfsdk:"users"`
+	Users                 types.Map       `tfsdk:"users"`
 	Labels                types.Map       `tfsdk:"labels"`
 	Annotations           types.Map       `tfsdk:"annotations"`
 	OnModeChange          types.String    `tfsdk:"on_mode_change"`
@@ -38,7 +38,7 @@ type homeStorageModel struct {
 	ChangeClass           types.String    `tfsdk:"change_class"`
 	Changes               types.String    `tfsdk:"changes"`
 	Claims                types.String    `tfsdk:"claims"`
-	LegacyUsers           types.List      `tfsdk:"legacy_users"`
+	LegacyUsers           types.Map       `tfsdk:"legacy_users"`
 	ColocationRequired    types.Bool      `tfsdk:"colocation_required"`
 	SpawnerSettings       types.String    `tfsdk:"spawner_settings"`
 	Migration             *migrationModel `tfsdk:"migration"`
@@ -119,11 +119,16 @@ func homeStorageSchema() schema.Schema {
 			"slug_scheme": schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString(string(kubespawner.SchemeSafe)),
 				MarkdownDescription: "KubeSpawner's `slug_scheme`: `safe` (default, KubeSpawner ≥ 7) or `escape` (older deployments; Nebari's data-science-pack pins it).",
 				Validators:          []validator.String{stringvalidator.OneOf(string(kubespawner.SchemeSafe), string(kubespawner.SchemeEscape))}},
-			"users": schema.ListAttribute{Optional: true, ElementType: types.StringType,
-				MarkdownDescription: "Raw JupyterHub usernames whose claims Terraform creates and manages. Claims KubeSpawner made for other users are read and classified but never modified. " +
-					"Removing a user leaves the claim in place. Listing users is optional: with `storage_pvc_ensure` (in `spawner_settings`) KubeSpawner creates a missing home at the user's first spawn. " +
-					"At thousands of users a listed `users` slows every plan, mostly because OpenTofu diffs a list in time and memory that grow with the square of its length (in BENCHMARKS.md a no-change plan over 5,000 claims took 2.7 s with them listed, 0.9 s without).",
-				Validators: []validator.List{usernamesValidator{}}},
+			"users": schema.MapAttribute{Optional: true, ElementType: userType,
+				MarkdownDescription: "JupyterHub users whose claims Terraform creates and manages: a map from each raw username to `{}` (no per-user settings yet), " +
+					"e.g. `users = { for u in var.users : u => {} }` for a list of names. Claims KubeSpawner made for other users are read and classified but never modified. " +
+					"Removing a user leaves the claim in place. Listing users is optional: with `storage_pvc_ensure` (in `spawner_settings`) KubeSpawner creates a missing home at the user's first spawn.\n\n" +
+					"A map rather than a list or set because of plan time at thousands of users: OpenTofu (1.12) diffs a list or set against its prior value in time and memory that grow with " +
+					"the square of its length, in every plan and even when nothing changed (a no-change plan over 20,000 claims took 26 s with the users in a list; a set is slower still), " +
+					"and compares a map key by key. Before this attribute was a map it was a list of usernames: write `users = { for u in <the list> : u => {} }` instead of the list. " +
+					"At tens of thousands of users, declare a variable holding the names as `set(string)` rather than `list(string)`: OpenTofu converts a list variable's value " +
+					"(from a `.tfvars` file) in time that also grows with the square of its length, a set's in linear time.",
+				Validators: []validator.Map{usernamesValidator{}}},
 			"user_namespace_template": schema.StringAttribute{Optional: true,
 				MarkdownDescription: "KubeSpawner's `user_namespace_template` when each user's server and claims live in the user's own namespace (`enable_user_namespaces`), e.g. `{hubnamespace}-{username}` " +
 					"(`{hubnamespace}` is `namespace`). Claims are then read with one cluster-wide List (the provider needs `list` on claims and pods in every namespace, see examples/rbac), " +
@@ -164,8 +169,10 @@ func homeStorageSchema() schema.Schema {
 					"and `managed` (listed in `users`). A user whose home was copied to a new claim (`on_mode_change = \"migrate\"`) is listed with that claim. With `c = jsondecode(claims)`, every user's full claim is " +
 					"`{ for user, e in c.users : user => merge(c.default, e) }`; plans show changes to it user by user. " +
 					"(One compact string rather than a map of objects keeps plans fast at thousands of users.)"},
-			"legacy_users": schema.ListAttribute{Computed: true, ElementType: types.StringType,
-				MarkdownDescription: "Users kept on a claim that differs from the configuration (`keep_existing`). The spawner config keeps co-location for them."},
+			"legacy_users": schema.MapAttribute{Computed: true, ElementType: types.StringType,
+				MarkdownDescription: "Users kept on a claim that differs from the configuration (`keep_existing`), each mapped to that claim's name (comma-separated when both the home and a claim of " +
+					"`extra_user_volumes` differ). Pass it to `jupyter_spawner_config`'s `legacy_users`, which keeps co-location for them; `keys(legacy_users)` lists the users. " +
+					"A map, not a list, for the plan time at thousands of users (see `users`)."},
 			"colocation_required": schema.BoolAttribute{Computed: true,
 				MarkdownDescription: "True while some user's home cannot be shared across nodes (the mode is not ReadWriteMany, or a legacy claim is not)."},
 			"migration_plan": computedStr("JSON object, by username, of what `on_mode_change = \"migrate\"` does in this apply: `method` (`rebind` or `copy`), `claim`, `volume` (rebind) or `target` (copy), `from` and `to` modes, " +
@@ -269,39 +276,22 @@ func (templateValidator) ValidateString(_ context.Context, req validator.StringR
 	}
 }
 
-// usernamesValidator rejects empty and repeated usernames in one pass over
-// the list (the framework's UniqueValues compares every pair, which at
-// thousands of users costs more than the rest of a plan).
+// usernamesValidator rejects an empty username (a map cannot repeat one).
 type usernamesValidator struct{}
 
 func (usernamesValidator) Description(context.Context) string {
-	return "non-empty, distinct JupyterHub usernames"
+	return "non-empty JupyterHub usernames"
 }
 func (v usernamesValidator) MarkdownDescription(ctx context.Context) string {
 	return v.Description(ctx)
 }
-func (usernamesValidator) ValidateList(_ context.Context, req validator.ListRequest, resp *validator.ListResponse) {
+func (usernamesValidator) ValidateMap(_ context.Context, req validator.MapRequest, resp *validator.MapResponse) {
 	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
 		return
 	}
-	first := map[string]int{}
-	for i, e := range req.ConfigValue.Elements() {
-		s, ok := e.(types.String)
-		if !ok || s.IsUnknown() || s.IsNull() {
-			continue
-		}
-		u := s.ValueString()
-		if u == "" {
-			resp.Diagnostics.AddAttributeError(req.Path.AtListIndex(i), "Empty username",
-				fmt.Sprintf("users[%d] is an empty string; a JupyterHub username has at least one character. Remove it from the list.", i))
-			continue
-		}
-		if j, seen := first[u]; seen {
-			resp.Diagnostics.AddAttributeError(req.Path, "Duplicate username",
-				fmt.Sprintf("%q is listed more than once (users[%d] and users[%d]). List each user once.", u, j, i))
-			continue
-		}
-		first[u] = i
+	if _, ok := req.ConfigValue.Elements()[""]; ok {
+		resp.Diagnostics.AddAttributeError(req.Path.AtMapKey(""), "Empty username",
+			"users has the key \"\" (an empty string); a JupyterHub username has at least one character. Remove it, e.g. with users = { for u in var.users : u => {} if u != \"\" }.")
 	}
 }
 

@@ -111,7 +111,7 @@ func TestAccHomeStorage_createGrowRetain(t *testing.T) {
 			{
 				Config: homeStorageConfig(t, ns, class, `
   capacity = "1Gi"
-  users    = ["alice", "bob"]`),
+  users    = { alice = {}, bob = {} }`),
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 					plancheck.ExpectResourceAction(hsAddr, plancheck.ResourceActionCreate),
 					expectClass("safe"),
@@ -119,7 +119,7 @@ func TestAccHomeStorage_createGrowRetain(t *testing.T) {
 				}},
 				ConfigStateChecks: []statecheck.StateCheck{
 					statecheck.ExpectKnownValue(hsAddr, tfjsonpath.New("colocation_required"), knownvalue.Bool(true)),
-					statecheck.ExpectKnownValue(hsAddr, tfjsonpath.New("legacy_users"), knownvalue.ListExact(nil)),
+					statecheck.ExpectKnownValue(hsAddr, tfjsonpath.New("legacy_users"), knownvalue.MapExact(map[string]knownvalue.Check{})),
 				},
 				Check: resource.ComposeAggregateTestCheckFunc(
 					checkClaim("bob", "access_mode", "ReadWriteOnce"),
@@ -145,7 +145,7 @@ func TestAccHomeStorage_createGrowRetain(t *testing.T) {
 			{
 				Config: homeStorageConfig(t, ns, class, `
   capacity = "2Gi"
-  users    = ["alice", "bob"]`),
+  users    = { alice = {}, bob = {} }`),
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 					plancheck.ExpectResourceAction(hsAddr, plancheck.ResourceActionUpdate),
 					expectClass("safe"),
@@ -166,13 +166,13 @@ func TestAccHomeStorage_createGrowRetain(t *testing.T) {
 			{
 				Config: homeStorageConfig(t, ns, class, `
   capacity = "2Gi"
-  users    = ["alice", "bob"]`),
+  users    = { alice = {}, bob = {} }`),
 				PlanOnly: true,
 			},
 			{
 				Config: homeStorageConfig(t, ns, class, `
   capacity = "1Gi"
-  users    = ["alice", "bob"]`),
+  users    = { alice = {}, bob = {} }`),
 				ExpectError: wrapRE(`(?s)Home claims cannot shrink.*claim-alice`),
 			},
 		},
@@ -227,7 +227,7 @@ func TestAccHomeStorage_modeFlip(t *testing.T) {
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 					expectClass("safe"),
 					plancheck.ExpectKnownValue(hsAddr, tfjsonpath.New("legacy_users"),
-						knownvalue.ListExact([]knownvalue.Check{knownvalue.StringExact("carol"), knownvalue.StringExact("dave")})),
+						knownvalue.MapExact(map[string]knownvalue.Check{"carol": knownvalue.StringExact("claim-carol"), "dave": knownvalue.StringExact("claim-dave")})),
 					plancheck.ExpectKnownValue(hsAddr, tfjsonpath.New("colocation_required"), knownvalue.Bool(true)),
 				}},
 				Check: unchanged,
@@ -235,18 +235,18 @@ func TestAccHomeStorage_modeFlip(t *testing.T) {
 			{
 				Config: homeStorageConfig(t, ns, class, rwx+`
   on_mode_change = "recreate"
-  users          = ["carol", "dave"]`),
+  users          = { carol = {}, dave = {} }`),
 				ExpectError: wrapRE(`(?s)Recreating home claims deletes their data.*carol: claim-carol.*allow_data_loss = true`),
 			},
 			{
 				Config: homeStorageConfig(t, ns, class, rwx+`
   on_mode_change  = "recreate"
-  users           = ["carol", "dave"]
+  users           = { carol = {}, dave = {} }
   allow_data_loss = true`),
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{expectClass("destructive")}},
 				Check: resource.ComposeAggregateTestCheckFunc(
 					checkClaim("carol", "access_mode", "ReadWriteMany"),
-					resource.TestCheckResourceAttr(hsAddr, "legacy_users.#", "0"),
+					resource.TestCheckResourceAttr(hsAddr, "legacy_users.%", "0"),
 					resource.TestCheckResourceAttr(hsAddr, "colocation_required", "false"),
 					func(*terraform.State) error {
 						after := uids(t, cs, ns, "claim-carol", "claim-dave")
@@ -294,7 +294,7 @@ func TestAccHomeStorage_unknownConnection(t *testing.T) {
 resource "jupyter_home_storage" "homes" {
   namespace = %q
   capacity  = "1Gi"
-  users     = ["erin"]
+  users     = { erin = {} }
 }`, ns))
 	resource.Test(t, resource.TestCase{
 		ProtoV6ProviderFactories: protoV6ProviderFactories,
@@ -326,7 +326,7 @@ func TestAccHomeStorage_unknownConnectionRefusesDataLoss(t *testing.T) {
 resource "jupyter_home_storage" "homes" {
   namespace       = %q
   capacity        = "1Gi"
-  users           = ["erin"]
+  users           = { erin = {} }
   on_mode_change  = "recreate"
   allow_data_loss = true
 }`, ns)),
@@ -336,7 +336,7 @@ resource "jupyter_home_storage" "homes" {
 resource "jupyter_home_storage" "homes" {
   namespace = %q
   capacity  = "1Gi"
-  users     = ["erin"]
+  users     = { erin = {} }
 }`, ns)),
 			ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 				plancheck.ExpectUnknownValue(hsAddr, tfjsonpath.New("changes")),
@@ -353,7 +353,7 @@ func TestAccHomeStorage_deletedOutOfBand(t *testing.T) {
 	class := "homes-" + ns
 	cfg := homeStorageConfig(t, ns, class, `
   capacity = "1Gi"
-  users    = ["frank"]`)
+  users    = { frank = {} }`)
 	resource.Test(t, resource.TestCase{
 		ProtoV6ProviderFactories: protoV6ProviderFactories,
 		Steps: []resource.TestStep{

@@ -23,7 +23,7 @@ import (
 func planValues(plan, state *homeStorageModel, cfg safety.Config, res safety.Result) {
 	plan.ChangeClass = types.StringValue(string(res.Class))
 	plan.Changes = types.StringValue(safety.ChangesOf(res).Encode())
-	plan.LegacyUsers = stringList(res.LegacyUsers)
+	plan.LegacyUsers = legacyValue(res)
 	plan.ColocationRequired = types.BoolValue(res.ColocationRequired)
 	var nMigrations, nCopies int
 	plan.MigrationPlan, nMigrations, nCopies = migrationPlanValue(res, cfg)
@@ -48,7 +48,7 @@ func planValues(plan, state *homeStorageModel, cfg safety.Config, res safety.Res
 	if nMigrations > 0 {
 		// Who ends up legacy, and the claims' new identities, are known once
 		// the migrations ran (a user may start a server meanwhile).
-		plan.LegacyUsers = types.ListUnknown(types.StringType)
+		plan.LegacyUsers = types.MapUnknown(types.StringType)
 		plan.ColocationRequired = types.BoolUnknown()
 		plan.Claims = types.StringUnknown()
 		plan.MigrationStatus = types.StringUnknown()
@@ -277,11 +277,11 @@ func recordApply(plan *homeStorageModel, cfg safety.Config, res safety.Result, l
 		kept := cfg
 		kept.OnModeChange = safety.OnModeChangeKeepExisting
 		now := safety.Plan(kept, nil, live)
-		plan.LegacyUsers = stringList(now.LegacyUsers)
+		plan.LegacyUsers = legacyValue(now)
 		plan.ColocationRequired = types.BoolValue(now.ColocationRequired)
 	}
 	if plan.LegacyUsers.IsUnknown() {
-		plan.LegacyUsers = stringList(res.LegacyUsers)
+		plan.LegacyUsers = legacyValue(res)
 	}
 	if plan.ColocationRequired.IsUnknown() {
 		plan.ColocationRequired = types.BoolValue(res.ColocationRequired)

@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"regexp"
+	"slices"
 
 	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
-	"github.com/hashicorp/terraform-plugin-framework-validators/listvalidator"
+	"github.com/hashicorp/terraform-plugin-framework-validators/mapvalidator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
 	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
@@ -45,7 +47,7 @@ type spawnerConfigModel struct {
 	ConfigMapName       types.String `tfsdk:"config_map_name"`
 	HomeStorageSettings types.String `tfsdk:"home_storage_settings"`
 	Profiles            types.List   `tfsdk:"profiles"`
-	LegacyUsers         types.List   `tfsdk:"legacy_users"`
+	LegacyUsers         types.Map    `tfsdk:"legacy_users"`
 	ColocationLabel     types.String `tfsdk:"colocation_label"`
 	ExtraSettingsJSON   types.String `tfsdk:"extra_settings_json"`
 	ColocatedServers    types.Int64  `tfsdk:"colocated_servers"`
@@ -96,9 +98,10 @@ func (r *spawnerConfigResource) Schema(_ context.Context, _ resource.SchemaReque
 				MarkdownDescription: "The `spawner_settings` of a `jupyter_home_storage`: the home's access mode, class, size, claim naming and volume."},
 			"profiles": schema.ListAttribute{Optional: true, ElementType: types.StringType,
 				MarkdownDescription: "`profile_json` of each `jupyter_spawner_profile`, in the order of the spawn form, after the profiles earlier configuration offers (see *Composition*). A profile's own `volumes` get the global ones (the home first) in front, and are merged into the user's at spawn time."},
-			"legacy_users": schema.ListAttribute{Optional: true, ElementType: types.StringType,
-				MarkdownDescription: "Raw usernames that keep a `ReadWriteOnce` home under a `ReadWriteMany` configuration: pass `jupyter_home_storage.<name>.legacy_users`. Their pods stay co-located.",
-				Validators:          []validator.List{listvalidator.ValueStringsAre(stringvalidator.LengthAtLeast(1))}},
+			"legacy_users": schema.MapAttribute{Optional: true, ElementType: types.StringType,
+				MarkdownDescription: "Users that keep a `ReadWriteOnce` home under a `ReadWriteMany` configuration, as keys (raw usernames) of a map: pass `jupyter_home_storage.<name>.legacy_users` " +
+					"(username to claim name; the values are not used). Their pods stay co-located. A map, not a list, keeps plans fast at thousands of users (see `jupyter_home_storage`'s `users`).",
+				Validators: []validator.Map{mapvalidator.KeysAre(stringvalidator.LengthAtLeast(1))}},
 			"colocation_label": schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString(spawner.DefaultColocationLabel),
 				MarkdownDescription: "Pod label co-location selects on. Default `hub.jupyter.org/colocate-user`; Nebari's data-science-pack uses `nebari.dev/colocate-user`, and the file then replaces that pack's own co-location.",
 				Validators:          []validator.String{labelKeyValidator{}}},
@@ -144,7 +147,7 @@ func (m *spawnerConfigModel) known() bool {
 			return false
 		}
 	}
-	for _, l := range []types.List{m.Profiles, m.LegacyUsers, m.ProjectedConfigMaps} {
+	for _, l := range []types.List{m.Profiles, m.ProjectedConfigMaps} {
 		for _, e := range l.Elements() {
 			if e.IsUnknown() {
 				return false
@@ -155,7 +158,7 @@ func (m *spawnerConfigModel) known() bool {
 }
 
 // build renders the model. Errors name the attribute.
-func (m *spawnerConfigModel) build(ctx context.Context, diags *diag.Diagnostics) (spawner.Result, bool) {
+func (m *spawnerConfigModel) build(diags *diag.Diagnostics) (spawner.Result, bool) {
 	cfg := spawner.Config{ColocationLabel: m.ColocationLabel.ValueString(), HomeMountPath: m.HomeMountPath.ValueString()}
 	var ok bool
 	if cfg.Home, ok = jsonObject(m.HomeStorageSettings, path.Root("home_storage_settings"), diags); !ok || cfg.Home == nil {
@@ -170,21 +173,15 @@ func (m *spawnerConfigModel) build(ctx context.Context, diags *diag.Diagnostics)
 		p, _ := jsonObject(s, path.Root("profiles").AtListIndex(i), diags)
 		cfg.Profiles = append(cfg.Profiles, p)
 	}
-	cfg.LegacyUsers = listStrings(ctx, m.LegacyUsers, diags)
+	if !m.LegacyUsers.IsNull() && !m.LegacyUsers.IsUnknown() {
+		cfg.LegacyUsers = slices.Sorted(maps.Keys(m.LegacyUsers.Elements()))
+	}
 	if diags.HasError() {
 		return spawner.Result{}, false
 	}
 	res, errs := spawner.Build(cfg)
 	addFindings(diags, errs, true)
 	return res, len(errs) == 0
-}
-
-func listStrings(ctx context.Context, l types.List, diags *diag.Diagnostics) []string {
-	var out []string
-	if !l.IsNull() && !l.IsUnknown() {
-		diags.Append(l.ElementsAs(ctx, &out, false)...)
-	}
-	return out
 }
 
 // render fills the computed attributes from res.
@@ -223,7 +220,7 @@ func (r *spawnerConfigResource) ModifyPlan(ctx context.Context, req resource.Mod
 		resp.Diagnostics.Append(resp.Plan.Set(ctx, &plan)...)
 		return
 	}
-	res, ok := plan.build(ctx, &resp.Diagnostics)
+	res, ok := plan.build(&resp.Diagnostics)
 	if !ok {
 		return
 	}
@@ -278,7 +275,7 @@ func (r *spawnerConfigResource) apply(ctx context.Context, plan *spawnerConfigMo
 	if client == nil {
 		return
 	}
-	res, ok := plan.build(ctx, diags)
+	res, ok := plan.build(diags)
 	if !ok {
 		return
 	}

@@ -14,7 +14,12 @@ resource "jupyter_home_storage" "homes" {
     # reclaim_policy defaults to Retain: these are home directories.
   }
 
-  users = ["alice", "bob"]
+  # The users whose claims Terraform creates, as a map of username to {}.
+  # From a list of names: users = { for u in var.users : u => {} }
+  users = {
+    alice = {}
+    bob   = {}
+  }
 
   # Users whose claims KubeSpawner made as ReadWriteOnce keep them (and their
   # co-location) until they are migrated; without this the plan fails and
