@@ -48,6 +48,7 @@ import (
 // its own user.
 func TestAccHomeStorage_killedApplyConverges(t *testing.T) {
 	cs := acctest.Cluster(t).Admin()
+	t.Parallel()
 	start := time.Now()
 	t.Cleanup(func() { t.Logf("all cases took %s", time.Since(start).Round(time.Second)) })
 	users := map[migration.Op]string{
