@@ -116,16 +116,13 @@ resource "jupyter_home_storage" "homes" {
 
 	// The user's server writes a file into the home the copy record gives
 	// the user now, and keeps running.
-	var (
-		mu   sync.Mutex // want: the hook below runs in the provider's goroutines
-		home string
-	)
+	var mu sync.Mutex // want: the hook below runs in the provider's goroutines
 	startServer := func(when string) error {
 		if !stopped.Load() {
 			return fmt.Errorf("the apply never reached step %s", stop)
 		}
-		var err error
-		if home, err = currentHome(ctx, cs, ns, source); err != nil {
+		home, err := currentHome(ctx, cs, ns, source)
+		if err != nil {
 			return err
 		}
 		file := map[string]string{"server/" + when + ".txt": "written by the server " + when + ", after the apply stopped at " + string(stop) + "\n"}
@@ -147,14 +144,16 @@ resource "jupyter_home_storage" "homes" {
 	switched := stop == migration.OpSwitch
 
 	// A server that runs at the plan: the user is left on the old home
-	// (legacy_users), nothing is copied or switched, the server keeps
-	// running. After the switch it runs on the new home and stops nothing.
+	// (legacy_users; the plan says why), nothing is copied or switched, the
+	// server keeps running. After the switch it runs on the new home and stops nothing.
 	planned := resource.TestStep{
 		PreConfig:                func() { must(t, startServer("before-the-plan")) },
 		ProtoV6ProviderFactories: plain, Config: cfg,
 		Check: resource.ComposeAggregateTestCheckFunc(
 			resource.TestCheckResourceAttr(homesAddr, "legacy_users.#", "1"),
 			resource.TestCheckResourceAttr(homesAddr, "legacy_users.0", user),
+			resource.TestMatchResourceAttr(homesAddr, "migration_plan", regexp.MustCompile(fmt.Sprintf(
+				`"reason":"the copy to %s an earlier apply started \(step [a-z-]+\) waits: a server is running"`, target))),
 			checkClaim(user, "name", source),
 			stillOn(ctx, cs, ns, source, source, server),
 		),
