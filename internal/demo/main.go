@@ -1,14 +1,18 @@
 // Command demo shows the provider at work on the local test cluster: it
-// builds the provider, starts etcd, kube-apiserver and the PV binder, seeds
-// a JupyterHub namespace with home claims as KubeSpawner makes them, runs
-// `tofu init` and `tofu apply` on examples/quickstart with a dev override,
-// shows the plan refusing an unsafe ReadWriteOnce -> ReadWriteMany flip,
-// keep_existing, and then on_mode_change = "migrate" moving every home to
-// ReadWriteMany on its own volume, and stops everything. Run it with `make demo`.
+// builds the provider, starts etcd, kube-apiserver, the controllers and the
+// test node, seeds a JupyterHub namespace with home claims as KubeSpawner
+// makes them, runs `tofu init` and `tofu apply` on examples/quickstart with
+// a dev override, shows the plan refusing an unsafe ReadWriteOnce ->
+// ReadWriteMany flip, keep_existing, and then on_mode_change = "migrate"
+// moving every home to ReadWriteMany on its own volume. Then a pod writes
+// files into a home on the node's disk, on_mode_change = "migrate" copies
+// it into a new ReadWriteMany claim with its Job, and a pod reads the files
+// back from the new home. It stops everything. Run it with `make demo`.
 package main
 
 import (
 	"context"
+	_ "embed"
 	"fmt"
 	"maps"
 	"os"
@@ -28,6 +32,11 @@ import (
 )
 
 const namespace = "jhub"
+
+// copyConfig is the configuration of the copy part.
+//
+//go:embed copy.tf
+var copyConfig string
 
 func main() {
 	if err := run(); err != nil {
@@ -61,9 +70,9 @@ func run() error {
 		return err
 	}
 
-	step("starting the local test cluster (etcd, kube-apiserver, kube-controller-manager)")
+	step("starting the local test cluster (etcd, kube-apiserver, kube-controller-manager, a node: containerd, kubelet, kube-scheduler)")
 	start := time.Now()
-	cluster, err := testcluster.Start(ctx, testcluster.Options{ControllerManager: true})
+	cluster, err := testcluster.Start(ctx, testcluster.Options{ControllerManager: true, Node: true})
 	if err != nil {
 		return err
 	}
@@ -153,7 +162,86 @@ func run() error {
 	if err := ws.Run(ctx, cfgDir, append([]string{"apply", "-refresh-only", "-auto-approve", "-no-color"}, vars...)...); err != nil {
 		return err
 	}
+	if err := tofu(append([]string{"plan", "-no-color", "-detailed-exitcode"}, vars...)...); err != nil {
+		return err
+	}
+	return copyDemo(ctx, cs, ws)
+}
+
+// erinFiles is what erin's server left in her home.
+var erinFiles = map[string]string{
+	"analysis.ipynb":         "{\"cells\": [], \"nbformat\": 4}\n",
+	"data/measurements.csv":  "t,value\n0,1.5\n1,2.25\n",
+	".jupyter/settings.json": "{\"theme\": \"dark\"}\n",
+}
+
+// copyDemo moves a home that holds files, on the node's disk, by copying:
+// a pod writes erin's files into her ReadWriteOnce home, the apply copies it
+// into a new ReadWriteMany claim with the provider's Job and switches her
+// to it, and a pod mounting the new home reads every file back.
+func copyDemo(ctx context.Context, cs kubernetes.Interface, ws *tofurun.Workspace) error {
+	const ns, source, target = "jhub-node", "claim-erin", "home-erin"
+	step("a home with files in it: namespace %q, erin's ReadWriteOnce claim on the node's disk (class %s, no driver can serve it in another mode)", ns, testcluster.HostPathClass)
+	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		return err
+	}
+	class := testcluster.HostPathClass
+	if err := testcluster.Seed(ctx, cs, ns, testcluster.SeedClaim{Name: source, Username: "erin", Size: "1Gi", StorageClass: &class}); err != nil {
+		return err
+	}
+	if err := testcluster.WaitClaimPhase(ctx, cs, ns, source, corev1.ClaimBound); err != nil {
+		return err
+	}
+	if _, err := testcluster.RunPod(ctx, cs, testcluster.ClaimPod(ns, "jupyter-erin", source,
+		testcluster.WriteFilesScript("/home", erinFiles)+"chown -R 1000:100 /home\n")); err != nil {
+		return err
+	}
+	fmt.Printf("a pod wrote into %s:\n", source)
+	printFiles(erinFiles)
+
+	cfgDir := filepath.Join(ws.Dir, "copy")
+	if err := os.MkdirAll(cfgDir, 0o700); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(cfgDir, "main.tf"), []byte(copyConfig), 0o600); err != nil {
+		return err
+	}
+	tofu := func(args ...string) error {
+		tofurun.Echo(os.Stdout, args...)
+		return ws.Run(ctx, cfgDir, args...)
+	}
+	step("on_mode_change = migrate: erin's home is copied into %s (ReadWriteMany) by a Job with rsync, checked, and the hub switched to it", target)
+	if err := tofu("init", "-no-color"); err != nil {
+		return fmt.Errorf("tofu init: %w", err)
+	}
+	vars := []string{"-var", "access_mode=ReadWriteMany", "-var", "on_mode_change=migrate"}
+	if err := tofu(append([]string{"apply", "-auto-approve", "-no-color", "-compact-warnings"}, vars...)...); err != nil {
+		return fmt.Errorf("tofu apply: %w", err)
+	}
+
+	msg, err := testcluster.RunPod(ctx, cs, testcluster.ClaimPod(ns, "jupyter-erin", target, testcluster.ReadFilesScript("/home")))
+	if err != nil {
+		return err
+	}
+	got, err := testcluster.ParseFiles(msg)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("\na pod mounting %s, erin's home now, read back:\n", target)
+	printFiles(got)
+	if !maps.Equal(got, erinFiles) {
+		return fmt.Errorf("%s holds %q, want %q", target, got, erinFiles)
+	}
+	fmt.Println("(every file, byte for byte)")
+
+	step("plan again: nothing left to do")
 	return tofu(append([]string{"plan", "-no-color", "-detailed-exitcode"}, vars...)...)
+}
+
+func printFiles(files map[string]string) {
+	for _, name := range slices.Sorted(maps.Keys(files)) {
+		fmt.Printf("  %-24s %q\n", name, files[name])
+	}
 }
 
 type home struct{ mode, volume, phase string }

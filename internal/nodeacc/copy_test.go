@@ -49,6 +49,7 @@ var aliceFiles = map[string]string{
 // container runtime here.
 func TestAccHomeStorage_migrateCopy(t *testing.T) {
 	c := acctest.Cluster(t)
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	cs := c.Admin()

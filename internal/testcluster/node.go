@@ -79,6 +79,9 @@ type node struct {
 // kubelet, and waits until the node is Ready without taints and the
 // host-path StorageClass exists.
 func (c *Cluster) startNode(ctx context.Context) error {
+	if os.Geteuid() != 0 {
+		return fmt.Errorf("the test node needs root: containerd, runc and kubelet mount volumes and create network namespaces")
+	}
 	for _, b := range []string{"kubelet", "kube-scheduler", "images.tar"} {
 		if _, err := os.Stat(filepath.Join(c.bin, b)); err != nil {
 			return fmt.Errorf("test bed file %s missing in %s: run tools/testbed/build.sh", b, c.bin)

@@ -157,3 +157,40 @@ func sortedKeys(m map[string]string) []string {
 	sort.Strings(keys)
 	return keys
 }
+
+// ServerPod is a pod that, like a user's server, keeps running with claim
+// mounted at /home: it runs script, then is Ready until deleted.
+func ServerPod(namespace, name, claim, script string) *corev1.Pod {
+	p := ClaimPod(namespace, name, claim, script+"\ntouch /tmp/ready\nexec sleep 86400\n")
+	p.Spec.Containers[0].ReadinessProbe = &corev1.Probe{
+		ProbeHandler:  corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"test", "-e", "/tmp/ready"}}},
+		PeriodSeconds: 1,
+	}
+	return p
+}
+
+// StartPod creates pod and waits until it is Ready (a ServerPod: its
+// script has run). A pod that ends first is an error.
+func StartPod(ctx context.Context, cs kubernetes.Interface, pod *corev1.Pod) error {
+	pods := cs.CoreV1().Pods(pod.Namespace)
+	if _, err := pods.Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		return err
+	}
+	for {
+		p, err := pods.Get(ctx, pod.Name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+			return fmt.Errorf("pod %s ended (%s): %s", pod.Name, p.Status.Phase, TerminationMessage(p))
+		}
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
+				return nil
+			}
+		}
+		if err := pause(ctx); err != nil {
+			return fmt.Errorf("pod %s not ready: %w (phase %s)", pod.Name, err, p.Status.Phase)
+		}
+	}
+}
