@@ -145,6 +145,10 @@ type Source struct {
 	StorageClass string   // the claim's class
 	Bound        bool     // the claim is Bound to a volume
 	CSIDriver    string   // the volume's CSI driver; "" if it is not a CSI volume or unknown
+	// RebindDrivers are CSI drivers the operator knows to serve an existing
+	// volume in ReadWriteMany once an RWX claim uses it (migration.rebind_drivers),
+	// besides the built-in ones.
+	RebindDrivers []string
 }
 
 // Choose picks the method for migrating src to mode `to` in class `toClass`
@@ -177,10 +181,12 @@ func canRebind(src Source, to, toClass string) (bool, string) {
 		return false, "its volume is not a CSI volume"
 	case to == RWOP && slices.Contains(src.Modes, RWO):
 		return true, "" // Kubernetes' documented ReadWriteOncePod migration works on any CSI volume
-	case to == RWX && slices.Contains(rebindDrivers, src.CSIDriver):
+	case to == RWX && (slices.Contains(rebindDrivers, src.CSIDriver) || slices.Contains(src.RebindDrivers, src.CSIDriver)):
 		return true, ""
 	case to == RWX:
-		return false, fmt.Sprintf("CSI driver %s is not known to serve an existing volume as ReadWriteMany (rebind works with %s)", src.CSIDriver, strings.Join(rebindDrivers, ", "))
+		known := append(slices.Clone(rebindDrivers), src.RebindDrivers...)
+		return false, fmt.Sprintf("CSI driver %s is not known to serve an existing volume as ReadWriteMany (rebind works with %s; "+
+			"migration.rebind_drivers adds drivers you know to serve it)", src.CSIDriver, strings.Join(known, ", "))
 	}
 	return false, fmt.Sprintf("%s to %s is not a rebind the provider knows", strings.Join(src.Modes, ","), to)
 }

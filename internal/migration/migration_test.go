@@ -11,6 +11,14 @@ func TestChoose(t *testing.T) {
 	intree := Source{Modes: []string{RWO}, StorageClass: "old", Bound: true}
 	pending := longhorn
 	pending.Bound = false
+	// The operator lists the NFS driver (migration.rebind_drivers).
+	nfs := Source{Modes: []string{RWO}, StorageClass: "nfs", Bound: true, CSIDriver: "nfs.csi.k8s.io", RebindDrivers: []string{"cephfs.csi.ceph.com", "nfs.csi.k8s.io"}}
+	ebsListedOther := ebs
+	ebsListedOther.RebindDrivers = []string{"nfs.csi.k8s.io"}
+	pendingNFS := nfs
+	pendingNFS.Bound = false
+	longhornWithList := longhorn
+	longhornWithList.RebindDrivers = []string{"nfs.csi.k8s.io"}
 	cases := []struct {
 		name    string
 		asked   Method
@@ -32,6 +40,16 @@ func TestChoose(t *testing.T) {
 		{"in-tree RWOP copies", MethodAuto, intree, RWOP, "", MethodCopy, ""},
 		{"in-tree rebind refused", MethodRebind, intree, RWOP, "", "", "not a CSI volume"},
 		{"pending claim refused", MethodRebind, pending, RWX, "", "", "not bound"},
+		{"listed driver RWX auto rebinds", MethodAuto, nfs, RWX, "", MethodRebind, ""},
+		{"listed driver RWX explicit rebind", MethodRebind, nfs, RWX, "nfs", MethodRebind, ""},
+		{"listed driver, copy asked", MethodCopy, nfs, RWX, "", MethodCopy, ""},
+		{"listed driver, class change refuses rebind", MethodRebind, nfs, RWX, "efs", "", "class changes"},
+		{"listed driver, pending claim refused", MethodRebind, pendingNFS, RWX, "", "", "not bound"},
+		{"listed driver RWOP rebinds", MethodAuto, nfs, RWOP, "", MethodRebind, ""},
+		{"the built-in list stays with a list", MethodRebind, longhornWithList, RWX, "", MethodRebind, ""},
+		{"an unlisted driver is still refused, naming the attribute", MethodRebind, ebsListedOther, RWX, "", "", "migration.rebind_drivers"},
+		{"an unlisted driver auto copies", MethodAuto, ebsListedOther, RWX, "", MethodCopy, ""},
+		{"the refusal names the listed drivers", MethodRebind, ebsListedOther, RWX, "", "", "driver.longhorn.io, nfs.csi.k8s.io"},
 		{"RWX to RWO is not a rebind", MethodRebind, Source{Modes: []string{RWX}, Bound: true, CSIDriver: "driver.longhorn.io"}, RWO, "", "", "not a rebind"},
 	}
 	for _, tc := range cases {

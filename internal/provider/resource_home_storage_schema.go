@@ -3,6 +3,7 @@ package provider
 import (
 	"context"
 	"fmt"
+	"regexp"
 
 	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/listvalidator"
@@ -56,6 +57,7 @@ type migrationModel struct {
 	BatchSize           types.Int64  `tfsdk:"batch_size"`
 	MaxParallel         types.Int64  `tfsdk:"max_parallel"`
 	SkipRunning         types.Bool   `tfsdk:"skip_running"`
+	RebindDrivers       types.List   `tfsdk:"rebind_drivers"`
 }
 
 type scModel struct {
@@ -202,6 +204,13 @@ func homeStorageSchema() schema.Schema {
 						Validators: []validator.Int64{int64validator.AtLeast(1)}},
 					"max_parallel": schema.Int64Attribute{Optional: true, MarkdownDescription: "Users migrated at a time (default 4).",
 						Validators: []validator.Int64{int64validator.AtLeast(1)}},
+					"rebind_drivers": schema.ListAttribute{Optional: true, ElementType: types.StringType,
+						MarkdownDescription: "CSI driver names (as in a volume's `spec.csi.driver`) that you know serve an existing volume as `ReadWriteMany` once a `ReadWriteMany` claim uses it, " +
+							"rebound like Longhorn's besides the built-in list (`driver.longhorn.io`). File-system drivers that serve any of their volumes to many nodes qualify " +
+							"(e.g. `nfs.csi.k8s.io`, `cephfs.csi.ceph.com`, `efs.csi.aws.com`); block-volume drivers (EBS, PD, Azure Disk, Ceph RBD, ...) do not: a volume of theirs " +
+							"bound to a `ReadWriteMany` claim fails to mount on a second node or, worse, is mounted twice by a file system that is not made for it. " +
+							"Listing a driver only lets homes on it be rebound; `method = \"copy\"` ignores it.",
+						Validators: []validator.List{listvalidator.SizeAtLeast(1), listvalidator.UniqueValues(), listvalidator.ValueStringsAre(csiDriverNameValidator{})}},
 					"skip_running": schema.BoolAttribute{Optional: true, MarkdownDescription: "Default `true`: users with a running server are left for a later apply and reported (their pods stay co-located). " +
 						"`false`: the plan fails naming them, so that they are stopped first."},
 				},
@@ -266,6 +275,28 @@ func (templateValidator) ValidateString(_ context.Context, req validator.StringR
 	if err != nil {
 		resp.Diagnostics.AddAttributeError(req.Path, "Invalid name template",
 			fmt.Sprintf("%v. Fields are written in braces, e.g. \"claim-{username}\"; usable fields: {username}, {servername}, {user_server} and their safe_, escaped_ and unescaped_ forms.", err))
+	}
+}
+
+// csiDriverNameRE is a CSI driver name: at most 63 characters, alphanumerics
+// with dashes and dots between (the CSI spec's GetPluginInfo name).
+var csiDriverNameRE = regexp.MustCompile(`^[A-Za-z0-9]([-A-Za-z0-9.]{0,61}[A-Za-z0-9])?$`)
+
+// csiDriverNameValidator checks an entry of migration.rebind_drivers.
+type csiDriverNameValidator struct{}
+
+func (csiDriverNameValidator) Description(context.Context) string { return "a CSI driver name" }
+func (v csiDriverNameValidator) MarkdownDescription(ctx context.Context) string {
+	return v.Description(ctx)
+}
+func (csiDriverNameValidator) ValidateString(_ context.Context, req validator.StringRequest, resp *validator.StringResponse) {
+	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
+		return
+	}
+	if name := req.ConfigValue.ValueString(); !csiDriverNameRE.MatchString(name) {
+		resp.Diagnostics.AddAttributeError(req.Path, "Invalid migration.rebind_drivers entry",
+			fmt.Sprintf("migration.rebind_drivers: %q is not a CSI driver name: it names drivers as a volume's spec.csi.driver does, e.g. \"nfs.csi.k8s.io\" "+
+				"(at most 63 characters, letters, digits, dashes and dots, beginning and ending with a letter or digit).", name))
 	}
 }
 
