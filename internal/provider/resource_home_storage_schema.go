@@ -182,7 +182,8 @@ func homeStorageSchema() schema.Schema {
 					"(the old one is recorded on the volume), the claim is deleted, the volume is reserved for a new claim with the same name, labels and annotations in the new mode, " +
 					"that claim is bound to it, and the reclaim policy is restored. No volume is ever deleted, and the claim only once its volume is retained. " +
 					"Each step is decided from what the cluster shows (the record lives in an annotation on the volume), so an apply stopped at any point resumes where it stopped. " +
-					"Rebind works for `ReadWriteMany` on Longhorn (`driver.longhorn.io` turns a volume used by an RWX claim into a shared one), and keeps the claim's class.\n\n" +
+					"Rebind works for `ReadWriteMany` on Longhorn (`driver.longhorn.io` turns a volume used by an RWX claim into a shared one) and on the file-system drivers that serve any of their volumes to many nodes " +
+					"(`nfs.csi.k8s.io`, `efs.csi.aws.com`, `cephfs.csi.ceph.com` and Rook's `NAMESPACE.cephfs.csi.ceph.com`), besides the drivers listed in `rebind_drivers`, and keeps the claim's class.\n\n" +
 					"**Copy**, for every other home (EBS, PD, Azure Disk, Hetzner to EFS, NFS, CephFS, ...): a new claim (`target_name_template`) in the new mode and class, a Job (`copy_image`) " +
 					"that mounts both and copies with rsync keeping ownership, permissions, times, hard links and sparse files, then compares both sides with checksums; the file count and bytes " +
 					"are recorded on the source claim, and the user is switched to the new claim: `spawner_settings` carries `home_claims`, which `jupyter_spawner_config` applies after KubeSpawner " +
@@ -205,9 +206,10 @@ func homeStorageSchema() schema.Schema {
 					"max_parallel": schema.Int64Attribute{Optional: true, MarkdownDescription: "Users migrated at a time (default 4).",
 						Validators: []validator.Int64{int64validator.AtLeast(1)}},
 					"rebind_drivers": schema.ListAttribute{Optional: true, ElementType: types.StringType,
-						MarkdownDescription: "CSI driver names (as in a volume's `spec.csi.driver`) that you know serve an existing volume as `ReadWriteMany` once a `ReadWriteMany` claim uses it, " +
-							"rebound like Longhorn's besides the built-in list (`driver.longhorn.io`). File-system drivers that serve any of their volumes to many nodes qualify " +
-							"(e.g. `nfs.csi.k8s.io`, `cephfs.csi.ceph.com`, `efs.csi.aws.com`); block-volume drivers (EBS, PD, Azure Disk, Ceph RBD, ...) do not: a volume of theirs " +
+						MarkdownDescription: "CSI driver names (as in a volume's `spec.csi.driver`) that you know serve an existing volume as `ReadWriteMany` once a `ReadWriteMany` claim uses it: " +
+							"homes on them are rebound to `ReadWriteMany`, besides the built-in `driver.longhorn.io`, `nfs.csi.k8s.io`, `efs.csi.aws.com` and `cephfs.csi.ceph.com`. " +
+							"File-system drivers that serve any of their volumes to many nodes qualify (e.g. `filestore.csi.storage.gke.io`, or `file.csi.azure.com` when no volume of the class is a VHD disk); " +
+							"block-volume drivers (EBS, PD, Azure Disk, Ceph RBD, ...) do not: a volume of theirs " +
 							"bound to a `ReadWriteMany` claim fails to mount on a second node or, worse, is mounted twice by a file system that is not made for it. " +
 							"Listing a driver only lets homes on it be rebound; `method = \"copy\"` ignores it.",
 						Validators: []validator.List{listvalidator.SizeAtLeast(1), listvalidator.UniqueValues(), listvalidator.ValueStringsAre(csiDriverNameValidator{})}},
