@@ -212,7 +212,7 @@ func homeStorageSchema() schema.Schema {
 							"block-volume drivers (EBS, PD, Azure Disk, Ceph RBD, ...) do not: a volume of theirs " +
 							"bound to a `ReadWriteMany` claim fails to mount on a second node or, worse, is mounted twice by a file system that is not made for it. " +
 							"Listing a driver only lets homes on it be rebound; `method = \"copy\"` ignores it.",
-						Validators: []validator.List{listvalidator.SizeAtLeast(1), listvalidator.UniqueValues(), listvalidator.ValueStringsAre(csiDriverNameValidator{})}},
+						Validators: []validator.List{listvalidator.SizeAtLeast(1), rebindDriversValidator{}, listvalidator.ValueStringsAre(csiDriverNameValidator{})}},
 					"skip_running": schema.BoolAttribute{Optional: true, MarkdownDescription: "Default `true`: users with a running server are left for a later apply and reported (their pods stay co-located). " +
 						"`false`: the plan fails naming them, so that they are stopped first."},
 				},
@@ -299,6 +299,35 @@ func (csiDriverNameValidator) ValidateString(_ context.Context, req validator.St
 		resp.Diagnostics.AddAttributeError(req.Path, "Invalid migration.rebind_drivers entry",
 			fmt.Sprintf("migration.rebind_drivers: %q is not a CSI driver name: it names drivers as a volume's spec.csi.driver does, e.g. \"nfs.csi.k8s.io\" "+
 				"(at most 63 characters, letters, digits, dashes and dots, beginning and ending with a letter or digit).", name))
+	}
+}
+
+// rebindDriversValidator names each driver listed twice in
+// migration.rebind_drivers.
+type rebindDriversValidator struct{}
+
+func (rebindDriversValidator) Description(context.Context) string {
+	return "CSI driver names, each listed once"
+}
+func (v rebindDriversValidator) MarkdownDescription(ctx context.Context) string {
+	return v.Description(ctx)
+}
+func (rebindDriversValidator) ValidateList(_ context.Context, req validator.ListRequest, resp *validator.ListResponse) {
+	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
+		return
+	}
+	first := map[string]int{}
+	for i, e := range req.ConfigValue.Elements() {
+		s, ok := e.(types.String)
+		if !ok || s.IsNull() || s.IsUnknown() {
+			continue
+		}
+		if j, seen := first[s.ValueString()]; seen {
+			resp.Diagnostics.AddAttributeError(req.Path.AtListIndex(i), "Repeated migration.rebind_drivers entry",
+				fmt.Sprintf("migration.rebind_drivers: %q is listed more than once (rebind_drivers[%d] and rebind_drivers[%d]). List each driver once.", s.ValueString(), j, i))
+			continue
+		}
+		first[s.ValueString()] = i
 	}
 }
 
