@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/hashicorp/terraform-plugin-framework/attr"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
@@ -171,6 +172,28 @@ func BenchmarkUsernamesValidator5000(b *testing.B) {
 		usernamesValidator{}.ValidateList(context.Background(), validator.ListRequest{Path: path.Root("users"), ConfigValue: in}, resp)
 		if resp.Diagnostics.HasError() {
 			b.Fatal(resp.Diagnostics)
+		}
+	}
+}
+
+// migration.rebind_drivers with method = "copy" is reported as unused (a
+// warning naming the attribute); with auto or rebind it is not.
+func TestRebindDriversUnusedWithCopy(t *testing.T) {
+	drivers := types.ListValueMust(types.StringType, []attr.Value{types.StringValue("nfs.example.org")})
+	for method, warned := range map[string]bool{"copy": true, "auto": false, "rebind": false, "": false} {
+		m := &homeStorageModel{OnModeChange: types.StringValue("migrate"), AllowDataLoss: types.BoolValue(false), DeletionPolicy: types.StringValue("retain"),
+			Migration: &migrationModel{Method: types.StringValue(method), RebindDrivers: drivers}}
+		if method == "" {
+			m.Migration.Method = types.StringNull()
+		}
+		var diags diag.Diagnostics
+		validateDataLoss(m, &diags)
+		got := false
+		for _, d := range diags.Warnings() {
+			got = got || strings.Contains(d.Summary(), "migration.rebind_drivers is not used")
+		}
+		if got != warned || diags.HasError() {
+			t.Errorf("method %q: warned %v, want %v: %v", method, got, warned, diags)
 		}
 	}
 }
