@@ -1,6 +1,6 @@
 // Package nodeacc holds acceptance tests that need pods to run: through
 // OpenTofu against a test cluster with a node (testcluster.Options.Node),
-// where the provider's Jobs run for real and files written into homes are
-// read back. Its own package, so that its cluster starts and its tests run
+// where the provider's Jobs run for real, homes on the node's CSI driver are
+// rebound, and files written into homes are read back. Its own package, so that its cluster starts and its tests run
 // beside internal/provider's.
 package nodeacc
