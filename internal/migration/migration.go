@@ -136,8 +136,53 @@ func RetainRecord(c *claims.Claim, v Volume, user, to string) Record {
 }
 
 // rebindDrivers serve an existing volume in ReadWriteMany once an RWX claim
-// uses it (Longhorn: "the volume access mode will be changed to RWX").
-var rebindDrivers = []string{"driver.longhorn.io"}
+// uses it. Each was checked for exactly that: nothing in the driver ties a
+// volume to the mode it was created in, and its node plugin publishes any of
+// its volumes for MULTI_NODE_MULTI_WRITER.
+//
+//   - driver.longhorn.io: Longhorn documents that "the volume access mode
+//     will be changed to RWX" when an RWX claim uses a volume.
+//   - nfs.csi.k8s.io: the driver enables MULTI_NODE_MULTI_WRITER for the
+//     driver as a whole (kubernetes-csi/csi-driver-nfs pkg/nfs/nfs.go), and
+//     NodePublishVolume mounts server:share/subDir from the volume context
+//     whatever mode the volume was made in (pkg/nfs/nodeserver.go); its
+//     static-provisioning example serves an existing share as RWX
+//     (deploy/example/README.md).
+//   - efs.csi.aws.com: NodePublishVolume accepts SINGLE_NODE_WRITER and
+//     MULTI_NODE_MULTI_WRITER for every volume and mounts what the handle
+//     names (file system, path, access point), nothing else
+//     (kubernetes-sigs/aws-efs-csi-driver pkg/driver/node.go).
+//   - cephfs.csi.ceph.com: "Volumes support ReadWriteMany access, so
+//     multiple pods on multiple nodes can mount the same volume
+//     simultaneously. Each PersistentVolume (PV) is a CephFS subvolume"
+//     (docs.ceph.com/en/latest/csi/cephfs/); the driver's access modes,
+//     MULTI_NODE_MULTI_WRITER among them, are the driver's, not a volume's
+//     (ceph/ceph-csi internal/cephfs/driver.go). Rook names it
+//     NAMESPACE.cephfs.csi.ceph.com, which matches too.
+//
+// Not listed, for want of such a check (migration.rebind_drivers adds them
+// where the operator knows better): file.csi.azure.com (a share can also
+// hold a VHD disk formatted by the node, a single-node file system) and
+// filestore.csi.storage.gke.io.
+var rebindDrivers = []string{"driver.longhorn.io", "nfs.csi.k8s.io", "efs.csi.aws.com", "cephfs.csi.ceph.com"}
+
+// prefixedRebindDrivers also match as NAMESPACE.DRIVER (an operator's
+// naming: rook-ceph.cephfs.csi.ceph.com).
+var prefixedRebindDrivers = []string{"cephfs.csi.ceph.com"}
+
+// knownRebindDriver reports whether the provider knows driver to serve an
+// existing volume as ReadWriteMany.
+func knownRebindDriver(driver string) bool {
+	if slices.Contains(rebindDrivers, driver) {
+		return true
+	}
+	for _, d := range prefixedRebindDrivers {
+		if prefix, ok := strings.CutSuffix(driver, "."+d); ok && prefix != "" && !strings.Contains(prefix, ".") {
+			return true
+		}
+	}
+	return false
+}
 
 // Source is what the method choice needs to know about a claim and its volume.
 type Source struct {
@@ -145,6 +190,10 @@ type Source struct {
 	StorageClass string   // the claim's class
 	Bound        bool     // the claim is Bound to a volume
 	CSIDriver    string   // the volume's CSI driver; "" if it is not a CSI volume or unknown
+	// RebindDrivers are CSI drivers the operator knows to serve an existing
+	// volume in ReadWriteMany once an RWX claim uses it (migration.rebind_drivers),
+	// besides the built-in ones.
+	RebindDrivers []string
 }
 
 // Choose picks the method for migrating src to mode `to` in class `toClass`
@@ -177,10 +226,12 @@ func canRebind(src Source, to, toClass string) (bool, string) {
 		return false, "its volume is not a CSI volume"
 	case to == RWOP && slices.Contains(src.Modes, RWO):
 		return true, "" // Kubernetes' documented ReadWriteOncePod migration works on any CSI volume
-	case to == RWX && slices.Contains(rebindDrivers, src.CSIDriver):
+	case to == RWX && (knownRebindDriver(src.CSIDriver) || slices.Contains(src.RebindDrivers, src.CSIDriver)):
 		return true, ""
 	case to == RWX:
-		return false, fmt.Sprintf("CSI driver %s is not known to serve an existing volume as ReadWriteMany (rebind works with %s)", src.CSIDriver, strings.Join(rebindDrivers, ", "))
+		known := append(slices.Clone(rebindDrivers), src.RebindDrivers...)
+		return false, fmt.Sprintf("CSI driver %s is not known to serve an existing volume as ReadWriteMany (rebind works with %s; "+
+			"migration.rebind_drivers adds drivers you know to serve it)", src.CSIDriver, strings.Join(known, ", "))
 	}
 	return false, fmt.Sprintf("%s to %s is not a rebind the provider knows", strings.Join(src.Modes, ","), to)
 }

@@ -11,6 +11,14 @@ func TestChoose(t *testing.T) {
 	intree := Source{Modes: []string{RWO}, StorageClass: "old", Bound: true}
 	pending := longhorn
 	pending.Bound = false
+	// The operator lists a driver of theirs (migration.rebind_drivers).
+	nfs := Source{Modes: []string{RWO}, StorageClass: "nfs", Bound: true, CSIDriver: "nfs.example.com", RebindDrivers: []string{"file.csi.azure.com", "nfs.example.com"}}
+	ebsListedOther := ebs
+	ebsListedOther.RebindDrivers = []string{"nfs.example.com"}
+	pendingNFS := nfs
+	pendingNFS.Bound = false
+	longhornWithList := longhorn
+	longhornWithList.RebindDrivers = []string{"nfs.example.com"}
 	cases := []struct {
 		name    string
 		asked   Method
@@ -32,6 +40,25 @@ func TestChoose(t *testing.T) {
 		{"in-tree RWOP copies", MethodAuto, intree, RWOP, "", MethodCopy, ""},
 		{"in-tree rebind refused", MethodRebind, intree, RWOP, "", "", "not a CSI volume"},
 		{"pending claim refused", MethodRebind, pending, RWX, "", "", "not bound"},
+		{"listed driver RWX auto rebinds", MethodAuto, nfs, RWX, "", MethodRebind, ""},
+		{"listed driver RWX explicit rebind", MethodRebind, nfs, RWX, "nfs", MethodRebind, ""},
+		{"listed driver, copy asked", MethodCopy, nfs, RWX, "", MethodCopy, ""},
+		{"listed driver, class change refuses rebind", MethodRebind, nfs, RWX, "efs", "", "class changes"},
+		{"listed driver, pending claim refused", MethodRebind, pendingNFS, RWX, "", "", "not bound"},
+		{"listed driver RWOP rebinds", MethodAuto, nfs, RWOP, "", MethodRebind, ""},
+		{"the built-in list stays with a list", MethodRebind, longhornWithList, RWX, "", MethodRebind, ""},
+		{"an unlisted driver is still refused, naming the attribute", MethodRebind, ebsListedOther, RWX, "", "", "migration.rebind_drivers"},
+		{"an unlisted driver auto copies", MethodAuto, ebsListedOther, RWX, "", MethodCopy, ""},
+		{"the refusal names the listed drivers", MethodRebind, ebsListedOther, RWX, "", "", "driver.longhorn.io, nfs.csi.k8s.io, efs.csi.aws.com, cephfs.csi.ceph.com, nfs.example.com"},
+		{"NFS is built in", MethodAuto, Source{Modes: []string{RWO}, Bound: true, CSIDriver: "nfs.csi.k8s.io"}, RWX, "", MethodRebind, ""},
+		{"EFS is built in", MethodRebind, Source{Modes: []string{RWO}, Bound: true, CSIDriver: "efs.csi.aws.com"}, RWX, "", MethodRebind, ""},
+		{"CephFS is built in", MethodRebind, Source{Modes: []string{RWO}, Bound: true, CSIDriver: "cephfs.csi.ceph.com"}, RWX, "", MethodRebind, ""},
+		{"CephFS under Rook's name", MethodRebind, Source{Modes: []string{RWO}, Bound: true, CSIDriver: "rook-ceph.cephfs.csi.ceph.com"}, RWX, "", MethodRebind, ""},
+		{"a suffix without a dot is another driver", MethodRebind, Source{Modes: []string{RWO}, Bound: true, CSIDriver: "xcephfs.csi.ceph.com"}, RWX, "", "", "not known to serve"},
+		{"Ceph RBD is a block driver", MethodRebind, Source{Modes: []string{RWO}, Bound: true, CSIDriver: "rook-ceph.rbd.csi.ceph.com"}, RWX, "", "", "not known to serve"},
+		{"Azure Files is not built in", MethodAuto, Source{Modes: []string{RWO}, Bound: true, CSIDriver: "file.csi.azure.com"}, RWX, "", MethodCopy, ""},
+		{"Filestore is not built in", MethodRebind, Source{Modes: []string{RWO}, Bound: true, CSIDriver: "filestore.csi.storage.gke.io"}, RWX, "", "", "migration.rebind_drivers"},
+		{"Azure Files once listed", MethodRebind, Source{Modes: []string{RWO}, Bound: true, CSIDriver: "file.csi.azure.com", RebindDrivers: []string{"file.csi.azure.com"}}, RWX, "", MethodRebind, ""},
 		{"RWX to RWO is not a rebind", MethodRebind, Source{Modes: []string{RWX}, Bound: true, CSIDriver: "driver.longhorn.io"}, RWO, "", "", "not a rebind"},
 	}
 	for _, tc := range cases {

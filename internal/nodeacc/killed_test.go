@@ -105,7 +105,7 @@ resource "jupyter_home_storage" "homes" {
   storage_class_name = %q
   capacity           = "1Gi"
   access_mode        = "ReadWriteMany"
-  users              = [%q]
+  users              = { %q = {} }
   on_mode_change     = "migrate"
   migration = {
     copy_image           = %q
@@ -150,8 +150,8 @@ resource "jupyter_home_storage" "homes" {
 		PreConfig:                func() { must(t, startServer("before-the-plan")) },
 		ProtoV6ProviderFactories: plain, Config: cfg,
 		Check: resource.ComposeAggregateTestCheckFunc(
-			resource.TestCheckResourceAttr(homesAddr, "legacy_users.#", "1"),
-			resource.TestCheckResourceAttr(homesAddr, "legacy_users.0", user),
+			resource.TestCheckResourceAttr(homesAddr, "legacy_users.%", "1"),
+			resource.TestCheckResourceAttr(homesAddr, "legacy_users."+user, source),
 			resource.TestMatchResourceAttr(homesAddr, "migration_plan", regexp.MustCompile(fmt.Sprintf(
 				`"reason":"the copy to %s an earlier apply started \(step [a-z-]+\) waits: a server is running"`, target))),
 			checkClaim(user, "name", source),
@@ -160,7 +160,7 @@ resource "jupyter_home_storage" "homes" {
 	}
 	if switched {
 		planned.Check = resource.ComposeAggregateTestCheckFunc(
-			resource.TestCheckResourceAttr(homesAddr, "legacy_users.#", "0"),
+			resource.TestCheckResourceAttr(homesAddr, "legacy_users.%", "0"),
 			checkClaim(user, "name", target),
 			stillOn(ctx, cs, ns, source, target, server),
 		)
@@ -204,7 +204,7 @@ resource "jupyter_home_storage" "homes" {
 				},
 				ProtoV6ProviderFactories: plain, Config: cfg,
 				Check: resource.ComposeAggregateTestCheckFunc(
-					resource.TestCheckResourceAttr(homesAddr, "legacy_users.#", "0"),
+					resource.TestCheckResourceAttr(homesAddr, "legacy_users.%", "0"),
 					checkClaim(user, "name", target),
 					func(*terraform.State) error {
 						if h, err := currentHome(ctx, cs, ns, source); err != nil || h != target {

@@ -15,6 +15,7 @@ import (
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/execute"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/kube"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/kubespawner"
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/migration"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/safety"
 )
 
@@ -76,6 +77,10 @@ func validateDataLoss(m *homeStorageModel, diags *diag.Diagnostics) {
 	if m.Migration != nil && m.Migration.DeleteCopiedSources.ValueBool() && !m.AllowDataLoss.IsUnknown() && !m.AllowDataLoss.ValueBool() {
 		diags.AddAttributeError(path.Root("migration").AtName("delete_copied_sources"), "delete_copied_sources needs allow_data_loss = true",
 			"Deleting the source claims of copied homes deletes the old home directories (the verified copies stay). Set allow_data_loss = true as well if that is intended, or remove delete_copied_sources to keep them.")
+	}
+	if m.Migration != nil && m.Migration.Method.ValueString() == string(migration.MethodCopy) && !m.Migration.RebindDrivers.IsNull() && !m.Migration.RebindDrivers.IsUnknown() {
+		diags.AddAttributeWarning(path.Root("migration").AtName("rebind_drivers"), "migration.rebind_drivers is not used",
+			"migration.method = \"copy\" copies every home; migration.rebind_drivers applies only with method = \"rebind\" or \"auto\".")
 	}
 	if m.Migration != nil && !m.OnModeChange.IsUnknown() && m.OnModeChange.ValueString() != string(safety.OnModeChangeMigrate) {
 		diags.AddAttributeWarning(path.Root("migration"), "migration is not used",

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/hashicorp/terraform-plugin-framework/attr"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
@@ -69,6 +70,14 @@ func TestAccHomeStorage_badInputNamesAttributeAndFix(t *testing.T) {
     provisioner = "ebs.csi.aws.com"
   }`,
 			`cannot provide ReadWriteMany.*access_mode = "ReadWriteMany".*provisioner ebs.csi.aws.com.*Use a class backed by a shared file system`},
+		// The source line tofu shows for an attribute of migration is the
+		// resource's; the messages name the attribute themselves.
+		{"rebind_driver_not_a_name", ns, `capacity = "1Gi"` + "\n" + `migration = { rebind_drivers = ["nfs csi"] }` + block,
+			`Invalid migration\.rebind_drivers entry.*migration\.rebind_drivers: "nfs csi" is not a CSI driver name.*e\.g\. "nfs\.csi\.k8s\.io"`},
+		{"rebind_driver_repeated", ns, `capacity = "1Gi"` + "\n" + `migration = { rebind_drivers = ["nfs.example.org", "x.example.org", "nfs.example.org"] }` + block,
+			`Repeated migration\.rebind_drivers entry.*migration\.rebind_drivers: "nfs\.example\.org" is listed more than once \(rebind_drivers\[0\] and rebind_drivers\[2\]\)`},
+		{"rebind_drivers_empty", ns, `capacity = "1Gi"` + "\n" + `migration = { rebind_drivers = [] }` + block,
+			`Attribute migration\.rebind_drivers list must contain at least 1 elements`},
 		{"unknown_on_mode_change", ns, `capacity = "1Gi"` + "\n" + `on_mode_change = "replace"` + block,
 			`on_mode_change = "replace".*value must be one of:.*"fail".*"keep_existing".*"recreate"`},
 	}
@@ -135,5 +144,47 @@ func TestUsernamesValidator(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// The rebind_drivers validator takes CSI driver names (as a volume's
+// spec.csi.driver gives them) and names the attribute for anything else.
+func TestCSIDriverNameValidator(t *testing.T) {
+	for name, ok := range map[string]bool{
+		"nfs.csi.k8s.io": true, "rook-ceph.cephfs.csi.ceph.com": true, "hostpath.testbed.invalid": true, "Driver.Example.com": true, "a": true,
+		strings.Repeat("a", 63): true, strings.Repeat("a", 64): false,
+		"": false, "nfs csi": false, "-nfs.example.org": false, "nfs.example.org.": false, "nfs/csi": false, "nfs_csi.example.org": false,
+	} {
+		resp := &validator.StringResponse{}
+		csiDriverNameValidator{}.ValidateString(context.Background(), validator.StringRequest{
+			Path: path.Root("migration").AtName("rebind_drivers").AtListIndex(0), ConfigValue: types.StringValue(name)}, resp)
+		switch {
+		case ok && resp.Diagnostics.HasError():
+			t.Errorf("%q refused: %v", name, resp.Diagnostics)
+		case !ok && (!resp.Diagnostics.HasError() || !strings.Contains(resp.Diagnostics[0].Detail(), "migration.rebind_drivers: ")):
+			t.Errorf("%q accepted or not named: %v", name, resp.Diagnostics)
+		}
+	}
+}
+
+// migration.rebind_drivers with method = "copy" is reported as unused (a
+// warning naming the attribute); with auto or rebind it is not.
+func TestRebindDriversUnusedWithCopy(t *testing.T) {
+	drivers := types.ListValueMust(types.StringType, []attr.Value{types.StringValue("nfs.example.org")})
+	for method, warned := range map[string]bool{"copy": true, "auto": false, "rebind": false, "": false} {
+		m := &homeStorageModel{OnModeChange: types.StringValue("migrate"), AllowDataLoss: types.BoolValue(false), DeletionPolicy: types.StringValue("retain"),
+			Migration: &migrationModel{Method: types.StringValue(method), RebindDrivers: drivers}}
+		if method == "" {
+			m.Migration.Method = types.StringNull()
+		}
+		var diags diag.Diagnostics
+		validateDataLoss(m, &diags)
+		got := false
+		for _, d := range diags.Warnings() {
+			got = got || strings.Contains(d.Summary(), "migration.rebind_drivers is not used")
+		}
+		if got != warned || diags.HasError() {
+			t.Errorf("method %q: warned %v, want %v: %v", method, got, warned, diags)
+		}
 	}
 }

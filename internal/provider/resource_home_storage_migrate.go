@@ -43,6 +43,13 @@ func (m *homeStorageModel) migrationConfig() safety.Migration {
 	}
 	out.CopyImage, out.TargetTemplate = mm.CopyImage.ValueString(), mm.TargetNameTemplate.ValueString()
 	out.DeleteSources = mm.DeleteCopiedSources.ValueBool()
+	if !mm.RebindDrivers.IsNull() && !mm.RebindDrivers.IsUnknown() {
+		for _, e := range mm.RebindDrivers.Elements() {
+			if s, ok := e.(types.String); ok && !s.IsNull() && !s.IsUnknown() {
+				out.RebindDrivers = append(out.RebindDrivers, s.ValueString())
+			}
+		}
+	}
 	return out
 }
 

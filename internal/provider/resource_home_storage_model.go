@@ -93,7 +93,7 @@ func plannable(m *homeStorageModel) bool {
 		return false
 	}
 	if mm := m.Migration; mm != nil {
-		for _, v := range []attr.Value{mm.Method, mm.CopyImage, mm.TargetNameTemplate, mm.DeleteCopiedSources, mm.BatchSize, mm.MaxParallel, mm.SkipRunning} {
+		for _, v := range []attr.Value{mm.Method, mm.CopyImage, mm.TargetNameTemplate, mm.DeleteCopiedSources, mm.BatchSize, mm.MaxParallel, mm.SkipRunning, mm.RebindDrivers} {
 			if v.IsUnknown() {
 				return false
 			}
@@ -113,7 +113,7 @@ func sameArguments(a, b *homeStorageModel) bool {
 			return false
 		}
 	}
-	if a.migrationConfig() != b.migrationConfig() || a.maxParallel() != b.maxParallel() {
+	if !a.migrationConfig().Equal(b.migrationConfig()) || a.maxParallel() != b.maxParallel() {
 		return false
 	}
 	if (a.StorageClass == nil) != (b.StorageClass == nil) {

@@ -3,6 +3,7 @@ package provider
 import (
 	"context"
 	"fmt"
+	"regexp"
 
 	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/listvalidator"
@@ -56,6 +57,7 @@ type migrationModel struct {
 	BatchSize           types.Int64  `tfsdk:"batch_size"`
 	MaxParallel         types.Int64  `tfsdk:"max_parallel"`
 	SkipRunning         types.Bool   `tfsdk:"skip_running"`
+	RebindDrivers       types.List   `tfsdk:"rebind_drivers"`
 }
 
 type scModel struct {
@@ -187,7 +189,8 @@ func homeStorageSchema() schema.Schema {
 					"(the old one is recorded on the volume), the claim is deleted, the volume is reserved for a new claim with the same name, labels and annotations in the new mode, " +
 					"that claim is bound to it, and the reclaim policy is restored. No volume is ever deleted, and the claim only once its volume is retained. " +
 					"Each step is decided from what the cluster shows (the record lives in an annotation on the volume), so an apply stopped at any point resumes where it stopped. " +
-					"Rebind works for `ReadWriteMany` on Longhorn (`driver.longhorn.io` turns a volume used by an RWX claim into a shared one), and keeps the claim's class.\n\n" +
+					"Rebind works for `ReadWriteMany` on Longhorn (`driver.longhorn.io` turns a volume used by an RWX claim into a shared one) and on the file-system drivers that serve any of their volumes to many nodes " +
+					"(`nfs.csi.k8s.io`, `efs.csi.aws.com`, `cephfs.csi.ceph.com` and Rook's `NAMESPACE.cephfs.csi.ceph.com`), besides the drivers listed in `rebind_drivers`, and keeps the claim's class.\n\n" +
 					"**Copy**, for every other home (EBS, PD, Azure Disk, Hetzner to EFS, NFS, CephFS, ...): a new claim (`target_name_template`) in the new mode and class, a Job (`copy_image`) " +
 					"that mounts both and copies with rsync keeping ownership, permissions, times, hard links and sparse files, then compares both sides with checksums; the file count and bytes " +
 					"are recorded on the source claim, and the user is switched to the new claim: `spawner_settings` carries `home_claims`, which `jupyter_spawner_config` applies after KubeSpawner " +
@@ -209,6 +212,14 @@ func homeStorageSchema() schema.Schema {
 						Validators: []validator.Int64{int64validator.AtLeast(1)}},
 					"max_parallel": schema.Int64Attribute{Optional: true, MarkdownDescription: "Users migrated at a time (default 4).",
 						Validators: []validator.Int64{int64validator.AtLeast(1)}},
+					"rebind_drivers": schema.ListAttribute{Optional: true, ElementType: types.StringType,
+						MarkdownDescription: "CSI driver names (as in a volume's `spec.csi.driver`) that you know serve an existing volume as `ReadWriteMany` once a `ReadWriteMany` claim uses it: " +
+							"homes on them are rebound to `ReadWriteMany`, besides the built-in `driver.longhorn.io`, `nfs.csi.k8s.io`, `efs.csi.aws.com` and `cephfs.csi.ceph.com`. " +
+							"File-system drivers that serve any of their volumes to many nodes qualify (e.g. `filestore.csi.storage.gke.io`, or `file.csi.azure.com` when no volume of the class is a VHD disk); " +
+							"block-volume drivers (EBS, PD, Azure Disk, Ceph RBD, ...) do not: a volume of theirs " +
+							"bound to a `ReadWriteMany` claim fails to mount on a second node or, worse, is mounted twice by a file system that is not made for it. " +
+							"Listing a driver only lets homes on it be rebound; `method = \"copy\"` ignores it.",
+						Validators: []validator.List{listvalidator.SizeAtLeast(1), rebindDriversValidator{}, listvalidator.ValueStringsAre(csiDriverNameValidator{})}},
 					"skip_running": schema.BoolAttribute{Optional: true, MarkdownDescription: "Default `true`: users with a running server are left for a later apply and reported (their pods stay co-located). " +
 						"`false`: the plan fails naming them, so that they are stopped first."},
 				},
@@ -273,6 +284,57 @@ func (templateValidator) ValidateString(_ context.Context, req validator.StringR
 	if err != nil {
 		resp.Diagnostics.AddAttributeError(req.Path, "Invalid name template",
 			fmt.Sprintf("%v. Fields are written in braces, e.g. \"claim-{username}\"; usable fields: {username}, {servername}, {user_server} and their safe_, escaped_ and unescaped_ forms.", err))
+	}
+}
+
+// csiDriverNameRE is a CSI driver name: at most 63 characters, alphanumerics
+// with dashes and dots between (the CSI spec's GetPluginInfo name).
+var csiDriverNameRE = regexp.MustCompile(`^[A-Za-z0-9]([-A-Za-z0-9.]{0,61}[A-Za-z0-9])?$`)
+
+// csiDriverNameValidator checks an entry of migration.rebind_drivers.
+type csiDriverNameValidator struct{}
+
+func (csiDriverNameValidator) Description(context.Context) string { return "a CSI driver name" }
+func (v csiDriverNameValidator) MarkdownDescription(ctx context.Context) string {
+	return v.Description(ctx)
+}
+func (csiDriverNameValidator) ValidateString(_ context.Context, req validator.StringRequest, resp *validator.StringResponse) {
+	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
+		return
+	}
+	if name := req.ConfigValue.ValueString(); !csiDriverNameRE.MatchString(name) {
+		resp.Diagnostics.AddAttributeError(req.Path, "Invalid migration.rebind_drivers entry",
+			fmt.Sprintf("migration.rebind_drivers: %q is not a CSI driver name: it names drivers as a volume's spec.csi.driver does, e.g. \"nfs.csi.k8s.io\" "+
+				"(at most 63 characters, letters, digits, dashes and dots, beginning and ending with a letter or digit).", name))
+	}
+}
+
+// rebindDriversValidator names each driver listed twice in
+// migration.rebind_drivers.
+type rebindDriversValidator struct{}
+
+func (rebindDriversValidator) Description(context.Context) string {
+	return "CSI driver names, each listed once"
+}
+func (v rebindDriversValidator) MarkdownDescription(ctx context.Context) string {
+	return v.Description(ctx)
+}
+func (rebindDriversValidator) ValidateList(_ context.Context, req validator.ListRequest, resp *validator.ListResponse) {
+	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
+		return
+	}
+	first := map[string]int{}
+	for i, e := range req.ConfigValue.Elements() {
+		s, ok := e.(types.String)
+		if !ok || s.IsNull() || s.IsUnknown() {
+			continue
+		}
+		if j, seen := first[s.ValueString()]; seen {
+			resp.Diagnostics.AddAttributeError(req.Path.AtListIndex(i), "Repeated migration.rebind_drivers entry",
+				fmt.Sprintf("migration.rebind_drivers: %q is listed more than once (rebind_drivers[%d] and rebind_drivers[%d]). List each driver once.", s.ValueString(), j, i))
+			continue
+		}
+		first[s.ValueString()] = i
 	}
 }
 

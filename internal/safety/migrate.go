@@ -39,7 +39,7 @@ func (p *planner) migrate(up *UserPlan, extra bool) {
 		p.g.running = append(p.g.running, *up)
 		return
 	}
-	src := migration.Source{Modes: c.AccessModes, StorageClass: c.StorageClass, Bound: c.Phase == "Bound" && c.VolumeName != ""}
+	src := migration.Source{Modes: c.AccessModes, StorageClass: c.StorageClass, Bound: c.Phase == "Bound" && c.VolumeName != "", RebindDrivers: m.RebindDrivers}
 	if v, ok := p.live.Volumes[c.VolumeName]; ok {
 		src.CSIDriver = v.CSIDriver
 	}
@@ -240,7 +240,7 @@ func (p *planner) migrationFindings() {
 		p.errorf("migration", "Some homes cannot be migrated without data loss",
 			"%d home claim(s) cannot be moved to %s:\n%s\n"+
 				"Rebind serves the same volume in the new mode; it needs a bound CSI volume, the same class, and a driver that can serve the new mode "+
-				"(ReadWriteOncePod: any CSI driver; ReadWriteMany: Longhorn). Other homes are copied into new claims: that needs migration.copy_image and migration.target_name_template. "+
+				"(ReadWriteOncePod: any CSI driver; ReadWriteMany: Longhorn, NFS, EFS, CephFS and the drivers listed in migration.rebind_drivers). Other homes are copied into new claims: that needs migration.copy_image and migration.target_name_template. "+
 				"Or use on_mode_change = \"keep_existing\" for these users for now.",
 			len(refused), p.cfg.AccessMode, describeReasons(refused))
 	}

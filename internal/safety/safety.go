@@ -111,6 +111,17 @@ type Migration struct {
 	// DeleteSources deletes the source claims of finished copies (with
 	// AllowDataLoss only): the old homes, whose data the copy verified.
 	DeleteSources bool
+	// RebindDrivers are CSI drivers the operator knows to serve an existing
+	// volume in ReadWriteMany once an RWX claim uses it
+	// (migration.rebind_drivers); rebind considers them besides the
+	// provider's built-in list (see migration.Choose).
+	RebindDrivers []string
+}
+
+// Equal reports whether m and o configure the same migration.
+func (m Migration) Equal(o Migration) bool {
+	return m.Method == o.Method && m.BatchSize == o.BatchSize && m.SkipRunning == o.SkipRunning && m.CopyImage == o.CopyImage &&
+		m.TargetTemplate == o.TargetTemplate && m.DeleteSources == o.DeleteSources && slices.Equal(m.RebindDrivers, o.RebindDrivers)
 }
 
 // Prior is what the state recorded at the last apply.

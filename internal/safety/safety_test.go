@@ -1324,7 +1324,7 @@ var (
 	genModes     = []string{RWO, RWX, RWOP}
 	genClasses   = []string{"", "gp3", "efs"}
 	genOnChange  = []OnModeChange{"", OnModeChangeFail, OnModeChangeKeepExisting, OnModeChangeRecreate, OnModeChangeMigrate}
-	genDrivers   = []string{"", "driver.longhorn.io", "ebs.csi.aws.com"}
+	genDrivers   = []string{"", "driver.longhorn.io", "ebs.csi.aws.com", "nfs.csi.k8s.io", "file.csi.azure.com"}
 	genPolicies  = []string{"", DeletionRetain, DeletionDelete}
 	genSchemes   = []kubespawner.Scheme{kubespawner.SchemeSafe, kubespawner.SchemeEscape}
 )
@@ -1364,6 +1364,9 @@ func genConfig(r *rand.Rand, users []string) Config {
 		c.Migration.CopyImage, c.Migration.TargetTemplate = "rsync:3", pick(r, []string{"home-{username}", tmpl})
 	}
 	c.Migration.DeleteSources = r.IntN(2) == 0
+	if r.IntN(3) == 0 {
+		c.Migration.RebindDrivers = []string{"file.csi.azure.com"}
+	}
 	return c
 }
 
@@ -1622,6 +1625,30 @@ func TestPlanMigrate(t *testing.T) {
 			checkResult: func(t *testing.T, r Result) {
 				for _, up := range r.Users {
 					if up.Method != migration.MethodRebind || up.Volume != "pv-"+up.ClaimName || !strings.Contains(up.Reason, "zero copy") {
+						t.Errorf("user %s: method %q volume %q reason %q", up.User, up.Method, up.Volume, up.Reason)
+					}
+				}
+			},
+		},
+		{
+			name:    "a driver the provider does not know is copied, or refused when rebind is asked",
+			cfg:     cfg([]string{"alice"}, mode(RWX), sclass("longhorn"), migrate(migration.MethodRebind, 0, true)),
+			live:    Live{Claims: []claims.Claim{longhornRWO(t, "alice")}, Volumes: volumes(t, "file.csi.azure.com", "alice"), Mounted: map[string]bool{}},
+			class:   ClassNone,
+			actions: map[string]Action{"alice": ActionLegacy},
+			legacy:  []string{"alice"}, colocation: true,
+			errors: []want{{attr: "migration", has: []string{"alice", "file.csi.azure.com is not known to serve", "migration.rebind_drivers"}}},
+		},
+		{
+			name: "migration.rebind_drivers: homes on a listed driver rebind to RWX",
+			cfg: cfg([]string{"alice"}, mode(RWX), sclass("longhorn"), migrate(migration.MethodRebind, 0, true),
+				func(c *Config) { c.Migration.RebindDrivers = []string{"file.csi.azure.com"} }),
+			live:    Live{Claims: []claims.Claim{longhornRWO(t, "alice")}, Volumes: volumes(t, "file.csi.azure.com", "alice"), Mounted: map[string]bool{}},
+			class:   ClassSafe,
+			actions: map[string]Action{"alice": ActionMigrate},
+			checkResult: func(t *testing.T, r Result) {
+				for _, up := range r.Users {
+					if up.Method != migration.MethodRebind || up.Volume != "pv-"+up.ClaimName {
 						t.Errorf("user %s: method %q volume %q reason %q", up.User, up.Method, up.Volume, up.Reason)
 					}
 				}

@@ -25,7 +25,9 @@ import (
 
 // The node: Debian's containerd and runc run the pods, kubelet (built by
 // tools/testbed) registers one node named NodeName at 127.0.0.1, and
-// kube-scheduler places pods on it. Everything the node writes lives under
+// kube-scheduler places pods on it; a CSI node plugin of the test process
+// serves volumes of driver CSIDriverName from directories of the scratch
+// directory (csi.go). Everything the node writes lives under
 // the cluster's scratch directory (containerd's root, state and socket,
 // kubelet's root, the CNI network's address leases), except what the
 // components place at fixed paths: the pods' network namespaces
@@ -73,6 +75,7 @@ type node struct {
 	containerd *process
 	scheduler  *process
 	kubelet    *process
+	csi        *csiPlugin
 }
 
 // startNode starts containerd (importing the images), kube-scheduler and
@@ -110,6 +113,9 @@ func (c *Cluster) startNode(ctx context.Context) error {
 	if err := c.startScheduler(n); err != nil {
 		return err
 	}
+	if err := c.startCSI(n); err != nil {
+		return err
+	}
 	if err := c.startKubelet(n); err != nil {
 		return err
 	}
@@ -137,7 +143,7 @@ func (c *Cluster) startNode(ctx context.Context) error {
 	if err != nil && !apierrors.IsAlreadyExists(err) {
 		return err
 	}
-	return nil
+	return c.waitCSI(ctx, n)
 }
 
 const cniBinDir = "/usr/lib/cni"
@@ -312,6 +318,9 @@ func (c *Cluster) stopNode() {
 		hostPaths = c.drainNode(ctx, n.kubelet != nil && n.kubelet.running())
 	}
 	n.kubelet.stop(15 * time.Second)
+	if n.csi != nil {
+		n.csi.stop()
+	}
 	n.scheduler.stop(5 * time.Second)
 	if n.containerd != nil && n.containerd.running() {
 		// Any task left (the drain ran out of time) ends here, so its shim exits.

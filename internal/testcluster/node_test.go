@@ -146,17 +146,67 @@ func TestNode(t *testing.T) {
 	}
 	t.Logf("job completed in %s", time.Since(step).Round(time.Millisecond))
 
-	// A pod still running at Stop ends with the rest.
-	sleeper, err := admin.CoreV1().Pods(ns).Create(ctx, ClaimPod(ns, "sleeper", claim.Name, "exec sleep 3600"), metav1.CreateOptions{})
+	// The node's CSI driver serves a volume the test creates: kubelet
+	// publishes it (a bind mount of its directory) for a pod, which writes
+	// into the directory, and unpublishes it when the pod ends.
+	step = time.Now()
+	if _, err := admin.CoreV1().PersistentVolumes().Create(ctx, CSIVolume("pv-csi", "vol-csi", "10Mi", corev1.ReadWriteOnce), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	csiClass := CSIClass
+	if _, err := admin.CoreV1().PersistentVolumeClaims(ns).Create(ctx, &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: "claim-csi"},
+		Spec: corev1.PersistentVolumeClaimSpec{
+			AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			StorageClassName: &csiClass,
+			VolumeName:       "pv-csi",
+			Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("10Mi")}},
+		},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := WaitClaimPhase(ctx, admin, ns, "claim-csi", corev1.ClaimBound); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := RunPod(ctx, admin, ClaimPod(ns, "csi-writer", "claim-csi", WriteFilesScript("/home", homeTree))); err != nil {
+		t.Fatal(err)
+	}
+	csiDir := c.CSIVolumeDir("vol-csi")
+	for name, want := range homeTree {
+		got, err := os.ReadFile(filepath.Join(csiDir, name))
+		if err != nil || string(got) != want {
+			t.Errorf("%s in the CSI volume's directory: %q (%v), want %q", name, got, err, want)
+		}
+	}
+	msg, err = RunPod(ctx, admin, ClaimPod(ns, "csi-reader", "claim-csi", ReadFilesScript("/home")))
 	if err != nil {
 		t.Fatal(err)
 	}
-	for sleeper.Status.Phase != corev1.PodRunning {
-		sleep(ctx, t)
-		if sleeper, err = admin.CoreV1().Pods(ns).Get(ctx, "sleeper", metav1.GetOptions{}); err != nil {
+	if readBack, err := ParseFiles(msg); err != nil || !maps.Equal(readBack, homeTree) {
+		t.Errorf("read back from the CSI volume %q (%v), want %q", readBack, err, homeTree)
+	}
+	if n := mountsOf(t, "kubernetes.io~csi/pv-csi/mount"); n != 0 {
+		t.Errorf("%d mounts of pv-csi left after its pods ended", n)
+	}
+	t.Logf("CSI volume written and read back in %s", time.Since(step).Round(time.Millisecond))
+
+	// Pods still running at Stop end with the rest.
+	for _, p := range []*corev1.Pod{ClaimPod(ns, "sleeper", claim.Name, "exec sleep 3600"), ClaimPod(ns, "csi-sleeper", "claim-csi", "exec sleep 3600")} {
+		sleeper, err := admin.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{})
+		if err != nil {
 			t.Fatal(err)
 		}
+		for sleeper.Status.Phase != corev1.PodRunning {
+			sleep(ctx, t)
+			if sleeper, err = admin.CoreV1().Pods(ns).Get(ctx, p.Name, metav1.GetOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
 	}
+	if n := mountsOf(t, "kubernetes.io~csi/pv-csi/mount"); n != 1 {
+		t.Fatalf("%d mounts of pv-csi while a pod uses it, want 1", n)
+	}
+	csiSockets := []string{c.node.csi.endpoint, c.node.csi.registry}
 
 	// Stop ends containerd, its shims and every container, and leaves no
 	// mount, directory, network link or volume directory behind.
@@ -178,11 +228,27 @@ func TestNode(t *testing.T) {
 	if mounts, err := os.ReadFile("/proc/self/mountinfo"); err != nil || strings.Contains(string(mounts), dir) {
 		t.Errorf("mounts under %s left behind (%v)", dir, err)
 	}
-	for _, p := range []string{dir, volumeDir, "/sys/class/net/" + network} {
+	for _, p := range append([]string{dir, volumeDir, "/sys/class/net/" + network}, csiSockets...) {
 		if _, err := os.Stat(p); err == nil {
 			t.Errorf("%s left behind", p)
 		}
 	}
+}
+
+// mountsOf counts this machine's mounts whose mount point ends in suffix.
+func mountsOf(t *testing.T, suffix string) int {
+	t.Helper()
+	data, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, line := range strings.Split(string(data), "\n") {
+		if f := strings.Fields(line); len(f) > 4 && strings.HasSuffix(unescapeMount(f[4]), suffix) {
+			n++
+		}
+	}
+	return n
 }
 
 func sleep(ctx context.Context, t *testing.T) {

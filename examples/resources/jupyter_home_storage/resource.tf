@@ -53,12 +53,14 @@ output "not_shared" {
 }
 
 # Later, move the legacy users' homes to ReadWriteMany keeping their data:
-# each claim is rebound to its own Longhorn volume (zero copy), homes on other
-# backends are copied into new claims by a Job, users with a running server
-# are left for the next apply.
+# each claim is rebound to its own Longhorn volume (zero copy; likewise on NFS,
+# EFS and CephFS, and on the CSI drivers listed in rebind_drivers), homes on
+# other backends are copied into new claims by a Job, users with a running
+# server are left for the next apply.
 #
 #   on_mode_change = "migrate"
 #   migration = {
+#     rebind_drivers       = ["nfs.example.org"] # a driver you know serves any volume to many nodes
 #     batch_size           = 50
 #     max_parallel         = 4
 #     copy_image           = "registry.example.org/tools/rsync:3"
