@@ -83,6 +83,11 @@ func killedApply(t *testing.T, cs kubernetes.Interface, stop migration.Op, user 
 	if _, err := testcluster.RunPod(ctx, cs, testcluster.ClaimPod(ns, "before-"+user, source, testcluster.WriteFilesScript("/home", want))); err != nil {
 		t.Fatal(err)
 	}
+	src, err := cs.CoreV1().PersistentVolumeClaims(ns).Get(ctx, source, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	jobs := recordJobs(t, cs, ns)
 
 	var stopped atomic.Bool
 	factories := func(hook func(string, migration.Op) error) map[string]func() (tfprotov6.ProviderServer, error) {
@@ -206,6 +211,15 @@ resource "jupyter_home_storage" "homes" {
 				Check: resource.ComposeAggregateTestCheckFunc(
 					resource.TestCheckResourceAttr(homesAddr, "legacy_users.%", "0"),
 					checkClaim(user, "name", target),
+					// The source unchanged but for its record, the target the
+					// user's, the Job gone, every copy Job as documented.
+					copiedTo(ctx, cs, ns, class, "1Gi", user, string(src.UID), nil),
+					func(*terraform.State) error {
+						if n, err := jobs.check("home-copy"); err != nil || n == 0 {
+							return fmt.Errorf("%d copy Jobs ran: %v", n, err)
+						}
+						return nil
+					},
 					func(*terraform.State) error {
 						if h, err := currentHome(ctx, cs, ns, source); err != nil || h != target {
 							return fmt.Errorf("the record gives %s the home %s (%v), want %s", user, h, err, target)
