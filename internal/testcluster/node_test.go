@@ -185,8 +185,12 @@ func TestNode(t *testing.T) {
 	if readBack, err := ParseFiles(msg); err != nil || !maps.Equal(readBack, homeTree) {
 		t.Errorf("read back from the CSI volume %q (%v), want %q", readBack, err, homeTree)
 	}
-	if n := mountsOf(t, "kubernetes.io~csi/pv-csi/mount"); n != 0 {
-		t.Errorf("%d mounts of pv-csi left after its pods ended", n)
+	// kubelet unpublishes a volume after its pod ended, asynchronously.
+	for deadline := time.Now().Add(time.Minute); mountsOf(t, "kubernetes.io~csi/pv-csi/mount") != 0; sleep(ctx, t) {
+		if time.Now().After(deadline) {
+			t.Errorf("%d mounts of pv-csi left a minute after its pods ended", mountsOf(t, "kubernetes.io~csi/pv-csi/mount"))
+			break
+		}
 	}
 	t.Logf("CSI volume written and read back in %s", time.Since(step).Round(time.Millisecond))
 
