@@ -558,6 +558,26 @@ func TestCopy_copiesVerifiesAndSwitches(t *testing.T) {
 	}
 }
 
+// No copy Job starts while a server uses the old home: the copy could not
+// be switched to, and on another node its pod could not mount the home.
+func TestCopy_waitsWhileAServerUsesTheOldHome(t *testing.T) {
+	f := newFake()
+	f.home("alice", "claim-alice", map[string]string{"a": "1"})
+	job := Copy{User: "alice", Namespace: ns, Source: "claim-alice", Target: "home-alice", To: claims.RWX, Capacity: "10Gi", Image: "rsync"}
+	f.pods["jupyter-alice"] = []string{"claim-alice"}
+	step, err := Runner{Cluster: f}.Copy(context.Background(), job)
+	if err == nil || !strings.Contains(err.Error(), "the copy waits: pod(s) jupyter-alice use the old home claim-alice") || step != migration.StepTargetCreated {
+		t.Fatalf("Copy with a server on the old home = %s, %v; want a refusal before the Job", step, err)
+	}
+	if len(f.jobs) != 0 {
+		t.Fatalf("a copy Job started: %v", f.jobs)
+	}
+	delete(f.pods, "jupyter-alice")
+	if step, err := (Runner{Cluster: f}).Copy(context.Background(), job); err != nil || step != migration.StepSwitched {
+		t.Fatalf("Copy once the server stopped = %s, %v", step, err)
+	}
+}
+
 // A copy record another apply moved on since this step read it is never
 // written over.
 func TestCopy_recordMovedOnByAnotherApply(t *testing.T) {

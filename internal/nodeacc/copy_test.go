@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -70,24 +69,8 @@ func TestAccHomeStorage_migrateCopy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-
 	config := func(top, inMigration string) string {
-		return acctest.AdminConfig(t, fmt.Sprintf(`
-resource "jupyter_home_storage" "homes" {
-  namespace          = %q
-  storage_class_name = %q
-  capacity           = "2Gi"
-  access_mode        = "ReadWriteMany"
-  users              = { alice = {} }
-  on_mode_change     = "migrate"
-  %s
-  migration = {
-    copy_image           = %q
-    target_name_template = "home-{username}"
-    %s
-  }
-}
-`, ns, class, top, testcluster.ToolsImage, inMigration))
+		return acctest.AdminConfig(t, copyHomes(ns, class, top, inMigration))
 	}
 	cfg := config("", "")
 	deleting := config("allow_data_loss = true", "delete_copied_sources = true")
@@ -152,22 +135,31 @@ resource "jupyter_home_storage" "homes" {
 	})
 }
 
+// copyHomes is alice's home storage migrated by copy into home-{username}
+// (ReadWriteMany, class), with top and inMigration added to the resource
+// and its migration attribute.
+func copyHomes(ns, class, top, inMigration string) string {
+	return fmt.Sprintf(`
+resource "jupyter_home_storage" "homes" {
+  namespace          = %q
+  storage_class_name = %q
+  capacity           = "2Gi"
+  access_mode        = "ReadWriteMany"
+  users              = { alice = {} }
+  on_mode_change     = "migrate"
+  %s
+  migration = {
+    copy_image           = %q
+    target_name_template = "home-{username}"
+    %s
+  }
+}
+`, ns, class, top, testcluster.ToolsImage, inMigration)
+}
+
 // homeHolds checks through a pod that claim holds exactly alice's files.
 func homeHolds(ctx context.Context, cs kubernetes.Interface, ns, claim string) resource.TestCheckFunc {
-	return func(*terraform.State) error {
-		msg, err := testcluster.RunPod(ctx, cs, testcluster.ClaimPod(ns, "reader-alice", claim, testcluster.ReadFilesScript("/home")))
-		if err != nil {
-			return err
-		}
-		got, err := testcluster.ParseFiles(msg)
-		if err != nil {
-			return err
-		}
-		if !maps.Equal(got, aliceFiles) {
-			return fmt.Errorf("%s holds %q, want %q", claim, got, aliceFiles)
-		}
-		return nil
-	}
+	return func(*terraform.State) error { return holds(ctx, cs, ns, claim, aliceFiles) }
 }
 
 // copiedOnNode checks that home-alice holds alice's files: read through a

@@ -345,28 +345,13 @@ func TestAccHomeStorage_migrateCopyFailedJob(t *testing.T) {
 		"bob":   seedHome(ctx, t, cs, ns, "bob", bobFiles, "mknod /home/console c 5 1\n"),
 	}
 	config := func(top, inMigration string) string {
-		return acctest.AdminConfig(t, fmt.Sprintf(`
-resource "jupyter_home_storage" "homes" {
-  namespace          = %q
-  storage_class_name = %q
-  capacity           = "2Gi"
-  access_mode        = "ReadWriteMany"
-  users              = { alice = {} }
-  on_mode_change     = "migrate"
-  %s
-  migration = {
-    copy_image           = %q
-    target_name_template = "home-{username}"
-    %s
-  }
-}
-
+		return acctest.AdminConfig(t, copyHomes(ns, class, top, inMigration)+fmt.Sprintf(`
 resource "jupyter_spawner_config" "hub" {
   namespace             = %q
   home_storage_settings = jupyter_home_storage.homes.spawner_settings
   legacy_users          = jupyter_home_storage.homes.legacy_users
 }
-`, ns, class, top, testcluster.ToolsImage, inMigration, ns))
+`, ns))
 	}
 	exists := func(name string) bool {
 		_, err := cs.CoreV1().PersistentVolumeClaims(ns).Get(ctx, name, metav1.GetOptions{})

@@ -1,6 +1,7 @@
 package provider
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -339,13 +340,13 @@ func (r *homeStorageResource) fillImported(ctx context.Context, client *kube.Cli
 		sizes[c.Requested]++
 		classes[c.StorageClass]++
 	}
-	if v := mostCommon(modes); v != "" && slices.Contains([]string{safety.RWO, safety.RWX, safety.RWOP}, v) {
+	if v := mostCommon(modes, cmp.Less[string]); v != "" && slices.Contains([]string{safety.RWO, safety.RWX, safety.RWOP}, v) {
 		m.AccessMode = types.StringValue(v)
 	}
-	if v := mostCommon(sizes); v != "" {
+	if v := mostCommon(sizes, cmp.Less[string]); v != "" {
 		m.Capacity = types.StringValue(v)
 	}
-	if v := mostCommon(classes); v != "" {
+	if v := mostCommon(classes, cmp.Less[string]); v != "" {
 		m.StorageClassName = types.StringValue(v)
 	}
 }

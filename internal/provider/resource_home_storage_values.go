@@ -5,8 +5,6 @@ package provider
 
 import (
 	"encoding/json"
-	"maps"
-	"slices"
 	"strings"
 
 	"github.com/hashicorp/terraform-plugin-framework/types"
@@ -100,7 +98,7 @@ func claimsValue(ups []safety.UserPlan, cfg safety.Config, final bool) types.Str
 	}
 	doc := claimsDoc{Users: make(map[string]map[string]any, len(entries))}
 	if len(entries) > 0 {
-		def := mostCommonClaim(counts)
+		def := mostCommon(counts, claimViewLess)
 		doc.Default = &def
 	}
 	for u, e := range entries {
@@ -138,17 +136,17 @@ func claimEntryOf(up safety.UserPlan, cfg safety.Config, capacity string) claimE
 	return e
 }
 
-// mostCommonClaim is the most common claim; among equally common ones the first
-// by its fields, so that the value is stable.
-func mostCommonClaim(counts map[claimView]int) claimView {
-	var def claimView
+// mostCommon is the most common key of counts; among equally common ones
+// the first by less, so that the value is stable. The zero K when empty.
+func mostCommon[K comparable](counts map[K]int, less func(a, b K) bool) K {
+	var best K
 	n := 0
-	for v, c := range counts {
-		if c > n || c == n && claimViewLess(v, def) {
-			def, n = v, c
+	for k, c := range counts {
+		if c > n || c == n && less(k, best) {
+			best, n = k, c
 		}
 	}
-	return def
+	return best
 }
 
 // claimDelta is the fields of v that differ from def.
@@ -292,14 +290,4 @@ func recordApply(plan *homeStorageModel, cfg safety.Config, res safety.Result, l
 	if plan.Changes.IsUnknown() {
 		plan.Changes = types.StringValue(safety.ChangesOf(res).Encode())
 	}
-}
-
-func mostCommon(counts map[string]int) string {
-	best, n := "", 0
-	for _, k := range slices.Sorted(maps.Keys(counts)) {
-		if counts[k] > n {
-			best, n = k, counts[k]
-		}
-	}
-	return best
 }
