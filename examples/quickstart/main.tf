@@ -43,7 +43,7 @@ resource "jupyter_home_storage" "homes" {
   access_mode    = var.access_mode
   capacity       = "10Gi"
   on_mode_change = var.on_mode_change
-  users          = { dave = {} }
+  users          = jsonencode({ dave = {} })
 
   storage_class = {
     name        = "jupyter-homes"

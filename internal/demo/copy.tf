@@ -30,7 +30,7 @@ resource "jupyter_home_storage" "homes" {
   capacity           = "1Gi"
   access_mode        = var.access_mode
   on_mode_change     = var.on_mode_change
-  users              = { erin = {} }
+  users              = jsonencode({ erin = {} })
 
   migration = {
     copy_image           = "testbed.invalid/tools:1" # busybox and rsync, built into the test node

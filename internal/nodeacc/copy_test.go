@@ -145,7 +145,7 @@ resource "jupyter_home_storage" "homes" {
   storage_class_name = %q
   capacity           = "2Gi"
   access_mode        = "ReadWriteMany"
-  users              = { alice = {} }
+  users              = jsonencode({ alice = {} })
   on_mode_change     = "migrate"
   %s
   migration = {

@@ -110,7 +110,7 @@ resource "jupyter_home_storage" "homes" {
   storage_class_name = %q
   capacity           = "1Gi"
   access_mode        = "ReadWriteMany"
-  users              = { %q = {} }
+  users              = jsonencode({ %q = {} })
   on_mode_change     = "migrate"
   migration = {
     copy_image           = %q

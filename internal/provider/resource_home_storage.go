@@ -325,7 +325,7 @@ func (r *homeStorageResource) fillImported(ctx context.Context, client *kube.Cli
 	m.OnModeChange = types.StringValue(string(safety.OnModeChangeFail))
 	m.AllowDataLoss = types.BoolValue(false)
 	m.DeletionPolicy = types.StringValue(safety.DeletionRetain)
-	m.Users = types.MapNull(userType)
+	m.Users = types.StringNull()
 	m.Labels, m.Annotations = types.MapNull(types.StringType), types.MapNull(types.StringType)
 	m.Capacity = types.StringValue("10Gi")
 	pvcs, err := client.ListClaimsFresh(ctx, m.Namespace.ValueString(), DefaultClaimSelector)

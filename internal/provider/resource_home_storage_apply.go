@@ -142,13 +142,19 @@ func (r *homeStorageResource) apply(ctx context.Context, plan, state *homeStorag
 		return false
 	}
 	plan.ID = plan.Namespace
+	// Validation and the plan refuse a users value that does not parse; an
+	// apply that still got one stops before it creates anything (it would
+	// otherwise go on as if no users were listed).
+	cfg := plan.config(ctx, diags)
+	if diags.HasError() {
+		return false
+	}
 	if plan.StorageClass != nil {
 		if err := r.ensureClass(ctx, client, plan, state); err != nil {
 			diags.AddAttributeError(path.Root("storage_class"), "Cannot create the StorageClass", err.Error())
 			return false
 		}
 	}
-	cfg := plan.config(ctx, diags)
 	var prior *safety.Prior
 	if state != nil {
 		prior = state.prior(ctx, diags)

@@ -56,12 +56,20 @@ func TestAccHomeStorage_badInputNamesAttributeAndFix(t *testing.T) {
 			`namespace = "".*string length must be between 1 and 63`},
 		{"namespace_too_long", strings.Repeat("a", 64), `capacity = "1Gi"`,
 			`namespace = "a{64}".*string length must be between 1 and 63`},
-		{"empty_username", ns, `capacity = "1Gi"` + "\n" + `users = { alice = {}, "" = {} }` + block,
-			`Empty username.*users = \{ alice = \{\}, "" = \{\} \}.*users has the key "" \(an empty string\).*Remove it`},
-		{"duplicate_username", ns, `capacity = "1Gi"` + "\n" + `users = { for u in ["alice", "bob", "alice"] : u => {} }` + block,
-			`Duplicate object key.*users = \{ for u in \["alice", "bob", "alice"\] : u => \{\} \}.*"alice"`},
+		{"empty_username", ns, `capacity = "1Gi"` + "\n" + `users = jsonencode({ alice = {}, "" = {} })` + block,
+			`Invalid users.*users has the username "" \(an empty string\).*users = jsonencode\(\{ for u in var\.users : u => \{\} \}\)`},
+		{"duplicate_username", ns, `capacity = "1Gi"` + "\n" + `users = jsonencode({ for u in ["alice", "bob", "alice"] : u => {} })` + block,
+			`Duplicate object key.*"alice"`},
+		{"duplicate_username_written", ns, `capacity = "1Gi"` + "\n" + `users = "{\"alice\":{},\"alice\":{}}"` + block,
+			`Invalid users.*users lists the username "alice" twice; list each user once`},
+		{"users_json_array", ns, `capacity = "1Gi"` + "\n" + `users = jsonencode(["alice", "bob"])` + block,
+			`Invalid users.*users is a JSON array.*users = jsonencode\(\{ for u in var\.users : u => \{\} \}\)`},
+		{"users_per_user_settings", ns, `capacity = "1Gi"` + "\n" + `users = jsonencode({ alice = { capacity = "5Gi" } })` + block,
+			`Invalid users.*users maps "alice" to an object with attributes`},
+		{"users_as_map", ns, `capacity = "1Gi"` + "\n" + `users = { alice = {}, bob = {} }` + block,
+			`Incorrect attribute value type.*users = \{ alice = \{\}, bob = \{\} \}.*string required`},
 		{"users_as_list", ns, `capacity = "1Gi"` + "\n" + `users = ["alice", "bob"]` + block,
-			`Incorrect attribute value type.*users = \["alice", "bob"\].*map of object required`},
+			`Incorrect attribute value type.*users = \["alice", "bob"\].*string required`},
 		{"delete_without_allow_data_loss", ns, `capacity = "1Gi"` + "\n" + `deletion_policy = "delete"` + block,
 			`needs allow_data_loss = true.*deletion_policy = "delete".*Set allow_data_loss = true as well if that is intended, or keep deletion_policy = "retain"`},
 		{"rwx_on_block_class", ns, `capacity = "1Gi"` + "\n" + `access_mode = "ReadWriteMany"` + `
@@ -109,39 +117,38 @@ resource "jupyter_home_storage" "homes" {
 	}
 }
 
-// The users validator names an empty username at its key, and accepts
-// the rest, a null map and a map not known yet.
+// The users validator refuses what internal/userset cannot read, saying
+// why and what to write, and accepts the rest, null and a value not known yet.
 func TestUsernamesValidator(t *testing.T) {
-	entry := types.ObjectValueMust(userType.AttrTypes, map[string]attr.Value{})
-	users := func(names ...string) types.Map {
-		elems := map[string]attr.Value{}
-		for _, n := range names {
-			elems[n] = entry
-		}
-		return types.MapValueMust(userType, elems)
-	}
 	cases := []struct {
 		name string
-		in   types.Map
-		want []string // diagnostic details, in order
+		in   types.String
+		want string // the diagnostic's detail contains it; "" for none
 	}{
-		{"distinct", users("alice", "bob"), nil},
-		{"null", types.MapNull(userType), nil},
-		{"unknown", types.MapUnknown(userType), nil},
-		{"empty", users("alice", ""), []string{`users has the key "" (an empty string)`}},
-		{"case matters", users("Alice", "alice"), nil},
+		{"distinct", types.StringValue(`{"alice":{},"bob":{}}`), ""},
+		{"null", types.StringNull(), ""},
+		{"unknown", types.StringUnknown(), ""},
+		{"case matters", types.StringValue(`{"Alice":{},"alice":{}}`), ""},
+		{"empty", types.StringValue(`{"alice":{},"":{}}`), `users has the username "" (an empty string)`},
+		{"array", types.StringValue(`["alice"]`), "users is a JSON array"},
+		{"repeated", types.StringValue(`{"alice":{},"alice":{}}`), `users lists the username "alice" twice`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			resp := &validator.MapResponse{}
-			usernamesValidator{}.ValidateMap(context.Background(), validator.MapRequest{Path: path.Root("users"), ConfigValue: c.in}, resp)
-			if len(resp.Diagnostics) != len(c.want) {
-				t.Fatalf("got %d diagnostics %v, want %d", len(resp.Diagnostics), resp.Diagnostics, len(c.want))
-			}
-			for i, d := range resp.Diagnostics {
-				if !strings.Contains(d.Detail(), c.want[i]) {
-					t.Errorf("diagnostic %d: %q does not contain %q", i, d.Detail(), c.want[i])
+			resp := &validator.StringResponse{}
+			usernamesValidator{}.ValidateString(context.Background(), validator.StringRequest{Path: path.Root("users"), ConfigValue: c.in}, resp)
+			if c.want == "" {
+				if len(resp.Diagnostics) != 0 {
+					t.Fatalf("got %v, want no diagnostic", resp.Diagnostics)
 				}
+				return
+			}
+			if len(resp.Diagnostics) != 1 {
+				t.Fatalf("got %d diagnostics %v, want 1", len(resp.Diagnostics), resp.Diagnostics)
+			}
+			d := resp.Diagnostics[0]
+			if !strings.Contains(d.Detail(), c.want) || !strings.Contains(d.Detail(), "jsonencode({ for u in var.users : u => {} })") {
+				t.Errorf("%q does not contain %q and the form to write", d.Detail(), c.want)
 			}
 		})
 	}

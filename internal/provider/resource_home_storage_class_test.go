@@ -25,7 +25,7 @@ func TestAccHomeStorage_storageClassReplaced(t *testing.T) {
 resource "jupyter_home_storage" "homes" {
   namespace = %q
   capacity  = "1Gi"
-  users     = { hana = {} }
+  users     = jsonencode({ hana = {} })
   storage_class = {
     name        = %q
     provisioner = "driver.longhorn.io"
@@ -100,7 +100,7 @@ func TestAccHomeStorage_recreateRefusedWhileMounted(t *testing.T) {
 			Config: homeStorageConfig(t, ns, class, `
   capacity        = "1Gi"
   access_mode     = "ReadWriteMany"
-  users           = { ivan = {} }
+  users           = jsonencode({ ivan = {} })
   on_mode_change  = "recreate"
   allow_data_loss = true`),
 			ExpectError: wrapRE(`(?s)A running server uses a claim that would be recreated.*ivan: claim-ivan.*Stop these users' servers`),

@@ -111,7 +111,7 @@ func TestAccHomeStorage_throttled(t *testing.T) {
 resource "jupyter_home_storage" "homes" {
   namespace = %q
   capacity  = "1Gi"
-  users     = { for u in [%s] : u => {} }
+  users     = jsonencode({ for u in [%s] : u => {} })
 }`, ns, strings.Join(quoted, ", ")))
 
 	before, err := throttledResponses(ctx, admin)
@@ -289,7 +289,7 @@ func TestAccHomeStorage_conflictingWrite(t *testing.T) {
 	cfg := func(capacity string) string {
 		return homeStorageConfig(t, ns, class, fmt.Sprintf(`
   capacity = %q
-  users    = { for u in [%s] : u => {} }`, capacity, strings.Join(quoted, ", ")))
+  users    = jsonencode({ for u in [%s] : u => {} })`, capacity, strings.Join(quoted, ", ")))
 	}
 	var created map[string]string
 	var writer *labelWriter
@@ -387,7 +387,7 @@ func TestAccHomeStorage_drift(t *testing.T) {
 	cfg := func(capacity string) string {
 		return homeStorageConfig(t, ns, class, fmt.Sprintf(`
   capacity = %q
-  users    = { kim = {}, lee = {} }`, capacity))
+  users    = jsonencode({ kim = {}, lee = {} })`, capacity))
 	}
 	var created map[string]string
 	sizes := func(want map[string]string) resource.TestCheckFunc {

@@ -110,7 +110,7 @@ provider "jupyter" {
 resource "jupyter_home_storage" "homes" {
   namespace = %q
   capacity  = "1Gi"
-  users     = { for u in [%s] : u => {} }
+  users     = jsonencode({ for u in [%s] : u => {} })
   # The failed create leaves a tainted resource that the re-apply replaces
   # (destroy, then create): even with these settings that destroy must not
   # delete the claims made before the failure.

@@ -71,7 +71,7 @@ func TestAccHomeStorage_leastPrivilege(t *testing.T) {
 			{
 				Config: limitedHomeStorage(c, ns, class, `
   capacity = "1Gi"
-  users    = { alice = {}, bob = {} }`),
+  users    = jsonencode({ alice = {}, bob = {} })`),
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{expectClass("safe")}},
 				Check: func(*terraform.State) error {
 					if _, err := cs.StorageV1().StorageClasses().Get(context.Background(), class, metav1.GetOptions{}); err != nil {
@@ -89,7 +89,7 @@ func TestAccHomeStorage_leastPrivilege(t *testing.T) {
 			{
 				Config: limitedHomeStorage(c, ns, class, `
   capacity = "2Gi"
-  users    = { alice = {}, bob = {} }`),
+  users    = jsonencode({ alice = {}, bob = {} })`),
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{expectClass("safe")}},
 				Check: resource.ComposeAggregateTestCheckFunc(sameUIDs,
 					claimCheck(cs, ns, "claim-bob", func(p *corev1.PersistentVolumeClaim) error {
@@ -104,7 +104,7 @@ func TestAccHomeStorage_leastPrivilege(t *testing.T) {
   capacity       = "2Gi"
   access_mode    = "ReadWriteMany"
   on_mode_change = "keep_existing"
-  users          = { alice = {}, bob = {}, carol = {} }`),
+  users          = jsonencode({ alice = {}, bob = {}, carol = {} })`),
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 					expectClass("safe"),
 					plancheck.ExpectKnownValue(hsAddr, tfjsonpath.New("legacy_users"),
@@ -125,13 +125,13 @@ func TestAccHomeStorage_leastPrivilegeMissingVerb(t *testing.T) {
 	cs := c.Admin()
 	base := `
   capacity = "1Gi"
-  users    = { alice = {} }`
+  users    = jsonencode({ alice = {} })`
 	recreate := `
   capacity        = "1Gi"
   access_mode     = "ReadWriteMany"
   on_mode_change  = "recreate"
   allow_data_loss = true
-  users           = { dave = {} }`
+  users           = jsonencode({ dave = {} })`
 	type step struct{ extra, want string }
 	cases := []struct {
 		verb, resource string
@@ -143,7 +143,7 @@ func TestAccHomeStorage_leastPrivilegeMissingVerb(t *testing.T) {
 		{verb: "create", resource: "persistentvolumeclaims", steps: []step{{base, "cannot create persistentvolumeclaims in namespace NS"}}},
 		{verb: "patch", resource: "persistentvolumeclaims", bindAlice: true, steps: []step{{base, ""}, {`
   capacity = "2Gi"
-  users    = { alice = {} }`, "cannot patch persistentvolumeclaims in namespace NS"}}},
+  users    = jsonencode({ alice = {} })`, "cannot patch persistentvolumeclaims in namespace NS"}}},
 		{verb: "delete", resource: "persistentvolumeclaims", seedDave: true, steps: []step{{recreate, "cannot delete persistentvolumeclaims in namespace NS"}}},
 		{verb: "get", resource: "persistentvolumeclaims", seedDave: true, steps: []step{{recreate, "cannot get persistentvolumeclaims in namespace NS"}}},
 		{verb: "list", resource: "pods", seedDave: true, steps: []step{{recreate, "cannot list pods in namespace NS"}}},
@@ -151,7 +151,7 @@ func TestAccHomeStorage_leastPrivilegeMissingVerb(t *testing.T) {
 		{verb: "create", resource: "storageclasses", steps: []step{{base, "cannot create storageclasses cluster-wide"}}},
 		{verb: "patch", resource: "storageclasses", steps: []step{{base, ""}, {`
   capacity = "1Gi"
-  users    = { alice = {}, bob = {} }`, "cannot patch storageclasses cluster-wide"}}},
+  users    = jsonencode({ alice = {}, bob = {} })`, "cannot patch storageclasses cluster-wide"}}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.verb+"_"+tc.resource, func(t *testing.T) {
@@ -295,11 +295,11 @@ resource "jupyter_home_storage" "homes" {
 		ProtoV6ProviderFactories: protoV6ProviderFactories,
 		Steps: []resource.TestStep{
 			{
-				Config: acctest.Config(tokenProvider, body(`{ alice = {} }`)),
+				Config: acctest.Config(tokenProvider, body(`jsonencode({ alice = {} })`)),
 				Check:  checkClaim("alice", "name", "claim-alice"),
 			},
 			{
-				Config: acctest.Config(certProvider, body(`{ alice = {}, bob = {} }`)),
+				Config: acctest.Config(certProvider, body(`jsonencode({ alice = {}, bob = {} })`)),
 				Check:  checkClaim("bob", "name", "claim-bob"),
 			},
 		},

@@ -180,7 +180,7 @@ func TestAccHomeStorage_migrateRebind(t *testing.T) {
 	vols := migratingHomes(t, cs, ns, class, "alice", "bob", "carol")
 	old := uids(t, cs, ns, "claim-alice", "claim-bob", "claim-carol")
 	runningServer(t, cs, ns, "carol")
-	cfg := migrateConfig(t, ns, class, `{ alice = {} }`) // bob's and carol's homes were made by KubeSpawner
+	cfg := migrateConfig(t, ns, class, `jsonencode({ alice = {} })`) // bob's and carol's homes were made by KubeSpawner
 	resource.Test(t, resource.TestCase{
 		ProtoV6ProviderFactories: protoV6ProviderFactories,
 		Steps: []resource.TestStep{
@@ -259,7 +259,7 @@ func TestAccHomeStorage_migrateResumesAfterEveryStep(t *testing.T) {
 				return nil
 			}
 			stopping := afterStep(hook)
-			cfg := migrateConfig(t, ns, class, `{ dana = {} }`)
+			cfg := migrateConfig(t, ns, class, `jsonencode({ dana = {} })`)
 			resource.Test(t, resource.TestCase{
 				Steps: []resource.TestStep{
 					{
@@ -471,7 +471,7 @@ resource "jupyter_home_storage" "homes" {
   storage_class_name      = %q
   capacity                = "1Gi"
   access_mode             = "ReadWriteMany"
-  users                   = { carol = {} }
+  users                   = jsonencode({ carol = {} })
   on_mode_change          = "migrate"
 }
 `, hub, prefix, class))

@@ -4,17 +4,18 @@ package provider
 
 import (
 	"context"
-	"maps"
 	"slices"
 	"strings"
 
 	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	kresource "k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/kubespawner"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/safety"
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/userset"
 )
 
 // config turns the model into the safety core's view of it.
@@ -39,7 +40,11 @@ func (m *homeStorageModel) config(ctx context.Context, diags *diag.Diagnostics) 
 	if q, err := kresource.ParseQuantity(cfg.Capacity); err == nil {
 		cfg.CapacityBytes = q.Value()
 	}
-	cfg.Users = usernames(m.Users)
+	users, err := usernames(m.Users)
+	if err != nil {
+		diags.AddAttributeError(path.Root("users"), "Invalid users", usersError(err))
+	}
+	cfg.Users = users
 	return cfg
 }
 
@@ -123,28 +128,24 @@ func sameArguments(a, b *homeStorageModel) bool {
 		a.StorageClass.AllowVolumeExpansion.Equal(b.StorageClass.AllowVolumeExpansion) && a.StorageClass.MountOptions.Equal(b.StorageClass.MountOptions)
 }
 
-// userType is the type of one entry of users: an object without
-// attributes. users is a map attribute of it, not a map of nested
-// attributes: terraform-plugin-framework v1.19 plans a nested map's
-// elements in time that grows with the square of their number
-// (fwserver.mapElemObject copies the whole map for every key).
-var userType = types.ObjectType{AttrTypes: map[string]attr.Type{}}
-
-// usernames are the keys of users, sorted: the users Terraform manages.
-func usernames(users types.Map) []string {
+// usernames are the users Terraform manages (internal/userset: sorted, in
+// NFC). An error names what is wrong with users; there are then none.
+func usernames(users types.String) ([]string, error) {
 	if users.IsNull() || users.IsUnknown() {
-		return nil
+		return nil, nil
 	}
-	return slices.Sorted(maps.Keys(users.Elements()))
+	return userset.Parse(users.ValueString())
 }
 
-// usersValue is the users attribute listing these users.
-func usersValue(users []string) types.Map {
-	elems := make(map[string]attr.Value, len(users))
-	for _, u := range users {
-		elems[u] = types.ObjectValueMust(userType.AttrTypes, map[string]attr.Value{})
-	}
-	return types.MapValueMust(userType, elems)
+// usersError is the detail of a users value that does not parse.
+func usersError(err error) string {
+	return "users " + err.Error() + ". Write it with jsonencode, e.g. " + userset.Fix + "."
+}
+
+// usersValue is the users attribute listing these users, as jsonencode
+// writes it.
+func usersValue(users []string) types.String {
+	return types.StringValue(userset.Encode(users))
 }
 
 // legacyValue is legacy_users: each legacy user's claims that differ from

@@ -48,7 +48,7 @@ resource "jupyter_home_storage" "homes" {
   access_mode        = %q
   storage_class_name = %q
   capacity           = %q
-  users              = { for u in [%s] : u => {} }
+  users              = jsonencode({ for u in [%s] : u => {} })
   on_mode_change     = %q
   allow_data_loss    = %t
   deletion_policy    = %q

@@ -75,7 +75,7 @@ func TestAccHomeStorage_planRequestCount(t *testing.T) {
 resource "jupyter_home_storage" "homes" {
   namespace = %q
   capacity  = "1Gi"
-  users     = { user0000 = {}, user0001 = {}, newuser = {} }
+  users     = jsonencode({ user0000 = {}, user0001 = {}, newuser = {} })
 }`, ns))
 	pages := (n + kube.PageSize - 1) / kube.PageSize
 	const constant = 4

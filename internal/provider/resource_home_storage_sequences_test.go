@@ -52,7 +52,7 @@ resource "jupyter_home_storage" "homes" {
   storage_class_name = %q
   access_mode        = "ReadWriteMany"
   capacity           = "1Gi"
-  users              = { alice = {}, bob = {} }
+  users              = jsonencode({ alice = {}, bob = {} })
   on_mode_change     = "recreate"
   allow_data_loss    = true
 }
@@ -164,7 +164,7 @@ func TestAccHomeStorage_replaceKeepsHomes(t *testing.T) {
 resource "jupyter_home_storage" "homes" {
   namespace       = %q
   capacity        = "1Gi"
-  users           = { alice = {}, bob = {} }
+  users           = jsonencode({ alice = {}, bob = {} })
   deletion_policy = "delete"
   allow_data_loss = true
 }
@@ -212,7 +212,7 @@ func TestAccHomeStorage_userNamespacesLeaveHomesBehind(t *testing.T) {
 resource "jupyter_home_storage" "homes" {
   namespace = %q
   capacity  = "1Gi"
-  users     = { alice = {} }
+  users     = jsonencode({ alice = {} })
 %s
 }
 `, ns, extra))

@@ -111,7 +111,7 @@ func TestAccHomeStorage_createGrowRetain(t *testing.T) {
 			{
 				Config: homeStorageConfig(t, ns, class, `
   capacity = "1Gi"
-  users    = { alice = {}, bob = {} }`),
+  users    = jsonencode({ alice = {}, bob = {} })`),
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 					plancheck.ExpectResourceAction(hsAddr, plancheck.ResourceActionCreate),
 					expectClass("safe"),
@@ -145,7 +145,7 @@ func TestAccHomeStorage_createGrowRetain(t *testing.T) {
 			{
 				Config: homeStorageConfig(t, ns, class, `
   capacity = "2Gi"
-  users    = { alice = {}, bob = {} }`),
+  users    = jsonencode({ alice = {}, bob = {} })`),
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 					plancheck.ExpectResourceAction(hsAddr, plancheck.ResourceActionUpdate),
 					expectClass("safe"),
@@ -166,13 +166,13 @@ func TestAccHomeStorage_createGrowRetain(t *testing.T) {
 			{
 				Config: homeStorageConfig(t, ns, class, `
   capacity = "2Gi"
-  users    = { alice = {}, bob = {} }`),
+  users    = jsonencode({ alice = {}, bob = {} })`),
 				PlanOnly: true,
 			},
 			{
 				Config: homeStorageConfig(t, ns, class, `
   capacity = "1Gi"
-  users    = { alice = {}, bob = {} }`),
+  users    = jsonencode({ alice = {}, bob = {} })`),
 				ExpectError: wrapRE(`(?s)Home claims cannot shrink.*claim-alice`),
 			},
 		},
@@ -235,13 +235,13 @@ func TestAccHomeStorage_modeFlip(t *testing.T) {
 			{
 				Config: homeStorageConfig(t, ns, class, rwx+`
   on_mode_change = "recreate"
-  users          = { carol = {}, dave = {} }`),
+  users          = jsonencode({ carol = {}, dave = {} })`),
 				ExpectError: wrapRE(`(?s)Recreating home claims deletes their data.*carol: claim-carol.*allow_data_loss = true`),
 			},
 			{
 				Config: homeStorageConfig(t, ns, class, rwx+`
   on_mode_change  = "recreate"
-  users           = { carol = {}, dave = {} }
+  users           = jsonencode({ carol = {}, dave = {} })
   allow_data_loss = true`),
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{expectClass("destructive")}},
 				Check: resource.ComposeAggregateTestCheckFunc(
@@ -294,7 +294,7 @@ func TestAccHomeStorage_unknownConnection(t *testing.T) {
 resource "jupyter_home_storage" "homes" {
   namespace = %q
   capacity  = "1Gi"
-  users     = { erin = {} }
+  users     = jsonencode({ erin = {} })
 }`, ns))
 	resource.Test(t, resource.TestCase{
 		ProtoV6ProviderFactories: protoV6ProviderFactories,
@@ -326,7 +326,7 @@ func TestAccHomeStorage_unknownConnectionRefusesDataLoss(t *testing.T) {
 resource "jupyter_home_storage" "homes" {
   namespace       = %q
   capacity        = "1Gi"
-  users           = { erin = {} }
+  users           = jsonencode({ erin = {} })
   on_mode_change  = "recreate"
   allow_data_loss = true
 }`, ns)),
@@ -336,7 +336,7 @@ resource "jupyter_home_storage" "homes" {
 resource "jupyter_home_storage" "homes" {
   namespace = %q
   capacity  = "1Gi"
-  users     = { erin = {} }
+  users     = jsonencode({ erin = {} })
 }`, ns)),
 			ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 				plancheck.ExpectUnknownValue(hsAddr, tfjsonpath.New("changes")),
@@ -353,7 +353,7 @@ func TestAccHomeStorage_deletedOutOfBand(t *testing.T) {
 	class := "homes-" + ns
 	cfg := homeStorageConfig(t, ns, class, `
   capacity = "1Gi"
-  users    = { frank = {} }`)
+  users    = jsonencode({ frank = {} })`)
 	resource.Test(t, resource.TestCase{
 		ProtoV6ProviderFactories: protoV6ProviderFactories,
 		Steps: []resource.TestStep{

@@ -8,23 +8,29 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
 )
 
-// Attributes that hold one entry per user are maps: OpenTofu diffs a list
-// or a set in time that grows with the square of its length in every plan
-// (BENCHMARKS.md), a map key by key. Map attributes, not maps of nested
-// attributes: the framework (v1.19) plans a nested map's elements in time
-// that grows with the square of their number.
-func TestPerUserAttributesAreMaps(t *testing.T) {
+// Attributes that hold one entry per user are one string (JSON) or a map
+// attribute, never a list, a set or nested attributes: OpenTofu diffs a
+// list or a set in time that grows with the square of its length in every
+// plan, and OpenTofu and the framework convert and walk a collection entry
+// by entry in every request (BENCHMARKS.md, DESIGN.md).
+func TestPerUserAttributesScale(t *testing.T) {
 	ctx := context.Background()
 	for _, c := range []struct {
-		res   resource.Resource
-		attrs []string
+		res     resource.Resource
+		strings []string
+		maps    []string
 	}{
-		{NewHomeStorageResource(), []string{"users", "legacy_users"}},
-		{NewSpawnerConfigResource(), []string{"legacy_users"}},
+		{NewHomeStorageResource(), []string{"users", "claims", "changes"}, []string{"legacy_users"}},
+		{NewSpawnerConfigResource(), nil, []string{"legacy_users"}},
 	} {
 		var resp resource.SchemaResponse
 		c.res.Schema(ctx, resource.SchemaRequest{}, &resp)
-		for _, name := range c.attrs {
+		for _, name := range c.strings {
+			if _, ok := resp.Schema.Attributes[name].(schema.StringAttribute); !ok {
+				t.Errorf("%T: %s is a %T, not a string attribute", c.res, name, resp.Schema.Attributes[name])
+			}
+		}
+		for _, name := range c.maps {
 			if _, ok := resp.Schema.Attributes[name].(schema.MapAttribute); !ok {
 				t.Errorf("%T: %s is a %T, not a map attribute", c.res, name, resp.Schema.Attributes[name])
 			}

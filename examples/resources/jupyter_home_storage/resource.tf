@@ -14,12 +14,13 @@ resource "jupyter_home_storage" "homes" {
     # reclaim_policy defaults to Retain: these are home directories.
   }
 
-  # The users whose claims Terraform creates, as a map of username to {}.
-  # From a list of names: users = { for u in var.users : u => {} }
-  users = {
+  # The users whose claims Terraform creates: one JSON object from each
+  # username to {}. From a list or set of names:
+  #   users = jsonencode({ for u in var.users : u => {} })
+  users = jsonencode({
     alice = {}
     bob   = {}
-  }
+  })
 
   # Users whose claims KubeSpawner made as ReadWriteOnce keep them (and their
   # co-location) until they are migrated; without this the plan fails and

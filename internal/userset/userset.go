@@ -1,0 +1,215 @@
+// Package userset reads and writes jupyter_home_storage's users: one JSON
+// object from each JupyterHub username to {}, as OpenTofu's jsonencode
+// writes it (users = jsonencode({ for u in var.users : u => {} })).
+//
+// One string rather than a map, list or set attribute because of plan time
+// at tens of thousands of users: OpenTofu and terraform-plugin-framework
+// convert, walk and diff a collection element by element in every request
+// (a list or set in time that grows with the square of its length), while a
+// string is passed through whole; OpenTofu still renders a change of a JSON
+// string key by key. DESIGN.md and BENCHMARKS.md have the measurements.
+package userset
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"unicode/utf8"
+
+	"golang.org/x/text/unicode/norm"
+)
+
+// Fix is what the errors tell a user to write.
+const Fix = `users = jsonencode({ for u in var.users : u => {} })`
+
+// Parse returns the usernames of s, sorted, each in Unicode NFC (the form
+// OpenTofu gives every string, so a name in users is the same string as
+// the name anywhere else in the configuration). The error names what is
+// wrong; the caller adds where and Fix.
+func Parse(s string) ([]string, error) {
+	if names, ok := parseCanonical(s); ok {
+		return names, nil
+	}
+	return parseJSON(s)
+}
+
+// Encode is the users value listing names, in the form jsonencode writes
+// (keys sorted; <, > and & escaped as \u003c, \u003e, \u0026).
+func Encode(names []string) string {
+	m := make(map[string]struct{}, len(names))
+	for _, n := range names {
+		m[n] = struct{}{}
+	}
+	b, err := json.Marshal(m)
+	if err != nil { // a map of strings to empty structs always encodes
+		panic(err)
+	}
+	return string(b)
+}
+
+// parseCanonical reads the form jsonencode writes of names that need no
+// escape: {"a":{},"b":{}} with the keys in strictly increasing byte order.
+// It reports false for anything else (escapes, spaces, other values,
+// unsorted or repeated keys, names not in NFC or not valid UTF-8), which
+// parseJSON then reads or refuses with a reason. At 20,000 users it is
+// about ten times faster than the JSON decoder.
+func parseCanonical(s string) ([]string, bool) {
+	if s == "{}" {
+		return []string{}, true
+	}
+	if len(s) < 2 || s[0] != '{' || s[len(s)-1] != '}' {
+		return nil, false
+	}
+	body := s[1 : len(s)-1]
+	names := make([]string, 0, strings.Count(body, `":{}`))
+	prev := ""
+	for len(body) > 0 {
+		if body[0] != '"' {
+			return nil, false
+		}
+		end := strings.IndexByte(body[1:], '"')
+		if end < 0 {
+			return nil, false
+		}
+		name := body[1 : 1+end]
+		rest := body[2+end:]
+		if name == "" || strings.IndexByte(name, '\\') >= 0 || (len(names) > 0 && name <= prev) || !plain(name) {
+			return nil, false
+		}
+		if !strings.HasPrefix(rest, ":{}") {
+			return nil, false
+		}
+		rest = rest[3:]
+		if len(rest) > 0 {
+			if rest[0] != ',' || len(rest) == 1 {
+				return nil, false
+			}
+			rest = rest[1:]
+		}
+		names = append(names, name)
+		prev, body = name, rest
+	}
+	return names, true
+}
+
+// plain reports whether a key can be taken as written: valid UTF-8 in NFC,
+// without control characters (JSON requires those escaped) and without the
+// characters jsonencode escapes.
+func plain(name string) bool {
+	ascii := true
+	for i := 0; i < len(name); i++ {
+		switch c := name[i]; {
+		case c < 0x20 || c == '<' || c == '>' || c == '&':
+			return false
+		case c >= utf8.RuneSelf:
+			ascii = false
+		}
+	}
+	return ascii || utf8.ValidString(name) && norm.NFC.IsNormalString(name) && !strings.ContainsAny(name, "\u2028\u2029")
+}
+
+// parseJSON reads s with the JSON decoder, token by token, so that a
+// repeated key is seen (a decoder into a map keeps the last one).
+func parseJSON(s string) ([]string, error) {
+	dec := json.NewDecoder(strings.NewReader(s))
+	tok, err := dec.Token()
+	if err != nil {
+		return nil, fmt.Errorf("is not JSON (%v)", jsonError(err))
+	}
+	switch tok {
+	case json.Delim('{'):
+	case json.Delim('['):
+		return nil, errors.New("is a JSON array; it must be a JSON object from each username to {} " +
+			"(OpenTofu diffs an array in time that grows with the square of its length, in every plan)")
+	default:
+		return nil, fmt.Errorf("is the JSON value %s; it must be a JSON object from each username to {}", describe(tok))
+	}
+	seen := map[string]string{}
+	var names []string
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, fmt.Errorf("is not valid JSON (%v)", jsonError(err))
+		}
+		raw := tok.(string) // an object's keys are strings
+		name, err := username(raw)
+		if err != nil {
+			return nil, err
+		}
+		if first, dup := seen[name]; dup {
+			if first == raw {
+				return nil, fmt.Errorf("lists the username %q twice; list each user once", name)
+			}
+			return nil, fmt.Errorf("lists the username %q twice, as %+q and as %+q (the same name in Unicode NFC); list each user once", name, first, raw)
+		}
+		seen[name] = raw
+		if err := emptyObject(dec, name); err != nil {
+			return nil, err
+		}
+		names = append(names, name)
+	}
+	if _, err := dec.Token(); err != nil { // the closing brace
+		return nil, fmt.Errorf("is not valid JSON (%v)", jsonError(err))
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return nil, errors.New("has more after its JSON object; it must be one JSON object")
+	}
+	slices.Sort(names)
+	return names, nil
+}
+
+// username is a key of users as a username: not empty, valid Unicode, in NFC.
+func username(raw string) (string, error) {
+	if raw == "" {
+		return "", errors.New(`has the username "" (an empty string); a JupyterHub username has at least one character`)
+	}
+	if strings.ContainsRune(raw, utf8.RuneError) {
+		return "", fmt.Errorf("has the username %q, which holds U+FFFD: an invalid escape (a lone UTF-16 surrogate) or invalid UTF-8", raw)
+	}
+	return norm.NFC.String(raw), nil
+}
+
+// emptyObject reads the value of a key, which must be {}.
+func emptyObject(dec *json.Decoder, name string) error {
+	tok, err := dec.Token()
+	if err != nil {
+		return fmt.Errorf("is not valid JSON (%v)", jsonError(err))
+	}
+	if tok != json.Delim('{') {
+		if tok == json.Delim('[') {
+			return fmt.Errorf("maps %q to an array; each username maps to {} (there are no per-user settings yet)", name)
+		}
+		return fmt.Errorf("maps %q to %s; each username maps to {} (there are no per-user settings yet)", name, describe(tok))
+	}
+	if dec.More() {
+		return fmt.Errorf("maps %q to an object with attributes; each username maps to {} (there are no per-user settings yet)", name)
+	}
+	_, err = dec.Token()
+	if err != nil {
+		return fmt.Errorf("is not valid JSON (%v)", jsonError(err))
+	}
+	return nil
+}
+
+func describe(tok json.Token) string {
+	switch v := tok.(type) {
+	case nil:
+		return "null"
+	case string:
+		return fmt.Sprintf("the string %q", v)
+	default:
+		b, _ := json.Marshal(v)
+		return string(bytes.TrimSpace(b))
+	}
+}
+
+func jsonError(err error) string {
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return "it ends too early"
+	}
+	return err.Error()
+}
