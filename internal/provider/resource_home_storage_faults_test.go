@@ -3,8 +3,6 @@ package provider
 import (
 	"context"
 	"fmt"
-	"maps"
-	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -19,6 +17,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/acctest"
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/userset"
 )
 
 // claimUIDsByName lists the home claims of a namespace: name -> UID.
@@ -50,10 +49,13 @@ func (c priorCheck) CheckPlan(_ context.Context, req plancheck.CheckPlanRequest,
 	resp.Error = fmt.Errorf("no planned change for %s", hsAddr)
 }
 
-// keysOf are the keys of a map in a plan's JSON (users), sorted.
-func keysOf(v any) []string {
-	m, _ := v.(map[string]any)
-	return slices.Sorted(maps.Keys(m))
+// recordedUsers are the users of a users value in a plan's JSON, sorted.
+func recordedUsers(v any) ([]string, error) {
+	s, ok := v.(string)
+	if !ok {
+		return nil, fmt.Errorf("users is %T, not a string", v)
+	}
+	return userset.Parse(s)
 }
 
 // The API server stops in the middle of an apply that creates 300 home
@@ -174,7 +176,10 @@ resource "jupyter_home_storage" "homes" {
 				Config: cfg,
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 					priorCheck{func(before map[string]any, rc *tfjson.ResourceChange) error {
-						recorded := keysOf(before["users"])
+						recorded, err := recordedUsers(before["users"])
+						if err != nil {
+							return err
+						}
 						if len(recorded) == 0 {
 							return fmt.Errorf("the state records no user after the failed apply (actions %v)", rc.Change.Actions)
 						}
