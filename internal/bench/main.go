@@ -763,8 +763,8 @@ plan took 26 s, most of it there. A set is worse: ` + "`differ.processSet`" + ` 
 ` + "`objchange.AssertObjectCompatible`" + ` (` + "`assertSetValuesCompatible`" + `) does too, formatting an error message for every pair that
 differs; terraform-plugin-framework adds a third pass over all pairs (` + "`fwschemadata.ValueSemanticEqualitySetElements`" + `, in ReadResource).
 A map is diffed key by key, but OpenTofu and the framework still convert, walk (` + "`NullifyCollectionBlocks`" + `, ` + "`tftypes.Transform`" + `)
-and encode each entry in every request: with the 20,000 users in a map attribute a no-change plan took 5.5 s on a quiet machine, against
-1.1 s without them. A string is passed whole, and OpenTofu still renders a change of a JSON string key by key
+and encode each entry in every request: with the 20,000 users in a map attribute a no-change plan took 9.9 s, against 1.4 s without
+them (the last run of this bench before the change, at a load average of 10). A string is passed whole, and OpenTofu still renders a change of a JSON string key by key
 (` + "`jsonencode(`" + ` … ` + "`+ zed = {}`" + `, the unchanged users hidden), so ` + "`users`" + ` is one JSON object from each username to ` + "`{}`" + `
 (` + "`internal/userset`" + `), and a JSON array, which OpenTofu would diff as a list, is refused. ` + "`legacy_users`" + ` is still a map: it lists only
 the users kept on an old claim.
