@@ -133,11 +133,16 @@ rules:
 		return err
 	}
 	fmt.Printf("floor: empty plan %s\n", floor)
-	fixed, err := fixedCost(ctx, ws, cs, work, auditLog, runs)
+	floorTrace, err := traceTofu(ctx, ws, floorDir, "plan", "-no-color", "-lock=false")
 	if err != nil {
 		return err
 	}
-	fmt.Printf("fixed cost: plan over an empty namespace %s\n", fixed)
+	fixed, err := fixedCosts(ctx, ws, cs, work, auditLog, runs)
+	if err != nil {
+		return err
+	}
+	fixed.floorTrace = floorTrace
+	fmt.Printf("fixed cost: plan over an empty namespace %s, apply of one user %s\n", fixed.plan, fixed.apply1)
 
 	var rows []row
 	for _, f := range strings.Split(sizesFlag, ",") {
@@ -441,21 +446,52 @@ resource "jupyter_home_storage" "homes" {
 	return d, mem, nil
 }
 
-// fixedCost times a no-change plan of the same resource over a namespace
-// without claims: what any plan of one resource of this provider costs
-// (OpenTofu's validate and plan walks, three provider starts) before a
-// single claim is read.
-func fixedCost(ctx context.Context, ws *tofurun.Workspace, cs kubernetes.Interface, work, auditLog string, runs int) (time.Duration, error) {
+// fixed is what a plan or an apply of one resource costs before a claim
+// is read or created, timed and traced.
+type fixed struct {
+	plan, apply1          time.Duration // no-change plan over no claims; apply of one new user
+	planTrace, applyTrace breakdown
+	floorTrace            breakdown
+}
+
+// fixedCosts times a no-change plan of the same resource over a namespace
+// without claims, and an apply of one new user: what any plan or apply of
+// one resource of this provider costs (OpenTofu's validate and plan walks,
+// three or four provider starts) before claims count.
+func fixedCosts(ctx context.Context, ws *tofurun.Workspace, cs kubernetes.Interface, work, auditLog string, runs int) (fixed, error) {
+	var f fixed
 	const ns = "bench-empty"
 	if err := namespace(ctx, cs, ns); err != nil {
-		return 0, err
+		return f, err
 	}
 	dir, err := planConfig(ctx, ws, work, ns)
 	if err != nil {
-		return 0, err
+		return f, err
 	}
-	d, _, _, err := timeTofu(ctx, ws, dir, auditLog, runs, "plan", "-no-color", "-lock=false", "-detailed-exitcode")
-	return d, err
+	if f.plan, _, _, err = timeTofu(ctx, ws, dir, auditLog, runs, "plan", "-no-color", "-lock=false", "-detailed-exitcode"); err != nil {
+		return f, err
+	}
+	if f.planTrace, err = traceTofu(ctx, ws, dir, "plan", "-no-color", "-lock=false"); err != nil {
+		return f, err
+	}
+	var applies []time.Duration
+	for i := 0; i <= runs; i++ {
+		adir, err := applyConfig(ctx, ws, cs, work, fmt.Sprintf("bench-apply-one-%d", i), 1)
+		if err != nil {
+			return f, err
+		}
+		if i == runs { // one more, traced
+			f.applyTrace, err = traceTofu(ctx, ws, adir, "apply", "-auto-approve", "-no-color")
+			return f, err
+		}
+		d, _, _, err := timeTofu(ctx, ws, adir, auditLog, 1, "apply", "-auto-approve", "-no-color")
+		if err != nil {
+			return f, err
+		}
+		applies = append(applies, d)
+		f.apply1 = median(applies)
+	}
+	return f, nil
 }
 
 // breakdown is where one run's wall time went, from OpenTofu's trace log:
@@ -640,7 +676,7 @@ func loadAverage() string {
 	return "unknown"
 }
 
-func report(floor, fixed time.Duration, rows []row, runs int, load string) string {
+func report(floor time.Duration, fixed fixed, rows []row, runs int, load string) string {
 	var b strings.Builder
 	host, _ := os.Hostname()
 	cpu := "unknown CPU"
@@ -661,9 +697,21 @@ func report(floor, fixed time.Duration, rows []row, runs int, load string) strin
 		"Load average (1 min) of the machine: %s; on a machine shared with other work single runs of the same plan vary by ±30 %% or more, so compare within a row "+
 		"and across N rather than with other runs.\n\n", runs, load)
 	fmt.Fprintf(&b, "Floor: `tofu plan` of an empty configuration that requires the provider: **%s**.\n\n", secs(floor))
-	fmt.Fprintf(&b, "Fixed cost: `tofu plan` of the same `jupyter_home_storage` over a namespace without claims: **%s**. "+
-		"This is what any plan of one resource costs before a claim is read: OpenTofu validates and plans in separate walks, "+
-		"each with its own provider process, so a plan starts the provider three times where the floor starts it once.\n\n", secs(fixed))
+	fmt.Fprintf(&b, "Fixed cost: `tofu plan` of the same `jupyter_home_storage` over a namespace without claims: **%s**; `tofu apply` of one new user: **%s**. "+
+		"This is what any plan or apply of one resource costs before claims count: OpenTofu validates and plans in separate walks, "+
+		"each with its own provider process, so a plan starts the provider three times where the floor starts it once (traced below).\n\n", secs(fixed.plan), secs(fixed.apply1))
+	b.WriteString("| traced run | wall time | provider starts | in the provider | outside the provider |\n|---|---:|---:|---:|---:|\n")
+	for _, t := range []struct {
+		label string
+		bd    breakdown
+	}{{"floor: plan of an empty configuration", fixed.floorTrace}, {"plan over no claims", fixed.planTrace}, {"apply of one user", fixed.applyTrace}} {
+		var in time.Duration
+		for _, d := range t.bd.rpcs {
+			in += d
+		}
+		fmt.Fprintf(&b, "| %s | %s | %d | %s | %s |\n", t.label, secs(t.bd.total), t.bd.starts, secs(in), secs(t.bd.total-in))
+	}
+	b.WriteString("\n")
 	b.WriteString("Content types: the provider asks the API server for protobuf (JSON as fallback). The client-go baselines the targets use, " +
 		"\"one List\" and \"bare client-go create\", are plain default client-go, which speaks JSON; the same baselines with protobuf, " +
 		"the provider's content type, are shown next to them (\"pb\").\n\n")
@@ -773,14 +821,16 @@ the users kept on an old claim.
 // mib is KiB in MiB.
 func mib(kib int64) float64 { return float64(kib) / 1024 }
 
-// target is one of the issue's targets at one N: the measured ratio and
-// the bound it must stay within.
+// target is one of the issue's targets at one N: the measured value as a
+// multiple of its base, the bound, and why it is not met where the cause
+// is measured in the same run.
 type target struct {
 	name    string
 	n       int
 	ratio   float64
 	bound   float64
 	measure string
+	cause   string
 }
 
 func (t target) met() string {
@@ -791,39 +841,55 @@ func (t target) met() string {
 }
 
 // targets is the table of the issue's targets, each with its ratio in this
-// run and whether it is met, and what the plan bounds leave after the fixed
-// cost: bound − fixed cost − List, against what the plan spends over the
-// fixed cost and the List.
-func targets(floor, fixed time.Duration, rows []row) string {
+// run and whether it is met. A plan target whose bound is below the fixed
+// cost (a plan of the resource over no claims) or leaves less than the
+// List after it, or an apply target below the apply of one user plus the
+// bare loop, says so: that part is OpenTofu's, the same for any provider.
+func targets(floor time.Duration, fixed fixed, rows []row) string {
 	var ts []target
 	for _, r := range rows {
-		base := 1.25 * (1.5*floor.Seconds() + r.list.Seconds())
+		base := 1.5*floor.Seconds() + r.list.Seconds()
+		bound := 1.25 * base
 		for _, p := range []struct {
 			name string
 			d    time.Duration
 		}{{"no-change plan", r.planNoop}, {"no-change plan, users listed", r.planListed}, {"no-change plan, users from a file", r.planFile}, {"RWX flip under keep_existing", r.planFlip}} {
-			ts = append(ts, target{p.name, r.n, p.d.Seconds() / base, 1, fmt.Sprintf("%s against %.2f s; leaves %.2f s after the fixed cost and the List, spends %.2f s",
-				secs(p.d), base, base-fixed.Seconds()-r.list.Seconds(), p.d.Seconds()-fixed.Seconds()-r.list.Seconds())})
+			t := target{p.name, r.n, p.d.Seconds() / base, 1.25, fmt.Sprintf("%s; bound %.2f s", secs(p.d), bound), ""}
+			if t.ratio > t.bound {
+				own := p.d.Seconds() - fixed.plan.Seconds() - r.list.Seconds()
+				switch left := bound - fixed.plan.Seconds() - r.list.Seconds(); {
+				case left <= 0:
+					t.cause = fmt.Sprintf("the fixed cost (%s) and the List leave nothing of the bound", secs(fixed.plan))
+				default:
+					t.cause = fmt.Sprintf("after the fixed cost (%s) and the List the bound leaves %.2f s; the plan spends %.2f s there", secs(fixed.plan), left, own)
+				}
+			}
+			ts = append(ts, t)
 		}
 		ts = append(ts, target{"read of jupyter_home_claims (ReadDataSource / List)", r.n, r.readData.Seconds() / r.list.Seconds(), 2,
-			fmt.Sprintf("%s against a List of %s", secs(r.readData), secs(r.list))})
+			fmt.Sprintf("%s; a List %s", secs(r.readData), secs(r.list)), ""})
 		if r.applied {
-			ts = append(ts, target{"apply of N new claims / bare client-go loop", r.n, r.apply.Seconds() / r.bare.Seconds(), 1.5,
-				fmt.Sprintf("%s against %s", secs(r.apply), secs(r.bare))})
+			t := target{"apply of N new claims / bare client-go loop", r.n, r.apply.Seconds() / r.bare.Seconds(), 1.5,
+				fmt.Sprintf("%s; the loop %s", secs(r.apply), secs(r.bare)), ""}
+			if t.ratio > t.bound {
+				t.cause = fmt.Sprintf("an apply of one user costs %s (%.2f × the loop) before the first claim; %.2f × the loop is left for the provider's creates, which took %s in the traced apply",
+					secs(fixed.apply1), fixed.apply1.Seconds()/r.bare.Seconds(), 1.5-fixed.apply1.Seconds()/r.bare.Seconds(), secs(r.breakdownApply.rpcs["ApplyResourceChange"]))
+			}
+			ts = append(ts, t)
 		}
 		if r.n >= 20000 {
 			peak := max(r.memPlan, r.memListed, r.memFile, r.memApply)
-			ts = append(ts, target{"provider peak memory / 200 MiB", r.n, mib(peak) / 200, 1, fmt.Sprintf("%.0f MiB", mib(peak))})
+			ts = append(ts, target{"provider peak memory (MiB / 200 MiB)", r.n, mib(peak) / 200, 1, fmt.Sprintf("%.0f MiB", mib(peak)), ""})
 		}
 	}
 	var b strings.Builder
 	b.WriteString("## Targets\n\n" +
-		"The issue's targets, each as a ratio to its bound computed within this run (met when at most the bound): plans within 1.25 × (1.5 × floor + one List), " +
+		"The issue's targets, computed within this run; a ratio is the measured time over its base, met when at most the bound: plans within 1.25 × (1.5 × floor + one List), " +
 		"the data source's read within 2 × one List, an apply of new claims within 1.5 × the bare client-go loop at the same client limits, " +
-		"provider peak memory under 200 MiB at 20,000.\n\n")
-	b.WriteString("| target | users (N) | ratio | bound | met | measured |\n|---|---:|---:|---:|:---:|---|\n")
+		"provider peak memory under 200 MiB at 20,000. Where a target is not met, the last column says what of the bound is OpenTofu's fixed cost, measured above.\n\n")
+	b.WriteString("| target | users (N) | ratio | bound | met | measured | not met because |\n|---|---:|---:|---:|:---:|---|---|\n")
 	for _, t := range ts {
-		fmt.Fprintf(&b, "| %s | %d | %.2f | %.2f | %s | %s |\n", t.name, t.n, t.ratio, t.bound, t.met(), t.measure)
+		fmt.Fprintf(&b, "| %s | %d | %.2f | %.2f | %s | %s | %s |\n", t.name, t.n, t.ratio, t.bound, t.met(), t.measure, t.cause)
 	}
 	b.WriteString("\n")
 	return b.String()
