@@ -7,8 +7,10 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/datasource"
 	"github.com/hashicorp/terraform-plugin-framework/datasource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
+	"github.com/hashicorp/terraform-plugin-framework/tfsdk"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/claims"
@@ -114,9 +116,15 @@ func (d *homeClaimsDataSource) Read(ctx context.Context, req datasource.ReadRequ
 	for i := range pvcs {
 		live[i] = kube.ClaimFromPVC(&pvcs[i])
 	}
+	readClaims(ctx, &m, live, &resp.State, &resp.Diagnostics)
+}
+
+// readClaims sets m's computed attributes from the live claims and writes m
+// to state: everything Read does after the List.
+func readClaims(ctx context.Context, m *homeClaimsModel, live []claims.Claim, state *tfsdk.State, diags *diag.Diagnostics) {
 	byKey, notes := claims.ByKey(live)
 	for _, n := range notes {
-		resp.Diagnostics.AddAttributeWarning(path.Root("claims"), "Two claims for one user", n)
+		diags.AddAttributeWarning(path.Root("claims"), "Two claims for one user", n)
 	}
 	keys := make([]string, 0, len(byKey))
 	for k := range byKey {
@@ -134,7 +142,7 @@ func (d *homeClaimsDataSource) Read(ctx context.Context, req datasource.ReadRequ
 		counts[mode] = types.Int64Value(int64(n))
 	}
 	m.AccessModeCounts = types.MapValueMust(types.Int64Type, counts)
-	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
+	diags.Append(state.Set(ctx, m)...)
 }
 
 func liveClaimObject(c claims.Claim) attr.Value {
