@@ -2,7 +2,9 @@ package provider
 
 import (
 	"fmt"
+	"os"
 	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
@@ -135,5 +137,35 @@ func TestAccHomeClaimsDataSource_selectorAndEmpty(t *testing.T) {
 				},
 			},
 		},
+	})
+}
+
+// The data source's documented example, as written but for its namespace,
+// gives what its comments say.
+func TestAccHomeClaimsDataSource_example(t *testing.T) {
+	ns := acctest.Namespace(t)
+	seedMixed(t, ns)
+	src, err := os.ReadFile("../../examples/data-sources/jupyter_home_claims/data-source.tf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const nsLine = `namespace = "jhub"`
+	if strings.Count(string(src), nsLine) != 1 {
+		t.Fatalf("the example does not hold %s exactly once", nsLine)
+	}
+	str := knownvalue.StringExact
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: protoV6ProviderFactories,
+		Steps: []resource.TestStep{{
+			Config: acctest.AdminConfig(t, strings.Replace(string(src), nsLine, fmt.Sprintf("namespace = %q", ns), 1)),
+			ConfigStateChecks: []statecheck.StateCheck{
+				statecheck.ExpectKnownOutputValue("homes_per_mode", knownvalue.MapExact(map[string]knownvalue.Check{
+					"ReadWriteOnce": knownvalue.Int64Exact(2), "ReadWriteMany": knownvalue.Int64Exact(1)})),
+				statecheck.ExpectKnownOutputValue("rwo_users", knownvalue.ListExact([]knownvalue.Check{
+					str("alice"), str("carol@example.org/gpu")})),
+				statecheck.ExpectKnownOutputValue("pending_claims", knownvalue.MapExact(map[string]knownvalue.Check{
+					"Bob": str("claim-bob---1f1b2a2e"), "carol@example.org/gpu": str("claim-carol--gpu")})),
+			},
+		}},
 	})
 }
