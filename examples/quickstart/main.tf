@@ -19,7 +19,7 @@ data "jupyter_home_claims" "homes" {
 
 output "claims" {
   value = {
-    for user, c in data.jupyter_home_claims.homes.claims :
+    for user, c in jsondecode(data.jupyter_home_claims.homes.claims) :
     user => "${c.name}: ${join(",", c.access_modes)} ${c.phase} ${c.requested}"
   }
 }

@@ -2,10 +2,14 @@ package provider
 
 import (
 	"fmt"
+	"os"
 	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
+	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
+	"github.com/hashicorp/terraform-plugin-testing/statecheck"
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/acctest"
@@ -28,58 +32,60 @@ func seedMixed(t *testing.T, ns string) {
 	)
 }
 
+// aliceClaimOutput is alice's claim name read from data.jupyter_home_claims.test
+// through OpenTofu's jsondecode; checkAliceClaim checks it.
+const aliceClaimOutput = `
+output "alice_claim" {
+  value = jsondecode(data.jupyter_home_claims.test.claims).alice.name
+}`
+
+var checkAliceClaim = resource.TestCheckOutput("alice_claim", "claim-alice")
+
+// claimsKeysOutput lists the keys of data.jupyter_home_claims.test's claims,
+// decoded by OpenTofu.
+const claimsKeysOutput = `
+output "keys" {
+  value = keys(jsondecode(data.jupyter_home_claims.test.claims))
+}`
+
 func TestAccHomeClaimsDataSource_attributes(t *testing.T) {
 	ns := acctest.Namespace(t)
 	seedMixed(t, ns)
 	ds := "data.jupyter_home_claims.test"
+	str := knownvalue.StringExact
+	claim := func(name, user, label, server, mode, class, requested, capacity, phase string, volume knownvalue.Check) knownvalue.Check {
+		return knownvalue.ObjectExact(map[string]knownvalue.Check{
+			"name": str(name), "username": str(user), "username_label": str(label), "servername": str(server),
+			"access_modes":       knownvalue.ListExact([]knownvalue.Check{str(mode)}),
+			"storage_class_name": str(class), "requested": str(requested), "capacity": str(capacity),
+			"phase": str(phase), "volume_name": volume,
+		})
+	}
 	resource.Test(t, resource.TestCase{
 		ProtoV6ProviderFactories: protoV6ProviderFactories,
 		Steps: []resource.TestStep{{
-			Config: acctest.AdminConfig(t, fmt.Sprintf(`data "jupyter_home_claims" "test" { namespace = %q }`, ns)),
+			Config: acctest.AdminConfig(t, fmt.Sprintf(`data "jupyter_home_claims" "test" { namespace = %q }
+output "claims" {
+  value = jsondecode(data.jupyter_home_claims.test.claims)
+}`, ns)),
 			Check: resource.ComposeAggregateTestCheckFunc(
 				resource.TestCheckResourceAttr(ds, "claim_count", "3"),
 				resource.TestCheckResourceAttr(ds, "access_mode_counts.%", "2"),
 				resource.TestCheckResourceAttr(ds, "access_mode_counts.ReadWriteOnce", "2"),
 				resource.TestCheckResourceAttr(ds, "access_mode_counts.ReadWriteMany", "1"),
-				resource.TestCheckResourceAttr(ds, "claims.%", "3"),
-
-				resource.TestCheckResourceAttr(ds, "claims.alice.name", "claim-alice"),
-				resource.TestCheckResourceAttr(ds, "claims.alice.username", "alice"),
-				resource.TestCheckResourceAttr(ds, "claims.alice.username_label", "alice"),
-				resource.TestCheckResourceAttr(ds, "claims.alice.servername", ""),
-				resource.TestCheckResourceAttr(ds, "claims.alice.access_modes.#", "1"),
-				resource.TestCheckResourceAttr(ds, "claims.alice.access_modes.0", "ReadWriteOnce"),
-				resource.TestCheckResourceAttr(ds, "claims.alice.storage_class_name", ""),
-				resource.TestCheckResourceAttr(ds, "claims.alice.requested", "2Gi"),
-				resource.TestCheckResourceAttr(ds, "claims.alice.capacity", "2Gi"),
-				resource.TestCheckResourceAttr(ds, "claims.alice.phase", "Bound"),
-				resource.TestCheckResourceAttrWith(ds, "claims.alice.volume_name", nonEmpty),
-
-				resource.TestCheckResourceAttr(ds, "claims.Bob.name", "claim-bob---1f1b2a2e"),
-				resource.TestCheckResourceAttr(ds, "claims.Bob.username_label", "Bob"),
-				resource.TestCheckResourceAttr(ds, "claims.Bob.access_modes.0", "ReadWriteMany"),
-				resource.TestCheckResourceAttr(ds, "claims.Bob.storage_class_name", "nfs"),
-				resource.TestCheckResourceAttr(ds, "claims.Bob.requested", "5Gi"),
-				resource.TestCheckResourceAttr(ds, "claims.Bob.capacity", ""),
-				resource.TestCheckResourceAttr(ds, "claims.Bob.phase", "Pending"),
-				resource.TestCheckResourceAttr(ds, "claims.Bob.volume_name", ""),
-
-				resource.TestCheckResourceAttr(ds, "claims.carol@example.org/gpu.name", "claim-carol--gpu"),
-				resource.TestCheckResourceAttr(ds, "claims.carol@example.org/gpu.username", "carol@example.org"),
-				resource.TestCheckResourceAttr(ds, "claims.carol@example.org/gpu.username_label", "carol-example-org"),
-				resource.TestCheckResourceAttr(ds, "claims.carol@example.org/gpu.servername", "gpu"),
-				resource.TestCheckResourceAttr(ds, "claims.carol@example.org/gpu.storage_class_name", "longhorn"),
-				resource.TestCheckResourceAttr(ds, "claims.carol@example.org/gpu.phase", "Pending"),
 			),
+			// Every field of every claim, as a configuration sees it.
+			ConfigStateChecks: []statecheck.StateCheck{
+				statecheck.ExpectKnownOutputValue("claims", knownvalue.MapExact(map[string]knownvalue.Check{
+					"alice": claim("claim-alice", "alice", "alice", "", "ReadWriteOnce", "", "2Gi", "2Gi", "Bound",
+						knownvalue.StringRegexp(regexp.MustCompile(`^pv-`+regexp.QuoteMeta(ns)))),
+					"Bob": claim("claim-bob---1f1b2a2e", "Bob", "Bob", "", "ReadWriteMany", "nfs", "5Gi", "", "Pending", str("")),
+					"carol@example.org/gpu": claim("claim-carol--gpu", "carol@example.org", "carol-example-org", "gpu",
+						"ReadWriteOnce", "longhorn", "10Gi", "", "Pending", str("")),
+				})),
+			},
 		}},
 	})
-}
-
-func nonEmpty(v string) error {
-	if v == "" {
-		return fmt.Errorf("empty")
-	}
-	return nil
 }
 
 func TestAccHomeClaimsDataSource_selectorAndEmpty(t *testing.T) {
@@ -107,23 +113,59 @@ func TestAccHomeClaimsDataSource_selectorAndEmpty(t *testing.T) {
 				Config: acctest.AdminConfig(t, fmt.Sprintf(`data "jupyter_home_claims" "test" {
   namespace      = %q
   label_selector = "hub.jupyter.org/username=alice"
-}`, ns)),
+}`+aliceClaimOutput+claimsKeysOutput, ns)),
 				Check: resource.ComposeAggregateTestCheckFunc(
 					resource.TestCheckResourceAttr(ds, "claim_count", "1"),
-					resource.TestCheckResourceAttr(ds, "claims.alice.name", "claim-alice"),
+					checkAliceClaim,
 				),
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownOutputValue("keys", knownvalue.ListExact([]knownvalue.Check{knownvalue.StringExact("alice")})),
+				},
 			},
 			{
 				Config: acctest.AdminConfig(t, fmt.Sprintf(`data "jupyter_home_claims" "test" {
   namespace      = %q
   label_selector = "component=nothing-here"
-}`, ns)),
+}`+claimsKeysOutput, ns)),
 				Check: resource.ComposeAggregateTestCheckFunc(
 					resource.TestCheckResourceAttr(ds, "claim_count", "0"),
-					resource.TestCheckResourceAttr(ds, "claims.%", "0"),
+					resource.TestCheckResourceAttr(ds, "claims", "{}"),
 					resource.TestCheckResourceAttr(ds, "access_mode_counts.%", "0"),
 				),
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownOutputValue("keys", knownvalue.ListExact([]knownvalue.Check{})),
+				},
 			},
 		},
+	})
+}
+
+// The data source's documented example, as written but for its namespace,
+// gives what its comments say.
+func TestAccHomeClaimsDataSource_example(t *testing.T) {
+	ns := acctest.Namespace(t)
+	seedMixed(t, ns)
+	src, err := os.ReadFile("../../examples/data-sources/jupyter_home_claims/data-source.tf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const nsLine = `namespace = "jhub"`
+	if strings.Count(string(src), nsLine) != 1 {
+		t.Fatalf("the example does not hold %s exactly once", nsLine)
+	}
+	str := knownvalue.StringExact
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: protoV6ProviderFactories,
+		Steps: []resource.TestStep{{
+			Config: acctest.AdminConfig(t, strings.Replace(string(src), nsLine, fmt.Sprintf("namespace = %q", ns), 1)),
+			ConfigStateChecks: []statecheck.StateCheck{
+				statecheck.ExpectKnownOutputValue("homes_per_mode", knownvalue.MapExact(map[string]knownvalue.Check{
+					"ReadWriteOnce": knownvalue.Int64Exact(2), "ReadWriteMany": knownvalue.Int64Exact(1)})),
+				statecheck.ExpectKnownOutputValue("rwo_users", knownvalue.ListExact([]knownvalue.Check{
+					str("alice"), str("carol@example.org/gpu")})),
+				statecheck.ExpectKnownOutputValue("pending_claims", knownvalue.MapExact(map[string]knownvalue.Check{
+					"Bob": str("claim-bob---1f1b2a2e"), "carol@example.org/gpu": str("claim-carol--gpu")})),
+			},
+		}},
 	})
 }

@@ -16,8 +16,7 @@ func TestAccProvider_connections(t *testing.T) {
 	c := acctest.Cluster(t)
 	ns := acctest.Namespace(t)
 	acctest.Seed(t, c.Admin(), ns, acctest.SeedClaim{Name: "claim-alice", Username: "alice"})
-	data := fmt.Sprintf(`data "jupyter_home_claims" "test" { namespace = %q }`, ns)
-	check := resource.TestCheckResourceAttr("data.jupyter_home_claims.test", "claims.alice.name", "claim-alice")
+	data := fmt.Sprintf(`data "jupyter_home_claims" "test" { namespace = %q }`, ns) + aliceClaimOutput
 
 	cases := map[string]string{
 		"kubeconfig": fmt.Sprintf(`provider "jupyter" { config_path = %q }`, c.KubeconfigPath),
@@ -42,7 +41,7 @@ func TestAccProvider_connections(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			resource.Test(t, resource.TestCase{
 				ProtoV6ProviderFactories: protoV6ProviderFactories,
-				Steps:                    []resource.TestStep{{Config: acctest.Config(block, data), Check: check}},
+				Steps:                    []resource.TestStep{{Config: acctest.Config(block, data), Check: checkAliceClaim}},
 			})
 		})
 	}
@@ -64,8 +63,8 @@ func TestAccProvider_leastPrivilege(t *testing.T) {
 		ProtoV6ProviderFactories: protoV6ProviderFactories,
 		Steps: []resource.TestStep{
 			{
-				Config: acctest.Config(limited, fmt.Sprintf(`data "jupyter_home_claims" "test" { namespace = %q }`, granted)),
-				Check:  resource.TestCheckResourceAttr("data.jupyter_home_claims.test", "claims.alice.name", "claim-alice"),
+				Config: acctest.Config(limited, fmt.Sprintf(`data "jupyter_home_claims" "test" { namespace = %q }`, granted)+aliceClaimOutput),
+				Check:  checkAliceClaim,
 			},
 			{
 				Config:      acctest.Config(limited, fmt.Sprintf(`data "jupyter_home_claims" "test" { namespace = %q }`, bare)),

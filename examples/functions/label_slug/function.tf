@@ -21,7 +21,7 @@ data "jupyter_home_claims" "alice" {
 }
 
 output "alice_claims" {
-  value = keys(data.jupyter_home_claims.alice.claims)
+  value = keys(jsondecode(data.jupyter_home_claims.alice.claims))
 }
 
 output "email_label" {

@@ -1,0 +1,154 @@
+package provider
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/hashicorp/terraform-plugin-framework/datasource"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/tfsdk"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+	"github.com/hashicorp/terraform-plugin-go/tfprotov6"
+	"github.com/hashicorp/terraform-plugin-go/tftypes"
+
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/claims"
+)
+
+// manyClaims is n claims as KubeSpawner makes them: bound, ReadWriteOnce,
+// every tenth a named server's.
+func manyClaims(n int) []claims.Claim {
+	out := make([]claims.Claim, n)
+	for i := range out {
+		u := fmt.Sprintf("user%05d@example.org", i)
+		c := claims.Claim{Name: fmt.Sprintf("claim-user%05d-40example-2eorg", i), Username: u,
+			UsernameLabel: fmt.Sprintf("user%05d-example-org", i), AccessModes: []string{"ReadWriteOnce"},
+			StorageClass: "standard", Requested: "10Gi", Capacity: "10Gi", Phase: "Bound",
+			VolumeName: fmt.Sprintf("pvc-%08x-0000-4000-8000-000000000000", i)}
+		if i%10 == 0 {
+			c.Servername = "gpu"
+			c.Name += "--gpu"
+		}
+		out[i] = c
+	}
+	return out
+}
+
+// emptyHomeClaimsState is a state of the data source's schema, as Read gets it.
+func emptyHomeClaimsState(ctx context.Context, tb testing.TB) tfsdk.State {
+	var resp datasource.SchemaResponse
+	NewHomeClaimsDataSource().Schema(ctx, datasource.SchemaRequest{}, &resp)
+	if resp.Diagnostics.HasError() {
+		tb.Fatal(resp.Diagnostics)
+	}
+	return tfsdk.State{Schema: resp.Schema, Raw: tftypes.NewValue(resp.Schema.Type().TerraformType(ctx), nil)}
+}
+
+// What the provider does in ReadDataSource after the List, for 20,000
+// claims: the attributes, the state, and its encoding for OpenTofu (msgpack,
+// as the framework sends it). Compare with `go test -bench HomeClaims`
+// across commits; figures of whole plans belong in `make bench`.
+func BenchmarkHomeClaimsRead20000(b *testing.B) {
+	ctx := context.Background()
+	live := manyClaims(20000)
+	state := emptyHomeClaimsState(ctx, b)
+	typ := state.Schema.Type().TerraformType(ctx)
+	b.ReportAllocs()
+	for b.Loop() {
+		m := homeClaimsModel{Namespace: types.StringValue("jhub"), LabelSelector: types.StringNull()}
+		var diags diag.Diagnostics
+		readClaims(ctx, &m, live, &state, &diags)
+		if diags.HasError() {
+			b.Fatal(diags)
+		}
+		if _, err := tfprotov6.NewDynamicValue(typ, state.Raw); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// claims is one JSON object, keyed as before it was a string, with every
+// field of every claim; claim_count and access_mode_counts count the claims.
+func TestHomeClaimsRead(t *testing.T) {
+	ctx := context.Background()
+	rwo := []string{"ReadWriteOnce"}
+	live := []claims.Claim{
+		{Name: "claim-alice", Username: "alice", UsernameLabel: "alice", AccessModes: rwo,
+			Requested: "2Gi", Capacity: "2Gi", Phase: "Bound", VolumeName: "pv-alice"},
+		{Name: "claim-bob---1f1b2a2e", Username: "Bob", UsernameLabel: "Bob", AccessModes: []string{"ReadWriteMany", "ReadOnlyMany"},
+			StorageClass: "nfs", Requested: "5Gi", Phase: "Pending"},
+		{Name: "claim-carol--gpu", Username: "carol@example.org", UsernameLabel: "carol-example-org", Servername: "gpu",
+			AccessModes: rwo, StorageClass: "longhorn", Requested: "10Gi", Phase: "Pending"},
+		{Name: "orphan", Phase: "Lost"}, // no username, no access modes
+		{Name: "claim-dave-2", Username: "d&<ve>", AccessModes: rwo, Requested: "1Gi", Phase: "Pending"},
+		{Name: "claim-dave-1", Username: "d&<ve>", AccessModes: rwo, Requested: "1Gi", Phase: "Bound"},
+	}
+	claim := func(name, user, label, server string, modes []any, class, req, capacity, phase, vol string) map[string]any {
+		return map[string]any{"name": name, "username": user, "username_label": label, "servername": server,
+			"access_modes": modes, "storage_class_name": class, "requested": req, "capacity": capacity,
+			"phase": phase, "volume_name": vol}
+	}
+	want := map[string]any{
+		"alice":                 claim("claim-alice", "alice", "alice", "", []any{"ReadWriteOnce"}, "", "2Gi", "2Gi", "Bound", "pv-alice"),
+		"Bob":                   claim("claim-bob---1f1b2a2e", "Bob", "Bob", "", []any{"ReadWriteMany", "ReadOnlyMany"}, "nfs", "5Gi", "", "Pending", ""),
+		"carol@example.org/gpu": claim("claim-carol--gpu", "carol@example.org", "carol-example-org", "gpu", []any{"ReadWriteOnce"}, "longhorn", "10Gi", "", "Pending", ""),
+		"orphan":                claim("orphan", "", "", "", []any{}, "", "", "", "Lost", ""),
+		"d&<ve>":                claim("claim-dave-1", "d&<ve>", "", "", []any{"ReadWriteOnce"}, "", "1Gi", "", "Bound", ""),
+		"d&<ve> (claim-dave-2)": claim("claim-dave-2", "d&<ve>", "", "", []any{"ReadWriteOnce"}, "", "1Gi", "", "Pending", ""),
+	}
+
+	state := emptyHomeClaimsState(ctx, t)
+	m := homeClaimsModel{Namespace: types.StringValue("jhub"), LabelSelector: types.StringNull()}
+	var diags diag.Diagnostics
+	readClaims(ctx, &m, live, &state, &diags)
+	if diags.ErrorsCount() > 0 || diags.WarningsCount() != 1 || !strings.Contains(diags.Warnings()[0].Detail(), `listed as "d&<ve> (claim-dave-2)"`) {
+		t.Fatalf("diagnostics: %v", diags)
+	}
+	var got homeClaimsModel
+	if d := state.Get(ctx, &got); d.HasError() {
+		t.Fatal(d)
+	}
+	var decoded map[string]any
+	if err := json.Unmarshal([]byte(got.Claims.ValueString()), &decoded); err != nil {
+		t.Fatalf("claims is not JSON: %v\n%s", err, got.Claims.ValueString())
+	}
+	if !reflect.DeepEqual(decoded, want) {
+		t.Errorf("claims:\n got %v\nwant %v", decoded, want)
+	}
+	if got.Count.ValueInt64() != 6 {
+		t.Errorf("claim_count = %v, want 6", got.Count)
+	}
+	wantModes := map[string]int64{"ReadWriteOnce": 4, "ReadWriteMany": 1, "ReadOnlyMany": 1}
+	var modes map[string]int64
+	if d := got.AccessModeCounts.ElementsAs(ctx, &modes, false); d.HasError() || !reflect.DeepEqual(modes, wantModes) {
+		t.Errorf("access_mode_counts = %v, want %v (%v)", modes, wantModes, d)
+	}
+
+	// The value is the same string whatever the order of the List.
+	rev := make([]claims.Claim, len(live))
+	for i, c := range live {
+		rev[len(live)-1-i] = c
+	}
+	m2 := homeClaimsModel{Namespace: types.StringValue("jhub"), LabelSelector: types.StringNull()}
+	readClaims(ctx, &m2, rev, &state, &diags)
+	var again types.String
+	state.GetAttribute(ctx, path.Root("claims"), &again)
+	if again.ValueString() != got.Claims.ValueString() {
+		t.Errorf("claims differs with the claims listed in another order:\n%s\n%s", again.ValueString(), got.Claims.ValueString())
+	}
+}
+
+// Building the claims value alone, for 20,000 claims.
+func BenchmarkHomeClaimsJSON20000(b *testing.B) {
+	byKey, _ := claims.ByKey(manyClaims(20000))
+	b.ReportAllocs()
+	for b.Loop() {
+		if homeClaimsJSON(byKey) == "" {
+			b.Fatal("empty")
+		}
+	}
+}
