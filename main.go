@@ -3,8 +3,11 @@ package main
 import (
 	"context"
 	"flag"
+	"fmt"
 	"log"
 	"os"
+	"path/filepath"
+	"runtime/pprof"
 
 	"github.com/hashicorp/terraform-plugin-framework/providerserver"
 
@@ -23,13 +26,45 @@ func main() {
 		// Under -debug the provider runs on its own and its log is printed.
 		quietUnlessLogged(os.Getenv, os.Setenv)
 	}
-	err := providerserver.Serve(context.Background(), provider.New(version), providerserver.ServeOpts{
+	stop, err := cpuProfile(os.Getenv(cpuProfileVar), os.Getpid())
+	if err != nil {
+		log.Fatal(err.Error())
+	}
+	defer stop()
+	err = providerserver.Serve(context.Background(), provider.New(version), providerserver.ServeOpts{
 		Address: "registry.terraform.io/jupyter-infra/jupyter",
 		Debug:   debug,
 	})
 	if err != nil {
+		stop()
 		log.Fatal(err.Error())
 	}
+}
+
+// cpuProfileVar names a directory into which every provider process writes
+// a CPU profile of its whole life, provider-<pid>.pprof: `make bench` uses it
+// to show where a plan's time goes (OpenTofu starts the provider several
+// times per plan; `go tool pprof` reads the files together).
+const cpuProfileVar = "JUPYTER_PROVIDER_CPU_PROFILE"
+
+// cpuProfile starts profiling into dir (nothing when dir is empty) and
+// returns the function that ends it.
+func cpuProfile(dir string, pid int) (func(), error) {
+	if dir == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(filepath.Join(dir, fmt.Sprintf("provider-%d.pprof", pid)))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", cpuProfileVar, err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		_ = f.Close()
+		return nil, fmt.Errorf("%s: %w", cpuProfileVar, err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		_ = f.Close()
+	}, nil
 }
 
 // logLevelVars are the variables the plugin SDK reads its log levels from.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -61,5 +62,27 @@ func TestBinaryLinksOnlyItsAPIGroups(t *testing.T) {
 	}
 	if len(groups) == 0 {
 		t.Fatalf("go list found no k8s.io/api package: the check does not see the dependencies:\n%s", out)
+	}
+}
+
+// cpuProfile writes nothing without a directory, and a CPU profile that
+// pprof reads into provider-<pid>.pprof with one.
+func TestCPUProfile(t *testing.T) {
+	stop, err := cpuProfile("", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop()
+	dir := t.TempDir()
+	if stop, err = cpuProfile(dir, 4242); err != nil {
+		t.Fatal(err)
+	}
+	stop()
+	out, err := exec.Command("go", "tool", "pprof", "-raw", filepath.Join(dir, "provider-4242.pprof")).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "PeriodType: cpu") {
+		t.Fatalf("go tool pprof: %v\n%s", err, out)
+	}
+	if _, err := cpuProfile(filepath.Join(dir, "missing"), 1); err == nil || !strings.Contains(err.Error(), cpuProfileVar) {
+		t.Fatalf("a directory that does not exist: %v, want an error naming %s", err, cpuProfileVar)
 	}
 }

@@ -21,6 +21,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"runtime"
@@ -74,6 +75,7 @@ type row struct {
 	memPlan, memApply               int64     // KiB
 	breakdown, breakdownListed      breakdown // of one traced no-change plan, without and with users listed
 	breakdownApply                  breakdown // of one traced apply of N new users
+	profProvider, profTofu          string    // top of the CPU profiles of one no-change plan with the users listed
 }
 
 func run(sizesFlag string, runs, applyMax int, out string) error {
@@ -256,6 +258,9 @@ func measure(ctx context.Context, ws *tofurun.Workspace, cs kubernetes.Interface
 	if r.breakdownListed, err = traceTofu(ctx, ws, dir, "plan", "-no-color", "-lock=false", "-var-file=listed.tfvars.json"); err != nil {
 		return r, fmt.Errorf("traced plan with users listed: %w", err)
 	}
+	if r.profProvider, r.profTofu, err = profilePlan(ctx, ws, dir, "plan", "-no-color", "-lock=false", "-var-file=listed.tfvars.json"); err != nil {
+		return r, fmt.Errorf("profiled plan with users listed: %w", err)
+	}
 	// The same state, users read from a file written in jsonencode's form:
 	// OpenTofu then evaluates no expression over the N names.
 	if r.planFile, r.memFile, err = planFromFile(ctx, ws, work, dir, ns, auditLog, n, runs); err != nil {
@@ -391,6 +396,48 @@ resource "jupyter_home_storage" "homes" {
 		return "", err
 	}
 	return dir, ws.Run(ctx, dir, "apply", "-auto-approve", "-no-color")
+}
+
+// profilePlan runs a tofu command once with the CPU profiles of every
+// provider process (JUPYTER_PROVIDER_CPU_PROFILE, main.go) and of OpenTofu
+// (TOFU_CPU_PROFILE) on, and returns the top of each by cumulative time.
+func profilePlan(ctx context.Context, ws *tofurun.Workspace, dir string, args ...string) (provider, tofu string, err error) {
+	pdir, err := os.MkdirTemp(dir, "profile-")
+	if err != nil {
+		return "", "", err
+	}
+	defer func() { _ = os.RemoveAll(pdir) }()
+	cmd := ws.Command(ctx, dir, args...)
+	cmd.Env = append(cmd.Env, "JUPYTER_PROVIDER_CPU_PROFILE="+pdir, "TOFU_CPU_PROFILE="+filepath.Join(pdir, "tofu.pprof"))
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", "", fmt.Errorf("tofu %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	providers, _ := filepath.Glob(filepath.Join(pdir, "provider-*.pprof"))
+	if len(providers) == 0 {
+		return "", "", fmt.Errorf("no provider profile in %s", pdir)
+	}
+	if provider, err = pprofTop(providers...); err != nil {
+		return "", "", err
+	}
+	tofu, err = pprofTop(filepath.Join(pdir, "tofu.pprof"))
+	return provider, tofu, err
+}
+
+// pprofTop is `go tool pprof -top -cum` of the profiles, its table only.
+func pprofTop(files ...string) (string, error) {
+	out, err := exec.Command("go", append([]string{"tool", "pprof", "-top", "-cum", "-nodecount=25"}, files...)...).CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("go tool pprof: %v\n%s", err, out)
+	}
+	var keep []string
+	for _, line := range strings.Split(string(out), "\n") {
+		switch {
+		case line == "", strings.HasPrefix(line, "File:"), strings.HasPrefix(line, "Build ID:"), strings.HasPrefix(line, "Type:"), strings.HasPrefix(line, "Time:"):
+		default:
+			keep = append(keep, line)
+		}
+	}
+	return strings.Join(keep, "\n"), nil
 }
 
 // listClaims is the "one List" baseline: client-go's own paginated List of
@@ -794,6 +841,13 @@ func report(floor time.Duration, fixed fixed, rows []row, runs int, load string)
 		}
 		fmt.Fprintf(&b, "| %d | %s | %d | %s | %s | %s | %s | %s |\n", r.n, secs(bd.total), bd.starts,
 			secs(bd.rpcs["ApplyResourceChange"]), secs(r.bare), secs(bd.rpcs["PlanResourceChange"]), secs(other), secs(bd.total-in))
+	}
+	if len(rows) > 0 {
+		r := rows[len(rows)-1]
+		fmt.Fprintf(&b, "\n## Profiles of a no-change plan over %d claims, users listed\n\n"+
+			"One more such plan with CPU profiles on: of every provider process OpenTofu started (`JUPYTER_PROVIDER_CPU_PROFILE`, read together), and of OpenTofu itself "+
+			"(`TOFU_CPU_PROFILE`). The top 25 functions by cumulative time, as `go tool pprof -top -cum` prints them.\n\n"+
+			"Provider:\n\n```\n%s\n```\n\nOpenTofu:\n\n```\n%s\n```\n", r.n, r.profProvider, r.profTofu)
 	}
 	b.WriteString(whyString)
 	return b.String()
