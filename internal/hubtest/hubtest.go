@@ -10,6 +10,7 @@ package hubtest
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"io/fs"
 	"os"
@@ -203,8 +204,17 @@ func RunHub(t testing.TB, values map[string]any, configD, filesMount string, use
 		if filepath.Dir(mount) != filesMount {
 			continue
 		}
-		data, _ := f["stringData"].(string)
-		if err := os.WriteFile(filepath.Join(files, filepath.Base(mount)), []byte(data), 0o600); err != nil {
+		// The chart puts stringData into the hub Secret as text and
+		// binaryData (base64) as the Secret's data, which the file holds
+		// decoded.
+		data := []byte(Str(f["stringData"]))
+		if b64, ok := f["binaryData"].(string); ok {
+			var err error
+			if data, err = base64.StdEncoding.DecodeString(strings.Join(strings.Fields(b64), "")); err != nil {
+				t.Fatalf("hub.extraFiles.%s.binaryData is not base64: %v", key, err)
+			}
+		}
+		if err := os.WriteFile(filepath.Join(files, filepath.Base(mount)), data, 0o600); err != nil {
 			t.Fatal(err)
 		}
 		written++
