@@ -187,7 +187,10 @@ func RequireHub(t testing.TB) {
 
 // RunHub loads the configuration (values rendered by the chart, the
 // jupyterhub_config.d files in configD, the files hub.extraFiles mounts in
-// filesMount, such as the provider's) and spawns the users.
+// filesMount, such as the provider's) and spawns the users. With
+// filesMount "" the provider's files are in configD, as a hub mounting
+// the ConfigMap into jupyterhub_config.d has them, and paths into
+// jupyterhub_config.d in hub.extraConfig point at configD.
 func RunHub(t testing.TB, values map[string]any, configD, filesMount string, users []HubUser) map[string]HubSpawn {
 	t.Helper()
 	RequireHub(t)
@@ -201,7 +204,7 @@ func RunHub(t testing.TB, values map[string]any, configD, filesMount string, use
 	for _, key := range SortedKeys(extra) {
 		f, _ := extra[key].(map[string]any)
 		mount, _ := f["mountPath"].(string)
-		if filepath.Dir(mount) != filesMount {
+		if filesMount == "" || filepath.Dir(mount) != filesMount {
 			continue
 		}
 		// The chart puts stringData into the hub Secret as text and
@@ -219,7 +222,7 @@ func RunHub(t testing.TB, values map[string]any, configD, filesMount string, use
 		}
 		written++
 	}
-	if written == 0 {
+	if written == 0 && filesMount != "" {
 		t.Fatalf("hub.extraFiles mounts nothing in %s", filesMount)
 	}
 	in := map[string]any{
