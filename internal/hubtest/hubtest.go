@@ -10,6 +10,7 @@ package hubtest
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"io/fs"
 	"os"
@@ -186,7 +187,10 @@ func RequireHub(t testing.TB) {
 
 // RunHub loads the configuration (values rendered by the chart, the
 // jupyterhub_config.d files in configD, the files hub.extraFiles mounts in
-// filesMount, such as the provider's) and spawns the users.
+// filesMount, such as the provider's) and spawns the users. With
+// filesMount "" the provider's files are in configD, as a hub mounting
+// the ConfigMap into jupyterhub_config.d has them, and paths into
+// jupyterhub_config.d in hub.extraConfig point at configD.
 func RunHub(t testing.TB, values map[string]any, configD, filesMount string, users []HubUser) map[string]HubSpawn {
 	t.Helper()
 	RequireHub(t)
@@ -200,16 +204,25 @@ func RunHub(t testing.TB, values map[string]any, configD, filesMount string, use
 	for _, key := range SortedKeys(extra) {
 		f, _ := extra[key].(map[string]any)
 		mount, _ := f["mountPath"].(string)
-		if filepath.Dir(mount) != filesMount {
+		if filesMount == "" || filepath.Dir(mount) != filesMount {
 			continue
 		}
-		data, _ := f["stringData"].(string)
-		if err := os.WriteFile(filepath.Join(files, filepath.Base(mount)), []byte(data), 0o600); err != nil {
+		// The chart puts stringData into the hub Secret as text and
+		// binaryData (base64) as the Secret's data, which the file holds
+		// decoded.
+		data := []byte(Str(f["stringData"]))
+		if b64, ok := f["binaryData"].(string); ok {
+			var err error
+			if data, err = base64.StdEncoding.DecodeString(strings.Join(strings.Fields(b64), "")); err != nil {
+				t.Fatalf("hub.extraFiles.%s.binaryData is not base64: %v", key, err)
+			}
+		}
+		if err := os.WriteFile(filepath.Join(files, filepath.Base(mount)), data, 0o600); err != nil {
 			t.Fatal(err)
 		}
 		written++
 	}
-	if written == 0 {
+	if written == 0 && filesMount != "" {
 		t.Fatalf("hub.extraFiles mounts nothing in %s", filesMount)
 	}
 	in := map[string]any{

@@ -59,7 +59,7 @@ func (c *Client) ApplyConfigMap(ctx context.Context, cm *corev1.ConfigMap) error
 		if err != nil {
 			return err
 		}
-		live.Data, live.BinaryData = cm.Data, nil
+		live.Data, live.BinaryData = cm.Data, cm.BinaryData
 		if live.Labels == nil {
 			live.Labels = map[string]string{}
 		}

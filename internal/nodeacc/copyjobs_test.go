@@ -2,7 +2,6 @@ package nodeacc
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"maps"
 	"path"
@@ -283,7 +282,7 @@ func hubMaps(ctx context.Context, cs kubernetes.Interface, ns string, users ...s
 				Users map[string]string `json:"users"`
 			} `json:"colocation"`
 		}
-		if err := json.Unmarshal([]byte(cm.Data[spawner.JSONFile]), &doc); err != nil {
+		if err := spawner.DecodeDocumentFile(cm.BinaryData[spawner.DocumentFile], &doc); err != nil {
 			return err
 		}
 		want := map[string]string{}

@@ -150,7 +150,7 @@ func legacyInConfigMap(cs kubernetes.Interface, ns string, want ...string) resou
 				Users map[string]string `json:"users"`
 			} `json:"colocation"`
 		}
-		if err := json.Unmarshal([]byte(cm.Data[spawner.JSONFile]), &doc); err != nil {
+		if err := spawner.DecodeDocumentFile(cm.BinaryData[spawner.DocumentFile], &doc); err != nil {
 			return err
 		}
 		var got []string

@@ -2,7 +2,6 @@ package provider
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"maps"
 	"regexp"
@@ -71,8 +70,8 @@ func (r *spawnerConfigResource) Schema(_ context.Context, _ resource.SchemaReque
 	}
 	resp.Schema = schema.Schema{
 		MarkdownDescription: "The KubeSpawner configuration of one JupyterHub deployment: the home storage's settings, the profiles and any other " +
-			"KubeSpawner setting, combined into a ConfigMap with a Python file for the hub's `jupyterhub_config.d/` and the JSON document it applies to `c.KubeSpawner`; " +
-			"`helm_values` carries the same two files for the zero-to-jupyterhub chart.\n\n" +
+			"KubeSpawner setting, combined into a ConfigMap with a Python file for the hub's `jupyterhub_config.d/` (`" + spawner.PythonFile + "`) and the JSON document it applies to `c.KubeSpawner`, " +
+			"compressed with gzip (`" + spawner.DocumentFile + "`, in the ConfigMap's `binaryData`); `helm_values` carries the same two files for the zero-to-jupyterhub chart.\n\n" +
 			"The file composes with what earlier configuration set (the chart's settings, a chart's own `jupyterhub_config.d` files such as Nebari's data-science-pack, " +
 			"other `hub.extraConfig` entries) instead of replacing it; see *Composition* below.\n\n" +
 			"Co-location of a user's pods is derived, never written by hand: with a `ReadWriteOnce` or `ReadWriteOncePod` home every user pod gets the " +
@@ -84,7 +83,11 @@ func (r *spawnerConfigResource) Schema(_ context.Context, _ resource.SchemaReque
 			"a user's servers that do not fit on the largest node.\n\n" +
 			"JupyterHub reads its configuration at start. `helm_values` carries `hub_checksum` as a hub pod annotation, so `helm upgrade` restarts the hub " +
 			"exactly when something the hub reads from this resource changed (`legacy_users` and `home_claims` included). A deployment that mounts the ConfigMap " +
-			"itself instead must restart the hub when `hub_checksum` changes.",
+			"itself instead must restart the hub when `hub_checksum` changes.\n\n" +
+			"The document lists every legacy user and every copied home (`home_claims`): at 20,000 users with e-mail usernames 1 MB to 2 MB of JSON, " +
+			"250 KB to 400 KB compressed. The plan fails when the ConfigMap would exceed the API server's 1 MiB, and warns when `helm_values` would take too much of the chart's hub Secret " +
+			"(which holds the values and the files of `hub.extraFiles`, so the document twice) or of Helm's release record; then mount the ConfigMap into the hub instead " +
+			"(see *Large hubs* below).",
 		Attributes: map[string]schema.Attribute{
 			"id": schema.StringAttribute{Computed: true, MarkdownDescription: "`<namespace>/<config_map_name>`.",
 				PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown()}},
@@ -120,14 +123,15 @@ func (r *spawnerConfigResource) Schema(_ context.Context, _ resource.SchemaReque
 				MarkdownDescription: "Where the home is mounted in the server's container; default `/home/jovyan` (z2jh's `singleuser.storage.homeMountPath`). " +
 					"KubeSpawner template fields are allowed, e.g. `/home/{username}` (Nebari classic). `helm_values` sets `singleuser.storage.homeMountPath` to the same.",
 				Validators: []validator.String{homeMountPathValidator{}}},
-			"hub_checksum": computed("SHA-256 of everything the hub reads from this resource (the file and its document). `helm_values` carries it as the hub pod annotation `" +
+			"hub_checksum": computed("SHA-256 of everything the hub reads from this resource (the file and its document, taken before compression). `helm_values` carries it as the hub pod annotation `" +
 				spawner.ChecksumAnnotation + "` (`hub.annotations`), so a `helm upgrade` restarts the hub when it changes."),
-			"colocation_required":  schema.BoolAttribute{Computed: true, MarkdownDescription: "Whether any user's pods are pinned to one node (derived from the home's access mode and `legacy_users`)."},
-			"colocation_mode":      computed("`none` (ReadWriteMany, no legacy users), `all` (ReadWriteOnce or ReadWriteOncePod homes) or `legacy` (only `legacy_users`)."),
-			"kubespawner_json":     computed("JSON object of the settings the file applies to `c.KubeSpawner`."),
-			"jupyterhub_config_py": computed("The Python file for `jupyterhub_config.d/` (`" + spawner.PythonFile + "` in the ConfigMap, beside `" + spawner.JSONFile + "`)."),
+			"colocation_required": schema.BoolAttribute{Computed: true, MarkdownDescription: "Whether any user's pods are pinned to one node (derived from the home's access mode and `legacy_users`)."},
+			"colocation_mode":     computed("`none` (ReadWriteMany, no legacy users), `all` (ReadWriteOnce or ReadWriteOncePod homes) or `legacy` (only `legacy_users`)."),
+			"kubespawner_json":    computed("JSON object of the settings the file applies to `c.KubeSpawner`."),
+			"jupyterhub_config_py": computed("The Python file for `jupyterhub_config.d/` (`" + spawner.PythonFile + "` in the ConfigMap, beside the compressed document `" + spawner.DocumentFile + "`, which it reads from its own directory; " +
+				"it reads a plain `" + spawner.JSONFile + "`, as earlier versions wrote, only when there is no compressed one, and stops the hub's start when it cannot read the document)."),
 			"helm_values": computed("YAML values for the zero-to-jupyterhub chart, all maps so that they merge with the chart's and your own values files " +
-				"(Helm replaces lists such as `hub.extraVolumes`, merges maps): `hub.extraFiles` puts the file and its document in `" + spawner.FilesDir + "`, " +
+				"(Helm replaces lists such as `hub.extraVolumes`, merges maps): `hub.extraFiles` puts the file and its compressed document (`binaryData`, base64) in `" + spawner.FilesDir + "`, " +
 				"a `hub.extraConfig` entry (`" + spawner.ExtraConfigKey + "`) applies it after every `jupyterhub_config.d` file and every other `hub.extraConfig` entry, " +
 				"`hub.annotations` carries `hub_checksum`, and `singleuser.storage` states the home (`homeMountPath`, the dynamic claim's class, access modes and name template; " +
 				"its `type` is left to your values)."),
@@ -184,20 +188,24 @@ func (m *spawnerConfigModel) build(diags *diag.Diagnostics) (spawner.Result, boo
 	return res, len(errs) == 0
 }
 
-// render fills the computed attributes from res.
-func (m *spawnerConfigModel) render(res spawner.Result, diags *diag.Diagnostics) {
+// render fills the computed attributes from res and returns the files
+// the hub reads (the document compressed once, for helm_values and the
+// ConfigMap alike).
+func (m *spawnerConfigModel) render(res spawner.Result, diags *diag.Diagnostics) spawner.Files {
+	files := spawner.Render(res)
 	m.ID = types.StringValue(m.Namespace.ValueString() + "/" + m.ConfigMapName.ValueString())
 	m.ColocationMode = types.StringValue(string(res.Colocation.Mode))
 	m.ColocationRequired = types.BoolValue(res.Colocation.Mode != spawner.ColocateNone)
 	m.KubeSpawnerJSON = types.StringValue(spawner.JSON(res.Settings))
-	m.JupyterHubConfigPy = types.StringValue(spawner.Python())
-	m.HubChecksum = types.StringValue(spawner.Checksum(res))
-	values, err := spawner.HelmYAML(spawner.HelmValues(res))
+	m.JupyterHubConfigPy = types.StringValue(files.Python)
+	m.HubChecksum = types.StringValue(files.Checksum)
+	values, err := spawner.HelmYAML(spawner.HelmValues(res, files))
 	if err != nil {
 		diags.AddError("Cannot render helm_values", err.Error())
-		return
+		return files
 	}
 	m.HelmValues = types.StringValue(values)
+	return files
 }
 
 func (m *spawnerConfigModel) unknownOutputs() {
@@ -224,7 +232,11 @@ func (r *spawnerConfigResource) ModifyPlan(ctx context.Context, req resource.Mod
 	if !ok {
 		return
 	}
-	plan.render(res, &resp.Diagnostics)
+	files := plan.render(res, &resp.Diagnostics)
+	resp.Diagnostics.Append(spawnerConfigSizeDiagnostics(res, files, plan.HelmValues.ValueString(), plan.ConfigMapName.ValueString())...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
 	resp.Diagnostics.Append(resp.Plan.Set(ctx, &plan)...)
 	if res.Colocation.Mode == spawner.ColocateNone {
 		return // no co-location, nothing to warn about
@@ -251,14 +263,27 @@ func spawnerConfigDiagnostics(res spawner.Result, nodes []spawner.Node, colocate
 	return diags
 }
 
+// spawnerConfigSizeDiagnostics are the plan's size checks: an error when
+// the ConfigMap would exceed the API server's limit, a warning when
+// helm_values is too large for the hub Secret or Helm's release record.
+func spawnerConfigSizeDiagnostics(res spawner.Result, files spawner.Files, helmValues, configMap string) diag.Diagnostics {
+	var diags diag.Diagnostics
+	errs, warnings := spawner.SizeFindings(res, spawner.SizesOf(files, helmValues), configMap)
+	addFindings(&diags, errs, true)
+	addFindings(&diags, warnings, false)
+	return diags
+}
+
 func (r *spawnerConfigResource) client() *kube.Client { return r.data.client() }
 
-// configMap is the ConfigMap with the rendered file and its document.
-func configMap(m *spawnerConfigModel, res spawner.Result) *corev1.ConfigMap {
+// configMap is the ConfigMap with the rendered file and its compressed
+// document.
+func configMap(m *spawnerConfigModel, files spawner.Files) *corev1.ConfigMap {
 	return &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Name: m.ConfigMapName.ValueString(), Namespace: m.Namespace.ValueString(),
 			Labels: map[string]string{kubespawner.LabelAppManagedBy: claims.ManagedBy, kubespawner.LabelAppComponent: "spawner-config"}},
-		Data: map[string]string{spawner.PythonFile: spawner.Python(), spawner.JSONFile: spawner.JSON(res.Document())},
+		Data:       map[string]string{spawner.PythonFile: files.Python},
+		BinaryData: map[string][]byte{spawner.DocumentFile: files.Document},
 	}
 }
 
@@ -279,8 +304,8 @@ func (r *spawnerConfigResource) apply(ctx context.Context, plan *spawnerConfigMo
 	if !ok {
 		return
 	}
-	plan.render(res, diags)
-	if err := client.ApplyConfigMap(ctx, configMap(plan, res)); err != nil {
+	files := plan.render(res, diags)
+	if err := client.ApplyConfigMap(ctx, configMap(plan, files)); err != nil {
 		diags.AddError("Cannot write the spawner ConfigMap", err.Error())
 	}
 }
@@ -308,8 +333,8 @@ func (r *spawnerConfigResource) Read(ctx context.Context, req resource.ReadReque
 	var doc struct {
 		KubeSpawner map[string]any `json:"KubeSpawner"`
 	}
-	if err := json.Unmarshal([]byte(cm.Data[spawner.JSONFile]), &doc); err != nil || doc.KubeSpawner == nil {
-		state.KubeSpawnerJSON = types.StringValue(fmt.Sprintf("(unreadable %s in the ConfigMap)", spawner.JSONFile))
+	if err := spawner.DecodeConfigMapDocument(cm.Data, cm.BinaryData, &doc); err != nil || doc.KubeSpawner == nil {
+		state.KubeSpawnerJSON = types.StringValue(fmt.Sprintf("(unreadable %s in the ConfigMap)", spawner.DocumentFile))
 	} else {
 		state.KubeSpawnerJSON = types.StringValue(spawner.JSON(doc.KubeSpawner))
 	}

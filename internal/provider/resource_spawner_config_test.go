@@ -1,13 +1,22 @@
 package provider
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"reflect"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
 	"github.com/hashicorp/terraform-plugin-testing/plancheck"
@@ -70,6 +79,62 @@ func TestSpawnerConfig_colocationDiagnostics(t *testing.T) {
 	}
 }
 
+// The plan's size checks, through the seam ModifyPlan uses: nothing for a
+// small hub; an error on legacy_users when the ConfigMap would exceed the
+// API server's limit, and a warning on helm_values when the hub Secret or
+// Helm's release record would. The ConfigMap holds what the check counts.
+func TestSpawnerConfig_sizeDiagnostics(t *testing.T) {
+	res, errs := spawner.Build(spawner.Config{Home: homeSettingsJSON(spawner.RWX), LegacyUsers: []string{"alice"}})
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	files := spawner.Render(res)
+	var m spawnerConfigModel
+	m.ConfigMapName, m.Namespace = types.StringValue("jupyter-spawner"), types.StringValue("jupyter")
+	counted := 0
+	cm := configMap(&m, files)
+	for _, v := range cm.Data {
+		counted += len(v)
+	}
+	for _, v := range cm.BinaryData {
+		counted += len(v)
+	}
+	if s := spawner.SizesOf(files, ""); s.ConfigMap != counted {
+		t.Errorf("the size check counts %d bytes of the ConfigMap, the API server %d", s.ConfigMap, counted)
+	}
+	if d := spawnerConfigSizeDiagnostics(res, files, "hub: {}", "jupyter-spawner"); len(d) != 0 {
+		t.Fatalf("a small hub: %s", diagText(d))
+	}
+	big := files
+	big.Document = make([]byte, spawner.MaxObjectBytes)
+	d := spawnerConfigSizeDiagnostics(res, big, "hub: {}", "jupyter-spawner")
+	if d.ErrorsCount() != 1 || d.WarningsCount() != 1 {
+		t.Fatalf("want one error and one warning:\n%s", diagText(d))
+	}
+	for _, x := range d {
+		want := path.Root("helm_values")
+		if x.Severity() == diag.SeverityError {
+			want = path.Root("legacy_users")
+		}
+		if p, ok := x.(diag.DiagnosticWithPath); !ok || !p.Path().Equal(want) {
+			t.Errorf("%q is not at %s", x.Summary(), want)
+		}
+	}
+}
+
+func gzipText(t *testing.T, s string) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	w := gzip.NewWriter(&b)
+	if _, err := w.Write([]byte(s)); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
 func spawnerConfigHCL(ns, mode, extra string) string {
 	class := ""
 	if mode == spawner.RWX {
@@ -117,11 +182,14 @@ func TestAccSpawnerConfig_configMap(t *testing.T) {
 		if cm.Data[spawner.PythonFile] != attrs["jupyterhub_config_py"] || cm.Data[spawner.PythonFile] != spawner.Python() {
 			return fmt.Errorf("the ConfigMap's %s differs from jupyterhub_config_py", spawner.PythonFile)
 		}
+		if len(cm.Data) != 1 || len(cm.BinaryData) != 1 || cm.BinaryData[spawner.DocumentFile] == nil {
+			return fmt.Errorf("the ConfigMap holds %v and %v, want %s and %s", slices.Sorted(maps.Keys(cm.Data)), slices.Sorted(maps.Keys(cm.BinaryData)), spawner.PythonFile, spawner.DocumentFile)
+		}
 		var doc struct {
 			KubeSpawner map[string]any
 			Colocation  map[string]any `json:"colocation"`
 		}
-		if err := json.Unmarshal([]byte(cm.Data[spawner.JSONFile]), &doc); err != nil {
+		if err := spawner.DecodeDocumentFile(cm.BinaryData[spawner.DocumentFile], &doc); err != nil {
 			return err
 		}
 		var want map[string]any
@@ -148,9 +216,9 @@ func TestAccSpawnerConfig_configMap(t *testing.T) {
 			return fmt.Errorf("helm_values' hub.annotations %v do not carry hub_checksum %q", annotations, sum)
 		}
 		files, _ := hub["extraFiles"].(map[string]any)
-		file, _ := files[spawner.ExtraFileJSON].(map[string]any)
-		if file["stringData"] != cm.Data[spawner.JSONFile] {
-			return fmt.Errorf("helm_values' hub.extraFiles carry another document than the ConfigMap")
+		file, _ := files[spawner.ExtraFileDocument].(map[string]any)
+		if gz, err := base64.StdEncoding.DecodeString(fmt.Sprint(file["binaryData"])); err != nil || !bytes.Equal(gz, cm.BinaryData[spawner.DocumentFile]) {
+			return fmt.Errorf("helm_values' hub.extraFiles carry another document than the ConfigMap (%v)", err)
 		}
 		storage, _ := values["singleuser"].(map[string]any)["storage"].(map[string]any)
 		mounts, _ := want["volume_mounts"].([]any)
@@ -190,7 +258,7 @@ func TestAccSpawnerConfig_configMap(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
-					cm.Data[spawner.JSONFile] = `{"KubeSpawner": {"start_timeout": 1}, "colocation": {"mode": "none"}}`
+					cm.BinaryData[spawner.DocumentFile] = gzipText(t, `{"KubeSpawner": {"start_timeout": 1}, "colocation": {"mode": "none"}}`)
 					if _, err := cs.CoreV1().ConfigMaps(ns).Update(context.Background(), cm, metav1.UpdateOptions{}); err != nil {
 						t.Fatal(err)
 					}
@@ -198,6 +266,32 @@ func TestAccSpawnerConfig_configMap(t *testing.T) {
 				Config: acctest.AdminConfig(t, spawnerConfigHCL(ns, spawner.RWO, `extra_settings_json = jsonencode({ start_timeout = 600 })`)),
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 					plancheck.ExpectResourceAction(configAddr, plancheck.ResourceActionUpdate),
+				}},
+				Check: matches,
+			},
+			{
+				// As an older provider version wrote it (the plain JSON
+				// document, no compressed one): the plan rewrites it, and
+				// the plain document goes, so no hub reads it.
+				PreConfig: func() {
+					cm, err := cs.CoreV1().ConfigMaps(ns).Get(context.Background(), "jupyter-spawner", metav1.GetOptions{})
+					if err != nil {
+						t.Fatal(err)
+					}
+					var doc map[string]any
+					if err := spawner.DecodeDocumentFile(cm.BinaryData[spawner.DocumentFile], &doc); err != nil {
+						t.Fatal(err)
+					}
+					cm.Data = map[string]string{spawner.PythonFile: "# an older provider's file\n", spawner.JSONFile: spawner.JSON(doc)}
+					cm.BinaryData = nil
+					if _, err := cs.CoreV1().ConfigMaps(ns).Update(context.Background(), cm, metav1.UpdateOptions{}); err != nil {
+						t.Fatal(err)
+					}
+				},
+				Config: acctest.AdminConfig(t, spawnerConfigHCL(ns, spawner.RWO, `extra_settings_json = jsonencode({ start_timeout = 600 })`)),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(configAddr, plancheck.ResourceActionUpdate),
+					plancheck.ExpectKnownValue(configAddr, tfjsonpath.New("kubespawner_json"), knownvalue.StringRegexp(regexp.MustCompile(`"start_timeout":600`))),
 				}},
 				Check: matches,
 			},

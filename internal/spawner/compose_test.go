@@ -43,7 +43,7 @@ type (
 func runHub(t *testing.T, values map[string]any, configD string, _ Result, users []hubUser) map[string]hubSpawn {
 	t.Helper()
 	extra, _ := dig(values, "hub.extraFiles").(map[string]any)
-	for _, key := range []string{ExtraFilePython, ExtraFileJSON} {
+	for _, key := range []string{ExtraFilePython, ExtraFileDocument} {
 		f, _ := extra[key].(map[string]any)
 		if mount := str(f["mountPath"]); !strings.HasPrefix(mount, FilesDir+"/") {
 			t.Fatalf("hub.extraFiles.%s.mountPath = %q, not in %s", key, mount, FilesDir)
@@ -55,7 +55,7 @@ func runHub(t *testing.T, values map[string]any, configD string, _ Result, users
 // helmValuesOf renders r's helm_values and reads them back as a values file.
 func helmValuesOf(t *testing.T, r Result) map[string]any {
 	t.Helper()
-	text, err := HelmYAML(HelmValues(r))
+	text, err := HelmYAML(HelmValues(r, Render(r)))
 	if err != nil {
 		t.Fatal(err)
 	}

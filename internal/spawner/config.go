@@ -8,6 +8,7 @@ import (
 
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/claims"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/kubespawner"
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/safety"
 )
 
 // DefaultColocationLabel is the pod label co-location selects on by
@@ -154,7 +155,7 @@ func Build(c Config) (Result, []Finding) {
 			r.Colocation.Users[u] = v
 		}
 		if len(bad) > 0 {
-			errs = append(errs, Finding{Attribute: "legacy_users", Summary: "Usernames without a valid label value", Detail: fmt.Sprintf("KubeSpawner's label-safe form of %s is not a valid Kubernetes label value, so their pods cannot carry the co-location label. Migrate these users' homes to ReadWriteMany first.", strings.Join(bad, ", "))})
+			errs = append(errs, Finding{Attribute: "legacy_users", Summary: "Usernames without a valid label value", Detail: fmt.Sprintf("KubeSpawner's label-safe form of %s is not a valid Kubernetes label value, so their pods cannot carry the co-location label. Migrate these users' homes to ReadWriteMany first.", cutNames(bad))})
 		}
 	default:
 		r.Colocation.Mode = ColocateNone
@@ -224,6 +225,15 @@ func Build(c Config) (Result, []Finding) {
 		r.Settings["profile_list"] = list
 	}
 	return r, errs
+}
+
+// cutNames lists names on one line, the first safety.ListLimit of them
+// and then how many more, as the plan's other lists of users do.
+func cutNames(names []string) string {
+	if len(names) <= safety.ListLimit {
+		return strings.Join(names, ", ")
+	}
+	return fmt.Sprintf("%s and %d more (%d in all)", strings.Join(names[:safety.ListLimit], ", "), len(names)-safety.ListLimit, len(names))
 }
 
 // CheckHomeMountPath returns the plan-time error for a home_mount_path
@@ -368,7 +378,7 @@ func Warnings(r Result, nodes []Node, colocated int) []Finding {
 	}
 	who := "every user"
 	if r.Colocation.Mode == ColocateLegacy {
-		who = "the legacy users (" + strings.Join(sortedKeys(r.Colocation.Users), ", ") + ")"
+		who = "the legacy users (" + cutNames(sortedKeys(r.Colocation.Users)) + ")"
 	}
 	why := fmt.Sprintf("The home access mode is %s, so all servers of %s are pinned to one node (required pod affinity on %s).", r.AccessMode, who, r.Colocation.Label)
 	if r.Colocation.Mode == ColocateLegacy {

@@ -1,8 +1,11 @@
 package spawner
 
 import (
+	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/safety"
 )
 
 // Co-location is derived from the home mode and the legacy users.
@@ -167,5 +170,26 @@ func TestSpawnerBuild_namedListIdentities(t *testing.T) {
 	r := mustBuild(t, Config{Home: homeSettings(RWX), Extra: map[string]any{"init_containers": []any{map[string]any{"name": "a", "image": "busybox"}}}})
 	if JSON(r.Settings["init_containers"]) != `[{"image":"busybox","name":"a"}]` {
 		t.Errorf("init_containers = %s", JSON(r.Settings["init_containers"]))
+	}
+}
+
+// Co-location warnings name at most safety.ListLimit legacy users and
+// say how many there are.
+func TestSpawnerWarnings_boundedUserList(t *testing.T) {
+	r, users := campus(t, 20000, 0)
+	ws := Warnings(r, nil, 2)
+	if len(ws) != 2 {
+		t.Fatalf("want the two GPU warnings, got %d", len(ws))
+	}
+	for _, w := range ws {
+		named := 0
+		for _, u := range users {
+			if strings.Contains(w.Detail, u) {
+				named++
+			}
+		}
+		if named != safety.ListLimit || !strings.Contains(w.Detail, fmt.Sprintf("and %d more (20000 in all)", 20000-safety.ListLimit)) || len(w.Detail) > 4000 {
+			t.Errorf("warning %q names %d users in %d bytes", w.Summary, named, len(w.Detail))
+		}
 	}
 }

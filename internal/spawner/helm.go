@@ -1,8 +1,7 @@
 package spawner
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
+	"encoding/base64"
 
 	"sigs.k8s.io/yaml"
 )
@@ -16,30 +15,27 @@ const VolumeName = "jupyter-spawner-config"
 // provider changes the pod template, so `helm upgrade` restarts the hub.
 const ChecksumAnnotation = "checksum/jupyter-spawner"
 
-// Keys of the two files in hub.extraFiles.
+// Keys of the two files in hub.extraFiles. (The plain JSON document of
+// earlier versions was "jupyter-spawner-json".)
 const (
-	ExtraFilePython = "jupyter-spawner-py"
-	ExtraFileJSON   = "jupyter-spawner-json"
+	ExtraFilePython   = "jupyter-spawner-py"
+	ExtraFileDocument = "jupyter-spawner-json-gz"
 )
 
 // Checksum is the SHA-256 of everything the hub reads from the provider:
 // the rendered file and its document (settings, profiles, co-location,
-// legacy users, home_claims).
-func Checksum(r Result) string {
-	h := sha256.New()
-	h.Write([]byte(Python()))
-	h.Write([]byte{0})
-	h.Write([]byte(JSON(r.Document())))
-	return hex.EncodeToString(h.Sum(nil))
-}
+// legacy users, home_claims), taken over the document's JSON before
+// compression. Render computes the same with the files.
+func Checksum(r Result) string { return checksum(Python(), []byte(JSON(r.Document()))) }
 
 // HelmValues returns values for the zero-to-jupyterhub chart. Every key is
 // a map, so that they merge with a chart's or a deployer's own values
 // files instead of replacing their lists (hub.extraVolumes,
 // singleuser.profileList):
 //
-//   - hub.extraFiles carries the rendered file and its document into
-//     FilesDir (the chart keeps them in the hub Secret);
+//   - hub.extraFiles carries the rendered file and its compressed
+//     document (binaryData, base64) into FilesDir (the chart keeps them in
+//     the hub Secret);
 //   - hub.extraConfig runs the file after the chart's settings, every
 //     jupyterhub_config.d file and every other hub.extraConfig entry, so
 //     it composes with all of them (Python);
@@ -49,7 +45,9 @@ func Checksum(r Result) string {
 //     (homeMountPath, the dynamic claim's class, modes and name template).
 //     Its type is left to the chart's or the deployer's values: the file
 //     sets the home either way.
-func HelmValues(r Result) map[string]any {
+//
+// f is Render(r).
+func HelmValues(r Result, f Files) map[string]any {
 	s := r.Settings
 	dynamic := map[string]any{"storageAccessModes": s["storage_access_modes"]}
 	if v, ok := s["storage_class"]; ok {
@@ -64,11 +62,11 @@ func HelmValues(r Result) map[string]any {
 	}
 	hub := map[string]any{
 		"extraFiles": map[string]any{
-			ExtraFilePython: map[string]any{"mountPath": FilesDir + "/" + PythonFile, "stringData": Python()},
-			ExtraFileJSON:   map[string]any{"mountPath": FilesDir + "/" + JSONFile, "stringData": JSON(r.Document())},
+			ExtraFilePython:   map[string]any{"mountPath": FilesDir + "/" + PythonFile, "stringData": f.Python},
+			ExtraFileDocument: map[string]any{"mountPath": FilesDir + "/" + DocumentFile, "binaryData": base64.StdEncoding.EncodeToString(f.Document)},
 		},
 		"extraConfig": map[string]any{ExtraConfigKey: ExtraConfig()},
-		"annotations": map[string]any{ChecksumAnnotation: Checksum(r)},
+		"annotations": map[string]any{ChecksumAnnotation: f.Checksum},
 	}
 	return map[string]any{"singleuser": map[string]any{"storage": storage}, "hub": hub}
 }

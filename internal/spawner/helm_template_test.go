@@ -1,11 +1,14 @@
 package spawner
 
 import (
-	"encoding/json"
+	"bytes"
+	"encoding/base64"
 	"errors"
 	"slices"
 	"strings"
 	"testing"
+
+	"sigs.k8s.io/yaml"
 
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/hubtest"
 )
@@ -61,7 +64,7 @@ func TestSpawnerHelm_templateWithThePack(t *testing.T) {
 	for _, item := range list(dig(volumes["files"], "secret.items")) {
 		keys = append(keys, str(item["key"]))
 	}
-	if !slices.Contains(keys, ExtraFilePython) || !slices.Contains(keys, ExtraFileJSON) {
+	if !slices.Contains(keys, ExtraFilePython) || !slices.Contains(keys, ExtraFileDocument) {
 		t.Errorf("the files volume carries %v", keys)
 	}
 	mounts := map[string]map[string]any{}
@@ -71,7 +74,7 @@ func TestSpawnerHelm_templateWithThePack(t *testing.T) {
 	}
 	for path, want := range map[string]string{
 		FilesDir + "/" + PythonFile:                      "files/" + ExtraFilePython,
-		FilesDir + "/" + JSONFile:                        "files/" + ExtraFileJSON,
+		FilesDir + "/" + DocumentFile:                    "files/" + ExtraFileDocument,
 		"/usr/local/etc/jupyterhub/jupyterhub_config.d/": "custom-config/",
 		"/etc/oauth": "oauth-client/",
 	} {
@@ -80,17 +83,23 @@ func TestSpawnerHelm_templateWithThePack(t *testing.T) {
 			t.Errorf("mount at %s = %q, want %q", path, got, want)
 		}
 	}
-	// The hub Secret holds the files' content as the hub reads it.
+	// The hub Secret holds the files' content as the hub reads it: the
+	// file as text (stringData), the compressed document as the Secret's
+	// base64 data.
 	data := map[string]string{}
 	for k, v := range dig(secret, "stringData").(map[string]any) {
 		data[k] = str(v)
 	}
+	gz, err := base64.StdEncoding.DecodeString(str(dig(secret, "data."+ExtraFileDocument)))
 	// (A literal block scalar in the Secret ends the file with a newline.)
-	if strings.TrimSuffix(data[ExtraFilePython], "\n") != strings.TrimSuffix(Python(), "\n") || strings.TrimSuffix(data[ExtraFileJSON], "\n") != JSON(r.Document()) {
-		t.Errorf("the hub Secret's files differ from the rendered file and document")
+	if err != nil || strings.TrimSuffix(data[ExtraFilePython], "\n") != strings.TrimSuffix(Python(), "\n") || !bytes.Equal(gz, Render(r).Document) {
+		t.Errorf("the hub Secret's files differ from the rendered file and document (%v)", err)
+	}
+	if _, ok := data[ExtraFileDocument]; ok {
+		t.Errorf("the hub Secret carries the document as text too")
 	}
 	var doc map[string]any
-	if err := json.Unmarshal([]byte(data[ExtraFileJSON]), &doc); err != nil || dig(doc, "colocation.users.alice") != "alice" {
+	if err := DecodeDocumentFile(gz, &doc); err != nil || dig(doc, "colocation.users.alice") != "alice" {
 		t.Errorf("document %v: %v", err, dig(doc, "colocation"))
 	}
 
@@ -133,4 +142,47 @@ func TestSpawnerHelm_templateWithThePack(t *testing.T) {
 		}
 		t.Logf("%d objects accepted: %v", len(rendered)-len(notServed), sortedKeys(rendered))
 	})
+}
+
+// What the size check counts of the hub Secret is what the chart puts
+// there: with the data-science-pack's values and helm_values, for a small
+// hub and for 10,000 users, the Secret's data (decoded) is at least the
+// check's count (less the small differences of the chart's re-encoding of
+// the values) and at most that plus the part of the Secret the budget
+// leaves to the chart.
+func TestSpawnerHelm_hubSecretSize(t *testing.T) {
+	chart := z2jhChart(t)
+	sub, _ := yamlRef(t, "nebari-data-science-pack", "values.yaml")["jupyterhub"].(map[string]any)
+	small := mustBuild(t, Config{Home: homeSettings(RWX), LegacyUsers: []string{"alice"}})
+	large, _ := campus(t, 5000, 5000)
+	for name, r := range map[string]Result{"small": small, "10000_users": large} {
+		t.Run(name, func(t *testing.T) {
+			f := Render(r)
+			text, err := HelmYAML(HelmValues(r, f))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var values map[string]any
+			if err := yaml.Unmarshal([]byte(text), &values); err != nil {
+				t.Fatal(err)
+			}
+			secret := helmTemplate(t, chart, sub, values)["Secret/hub"]
+			total := 0
+			for k, v := range dig(secret, "data").(map[string]any) {
+				b, err := base64.StdEncoding.DecodeString(str(v))
+				if err != nil {
+					t.Fatalf("data.%s: %v", k, err)
+				}
+				total += len(b)
+			}
+			for _, v := range dig(secret, "stringData").(map[string]any) {
+				total += len(str(v))
+			}
+			s := SizesOf(f, text)
+			t.Logf("hub Secret %d bytes, counted %d (document %d bytes compressed, %d as JSON)", total, s.HubSecret, len(f.Document), f.DocumentJSONBytes)
+			if total < s.HubSecret-s.HubSecret/100 || total > s.HubSecret+(MaxObjectBytes-HubSecretBudget) {
+				t.Errorf("the hub Secret holds %d bytes; the check counts %d for helm_values and leaves %d to the chart", total, s.HubSecret, MaxObjectBytes-HubSecretBudget)
+			}
+		})
+	}
 }

@@ -1,6 +1,7 @@
 package spawner
 
 import (
+	"encoding/base64"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -122,7 +123,7 @@ func typeOK(schema map[string]any, v any) bool {
 
 func helmOf(t *testing.T, r Result) map[string]any {
 	t.Helper()
-	text, err := HelmYAML(HelmValues(r))
+	text, err := HelmYAML(HelmValues(r, Render(r)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,17 +150,17 @@ func TestSpawnerHelm_valuesMatchTheChart(t *testing.T) {
 			v := helmOf(t, r)
 			checkAgainstSchema(t, "", v, schema, defaults, true)
 			want := map[string]any{
-				"singleuser.storage.capacity":                       "10Gi",
-				"singleuser.storage.homeMountPath":                  r.HomeMountPath,
-				"singleuser.storage.dynamic.storageClass":           "longhorn",
-				"singleuser.storage.dynamic.pvcNameTemplate":        "claim-{username}",
-				"singleuser.storage.dynamic.storageAccessModes":     []any{r.AccessMode},
-				"hub.annotations." + ChecksumAnnotation:             Checksum(r),
-				"hub.extraConfig." + ExtraConfigKey:                 ExtraConfig(),
-				"hub.extraFiles." + ExtraFilePython + ".mountPath":  FilesDir + "/" + PythonFile,
-				"hub.extraFiles." + ExtraFilePython + ".stringData": Python(),
-				"hub.extraFiles." + ExtraFileJSON + ".mountPath":    FilesDir + "/" + JSONFile,
-				"hub.extraFiles." + ExtraFileJSON + ".stringData":   JSON(r.Document()),
+				"singleuser.storage.capacity":                         "10Gi",
+				"singleuser.storage.homeMountPath":                    r.HomeMountPath,
+				"singleuser.storage.dynamic.storageClass":             "longhorn",
+				"singleuser.storage.dynamic.pvcNameTemplate":          "claim-{username}",
+				"singleuser.storage.dynamic.storageAccessModes":       []any{r.AccessMode},
+				"hub.annotations." + ChecksumAnnotation:               Checksum(r),
+				"hub.extraConfig." + ExtraConfigKey:                   ExtraConfig(),
+				"hub.extraFiles." + ExtraFilePython + ".mountPath":    FilesDir + "/" + PythonFile,
+				"hub.extraFiles." + ExtraFilePython + ".stringData":   Python(),
+				"hub.extraFiles." + ExtraFileDocument + ".mountPath":  FilesDir + "/" + DocumentFile,
+				"hub.extraFiles." + ExtraFileDocument + ".binaryData": base64.StdEncoding.EncodeToString(Render(r).Document),
 			}
 			for p, w := range want {
 				if got := dig(v, p); fmt.Sprint(got) != fmt.Sprint(w) {

@@ -9,15 +9,25 @@ import (
 // settings win over theirs.
 const (
 	PythonFile = "90-jupyter-spawner.py"
-	JSONFile   = "90-jupyter-spawner.json"
+	// DocumentFile is the document the file applies (Result.Document):
+	// JSON compressed with gzip, so that it fits in a ConfigMap and in the
+	// hub Secret at tens of thousands of users.
+	DocumentFile = "90-jupyter-spawner.json.gz"
+	// JSONFile is the plain JSON document provider versions before
+	// DocumentFile wrote; the file reads it only when DocumentFile is
+	// absent.
+	JSONFile = "90-jupyter-spawner.json"
 	// ConfigDir is where z2jh's hub loads jupyterhub_config.d files from.
 	ConfigDir = "/usr/local/etc/jupyterhub/jupyterhub_config.d"
 )
 
-// Python renders the jupyterhub_config.d file. It reads JSONFile from the
-// directory it was loaded from (traitlets' loader and the hub.extraConfig
-// entry give it __file__; z2jh's jupyterhub_config.d loader runs it
-// without, so it falls back to ConfigDir) and composes the "KubeSpawner"
+// Python renders the jupyterhub_config.d file. It reads DocumentFile (else
+// JSONFile) from the directory it was loaded from (traitlets' loader and
+// the hub.extraConfig entry give it __file__; z2jh's jupyterhub_config.d
+// loader runs it without, so it falls back to ConfigDir); a document it
+// cannot read stops the hub's start (JupyterHub raises errors of config
+// files), so no server is spawned without the users' home claims. It
+// composes the "KubeSpawner"
 // settings with what earlier configuration set (Compose rules):
 //
 //   - lists of named things (volumes, volume_mounts, init_containers,
@@ -49,6 +59,7 @@ func Python() string {
 	return strings.NewReplacer(
 		"@PYTHON_FILE@", pyString(PythonFile),
 		"@JSON_FILE@", pyString(JSONFile),
+		"@DOCUMENT_FILE@", pyString(DocumentFile),
 		"@CONFIG_DIR@", pyString(ConfigDir),
 	).Replace(pythonTemplate)
 }
@@ -80,6 +91,7 @@ const pythonTemplate = `# Rendered by terraform-provider-jupyter (jupyter_spawne
 
 def _jupyter_spawner_config(c, here):
     import copy
+    import gzip
     import inspect
     import json
     import os
@@ -87,8 +99,20 @@ def _jupyter_spawner_config(c, here):
     config_dir = @CONFIG_DIR@
     if here and os.path.basename(here) == @PYTHON_FILE@:
         config_dir = os.path.dirname(os.path.abspath(here))
-    with open(os.path.join(config_dir, @JSON_FILE@)) as f:
-        doc = json.load(f)
+    # The document is gzip-compressed JSON; a plain JSON one is what older
+    # provider versions wrote. One that cannot be read stops the hub from
+    # starting: without it a copied user's server would mount the old home.
+    path = os.path.join(config_dir, @DOCUMENT_FILE@)
+    try:
+        if os.path.exists(path):
+            with gzip.open(path, "rt", encoding="utf-8") as f:
+                doc = json.load(f)
+        else:
+            path = os.path.join(config_dir, @JSON_FILE@)
+            with open(path, encoding="utf-8") as f:
+                doc = json.load(f)
+    except Exception as e:  # OSError, EOFError, zlib.error, ValueError
+        raise RuntimeError("jupyter_spawner_config: cannot read %s: %s" % (path, e)) from e
     spawner = c.KubeSpawner
     colocation = doc["colocation"]
     key = colocation["label"]

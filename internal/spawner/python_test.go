@@ -2,6 +2,7 @@ package spawner
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -141,6 +142,17 @@ func runPython(t *testing.T, r Result, pre map[string]any, pods []pyPod, runs in
 // nebari.dev/colocate-user (dicts / kubernetes models).
 func runPythonWith(t *testing.T, r Result, pre map[string]any, pods []pyPod, runs int, prev string) pyOut {
 	t.Helper()
+	res, err := runPythonDocs(t, map[string][]byte{DocumentFile: Render(r).Document}, pre, pods, runs, prev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+// runPythonDocs loads the rendered file beside the document files given
+// (by name) and returns what the driver printed, or the hub's error.
+func runPythonDocs(t *testing.T, docs map[string][]byte, pre map[string]any, pods []pyPod, runs int, prev string) (pyOut, error) {
+	t.Helper()
 	requireTraitlets(t)
 	dir := t.TempDir()
 	if pre == nil {
@@ -149,15 +161,17 @@ func runPythonWith(t *testing.T, r Result, pre map[string]any, pods []pyPod, run
 	if pods == nil {
 		pods = []pyPod{}
 	}
-	files := map[string]string{
-		PythonFile:  Python(),
-		JSONFile:    JSON(r.Document()),
-		"pre.json":  JSON(pre),
-		"pods.json": JSON(pods),
-		"driver.py": driver,
+	files := map[string][]byte{
+		PythonFile:  []byte(Python()),
+		"pre.json":  []byte(JSON(pre)),
+		"pods.json": []byte(JSON(pods)),
+		"driver.py": []byte(driver),
+	}
+	for name, content := range docs {
+		files[name] = content
 	}
 	for name, content := range files {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o600); err != nil {
+		if err := os.WriteFile(filepath.Join(dir, name), content, 0o600); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -169,13 +183,13 @@ func runPythonWith(t *testing.T, r Result, pre map[string]any, pods []pyPod, run
 		if ee, ok := err.(*exec.ExitError); ok {
 			stderr = string(ee.Stderr)
 		}
-		t.Fatalf("python: %v\n%s", err, stderr)
+		return pyOut{}, fmt.Errorf("python: %v\n%s", err, stderr)
 	}
 	var res pyOut
 	if err := json.Unmarshal(out, &res); err != nil {
 		t.Fatalf("driver output: %v\n%s", err, out)
 	}
-	return res
+	return res, nil
 }
 
 func itoa(n int) string { return strings.TrimSpace(JSON(n)) }

@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -13,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/hubtest"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/kubespawner"
 )
 
@@ -290,4 +293,36 @@ func TestSpawnerCompose_everyKindOfUserWithZ2jh(t *testing.T) {
 	got := runHub(t, values, t.TempDir(), r, spawnsOf(profiles, nil))
 	checkEveryKindOfUser(t, got, profiles, DefaultColocationLabel, func(u string) string { return "/home/" + u },
 		[]string{"scratch"}, map[string]string{"/scratch": "scratch"})
+}
+
+// Every kind of user on a z2jh hub that mounts the ConfigMap's files into
+// jupyterhub_config.d instead of taking helm_values' hub.extraFiles (what
+// the plan advises when helm_values is too large): the hub loads the
+// compressed document from there, and each kind of user mounts the same
+// claim as with hub.extraFiles.
+func TestSpawnerCompose_everyKindOfUserFromTheConfigMap(t *testing.T) {
+	home := homeSettings(RWX)
+	home[HomeClaimsKey] = map[string]any{"carol": "home-carol"}
+	r := mustBuild(t, Config{Home: home, LegacyUsers: []string{"alice"},
+		Profiles: []map[string]any{providerCPUProfile(), providerGPUProfile()}})
+	own := helmValuesOf(t, r)
+	delete(own["hub"].(map[string]any), "extraFiles")
+	values := mergeValues(z2jhValues(t), map[string]any{"singleuser": map[string]any{"cpu": map[string]any{"limit": 1}}})
+	values = mergeValues(values, own)
+	// The ConfigMap's two files, as a subPath mount of each puts them in
+	// jupyterhub_config.d (here configD, which the file names as its
+	// fallback directory).
+	configD := t.TempDir()
+	f := Render(r)
+	for name, data := range map[string][]byte{
+		PythonFile:   []byte(strings.ReplaceAll(f.Python, JSON(ConfigDir), JSON(configD))),
+		DocumentFile: f.Document,
+	} {
+		if err := os.WriteFile(filepath.Join(configD, name), data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	profiles := []profileCase{{slug: "cpu", cpuLimit: "2"}, {slug: "gpu", cpuLimit: "4", gpu: true}}
+	got := hubtest.RunHub(t, values, configD, "", spawnsOf(profiles, nil))
+	checkEveryKindOfUser(t, got, profiles, DefaultColocationLabel, func(string) string { return "/home/jovyan" }, nil, nil)
 }

@@ -6,6 +6,7 @@ Input (argv[1], JSON):
   kubespawner_dir the folder holding KubeSpawner's package, read in place
   config_d        a folder with the jupyterhub_config.d files, loaded in sorted order
   files_mount     where hub.extraFiles mounts the provider's files in the hub
+                  ("" when the hub mounts them from the ConfigMap into jupyterhub_config.d)
   files_dir       the folder holding those files here
   values          the Helm values the chart was rendered with (chart defaults merged)
   users           [{name, auth_state, profile, id}]
@@ -107,7 +108,10 @@ src = open(path).read()
 src = src.replace('"/usr/local/etc/jupyterhub/jupyterhub_config.d"', repr(cfg["config_d"]))
 extra = {}
 for key, text in (cfg["values"].get("hub", {}).get("extraConfig") or {}).items():
-    extra[key] = text.replace(cfg["files_mount"], cfg["files_dir"])
+    text = text.replace('"/usr/local/etc/jupyterhub/jupyterhub_config.d', '"' + cfg["config_d"])
+    if cfg["files_mount"]:
+        text = text.replace(cfg["files_mount"], cfg["files_dir"])
+    extra[key] = text
 cfg["values"].setdefault("hub", {})["extraConfig"] = extra
 z2jh_globals = {"__file__": path, "__name__": "__main__", "get_config": lambda: c}
 exec(compile(src, path, "exec"), z2jh_globals)

@@ -1,0 +1,105 @@
+package spawner
+
+import (
+	"bytes"
+	"compress/gzip"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+)
+
+// Files are what the hub reads from the provider, rendered once per
+// request: the Python file, the document compressed (DocumentFile), and
+// their Checksum. The ConfigMap and helm_values carry the same bytes.
+type Files struct {
+	Python string
+	// Document is the gzip of the document's JSON (Result.Document),
+	// deterministic: the gzip header holds no time and no name, so the
+	// same document always gives the same bytes.
+	Document []byte
+	// DocumentJSONBytes is the size of the JSON before compression.
+	DocumentJSONBytes int
+	Checksum          string
+}
+
+// Render encodes r's document once: its JSON, the checksum over the file
+// and that JSON, and the JSON compressed with gzip (default level).
+func Render(r Result) Files {
+	doc := []byte(JSON(r.Document()))
+	return Files{Python: Python(), Document: gzipBytes(doc), DocumentJSONBytes: len(doc), Checksum: checksum(Python(), doc)}
+}
+
+// checksum is the SHA-256 of the file and the document's JSON. It is
+// taken before compression, so it changes exactly when the content does,
+// whatever the compressor's output.
+func checksum(python string, doc []byte) string {
+	h := sha256.New()
+	h.Write([]byte(python))
+	h.Write([]byte{0})
+	h.Write(doc)
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+func gzipBytes(b []byte) []byte {
+	var buf bytes.Buffer
+	// The zero Header: no name, no comment, modification time 0 (gzip's
+	// "no time stamp"); the OS byte is always 255 (unknown).
+	w, err := gzip.NewWriterLevel(&buf, gzip.DefaultCompression)
+	if err != nil {
+		panic(err) // only for an invalid level
+	}
+	if _, err := w.Write(b); err != nil {
+		panic(err) // a bytes.Buffer does not fail
+	}
+	if err := w.Close(); err != nil {
+		panic(err)
+	}
+	return buf.Bytes()
+}
+
+// maxDocumentBytes bounds what DecodeDocumentFile inflates: far above any
+// document the provider renders (about 2 MB at 20,000 users), far below
+// what a gzip of 1 MiB can expand to.
+const maxDocumentBytes = 256 << 20
+
+// DecodeDocumentFile decodes DocumentFile's content (gzip of the JSON
+// document) into v, as the hub's file reads it.
+func DecodeDocumentFile(gz []byte, v any) error {
+	r, err := gzip.NewReader(bytes.NewReader(gz))
+	if err != nil {
+		return fmt.Errorf("%s: %w", DocumentFile, err)
+	}
+	b, err := io.ReadAll(io.LimitReader(r, maxDocumentBytes+1))
+	if err != nil {
+		return fmt.Errorf("%s: %w", DocumentFile, err)
+	}
+	if len(b) > maxDocumentBytes {
+		return fmt.Errorf("%s: more than %d bytes when decompressed", DocumentFile, maxDocumentBytes)
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		return fmt.Errorf("%s: %w", DocumentFile, err)
+	}
+	return nil
+}
+
+// ErrNoDocument says a ConfigMap holds neither DocumentFile nor JSONFile.
+var ErrNoDocument = errors.New("no " + DocumentFile + " (nor " + JSONFile + ")")
+
+// DecodeConfigMapDocument decodes the document from a ConfigMap's data and
+// binaryData: DocumentFile, else the plain JSONFile that provider versions
+// before the compressed document wrote, as the hub's file reads them.
+func DecodeConfigMapDocument(data map[string]string, binaryData map[string][]byte, v any) error {
+	if gz, ok := binaryData[DocumentFile]; ok {
+		return DecodeDocumentFile(gz, v)
+	}
+	if text, ok := data[JSONFile]; ok {
+		if err := json.Unmarshal([]byte(text), v); err != nil {
+			return fmt.Errorf("%s: %w", JSONFile, err)
+		}
+		return nil
+	}
+	return ErrNoDocument
+}
