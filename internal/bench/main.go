@@ -3,12 +3,15 @@
 //
 // For each N it seeds N KubeSpawner-style claims with client-go and times
 // `tofu plan` of a jupyter_home_storage covering them (no change without
-// and with the N users listed in users, and a ReadWriteMany flip under
-// keep_existing), a plan that reads them with the jupyter_home_claims data
+// and with the N users listed in users, from a variable and from a file,
+// and a ReadWriteMany flip under keep_existing; one such plan with CPU
+// profiles of the provider and of OpenTofu), a plan that reads them with the jupyter_home_claims data
 // source, the state's size per user, and, up to -apply-max users, `tofu
 // apply` of N new users next to a bare client-go loop with the same
-// concurrency and rate limits; and the floor: `tofu plan` of an empty
-// configuration. The client-go baselines
+// concurrency and rate limits; the floor: `tofu plan` of an empty
+// configuration; and the fixed costs of the resource: a plan over no
+// claims and an apply of one user. The report starts with the issue's
+// targets, each met or not. The client-go baselines
 // (one List, the bare loop) run twice: as plain default client-go (JSON),
 // and with protobuf, the content type the provider uses. Requests are counted in
 // the API server's audit log (the provider connects as its own identity);
