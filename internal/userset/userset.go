@@ -135,7 +135,10 @@ func parseJSON(s string) ([]string, error) {
 		if err != nil {
 			return nil, fmt.Errorf("is not valid JSON (%v)", jsonError(err))
 		}
-		raw := tok.(string) // an object's keys are strings
+		raw, ok := tok.(string)
+		if !ok { // the decoder reports a key that is not a string as an error
+			return nil, fmt.Errorf("is not valid JSON (an object key is %s)", describe(tok))
+		}
 		name, err := username(raw)
 		if err != nil {
 			return nil, err
