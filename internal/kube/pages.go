@@ -67,3 +67,33 @@ func listAll[T any](ctx context.Context, c *Client, resource, namespace string, 
 	}
 	return out, nil
 }
+
+// listConverted is every item of a resource (eachPage), each converted by
+// conv as its page arrives, and returns what conv made: only one page of the
+// API's objects is alive at a time, however many pages the list has. The
+// slice is sized once from the first page. A restarted list (410 Gone)
+// starts the slice again, so no item is converted into it twice.
+func listConverted[T, U any](ctx context.Context, c *Client, resource, namespace string, opts metav1.ListOptions,
+	fetch func(context.Context, metav1.ListOptions) (page[T], error), conv func(*T) U) ([]U, error) {
+	var out []U
+	err := eachPage(ctx, c, resource, namespace, opts, fetch, func(items []T, meta metav1.ListMeta, first bool) {
+		if first {
+			n := len(items)
+			if r := meta.RemainingItemCount; r != nil && *r > 0 && *r < maxRemaining {
+				n += int(*r)
+			}
+			out = make([]U, 0, n)
+		}
+		for i := range items {
+			out = append(out, conv(&items[i]))
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// maxRemaining bounds the remainingItemCount an API server's answer may size
+// a slice by; past it the slice grows as pages arrive.
+const maxRemaining = 1 << 22

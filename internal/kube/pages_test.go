@@ -2,8 +2,11 @@ package kube
 
 import (
 	"context"
+	"fmt"
+	"runtime"
 	"slices"
 	"testing"
+	"weak"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -53,6 +56,69 @@ func TestListAll(t *testing.T) {
 	})
 	if err != nil || &got[0] != &one[0] {
 		t.Errorf("one page is returned as it is: %v %v", got, err)
+	}
+}
+
+// listConverted converts page by page: the result holds every item once,
+// after a restart (410 Gone) too, converted by conv; and an object of a page
+// is not kept once its page is converted (only one page of the API's
+// objects is alive at a time).
+func TestListConverted(t *testing.T) {
+	// thing stands for an API object: what it points to is the part the
+	// conversion drops.
+	type thing struct {
+		n    int
+		rest *[64]int
+	}
+	pages := map[string][]int{"": {1, 2}, "p2": {3, 4}, "p3": {5}}
+	next := map[string]string{"": "p2", "p2": "p3"}
+	for _, tc := range []struct {
+		name    string
+		expire  int // how many times the token p2 has expired
+		want    []string
+		wantErr bool
+	}{
+		{"three pages", 0, []string{"1", "2", "3", "4", "5"}, false},
+		{"expired once: restarted", 1, []string{"1", "2", "3", "4", "5"}, false},
+		{"expired twice", 2, nil, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			expired, calls := 0, 0
+			var earlier []weak.Pointer[[64]int] // what the pages fetched before hold
+			got, err := listConverted(context.Background(), &Client{}, "things", "ns", metav1.ListOptions{}, func(_ context.Context, opts metav1.ListOptions) (page[thing], error) {
+				calls++
+				if opts.Limit != PageSize {
+					t.Errorf("limit %d", opts.Limit)
+				}
+				runtime.GC()
+				for i, w := range earlier {
+					if w.Value() != nil {
+						t.Errorf("call %d: an object of an earlier page (%d) is still alive", calls, i)
+					}
+				}
+				if opts.Continue == "p2" && expired < tc.expire {
+					expired++
+					return page[thing]{}, apierrors.NewResourceExpired("the token expired")
+				}
+				var p page[thing]
+				for _, n := range pages[opts.Continue] {
+					rest := new([64]int)
+					earlier = append(earlier, weak.Make(rest))
+					p.items = append(p.items, thing{n, rest})
+				}
+				p.meta.Continue = next[opts.Continue]
+				if opts.Continue == "" {
+					p.meta.RemainingItemCount = ptr(int64(3))
+				}
+				return p, nil
+			}, func(x *thing) string { return fmt.Sprint(x.n) })
+			if (err != nil) != tc.wantErr || !slices.Equal(got, tc.want) {
+				t.Errorf("got %v, %v; want %v (error %v) after %d calls", got, err, tc.want, tc.wantErr, calls)
+			}
+			if err == nil && cap(got) != len(got) {
+				t.Errorf("the result was not sized from the first page: cap %d, len %d", cap(got), len(got))
+			}
+		})
 	}
 }
 
