@@ -3,12 +3,15 @@ package kube
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/claims"
 )
 
 // PageSize is the number of objects asked for per List call. A deployment of
@@ -49,12 +52,17 @@ type Client struct {
 
 // SnapshotTTL is how long a List of claims is reused within one provider
 // process. OpenTofu refreshes and then plans in the same process; both read
-// the same snapshot, so a plan costs one List. Apply always lists afresh.
+// the same snapshot, so a plan costs one List. Apply always lists afresh,
+// and every destructive step reads its claim again right before it (the
+// gate, internal/execute): a snapshot only ever feeds a plan.
 const SnapshotTTL = 30 * time.Second
 
+// snapshot holds the claims converted (ClaimFromPVC), not the API's objects:
+// a claims.Claim keeps a small part of a PersistentVolumeClaim (no managed
+// fields, no conditions), and what it keeps is all any caller reads.
 type snapshot struct {
-	at    time.Time
-	items []corev1.PersistentVolumeClaim
+	at     time.Time
+	claims []claims.Claim
 }
 
 // NewClient wraps an API with the default retry policy and opts.
@@ -73,40 +81,49 @@ func NewClient(cs API, opts ...Options) *Client {
 }
 
 // ListClaims is ListClaimsFresh, or its result from less than SnapshotTTL ago.
-func (c *Client) ListClaims(ctx context.Context, namespace, selector string) ([]corev1.PersistentVolumeClaim, error) {
+func (c *Client) ListClaims(ctx context.Context, namespace, selector string) ([]claims.Claim, error) {
 	key := namespace + "\x00" + selector
 	c.mu.Lock()
 	s, ok := c.snapshots[key]
 	c.mu.Unlock()
 	if ok && time.Since(s.at) < SnapshotTTL {
-		return s.items, nil
+		return slices.Clone(s.claims), nil
 	}
 	return c.ListClaimsFresh(ctx, namespace, selector)
 }
 
 // ListClaimsFresh returns every PersistentVolumeClaim in namespace that
-// matches selector, in pages of PageSize. A page token that expired mid-list
-// (410 Gone) restarts the list from the beginning, once.
-func (c *Client) ListClaimsFresh(ctx context.Context, namespace, selector string) ([]corev1.PersistentVolumeClaim, error) {
+// matches selector as a claims.Claim, listed in pages of PageSize and
+// converted page by page. A page token that expired mid-list (410 Gone)
+// restarts the list from the beginning, once.
+//
+// The slice is the caller's own: the snapshot keeps another one, so a
+// caller may reorder or change its elements. The elements' Labels,
+// Annotations and AccessModes are shared with the snapshot and only read.
+func (c *Client) ListClaimsFresh(ctx context.Context, namespace, selector string) ([]claims.Claim, error) {
 	at := time.Now()
 	items, err := c.listClaims(ctx, namespace, selector)
-	if err == nil && c.snapshots != nil {
-		c.mu.Lock()
-		c.snapshots[namespace+"\x00"+selector] = snapshot{at: at, items: items}
-		c.mu.Unlock()
+	if err != nil {
+		return nil, err
 	}
-	return items, err
+	if c.snapshots != nil {
+		c.mu.Lock()
+		c.snapshots[namespace+"\x00"+selector] = snapshot{at: at, claims: items}
+		c.mu.Unlock()
+		items = slices.Clone(items)
+	}
+	return items, nil
 }
 
-func (c *Client) listClaims(ctx context.Context, namespace, selector string) ([]corev1.PersistentVolumeClaim, error) {
-	return listAll(ctx, c, "persistentvolumeclaims", namespace, metav1.ListOptions{LabelSelector: selector},
+func (c *Client) listClaims(ctx context.Context, namespace, selector string) ([]claims.Claim, error) {
+	return listConverted(ctx, c, "persistentvolumeclaims", namespace, metav1.ListOptions{LabelSelector: selector},
 		func(ctx context.Context, opts metav1.ListOptions) (page[corev1.PersistentVolumeClaim], error) {
 			l, err := c.Kube.CoreV1().PersistentVolumeClaims(namespace).List(ctx, opts)
 			if err != nil {
 				return page[corev1.PersistentVolumeClaim]{}, err
 			}
 			return page[corev1.PersistentVolumeClaim]{l.Items, l.ListMeta}, nil
-		})
+		}, ClaimFromPVC)
 }
 
 // Explain turns an API error into one a person can act on; for a forbidden

@@ -14,7 +14,6 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/claims"
-	"github.com/jupyter-infra/terraform-provider-jupyter/internal/kube"
 )
 
 // DefaultClaimSelector is the label KubeSpawner puts on every home claim it creates.
@@ -85,14 +84,10 @@ func (d *homeClaimsDataSource) Read(ctx context.Context, req datasource.ReadRequ
 	if !m.LabelSelector.IsNull() {
 		selector = m.LabelSelector.ValueString()
 	}
-	pvcs, err := client.ListClaims(ctx, m.Namespace.ValueString(), selector)
+	live, err := client.ListClaims(ctx, m.Namespace.ValueString(), selector)
 	if err != nil {
 		resp.Diagnostics.AddError("Cannot read home claims", err.Error())
 		return
-	}
-	live := make([]claims.Claim, len(pvcs))
-	for i := range pvcs {
-		live[i] = kube.ClaimFromPVC(&pvcs[i])
 	}
 	readClaims(ctx, &m, live, &resp.State, &resp.Diagnostics)
 }

@@ -328,14 +328,13 @@ func (r *homeStorageResource) fillImported(ctx context.Context, client *kube.Cli
 	m.Users = types.StringNull()
 	m.Labels, m.Annotations = types.MapNull(types.StringType), types.MapNull(types.StringType)
 	m.Capacity = types.StringValue("10Gi")
-	pvcs, err := client.ListClaimsFresh(ctx, m.Namespace.ValueString(), DefaultClaimSelector)
+	live, err := client.ListClaimsFresh(ctx, m.Namespace.ValueString(), DefaultClaimSelector)
 	if err != nil {
 		diags.AddError("Cannot read the live home claims", err.Error())
 		return
 	}
 	modes, sizes, classes := map[string]int{}, map[string]int{}, map[string]int{}
-	for i := range pvcs {
-		c := kube.ClaimFromPVC(&pvcs[i])
+	for _, c := range live {
 		modes[strings.Join(c.AccessModes, ",")]++
 		sizes[c.Requested]++
 		classes[c.StorageClass]++

@@ -7,7 +7,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -92,7 +91,7 @@ func listHomes(ctx context.Context, client *kube.Client, m, state *homeStorageMo
 	case state != nil && !state.Namespace.Equal(m.Namespace):
 		also = state.Namespace.ValueString()
 	}
-	pvcs, err := list(ctx, namespace, selector)
+	out, err := list(ctx, namespace, selector)
 	if err != nil {
 		return nil, namespace, err
 	}
@@ -101,11 +100,7 @@ func listHomes(ctx context.Context, client *kube.Client, m, state *homeStorageMo
 		if err != nil {
 			return nil, namespace, err
 		}
-		pvcs = append(slices.Clip(pvcs), more...)
-	}
-	out := make([]claims.Claim, len(pvcs))
-	for i := range pvcs {
-		out[i] = kube.ClaimFromPVC(&pvcs[i])
+		out = append(out, more...) // out is this call's own copy
 	}
 	return out, namespace, nil
 }
