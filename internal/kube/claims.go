@@ -116,6 +116,7 @@ func (c *Client) ListClaimsFresh(ctx context.Context, namespace, selector string
 }
 
 func (c *Client) listClaims(ctx context.Context, namespace, selector string) ([]claims.Claim, error) {
+	in := interner{}
 	return listConverted(ctx, c, "persistentvolumeclaims", namespace, metav1.ListOptions{LabelSelector: selector},
 		func(ctx context.Context, opts metav1.ListOptions) (page[corev1.PersistentVolumeClaim], error) {
 			l, err := c.Kube.CoreV1().PersistentVolumeClaims(namespace).List(ctx, opts)
@@ -123,7 +124,7 @@ func (c *Client) listClaims(ctx context.Context, namespace, selector string) ([]
 				return page[corev1.PersistentVolumeClaim]{}, err
 			}
 			return page[corev1.PersistentVolumeClaim]{l.Items, l.ListMeta}, nil
-		}, ClaimFromPVC)
+		}, func(p *corev1.PersistentVolumeClaim) claims.Claim { return convertClaim(p, in) })
 }
 
 // Explain turns an API error into one a person can act on; for a forbidden

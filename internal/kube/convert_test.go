@@ -3,8 +3,10 @@ package kube
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"runtime"
 	"testing"
+	"unsafe"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -16,8 +18,9 @@ import (
 
 // BenchmarkListClaims lists 20,000 bound KubeSpawner claims from protobuf
 // pages of PageSize, decoded at every fetch as client-go decodes them, and
-// converts them to claims.Claim: page by page (listConverted, what the
-// client does), or all listed first and then converted (as it did before).
+// converts them to claims.Claim: page by page with the strings claims share
+// interned (what ListClaims does), page by page without, or all listed
+// first and then converted (as the client did before).
 // Besides time and allocations it reports the largest live heap seen during
 // one list (peak-MiB, measured after a collection at each page and at the
 // end) and what the result keeps per claim (kept-B/claim).
@@ -38,6 +41,11 @@ func BenchmarkListClaims(b *testing.B) {
 		name string
 		list func(probe func()) ([]claims.Claim, error)
 	}{
+		{"page by page, interned", func(probe func()) ([]claims.Claim, error) {
+			in := interner{}
+			return listConverted(context.Background(), &Client{}, "persistentvolumeclaims", "hub", metav1.ListOptions{}, fetch(probe),
+				func(p *corev1.PersistentVolumeClaim) claims.Claim { return convertClaim(p, in) })
+		}},
 		{"page by page", func(probe func()) ([]claims.Claim, error) {
 			return listConverted(context.Background(), &Client{}, "persistentvolumeclaims", "hub", metav1.ListOptions{}, fetch(probe), ClaimFromPVC)
 		}},
@@ -72,11 +80,65 @@ func BenchmarkListClaims(b *testing.B) {
 	}
 }
 
+// A List's claims converted with an interner are the claims ClaimFromPVC
+// makes, with the strings they share kept once: the keys of their labels
+// and annotations, their namespace, class and size. Past maxInterned
+// strings nothing more is kept, and strings are still converted as they are.
+func TestConvertClaimInterned(t *testing.T) {
+	in := interner{}
+	a, b := decoded(t, 1), decoded(t, 2) // strings of their own, as a List brings them
+	ca, cb := convertClaim(&a, in), convertClaim(&b, in)
+	if !reflect.DeepEqual(ca, ClaimFromPVC(&a)) || !reflect.DeepEqual(cb, ClaimFromPVC(&b)) {
+		t.Fatalf("interned conversion differs:\n%+v\n%+v", ca, ClaimFromPVC(&a))
+	}
+	same := func(x, y string) bool { return unsafe.StringData(x) == unsafe.StringData(y) }
+	for k := range cb.Annotations {
+		var ka string
+		for k2 := range ca.Annotations {
+			if k2 == k {
+				ka = k2
+			}
+		}
+		if !same(k, ka) {
+			t.Errorf("annotation key %q is kept twice", k)
+		}
+	}
+	if !same(ca.Labels["app"], cb.Labels["app"]) || !same(ca.Namespace, cb.Namespace) || !same(ca.StorageClass, cb.StorageClass) || !same(ca.Requested, cb.Requested) {
+		t.Errorf("shared values are kept twice")
+	}
+	ca.Labels["app"] = "changed"
+	if a.Labels["app"] != "jupyterhub" || cb.Labels["app"] != "jupyterhub" {
+		t.Errorf("an interned claim's labels are shared with another map")
+	}
+	for i := 3; i < 3+maxInterned && len(in) < maxInterned; i++ {
+		p := boundClaim(i)
+		convertClaim(&p, in)
+	}
+	p := boundClaim(100000)
+	if c := convertClaim(&p, in); len(in) != maxInterned || !reflect.DeepEqual(c, ClaimFromPVC(&p)) {
+		t.Errorf("a full interner: %d strings; %+v", len(in), c)
+	}
+}
+
 func liveHeap() uint64 {
 	runtime.GC()
 	var m runtime.MemStats
 	runtime.ReadMemStats(&m)
 	return m.HeapAlloc
+}
+
+// decoded is boundClaim(i) as it arrives from the API server.
+func decoded(t *testing.T, i int) corev1.PersistentVolumeClaim {
+	p := boundClaim(i)
+	data, err := p.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out corev1.PersistentVolumeClaim
+	if err := out.Unmarshal(data); err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
 
 // encodedPages are n claims as the API server sends them for a List in
