@@ -281,6 +281,7 @@ func (p *planner) run() Result {
 	p.checkStorage()
 	p.checkStrays(p.indexClaims())
 	names := p.userNames()
+	p.res.Users = make([]UserPlan, 0, len(names)) // grown once: a UserPlan is large
 	for _, u := range names {
 		if up, ok := p.planUser(u); ok {
 			p.res.Users = append(p.res.Users, up)

@@ -22,14 +22,19 @@ func ownClaims(cfg Config, cs []claims.Claim) []claims.Claim {
 	if cfg.UserNamespaceTemplate == "" {
 		// Read cluster-wide after a change of namespace: only the
 		// deployment's namespace counts ("" in tests: the deployment's).
-		var out []claims.Claim
-		for _, c := range cs {
-			if c.Namespace == "" || c.Namespace == cfg.Namespace {
-				out = append(out, c)
-			}
+		own := func(c *claims.Claim) bool { return c.Namespace == "" || c.Namespace == cfg.Namespace }
+		first := 0
+		for first < len(cs) && own(&cs[first]) {
+			first++
 		}
-		if len(out) == len(cs) {
-			return cs
+		if first == len(cs) {
+			return cs // all of them: no copy
+		}
+		out := slices.Clone(cs[:first])
+		for i := first + 1; i < len(cs); i++ {
+			if own(&cs[i]) {
+				out = append(out, cs[i])
+			}
 		}
 		return out
 	}
