@@ -177,7 +177,7 @@ func homeStorageSchema() schema.Schema {
 			"legacy_users": schema.StringAttribute{Computed: true,
 				MarkdownDescription: "JSON object from each user kept on a claim that differs from the configuration (`keep_existing`) to that claim's name (comma-separated when both the home and a claim of " +
 					"`extra_user_volumes` differ), compact with the keys sorted, e.g. `{\"alice\":\"claim-alice\"}`; `{}` when there is none. Pass it as it is to `jupyter_spawner_config`'s `legacy_users`, " +
-					"which keeps co-location for them; `keys(jsondecode(legacy_users))` lists the users. " +
+					"which keeps co-location for them; `keys(jsondecode(jupyter_home_storage.<name>.legacy_users))` lists the users. " +
 					"One string rather than a map keeps plans fast when every user is legacy, as after a switch to `ReadWriteMany` with `keep_existing` (see `users`)."},
 			"colocation_required": schema.BoolAttribute{Computed: true,
 				MarkdownDescription: "True while some user's home cannot be shared across nodes (the mode is not ReadWriteMany, or a legacy claim is not)."},
