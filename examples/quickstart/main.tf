@@ -55,8 +55,9 @@ output "change_class" {
   value = jupyter_home_storage.homes.change_class
 }
 
+# The users still on a claim that differs (keep_existing), by name.
 output "legacy_users" {
-  value = jupyter_home_storage.homes.legacy_users
+  value = keys(jsondecode(jupyter_home_storage.homes.legacy_users))
 }
 
 output "colocation_required" {

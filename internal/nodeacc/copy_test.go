@@ -89,7 +89,7 @@ func TestAccHomeStorage_migrateCopy(t *testing.T) {
 					},
 					checkClaim("alice", "name", "home-alice"),
 					checkClaim("alice", "access_mode", "ReadWriteMany"),
-					resource.TestCheckResourceAttr(homesAddr, "legacy_users.%", "0"),
+					checkLegacyUsers(map[string]string{}),
 					copiedOnNode(ctx, cs, ns, string(src.UID)),
 				),
 			},

@@ -402,7 +402,7 @@ resource "jupyter_spawner_config" "hub" {
 					jobs.want("home-copy", 3),
 					checkClaim("alice", "name", "home-alice"),
 					checkClaim("bob", "access_mode", "ReadWriteMany"),
-					resource.TestCheckResourceAttr(homesAddr, "legacy_users.%", "0"),
+					checkLegacyUsers(map[string]string{}),
 					resource.TestCheckResourceAttr(homesAddr, "colocation_required", "false"),
 					resource.TestCheckResourceAttr(homesAddr, "migration_status", `{"bob":{"method":"copy","target":"home-bob","step":"switched"}}`),
 				),

@@ -155,8 +155,7 @@ resource "jupyter_home_storage" "homes" {
 		PreConfig:                func() { must(t, startServer("before-the-plan")) },
 		ProtoV6ProviderFactories: plain, Config: cfg,
 		Check: resource.ComposeAggregateTestCheckFunc(
-			resource.TestCheckResourceAttr(homesAddr, "legacy_users.%", "1"),
-			resource.TestCheckResourceAttr(homesAddr, "legacy_users."+user, source),
+			checkLegacyUsers(map[string]string{user: source}),
 			resource.TestMatchResourceAttr(homesAddr, "migration_plan", regexp.MustCompile(fmt.Sprintf(
 				`"reason":"the copy to %s an earlier apply started \(step [a-z-]+\) waits: a server is running"`, target))),
 			checkClaim(user, "name", source),
@@ -165,7 +164,7 @@ resource "jupyter_home_storage" "homes" {
 	}
 	if switched {
 		planned.Check = resource.ComposeAggregateTestCheckFunc(
-			resource.TestCheckResourceAttr(homesAddr, "legacy_users.%", "0"),
+			checkLegacyUsers(map[string]string{}),
 			checkClaim(user, "name", target),
 			stillOn(ctx, cs, ns, source, target, server),
 		)
@@ -209,7 +208,7 @@ resource "jupyter_home_storage" "homes" {
 				},
 				ProtoV6ProviderFactories: plain, Config: cfg,
 				Check: resource.ComposeAggregateTestCheckFunc(
-					resource.TestCheckResourceAttr(homesAddr, "legacy_users.%", "0"),
+					checkLegacyUsers(map[string]string{}),
 					checkClaim(user, "name", target),
 					// The source unchanged but for its record, the target the
 					// user's, the Job gone, every copy Job as documented.

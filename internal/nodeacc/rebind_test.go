@@ -66,7 +66,7 @@ func TestAccHomeStorage_rebindCSI(t *testing.T) {
 					},
 					checkClaim(h.user, "name", h.claim),
 					checkClaim(h.user, "access_mode", "ReadWriteMany"),
-					resource.TestCheckResourceAttr(homesAddr, "legacy_users.%", "0"),
+					checkLegacyUsers(map[string]string{}),
 					resource.TestCheckResourceAttrWith(homesAddr, "migration_status", func(v string) error {
 						if !strings.Contains(v, `"method":"rebind"`) || !strings.Contains(v, `"step":"done"`) {
 							return fmt.Errorf("migration_status %s, want a finished rebind", v)
@@ -126,7 +126,7 @@ func TestAccHomeStorage_rebindCSIStoppedAfterEachStep(t *testing.T) {
 					return nil
 				},
 				checkClaim(h.user, "access_mode", "ReadWriteMany"),
-				resource.TestCheckResourceAttr(homesAddr, "legacy_users.%", "0"),
+				checkLegacyUsers(map[string]string{}),
 				h.rebound(),
 			),
 		},

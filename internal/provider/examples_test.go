@@ -357,17 +357,9 @@ func (e exampleCase) spawn(t *testing.T, r rendering, ns string, legacy []string
 	hubtest.DryRunSpawns(t, hubtest.TestAPIServer(t), got)
 }
 
-func legacyUsers(t *testing.T, s *terraform.State) []string {
-	t.Helper()
-	a := s.RootModule().Resources["jupyter_home_storage.homes"].Primary.Attributes
-	var out []string // legacy_users is a map: username to claim
-	for k := range a {
-		if u, ok := strings.CutPrefix(k, "legacy_users."); ok && u != "%" {
-			out = append(out, u)
-		}
-	}
-	slices.Sort(out)
-	return out
+// legacyUsers is jupyter_home_storage.homes.legacy_users in s.
+func legacyUsers(s *terraform.State) string {
+	return s.RootModule().Resources["jupyter_home_storage.homes"].Primary.Attributes["legacy_users"]
 }
 
 // annotations is a pod template's annotations.
@@ -399,8 +391,8 @@ func TestAccExamples_spawner(t *testing.T) {
 					{
 						Config: cfg,
 						Check: func(s *terraform.State) error {
-							if got := legacyUsers(t, s); !slices.Equal(got, []string{"alice"}) {
-								return fmt.Errorf("legacy_users = %v, want [alice]", got)
+							if err := legacyUsersIs(legacyUsers(s), map[string]string{"alice": "claim-alice"}); err != nil {
+								return err
 							}
 							before = e.render(t, s, chart, false)
 							if n := api.DryRunRendered(t, before.objects); n == 0 {
@@ -430,8 +422,8 @@ func TestAccExamples_spawner(t *testing.T) {
 							plancheck.ExpectResourceAction(e.release, plancheck.ResourceActionUpdate),
 						}},
 						Check: func(s *terraform.State) error {
-							if got := legacyUsers(t, s); !slices.Equal(got, []string{"alice", "bob"}) {
-								return fmt.Errorf("legacy_users = %v, want [alice bob]", got)
+							if err := legacyUsersIs(legacyUsers(s), map[string]string{"alice": "claim-alice", "bob": "claim-bob"}); err != nil {
+								return err
 							}
 							after := e.render(t, s, chart, false)
 							api.DryRunRendered(t, after.objects)

@@ -4,7 +4,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/claims"
@@ -24,7 +23,7 @@ func TestRecordApply(t *testing.T) {
 	model := func() *homeStorageModel {
 		return &homeStorageModel{Namespace: types.StringValue("jhub"), AccessMode: types.StringValue(safety.RWX), StorageClassName: types.StringValue("efs"),
 			Capacity: types.StringValue("1Gi"), PVCNameTemplate: types.StringValue("claim-{username}"), SlugScheme: types.StringValue("safe"),
-			Claims: types.StringUnknown(), LegacyUsers: types.MapUnknown(types.StringType), ColocationRequired: types.BoolUnknown(),
+			Claims: types.StringUnknown(), LegacyUsers: types.StringUnknown(), ColocationRequired: types.BoolUnknown(),
 			ChangeClass: types.StringUnknown(), Changes: types.StringUnknown(), SpawnerSettings: types.StringUnknown(), MigrationPlan: types.StringUnknown()}
 	}
 
@@ -42,7 +41,7 @@ func TestRecordApply(t *testing.T) {
 	if got := m.Changes.ValueString(); got != `{"bob":{"action":"create","claim":"claim-bob"}}` {
 		t.Errorf("changes %s", got)
 	}
-	if m.ChangeClass.ValueString() != "safe" || !m.ColocationRequired.ValueBool() || !m.LegacyUsers.Equal(types.MapValueMust(types.StringType, map[string]attr.Value{"alice": types.StringValue("claim-alice")})) {
+	if m.ChangeClass.ValueString() != "safe" || !m.ColocationRequired.ValueBool() || m.LegacyUsers.ValueString() != `{"alice":"claim-alice"}` {
 		t.Errorf("class %s, colocation %v, legacy %v", m.ChangeClass, m.ColocationRequired, m.LegacyUsers)
 	}
 	if got := m.Claims.ValueString(); got == "" || !contains(got, `"bob":{`) || !contains(got, `"alice":{`) {
@@ -52,7 +51,7 @@ func TestRecordApply(t *testing.T) {
 	// What the plan showed stands.
 	m = model()
 	m.Claims, m.ChangeClass, m.Changes = types.StringValue("planned"), types.StringValue("safe"), types.StringValue("{}")
-	m.LegacyUsers, m.ColocationRequired = types.MapValueMust(types.StringType, map[string]attr.Value{"alice": types.StringValue("claim-alice")}), types.BoolValue(true)
+	m.LegacyUsers, m.ColocationRequired = types.StringValue(`{"alice":"claim-alice"}`), types.BoolValue(true)
 	recordApply(m, cfg, res, after, false, false)
 	if m.Claims.ValueString() != "planned" || m.Changes.ValueString() != "{}" {
 		t.Errorf("planned values were replaced: %s %s", m.Claims, m.Changes)

@@ -150,7 +150,7 @@ func (r *homeStorageResource) planWithoutCluster(plan *homeStorageModel, noClien
 	plan.ChangeClass = types.StringUnknown()
 	plan.Changes = types.StringUnknown()
 	plan.Claims = types.StringUnknown()
-	plan.LegacyUsers = types.MapUnknown(types.StringType)
+	plan.LegacyUsers = types.StringUnknown()
 	plan.ColocationRequired = types.BoolUnknown()
 	plan.MigrationPlan, plan.MigrationStatus = types.StringUnknown(), types.StringUnknown()
 }

@@ -11,7 +11,6 @@ import (
 	"testing"
 
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
-	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
 	"github.com/hashicorp/terraform-plugin-testing/plancheck"
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
@@ -108,7 +107,7 @@ func TestAccHomeStorage_leastPrivilege(t *testing.T) {
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 					expectClass("safe"),
 					plancheck.ExpectKnownValue(hsAddr, tfjsonpath.New("legacy_users"),
-						knownvalue.MapExact(map[string]knownvalue.Check{"alice": knownvalue.StringExact("claim-alice"), "bob": knownvalue.StringExact("claim-bob")})),
+						legacyUsersExact(map[string]string{"alice": "claim-alice", "bob": "claim-bob"})),
 				}},
 				Check: resource.ComposeAggregateTestCheckFunc(sameUIDs,
 					expectModes(cs, ns, "claim-carol", corev1.ReadWriteMany)),

@@ -198,8 +198,7 @@ func TestAccHomeStorage_migrateRebind(t *testing.T) {
 				Check: resource.ComposeAggregateTestCheckFunc(
 					rebound(cs, ns, vols, old, "claim-alice", "claim-bob"),
 					unchanged(cs, ns, old, "claim-carol"),
-					resource.TestCheckResourceAttr(hsAddr, "legacy_users.%", "1"),
-					resource.TestCheckResourceAttr(hsAddr, "legacy_users.carol", "claim-carol"),
+					checkLegacyUsers(hsAddr, map[string]string{"carol": "claim-carol"}),
 					resource.TestCheckResourceAttr(hsAddr, "colocation_required", "true"),
 					checkClaim("alice", "access_mode", "ReadWriteMany"),
 					checkClaim("bob", "access_mode", "ReadWriteMany"),
@@ -225,7 +224,7 @@ func TestAccHomeStorage_migrateRebind(t *testing.T) {
 				}},
 				Check: resource.ComposeAggregateTestCheckFunc(
 					rebound(cs, ns, vols, old, "claim-alice", "claim-bob", "claim-carol"),
-					resource.TestCheckResourceAttr(hsAddr, "legacy_users.%", "0"),
+					checkLegacyUsers(hsAddr, map[string]string{}),
 					resource.TestCheckResourceAttr(hsAddr, "colocation_required", "false"),
 					legacyInConfigMap(cs, ns),
 				),
@@ -285,7 +284,7 @@ func TestAccHomeStorage_migrateResumesAfterEveryStep(t *testing.T) {
 						Config:                   cfg,
 						Check: resource.ComposeAggregateTestCheckFunc(
 							rebound(cs, ns, vols, old, "claim-dana"),
-							resource.TestCheckResourceAttr(hsAddr, "legacy_users.%", "0"),
+							checkLegacyUsers(hsAddr, map[string]string{}),
 							legacyInConfigMap(cs, ns),
 						),
 					},
@@ -416,8 +415,7 @@ resource "jupyter_spawner_config" "hub" {
 			{
 				Config: config("keep_existing"),
 				Check: resource.ComposeAggregateTestCheckFunc(
-					resource.TestCheckResourceAttr(hsAddr, "legacy_users.%", "1"),
-					resource.TestCheckResourceAttr(hsAddr, "legacy_users.alice", "nebi-workspaces-alice"),
+					checkLegacyUsers(hsAddr, map[string]string{"alice": "nebi-workspaces-alice"}),
 					resource.TestCheckResourceAttr(hsAddr, "colocation_required", "true"),
 					unchanged(cs, ns, old, "nebi-workspaces-alice"),
 					legacyInConfigMap(cs, ns, "alice"),
@@ -432,7 +430,7 @@ resource "jupyter_spawner_config" "hub" {
 				}},
 				Check: resource.ComposeAggregateTestCheckFunc(
 					rebound(cs, ns, vols, old, "nebi-workspaces-alice"),
-					resource.TestCheckResourceAttr(hsAddr, "legacy_users.%", "0"),
+					checkLegacyUsers(hsAddr, map[string]string{}),
 					resource.TestCheckResourceAttr(hsAddr, "colocation_required", "false"),
 					legacyInConfigMap(cs, ns),
 				),
@@ -490,7 +488,7 @@ resource "jupyter_home_storage" "homes" {
 						}
 						return nil
 					}),
-					resource.TestCheckResourceAttr(hsAddr, "legacy_users.%", "0"),
+					checkLegacyUsers(hsAddr, map[string]string{}),
 					func(s *terraform.State) error {
 						var settings map[string]any
 						if err := json.Unmarshal([]byte(s.RootModule().Resources[hsAddr].Primary.Attributes["spawner_settings"]), &settings); err != nil {

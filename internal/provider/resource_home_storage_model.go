@@ -148,21 +148,22 @@ func usersValue(users []string) types.String {
 	return types.StringValue(userset.Encode(users))
 }
 
-// legacyValue is legacy_users: each legacy user's claims that differ from
-// the configuration (the home, a claim of extra_user_volumes), by name.
-func legacyValue(res safety.Result) types.Map {
+// legacyValue is legacy_users: JSON of an object from each legacy user to
+// the names of its claims that differ from the configuration (the home, a
+// claim of extra_user_volumes), comma-separated (internal/userset).
+func legacyValue(res safety.Result) types.String {
 	names := map[string][]string{}
 	for _, up := range slices.Concat(res.Users, res.Extra) {
 		if up.Action == safety.ActionLegacy {
 			names[up.User] = append(names[up.User], up.ClaimName)
 		}
 	}
-	elems := make(map[string]attr.Value, len(names))
+	claims := make(map[string]string, len(names))
 	for u, n := range names {
 		slices.Sort(n)
-		elems[u] = types.StringValue(strings.Join(slices.Compact(n), ","))
+		claims[u] = strings.Join(slices.Compact(n), ",")
 	}
-	return types.MapValueMust(types.StringType, elems)
+	return types.StringValue(userset.EncodeLegacy(claims))
 }
 
 func stringMap(ctx context.Context, m types.Map, diags *diag.Diagnostics) map[string]string {

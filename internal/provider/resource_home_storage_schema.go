@@ -39,7 +39,7 @@ type homeStorageModel struct {
 	ChangeClass           types.String    `tfsdk:"change_class"`
 	Changes               types.String    `tfsdk:"changes"`
 	Claims                types.String    `tfsdk:"claims"`
-	LegacyUsers           types.Map       `tfsdk:"legacy_users"`
+	LegacyUsers           types.String    `tfsdk:"legacy_users"`
 	ColocationRequired    types.Bool      `tfsdk:"colocation_required"`
 	SpawnerSettings       types.String    `tfsdk:"spawner_settings"`
 	Migration             *migrationModel `tfsdk:"migration"`
@@ -174,10 +174,11 @@ func homeStorageSchema() schema.Schema {
 					"and `managed` (listed in `users`). A user whose home was copied to a new claim (`on_mode_change = \"migrate\"`) is listed with that claim. With `c = jsondecode(claims)`, every user's full claim is " +
 					"`{ for user, e in c.users : user => merge(c.default, e) }`; plans show changes to it user by user. " +
 					"(One compact string rather than a map of objects keeps plans fast at thousands of users.)"},
-			"legacy_users": schema.MapAttribute{Computed: true, ElementType: types.StringType,
-				MarkdownDescription: "Users kept on a claim that differs from the configuration (`keep_existing`), each mapped to that claim's name (comma-separated when both the home and a claim of " +
-					"`extra_user_volumes` differ). Pass it to `jupyter_spawner_config`'s `legacy_users`, which keeps co-location for them; `keys(legacy_users)` lists the users. " +
-					"A map, not a list, for the plan time at thousands of users (see `users`)."},
+			"legacy_users": schema.StringAttribute{Computed: true,
+				MarkdownDescription: "JSON object from each user kept on a claim that differs from the configuration (`keep_existing`) to that claim's name (comma-separated when both the home and a claim of " +
+					"`extra_user_volumes` differ), compact with the keys sorted, e.g. `{\"alice\":\"claim-alice\"}`; `{}` when there is none. Pass it as it is to `jupyter_spawner_config`'s `legacy_users`, " +
+					"which keeps co-location for them; `keys(jsondecode(jupyter_home_storage.<name>.legacy_users))` lists the users. " +
+					"One string rather than a map keeps plans fast when every user is legacy, as after a switch to `ReadWriteMany` with `keep_existing` (see `users`)."},
 			"colocation_required": schema.BoolAttribute{Computed: true,
 				MarkdownDescription: "True while some user's home cannot be shared across nodes (the mode is not ReadWriteMany, or a legacy claim is not)."},
 			"migration_plan": computedStr("JSON object, by username, of what `on_mode_change = \"migrate\"` does in this apply: `method` (`rebind` or `copy`), `claim`, `volume` (rebind) or `target` (copy), `from` and `to` modes, " +

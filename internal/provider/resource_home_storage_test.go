@@ -119,7 +119,7 @@ func TestAccHomeStorage_createGrowRetain(t *testing.T) {
 				}},
 				ConfigStateChecks: []statecheck.StateCheck{
 					statecheck.ExpectKnownValue(hsAddr, tfjsonpath.New("colocation_required"), knownvalue.Bool(true)),
-					statecheck.ExpectKnownValue(hsAddr, tfjsonpath.New("legacy_users"), knownvalue.MapExact(map[string]knownvalue.Check{})),
+					statecheck.ExpectKnownValue(hsAddr, tfjsonpath.New("legacy_users"), legacyUsersExact(map[string]string{})),
 				},
 				Check: resource.ComposeAggregateTestCheckFunc(
 					checkClaim("bob", "access_mode", "ReadWriteOnce"),
@@ -227,7 +227,7 @@ func TestAccHomeStorage_modeFlip(t *testing.T) {
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 					expectClass("safe"),
 					plancheck.ExpectKnownValue(hsAddr, tfjsonpath.New("legacy_users"),
-						knownvalue.MapExact(map[string]knownvalue.Check{"carol": knownvalue.StringExact("claim-carol"), "dave": knownvalue.StringExact("claim-dave")})),
+						legacyUsersExact(map[string]string{"carol": "claim-carol", "dave": "claim-dave"})),
 					plancheck.ExpectKnownValue(hsAddr, tfjsonpath.New("colocation_required"), knownvalue.Bool(true)),
 				}},
 				Check: unchanged,
@@ -246,7 +246,7 @@ func TestAccHomeStorage_modeFlip(t *testing.T) {
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{expectClass("destructive")}},
 				Check: resource.ComposeAggregateTestCheckFunc(
 					checkClaim("carol", "access_mode", "ReadWriteMany"),
-					resource.TestCheckResourceAttr(hsAddr, "legacy_users.%", "0"),
+					checkLegacyUsers(hsAddr, map[string]string{}),
 					resource.TestCheckResourceAttr(hsAddr, "colocation_required", "false"),
 					func(*terraform.State) error {
 						after := uids(t, cs, ns, "claim-carol", "claim-dave")

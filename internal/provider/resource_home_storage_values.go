@@ -46,7 +46,7 @@ func planValues(plan, state *homeStorageModel, cfg safety.Config, res safety.Res
 	if nMigrations > 0 {
 		// Who ends up legacy, and the claims' new identities, are known once
 		// the migrations ran (a user may start a server meanwhile).
-		plan.LegacyUsers = types.MapUnknown(types.StringType)
+		plan.LegacyUsers = types.StringUnknown()
 		plan.ColocationRequired = types.BoolUnknown()
 		plan.Claims = types.StringUnknown()
 		plan.MigrationStatus = types.StringUnknown()

@@ -3,12 +3,9 @@ package provider
 import (
 	"context"
 	"fmt"
-	"maps"
 	"regexp"
-	"slices"
 
 	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
-	"github.com/hashicorp/terraform-plugin-framework-validators/mapvalidator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
 	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
@@ -28,6 +25,7 @@ import (
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/kube"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/kubespawner"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/spawner"
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/userset"
 )
 
 type spawnerConfigResource struct{ data *providerData }
@@ -46,7 +44,7 @@ type spawnerConfigModel struct {
 	ConfigMapName       types.String `tfsdk:"config_map_name"`
 	HomeStorageSettings types.String `tfsdk:"home_storage_settings"`
 	Profiles            types.List   `tfsdk:"profiles"`
-	LegacyUsers         types.Map    `tfsdk:"legacy_users"`
+	LegacyUsers         types.String `tfsdk:"legacy_users"`
 	ColocationLabel     types.String `tfsdk:"colocation_label"`
 	ExtraSettingsJSON   types.String `tfsdk:"extra_settings_json"`
 	ColocatedServers    types.Int64  `tfsdk:"colocated_servers"`
@@ -101,10 +99,11 @@ func (r *spawnerConfigResource) Schema(_ context.Context, _ resource.SchemaReque
 				MarkdownDescription: "The `spawner_settings` of a `jupyter_home_storage`: the home's access mode, class, size, claim naming and volume."},
 			"profiles": schema.ListAttribute{Optional: true, ElementType: types.StringType,
 				MarkdownDescription: "`profile_json` of each `jupyter_spawner_profile`, in the order of the spawn form, after the profiles earlier configuration offers (see *Composition*). A profile's own `volumes` get the global ones (the home first) in front, and are merged into the user's at spawn time."},
-			"legacy_users": schema.MapAttribute{Optional: true, ElementType: types.StringType,
-				MarkdownDescription: "Users that keep a `ReadWriteOnce` home under a `ReadWriteMany` configuration, as keys (raw usernames) of a map: pass `jupyter_home_storage.<name>.legacy_users` " +
-					"(username to claim name; the values are not used). Their pods stay co-located. A map, not a list, keeps plans fast at thousands of users (see `jupyter_home_storage`'s `users`).",
-				Validators: []validator.Map{mapvalidator.KeysAre(stringvalidator.LengthAtLeast(1))}},
+			"legacy_users": schema.StringAttribute{Optional: true,
+				MarkdownDescription: "Users that keep a `ReadWriteOnce` home under a `ReadWriteMany` configuration: a JSON object from each (raw) username to a string, its claim names, which are not used. " +
+					"Pass `jupyter_home_storage.<name>.legacy_users` as it is; by hand write `jsonencode({ alice = \"claim-alice\" })`. Their pods stay co-located. " +
+					"One string rather than a map keeps plans fast at thousands of users (see `jupyter_home_storage`'s `users`).",
+				Validators: []validator.String{legacyUsersValidator{}}},
 			"colocation_label": schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString(spawner.DefaultColocationLabel),
 				MarkdownDescription: "Pod label co-location selects on. Default `hub.jupyter.org/colocate-user`; Nebari's data-science-pack uses `nebari.dev/colocate-user`, and the file then replaces that pack's own co-location.",
 				Validators:          []validator.String{labelKeyValidator{}}},
@@ -178,7 +177,10 @@ func (m *spawnerConfigModel) build(diags *diag.Diagnostics) (spawner.Result, boo
 		cfg.Profiles = append(cfg.Profiles, p)
 	}
 	if !m.LegacyUsers.IsNull() && !m.LegacyUsers.IsUnknown() {
-		cfg.LegacyUsers = slices.Sorted(maps.Keys(m.LegacyUsers.Elements()))
+		var err error
+		if cfg.LegacyUsers, err = userset.ParseLegacy(m.LegacyUsers.ValueString()); err != nil {
+			diags.AddAttributeError(path.Root("legacy_users"), "Invalid legacy_users", legacyUsersError(err))
+		}
 	}
 	if diags.HasError() {
 		return spawner.Result{}, false
@@ -393,3 +395,27 @@ func (labelKeyValidator) ValidateString(_ context.Context, req validator.StringR
 }
 
 var labelKeyRE = regexp.MustCompile(`^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$`)
+
+// legacyUsersValidator refuses a legacy_users value that internal/userset
+// cannot read, saying why and what to write.
+type legacyUsersValidator struct{}
+
+func (legacyUsersValidator) Description(context.Context) string {
+	return "a JSON object from each JupyterHub username to its claim names (a string)"
+}
+func (v legacyUsersValidator) MarkdownDescription(ctx context.Context) string {
+	return v.Description(ctx)
+}
+func (legacyUsersValidator) ValidateString(_ context.Context, req validator.StringRequest, resp *validator.StringResponse) {
+	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
+		return
+	}
+	if _, err := userset.ParseLegacy(req.ConfigValue.ValueString()); err != nil {
+		resp.Diagnostics.AddAttributeError(req.Path, "Invalid legacy_users", legacyUsersError(err))
+	}
+}
+
+// legacyUsersError is the detail of a legacy_users value that does not parse.
+func legacyUsersError(err error) string {
+	return "legacy_users " + err.Error() + ". Write " + userset.LegacyFix + "."
+}

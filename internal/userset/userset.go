@@ -1,6 +1,7 @@
 // Package userset reads and writes jupyter_home_storage's users: one JSON
 // object from each JupyterHub username to {}, as OpenTofu's jsonencode
-// writes it (users = jsonencode({ for u in var.users : u => {} })).
+// writes it (users = jsonencode({ for u in var.users : u => {} })), and
+// legacy_users: one JSON object from each legacy user to its claim names.
 //
 // One string rather than a map, list or set attribute because of plan time
 // at tens of thousands of users: OpenTofu and terraform-plugin-framework
@@ -58,6 +59,18 @@ func Encode(names []string) string {
 // parseJSON then reads or refuses with a reason. At 20,000 users it is
 // about ten times faster than the JSON decoder.
 func parseCanonical(s string) ([]string, bool) {
+	return parseCanonicalObject(s, emptyValue)
+}
+
+// emptyValue takes the value {} (after its colon) off the front of rest.
+func emptyValue(rest string) (string, bool) {
+	return strings.CutPrefix(rest, "{}")
+}
+
+// parseCanonicalObject reads {"a":V,"b":V} with the keys in strictly
+// increasing byte order and plain (see parseCanonical), each value taken
+// off by value, which reports false for a value it cannot read that way.
+func parseCanonicalObject(s string, value func(rest string) (string, bool)) ([]string, bool) {
 	if s == "{}" {
 		return []string{}, true
 	}
@@ -65,7 +78,7 @@ func parseCanonical(s string) ([]string, bool) {
 		return nil, false
 	}
 	body := s[1 : len(s)-1]
-	names := make([]string, 0, strings.Count(body, `":{}`))
+	names := make([]string, 0, strings.Count(body, `":`))
 	prev := ""
 	for len(body) > 0 {
 		if body[0] != '"' {
@@ -80,10 +93,13 @@ func parseCanonical(s string) ([]string, bool) {
 		if name == "" || strings.IndexByte(name, '\\') >= 0 || (len(names) > 0 && name <= prev) || !plain(name) {
 			return nil, false
 		}
-		if !strings.HasPrefix(rest, ":{}") {
+		if len(rest) == 0 || rest[0] != ':' {
 			return nil, false
 		}
-		rest = rest[3:]
+		rest, ok := value(rest[1:])
+		if !ok {
+			return nil, false
+		}
 		if len(rest) > 0 {
 			if rest[0] != ',' || len(rest) == 1 {
 				return nil, false
@@ -115,6 +131,20 @@ func plain(name string) bool {
 // parseJSON reads s with the JSON decoder, token by token, so that a
 // repeated key is seen (a decoder into a map keeps the last one).
 func parseJSON(s string) ([]string, error) {
+	return parseObject(s, usersForm)
+}
+
+// form is what the values of an object from username to something are.
+type form struct {
+	value string                                     // what each username maps to, for the errors
+	read  func(dec *json.Decoder, name string) error // reads and checks one value
+}
+
+var usersForm = form{value: "{}", read: emptyObject}
+
+// parseObject reads s, a JSON object from each username to a value of f,
+// token by token: the usernames, sorted, in NFC, each once.
+func parseObject(s string, f form) ([]string, error) {
 	dec := json.NewDecoder(strings.NewReader(s))
 	tok, err := dec.Token()
 	if err != nil {
@@ -123,10 +153,10 @@ func parseJSON(s string) ([]string, error) {
 	switch tok {
 	case json.Delim('{'):
 	case json.Delim('['):
-		return nil, errors.New("is a JSON array; it must be a JSON object from each username to {} " +
-			"(OpenTofu diffs an array in time that grows with the square of its length, in every plan)")
+		return nil, fmt.Errorf("is a JSON array; it must be a JSON object from each username to %s "+
+			"(OpenTofu diffs an array in time that grows with the square of its length, in every plan)", f.value)
 	default:
-		return nil, fmt.Errorf("is the JSON value %s; it must be a JSON object from each username to {}", describe(tok))
+		return nil, fmt.Errorf("is the JSON value %s; it must be a JSON object from each username to %s", describe(tok), f.value)
 	}
 	seen := map[string]string{}
 	var names []string
@@ -150,7 +180,7 @@ func parseJSON(s string) ([]string, error) {
 			return nil, fmt.Errorf("lists the username %q twice, as %+q and as %+q (the same name in Unicode NFC); list each user once", name, first, raw)
 		}
 		seen[name] = raw
-		if err := emptyObject(dec, name); err != nil {
+		if err := f.read(dec, name); err != nil {
 			return nil, err
 		}
 		names = append(names, name)

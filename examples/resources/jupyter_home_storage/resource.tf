@@ -28,8 +28,10 @@ resource "jupyter_home_storage" "homes" {
   on_mode_change = "keep_existing"
 }
 
+# The users still on a claim that differs, by name (legacy_users is one JSON
+# string, username to claim names; pass it as it is to jupyter_spawner_config).
 output "legacy_users" {
-  value = jupyter_home_storage.homes.legacy_users
+  value = keys(jsondecode(jupyter_home_storage.homes.legacy_users))
 }
 
 # What the plan does to home data: none, safe or destructive.
