@@ -858,7 +858,7 @@ func report(floor time.Duration, fixed fixed, rows []row, runs int, load string)
 
 // whyString closes the report: why users is one JSON string.
 const whyString = `
-## Why ` + "`users`" + ` is one JSON string
+## Why ` + "`users` and `legacy_users`" + ` are JSON strings
 
 OpenTofu 1.12.6 renders every plan, a no-change one too, by diffing each resource's prior and planned values
 (` + "`jsonformat.precomputeDiffs`" + ` runs ` + "`differ.ComputeDiffForBlock`" + ` for every resource change, no-ops included, before it drops them).
@@ -871,8 +871,8 @@ A map is diffed key by key, but OpenTofu and the framework still convert, walk (
 and encode each entry in every request: with the 20,000 users in a map attribute a no-change plan took 9.9 s, against 1.4 s without
 them (the last run of this bench before the change, at a load average of 10). A string is passed whole, and OpenTofu still renders a change of a JSON string key by key
 (` + "`jsonencode(`" + ` … ` + "`+ zed = {}`" + `, the unchanged users hidden), so ` + "`users`" + ` is one JSON object from each username to ` + "`{}`" + `
-(` + "`internal/userset`" + `), and a JSON array, which OpenTofu would diff as a list, is refused. ` + "`legacy_users`" + ` is still a map: it lists only
-the users kept on an old claim.
+(` + "`internal/userset`" + `), and a JSON array, which OpenTofu would diff as a list, is refused. ` + "`legacy_users`" + ` is one JSON string for the
+same reason: after a flip to ReadWriteMany under ` + "`keep_existing`" + ` it lists every user, in every plan after it.
 `
 
 // mib is KiB in MiB.
