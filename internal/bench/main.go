@@ -54,6 +54,7 @@ func main() {
 	applyMax := flag.Int("apply-max", 5000, "largest N whose apply of N new users is timed")
 	runs := flag.Int("runs", 3, "runs per measurement (the median is reported)")
 	out := flag.String("out", "BENCHMARKS.md", "report file")
+	flag.StringVar(&keepProfiles, "profiles", "", "a directory to keep the raw CPU profiles in (go tool pprof reads them)")
 	flag.Parse()
 	if err := run(*sizes, *runs, *applyMax, *out); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
@@ -401,15 +402,24 @@ resource "jupyter_home_storage" "homes" {
 	return dir, ws.Run(ctx, dir, "apply", "-auto-approve", "-no-color")
 }
 
+// keepProfiles is -profiles: where the raw profiles go ("": removed).
+var keepProfiles string
+
 // profilePlan runs a tofu command once with the CPU profiles of every
 // provider process (JUPYTER_PROVIDER_CPU_PROFILE, main.go) and of OpenTofu
 // (TOFU_CPU_PROFILE) on, and returns the top of each by cumulative time.
 func profilePlan(ctx context.Context, ws *tofurun.Workspace, dir string, args ...string) (provider, tofu string, err error) {
-	pdir, err := os.MkdirTemp(dir, "profile-")
+	base := keepProfiles
+	if base == "" {
+		base = dir
+	}
+	pdir, err := os.MkdirTemp(base, filepath.Base(dir)+"-profile-")
 	if err != nil {
 		return "", "", err
 	}
-	defer func() { _ = os.RemoveAll(pdir) }()
+	if keepProfiles == "" {
+		defer func() { _ = os.RemoveAll(pdir) }()
+	}
 	cmd := ws.Command(ctx, dir, args...)
 	cmd.Env = append(cmd.Env, "JUPYTER_PROVIDER_CPU_PROFILE="+pdir, "TOFU_CPU_PROFILE="+filepath.Join(pdir, "tofu.pprof"))
 	if out, err := cmd.CombinedOutput(); err != nil {
