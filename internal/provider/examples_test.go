@@ -391,7 +391,7 @@ func TestAccExamples_spawner(t *testing.T) {
 					{
 						Config: cfg,
 						Check: func(s *terraform.State) error {
-							if err := legacyUsersIs(legacyUsers(s), map[string]string{"alice": "claim-alice"}); err != nil {
+							if err := acctest.LegacyUsersIs(legacyUsers(s), map[string]string{"alice": "claim-alice"}); err != nil {
 								return err
 							}
 							before = e.render(t, s, chart, false)
@@ -422,7 +422,7 @@ func TestAccExamples_spawner(t *testing.T) {
 							plancheck.ExpectResourceAction(e.release, plancheck.ResourceActionUpdate),
 						}},
 						Check: func(s *terraform.State) error {
-							if err := legacyUsersIs(legacyUsers(s), map[string]string{"alice": "claim-alice", "bob": "claim-bob"}); err != nil {
+							if err := acctest.LegacyUsersIs(legacyUsers(s), map[string]string{"alice": "claim-alice", "bob": "claim-bob"}); err != nil {
 								return err
 							}
 							after := e.render(t, s, chart, false)
