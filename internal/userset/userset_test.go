@@ -91,12 +91,39 @@ func TestEncode(t *testing.T) {
 // cannot read that way. A fast path that accepted escapes, repeated or
 // unsorted names, or names not in NFC fails this test.
 func TestCanonicalAgreesWithDecoder(t *testing.T) {
-	r := rand.New(rand.NewPCG(15, 20000))
+	agreesWithDecoder(t, usersReader, randomUsers, 15)
+}
+
+// FuzzParse: whatever the input, the fast path agrees with the decoder,
+// and every name read is non-empty, in NFC and listed once.
+func FuzzParse(f *testing.F) {
+	for _, s := range []string{`{}`, `{"a":{},"b":{}}`, `{"b":{},"a":{}}`, `{"a":{},"a":{}}`, `{"e\u0301":{}}`, "{\"\u00e9\":{}}", `{"a\u003c":{}}`, `{"":{}}`, `["a"]`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) { readsConsistently(t, usersReader, s) })
+}
+
+// reader is one of the package's two readings of a value: the fast path,
+// the decoder, and Parse or ParseLegacy, which uses both.
+type reader struct {
+	name    string
+	fast    func(string) ([]string, bool)
+	decoder func(string) ([]string, error)
+	parse   func(string) ([]string, error)
+}
+
+var usersReader = reader{"Parse", parseCanonical, parseJSON, Parse}
+
+// agreesWithDecoder: over 20,000 values of gen, the fast path reads
+// exactly what the decoder reads, and at least a tenth take it.
+func agreesWithDecoder(t *testing.T, rd reader, gen func(*rand.Rand) string, seed uint64) {
+	t.Helper()
+	r := rand.New(rand.NewPCG(seed, 20000))
 	fast := 0
 	for i := 0; i < 20000; i++ {
-		s := randomUsers(r)
-		got, ok := parseCanonical(s)
-		want, err := parseJSON(s)
+		s := gen(r)
+		got, ok := rd.fast(s)
+		want, err := rd.decoder(s)
 		if !ok {
 			continue
 		}
@@ -113,29 +140,25 @@ func TestCanonicalAgreesWithDecoder(t *testing.T) {
 	}
 }
 
-// FuzzParse: whatever the input, the fast path agrees with the decoder,
-// and every name read is non-empty, in NFC and listed once.
-func FuzzParse(f *testing.F) {
-	for _, s := range []string{`{}`, `{"a":{},"b":{}}`, `{"b":{},"a":{}}`, `{"a":{},"a":{}}`, `{"e\u0301":{}}`, "{\"\u00e9\":{}}", `{"a\u003c":{}}`, `{"":{}}`, `["a"]`} {
-		f.Add(s)
+// readsConsistently: the fast path agrees with the decoder on s, and every
+// name read is non-empty, in NFC and listed once.
+func readsConsistently(t *testing.T, rd reader, s string) {
+	t.Helper()
+	if got, ok := rd.fast(s); ok {
+		want, err := rd.decoder(s)
+		if err != nil || !slices.Equal(got, want) {
+			t.Fatalf("fast path read %q as %q; the decoder: %q, %v", s, got, want, err)
+		}
 	}
-	f.Fuzz(func(t *testing.T, s string) {
-		if got, ok := parseCanonical(s); ok {
-			want, err := parseJSON(s)
-			if err != nil || !slices.Equal(got, want) {
-				t.Fatalf("fast path read %q as %q; the decoder: %q, %v", s, got, want, err)
-			}
+	names, err := rd.parse(s)
+	if err != nil {
+		return
+	}
+	for i, n := range names {
+		if n == "" || !norm.NFC.IsNormalString(n) || (i > 0 && names[i-1] >= n) {
+			t.Fatalf("%s(%q) = %q: empty, not NFC, unsorted or repeated", rd.name, s, names)
 		}
-		names, err := Parse(s)
-		if err != nil {
-			return
-		}
-		for i, n := range names {
-			if n == "" || !norm.NFC.IsNormalString(n) || (i > 0 && names[i-1] >= n) {
-				t.Fatalf("Parse(%q) = %q: empty, not NFC, unsorted or repeated", s, names)
-			}
-		}
-	})
+	}
 }
 
 // randomUsers is a users value: mostly what jsonencode writes of random
