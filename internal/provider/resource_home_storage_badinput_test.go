@@ -135,22 +135,34 @@ func TestUsernamesValidator(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			resp := &validator.StringResponse{}
-			usernamesValidator{}.ValidateString(context.Background(), validator.StringRequest{Path: path.Root("users"), ConfigValue: c.in}, resp)
-			if c.want == "" {
-				if len(resp.Diagnostics) != 0 {
-					t.Fatalf("got %v, want no diagnostic", resp.Diagnostics)
-				}
-				return
-			}
-			if len(resp.Diagnostics) != 1 {
-				t.Fatalf("got %d diagnostics %v, want 1", len(resp.Diagnostics), resp.Diagnostics)
-			}
-			d := resp.Diagnostics[0]
-			if !strings.Contains(d.Detail(), c.want) || !strings.Contains(d.Detail(), "jsonencode({ for u in var.users : u => {} })") {
-				t.Errorf("%q does not contain %q and the form to write", d.Detail(), c.want)
-			}
+			checkUserMap(t, usersMap, c.in, c.want, "jsonencode({ for u in var.users : u => {} })")
 		})
+	}
+}
+
+// checkUserMap validates in with u: no diagnostic when want is "", else
+// one error at u's attribute whose detail contains want and every form.
+func checkUserMap(t *testing.T, u userMap, in types.String, want string, forms ...string) {
+	t.Helper()
+	resp := &validator.StringResponse{}
+	u.ValidateString(context.Background(), validator.StringRequest{Path: path.Root(u.attr), ConfigValue: in}, resp)
+	if want == "" {
+		if len(resp.Diagnostics) != 0 {
+			t.Fatalf("got %v, want no diagnostic", resp.Diagnostics)
+		}
+		return
+	}
+	if len(resp.Diagnostics) != 1 || resp.Diagnostics[0].Severity() != diag.SeverityError {
+		t.Fatalf("got %d diagnostics %v, want 1 error", len(resp.Diagnostics), resp.Diagnostics)
+	}
+	d := resp.Diagnostics[0]
+	if p, ok := d.(diag.DiagnosticWithPath); !ok || !p.Path().Equal(path.Root(u.attr)) {
+		t.Errorf("%q is not at %s", d.Summary(), u.attr)
+	}
+	for _, w := range append([]string{want}, forms...) {
+		if !strings.Contains(d.Detail(), w) {
+			t.Errorf("%q does not contain %q", d.Detail(), w)
+		}
 	}
 }
 

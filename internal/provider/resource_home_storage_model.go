@@ -9,7 +9,6 @@ import (
 
 	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
-	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	kresource "k8s.io/apimachinery/pkg/api/resource"
 
@@ -40,11 +39,7 @@ func (m *homeStorageModel) config(ctx context.Context, diags *diag.Diagnostics) 
 	if q, err := kresource.ParseQuantity(cfg.Capacity); err == nil {
 		cfg.CapacityBytes = q.Value()
 	}
-	users, err := usernames(m.Users)
-	if err != nil {
-		diags.AddAttributeError(path.Root("users"), "Invalid users", usersError(err))
-	}
-	cfg.Users = users
+	cfg.Users = usersMap.names(m.Users, diags)
 	return cfg
 }
 
@@ -126,20 +121,6 @@ func sameArguments(a, b *homeStorageModel) bool {
 	}
 	return a.StorageClass == nil || len(immutableClassChanges(a.StorageClass, b.StorageClass)) == 0 &&
 		a.StorageClass.AllowVolumeExpansion.Equal(b.StorageClass.AllowVolumeExpansion) && a.StorageClass.MountOptions.Equal(b.StorageClass.MountOptions)
-}
-
-// usernames are the users Terraform manages (internal/userset: sorted, in
-// NFC). An error names what is wrong with users; there are then none.
-func usernames(users types.String) ([]string, error) {
-	if users.IsNull() || users.IsUnknown() {
-		return nil, nil
-	}
-	return userset.Parse(users.ValueString())
-}
-
-// usersError is the detail of a users value that does not parse.
-func usersError(err error) string {
-	return "users " + err.Error() + ". Write it with jsonencode, e.g. " + userset.Fix + "."
 }
 
 // usersValue is the users attribute listing these users, as jsonencode

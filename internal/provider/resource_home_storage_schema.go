@@ -133,7 +133,7 @@ func homeStorageSchema() schema.Schema {
 					"For the same reason a JSON array is refused. Each name is read in Unicode NFC, as OpenTofu reads every string, and listed once. " +
 					"With many users, keep the names in a file and write `users = file(\"users.json\")` with the file in this form, which skips evaluating the expression: " +
 					"`{\"alice\":{},\"bob\":{}}`.",
-				Validators: []validator.String{usernamesValidator{}}},
+				Validators: []validator.String{usersMap}},
 			"user_namespace_template": schema.StringAttribute{Optional: true,
 				MarkdownDescription: "KubeSpawner's `user_namespace_template` when each user's server and claims live in the user's own namespace (`enable_user_namespaces`), e.g. `{hubnamespace}-{username}` " +
 					"(`{hubnamespace}` is `namespace`). Claims are then read with one cluster-wide List (the provider needs `list` on claims and pods in every namespace, see examples/rbac), " +
@@ -339,25 +339,6 @@ func (rebindDriversValidator) ValidateList(_ context.Context, req validator.List
 			continue
 		}
 		first[s.ValueString()] = i
-	}
-}
-
-// usernamesValidator refuses a users value that internal/userset cannot
-// read, saying why and what to write.
-type usernamesValidator struct{}
-
-func (usernamesValidator) Description(context.Context) string {
-	return "a JSON object from each JupyterHub username to {}"
-}
-func (v usernamesValidator) MarkdownDescription(ctx context.Context) string {
-	return v.Description(ctx)
-}
-func (usernamesValidator) ValidateString(_ context.Context, req validator.StringRequest, resp *validator.StringResponse) {
-	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
-		return
-	}
-	if _, err := usernames(req.ConfigValue); err != nil {
-		resp.Diagnostics.AddAttributeError(req.Path, "Invalid users", usersError(err))
 	}
 }
 

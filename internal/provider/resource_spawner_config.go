@@ -25,7 +25,6 @@ import (
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/kube"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/kubespawner"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/spawner"
-	"github.com/jupyter-infra/terraform-provider-jupyter/internal/userset"
 )
 
 type spawnerConfigResource struct{ data *providerData }
@@ -103,7 +102,7 @@ func (r *spawnerConfigResource) Schema(_ context.Context, _ resource.SchemaReque
 				MarkdownDescription: "Users that keep a `ReadWriteOnce` home under a `ReadWriteMany` configuration: a JSON object from each (raw) username to a string, its claim names, which are not used. " +
 					"Pass `jupyter_home_storage.<name>.legacy_users` as it is; by hand write `jsonencode({ alice = \"claim-alice\" })`. Their pods stay co-located. " +
 					"One string rather than a map keeps plans fast at thousands of users (see `jupyter_home_storage`'s `users`).",
-				Validators: []validator.String{legacyUsersValidator{}}},
+				Validators: []validator.String{legacyUsersMap}},
 			"colocation_label": schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString(spawner.DefaultColocationLabel),
 				MarkdownDescription: "Pod label co-location selects on. Default `hub.jupyter.org/colocate-user`; Nebari's data-science-pack uses `nebari.dev/colocate-user`, and the file then replaces that pack's own co-location.",
 				Validators:          []validator.String{labelKeyValidator{}}},
@@ -176,12 +175,7 @@ func (m *spawnerConfigModel) build(diags *diag.Diagnostics) (spawner.Result, boo
 		p, _ := jsonObject(s, path.Root("profiles").AtListIndex(i), diags)
 		cfg.Profiles = append(cfg.Profiles, p)
 	}
-	if !m.LegacyUsers.IsNull() && !m.LegacyUsers.IsUnknown() {
-		var err error
-		if cfg.LegacyUsers, err = userset.ParseLegacy(m.LegacyUsers.ValueString()); err != nil {
-			diags.AddAttributeError(path.Root("legacy_users"), "Invalid legacy_users", legacyUsersError(err))
-		}
-	}
+	cfg.LegacyUsers = legacyUsersMap.names(m.LegacyUsers, diags)
 	if diags.HasError() {
 		return spawner.Result{}, false
 	}
@@ -395,27 +389,3 @@ func (labelKeyValidator) ValidateString(_ context.Context, req validator.StringR
 }
 
 var labelKeyRE = regexp.MustCompile(`^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$`)
-
-// legacyUsersValidator refuses a legacy_users value that internal/userset
-// cannot read, saying why and what to write.
-type legacyUsersValidator struct{}
-
-func (legacyUsersValidator) Description(context.Context) string {
-	return "a JSON object from each JupyterHub username to its claim names (a string)"
-}
-func (v legacyUsersValidator) MarkdownDescription(ctx context.Context) string {
-	return v.Description(ctx)
-}
-func (legacyUsersValidator) ValidateString(_ context.Context, req validator.StringRequest, resp *validator.StringResponse) {
-	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
-		return
-	}
-	if _, err := userset.ParseLegacy(req.ConfigValue.ValueString()); err != nil {
-		resp.Diagnostics.AddAttributeError(req.Path, "Invalid legacy_users", legacyUsersError(err))
-	}
-}
-
-// legacyUsersError is the detail of a legacy_users value that does not parse.
-func legacyUsersError(err error) string {
-	return "legacy_users " + err.Error() + ". Write " + userset.LegacyFix + "."
-}

@@ -16,7 +16,6 @@ import (
 
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
-	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
@@ -396,25 +395,7 @@ func TestLegacyUsersValidator(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			resp := &validator.StringResponse{}
-			legacyUsersValidator{}.ValidateString(context.Background(), validator.StringRequest{Path: path.Root("legacy_users"), ConfigValue: c.in}, resp)
-			if c.want == "" {
-				if len(resp.Diagnostics) != 0 {
-					t.Fatalf("got %v, want no diagnostic", resp.Diagnostics)
-				}
-				return
-			}
-			if len(resp.Diagnostics) != 1 {
-				t.Fatalf("got %d diagnostics %v, want 1", len(resp.Diagnostics), resp.Diagnostics)
-			}
-			d := resp.Diagnostics[0]
-			if p, ok := d.(diag.DiagnosticWithPath); !ok || !p.Path().Equal(path.Root("legacy_users")) {
-				t.Errorf("%q is not at legacy_users", d.Summary())
-			}
-			if !strings.Contains(d.Detail(), c.want) || !strings.Contains(d.Detail(), `jsonencode({ alice = "claim-alice" })`) ||
-				!strings.Contains(d.Detail(), "jupyter_home_storage.<name>.legacy_users") {
-				t.Errorf("%q does not contain %q and the forms to write", d.Detail(), c.want)
-			}
+			checkUserMap(t, legacyUsersMap, c.in, c.want, `jsonencode({ alice = "claim-alice" })`, "jupyter_home_storage.<name>.legacy_users")
 		})
 	}
 }
