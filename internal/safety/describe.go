@@ -22,6 +22,15 @@ func Cut(n int, line func(i int) string) string {
 	return strings.TrimRight(b.String(), "\n")
 }
 
+// CutInline lists names on one line, comma-separated: the first ListLimit
+// of them and then how many more.
+func CutInline(names []string) string {
+	if len(names) <= ListLimit {
+		return strings.Join(names, ", ")
+	}
+	return fmt.Sprintf("%s and %d more (%d in all)", strings.Join(names[:ListLimit], ", "), len(names)-ListLimit, len(names))
+}
+
 // CutLines is Cut over lines already written.
 func CutLines(lines []string) string {
 	return Cut(len(lines), func(i int) string { return lines[i] })

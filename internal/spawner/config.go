@@ -155,7 +155,7 @@ func Build(c Config) (Result, []Finding) {
 			r.Colocation.Users[u] = v
 		}
 		if len(bad) > 0 {
-			errs = append(errs, Finding{Attribute: "legacy_users", Summary: "Usernames without a valid label value", Detail: fmt.Sprintf("KubeSpawner's label-safe form of %s is not a valid Kubernetes label value, so their pods cannot carry the co-location label. Migrate these users' homes to ReadWriteMany first.", cutNames(bad))})
+			errs = append(errs, Finding{Attribute: "legacy_users", Summary: "Usernames without a valid label value", Detail: fmt.Sprintf("KubeSpawner's label-safe form of %s is not a valid Kubernetes label value, so their pods cannot carry the co-location label. Migrate these users' homes to ReadWriteMany first.", safety.CutInline(bad))})
 		}
 	default:
 		r.Colocation.Mode = ColocateNone
@@ -225,15 +225,6 @@ func Build(c Config) (Result, []Finding) {
 		r.Settings["profile_list"] = list
 	}
 	return r, errs
-}
-
-// cutNames lists names on one line, the first safety.ListLimit of them
-// and then how many more, as the plan's other lists of users do.
-func cutNames(names []string) string {
-	if len(names) <= safety.ListLimit {
-		return strings.Join(names, ", ")
-	}
-	return fmt.Sprintf("%s and %d more (%d in all)", strings.Join(names[:safety.ListLimit], ", "), len(names)-safety.ListLimit, len(names))
 }
 
 // CheckHomeMountPath returns the plan-time error for a home_mount_path
@@ -378,7 +369,7 @@ func Warnings(r Result, nodes []Node, colocated int) []Finding {
 	}
 	who := "every user"
 	if r.Colocation.Mode == ColocateLegacy {
-		who = "the legacy users (" + cutNames(sortedKeys(r.Colocation.Users)) + ")"
+		who = "the legacy users (" + safety.CutInline(sortedKeys(r.Colocation.Users)) + ")"
 	}
 	why := fmt.Sprintf("The home access mode is %s, so all servers of %s are pinned to one node (required pod affinity on %s).", r.AccessMode, who, r.Colocation.Label)
 	if r.Colocation.Mode == ColocateLegacy {
