@@ -32,9 +32,11 @@ func Render(r Result) Files {
 	return Files{Python: Python(), Document: gzipBytes(doc), DocumentJSONBytes: len(doc), Checksum: checksum(Python(), doc)}
 }
 
-// checksum is the SHA-256 of the file and the document's JSON. It is
-// taken before compression, so it changes exactly when the content does,
-// whatever the compressor's output.
+// checksum is the SHA-256 of everything the hub reads from the provider:
+// the rendered file and its document (settings, profiles, co-location,
+// legacy users, home_claims). It is taken over the document's JSON before
+// compression, so it changes exactly when the content does, whatever the
+// compressor's output.
 func checksum(python string, doc []byte) string {
 	h := sha256.New()
 	h.Write([]byte(python))

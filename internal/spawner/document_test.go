@@ -2,6 +2,8 @@ package spawner
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"maps"
 	"math/rand/v2"
@@ -153,8 +155,10 @@ func TestSpawnerDocument_deterministic(t *testing.T) {
 	if len(f.Document) < 10 || f.Document[0] != 0x1f || f.Document[1] != 0x8b || f.Document[3] != 0 || !bytes.Equal(f.Document[4:8], []byte{0, 0, 0, 0}) {
 		t.Fatalf("gzip header % x carries flags or a time", f.Document[:10])
 	}
-	if f.Checksum != Checksum(r) {
-		t.Errorf("Render's checksum %s, Checksum %s", f.Checksum, Checksum(r))
+	// The checksum is over the file and the document's JSON, not its gzip.
+	sum := sha256.Sum256([]byte(Python() + "\x00" + JSON(r.Document())))
+	if want := hex.EncodeToString(sum[:]); f.Checksum != want {
+		t.Errorf("Render's checksum %s, want the SHA-256 of the file and the JSON %s", f.Checksum, want)
 	}
 	var doc map[string]any
 	if err := DecodeDocumentFile(f.Document, &doc); err != nil {

@@ -22,12 +22,6 @@ const (
 	ExtraFileDocument = "jupyter-spawner-json-gz"
 )
 
-// Checksum is the SHA-256 of everything the hub reads from the provider:
-// the rendered file and its document (settings, profiles, co-location,
-// legacy users, home_claims), taken over the document's JSON before
-// compression. Render computes the same with the files.
-func Checksum(r Result) string { return checksum(Python(), []byte(JSON(r.Document()))) }
-
 // HelmValues returns values for the zero-to-jupyterhub chart. Every key is
 // a map, so that they merge with a chart's or a deployer's own values
 // files instead of replacing their lists (hub.extraVolumes,

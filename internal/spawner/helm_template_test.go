@@ -48,8 +48,8 @@ func TestSpawnerHelm_templateWithThePack(t *testing.T) {
 	rendered := objs
 
 	pod := dig(dep, "spec.template").(map[string]any)
-	if got := dig(pod, "metadata.annotations."+ChecksumAnnotation); got != Checksum(r) {
-		t.Errorf("hub pod annotation %s = %v, want %s", ChecksumAnnotation, got, Checksum(r))
+	if got := dig(pod, "metadata.annotations."+ChecksumAnnotation); got != Render(r).Checksum {
+		t.Errorf("hub pod annotation %s = %v, want %s", ChecksumAnnotation, got, Render(r).Checksum)
 	}
 	volumes := map[string]map[string]any{}
 	for _, v := range list(dig(pod, "spec.volumes")) {

@@ -155,7 +155,7 @@ func TestSpawnerHelm_valuesMatchTheChart(t *testing.T) {
 				"singleuser.storage.dynamic.storageClass":             "longhorn",
 				"singleuser.storage.dynamic.pvcNameTemplate":          "claim-{username}",
 				"singleuser.storage.dynamic.storageAccessModes":       []any{r.AccessMode},
-				"hub.annotations." + ChecksumAnnotation:               Checksum(r),
+				"hub.annotations." + ChecksumAnnotation:               Render(r).Checksum,
 				"hub.extraConfig." + ExtraConfigKey:                   ExtraConfig(),
 				"hub.extraFiles." + ExtraFilePython + ".mountPath":    FilesDir + "/" + PythonFile,
 				"hub.extraFiles." + ExtraFilePython + ".stringData":   Python(),
@@ -193,16 +193,16 @@ func TestSpawnerHelm_valuesMatchTheChart(t *testing.T) {
 // give the same.
 func TestSpawnerHelm_checksum(t *testing.T) {
 	base := Config{Home: homeSettings(RWX), LegacyUsers: []string{"alice"}}
-	sum := Checksum(mustBuild(t, base))
-	if again := Checksum(mustBuild(t, Config{Home: homeSettings(RWX), LegacyUsers: []string{"alice", "alice"}})); again != sum {
+	sum := Render(mustBuild(t, base)).Checksum
+	if again := Render(mustBuild(t, Config{Home: homeSettings(RWX), LegacyUsers: []string{"alice", "alice"}})).Checksum; again != sum {
 		t.Error("the same configuration gave another checksum")
 	}
-	if Checksum(mustBuild(t, Config{Home: homeSettings(RWX), LegacyUsers: []string{"alice", "bob"}})) == sum {
+	if Render(mustBuild(t, Config{Home: homeSettings(RWX), LegacyUsers: []string{"alice", "bob"}})).Checksum == sum {
 		t.Error("a new legacy user left the checksum unchanged: the hub would not restart")
 	}
 	home := homeSettings(RWX)
 	home[HomeClaimsKey] = map[string]any{"carol": "home-carol"}
-	if Checksum(mustBuild(t, Config{Home: home, LegacyUsers: []string{"alice"}})) == sum {
+	if Render(mustBuild(t, Config{Home: home, LegacyUsers: []string{"alice"}})).Checksum == sum {
 		t.Error("a new home claim left the checksum unchanged: the hub would not restart")
 	}
 }
