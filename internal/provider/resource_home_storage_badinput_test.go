@@ -207,3 +207,22 @@ func TestRebindDriversUnusedWithCopy(t *testing.T) {
 		}
 	}
 }
+
+// A users value that does not parse, in the configuration or in the state,
+// is an error at users wherever the model is read (plan, apply, destroy
+// plan), and lists no user: nothing is decided from a partial reading.
+func TestUsersThatDoNotParseAreAnError(t *testing.T) {
+	m := &homeStorageModel{Users: types.StringValue(`["alice"]`), PVCNameTemplate: types.StringValue("claim-{username}"), SlugScheme: types.StringValue("safe")}
+	var diags diag.Diagnostics
+	if cfg := m.config(context.Background(), &diags); len(cfg.Users) != 0 || !diags.HasError() {
+		t.Fatalf("config: users %v, diagnostics %v; want none and an error", cfg.Users, diags)
+	}
+	diags = nil
+	if p := m.prior(context.Background(), &diags); len(p.Managed) != 0 || !diags.HasError() {
+		t.Fatalf("prior: managed %v, diagnostics %v; want none and an error", p.Managed, diags)
+	}
+	d, ok := diags.Errors()[0].(diag.DiagnosticWithPath)
+	if !ok || !d.Path().Equal(path.Root("users")) || !strings.Contains(d.Detail(), "users is a JSON array") {
+		t.Fatalf("the error %v is not at users or does not say why", diags.Errors()[0])
+	}
+}
