@@ -3,6 +3,7 @@ package kube
 import (
 	"context"
 	"fmt"
+	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -176,9 +177,58 @@ func typed[T interface {
 }
 
 func (c coreREST) PersistentVolumeClaims(namespace string) Claims {
-	return typed(c.core, "persistentvolumeclaims", namespace,
+	return claimsREST{typed(c.core, "persistentvolumeclaims", namespace,
 		func() *corev1.PersistentVolumeClaim { return &corev1.PersistentVolumeClaim{} },
-		func() *corev1.PersistentVolumeClaimList { return &corev1.PersistentVolumeClaimList{} })
+		func() *corev1.PersistentVolumeClaimList { return &corev1.PersistentVolumeClaimList{} }),
+		c.core, namespace}
+}
+
+// claimsREST is the claims' typed client, and listPage.
+type claimsREST struct {
+	*gentype.ClientWithList[*corev1.PersistentVolumeClaim, *corev1.PersistentVolumeClaimList]
+	rc        rest.Interface
+	namespace string
+}
+
+// pageLister is a Claims whose List pages can come undecoded (listPage).
+type pageLister interface {
+	listPage(ctx context.Context, opts metav1.ListOptions) (page[corev1.PersistentVolumeClaim], error)
+}
+
+// listPage is one List request, as the typed client makes it. A protobuf
+// answer comes undecoded, its list metadata read ahead (peekListMeta), so
+// that eachPage asks for the next page while this one decodes; any other
+// answer is decoded at once.
+func (c claimsREST) listPage(ctx context.Context, opts metav1.ListOptions) (page[corev1.PersistentVolumeClaim], error) {
+	var timeout time.Duration
+	if opts.TimeoutSeconds != nil {
+		timeout = time.Duration(*opts.TimeoutSeconds) * time.Second
+	}
+	var contentType string
+	res := c.rc.Get().
+		UseProtobufAsDefaultIfPreferred(true).
+		NamespaceIfScoped(c.namespace, c.namespace != "").
+		Resource("persistentvolumeclaims").
+		VersionedParams(&opts, parameterCodec).
+		Timeout(timeout).
+		Do(ctx).
+		ContentType(&contentType)
+	if err := res.Error(); err != nil {
+		return page[corev1.PersistentVolumeClaim]{}, err
+	}
+	decode := func() ([]corev1.PersistentVolumeClaim, metav1.ListMeta, error) {
+		var l corev1.PersistentVolumeClaimList
+		if err := res.Into(&l); err != nil {
+			return nil, metav1.ListMeta{}, err
+		}
+		return l.Items, l.ListMeta, nil
+	}
+	body, _ := res.Raw()
+	if meta, ok := peekListMeta(contentType, body); ok {
+		return page[corev1.PersistentVolumeClaim]{meta: meta, decode: decode}, nil
+	}
+	items, meta, err := decode()
+	return page[corev1.PersistentVolumeClaim]{items: items, meta: meta}, err
 }
 
 func (c coreREST) PersistentVolumes() Volumes {

@@ -119,11 +119,15 @@ func (c *Client) listClaims(ctx context.Context, namespace, selector string) ([]
 	in := interner{}
 	return listConverted(ctx, c, "persistentvolumeclaims", namespace, metav1.ListOptions{LabelSelector: selector},
 		func(ctx context.Context, opts metav1.ListOptions) (page[corev1.PersistentVolumeClaim], error) {
-			l, err := c.Kube.CoreV1().PersistentVolumeClaims(namespace).List(ctx, opts)
+			pvcs := c.Kube.CoreV1().PersistentVolumeClaims(namespace)
+			if pl, ok := pvcs.(pageLister); ok {
+				return pl.listPage(ctx, opts)
+			}
+			l, err := pvcs.List(ctx, opts)
 			if err != nil {
 				return page[corev1.PersistentVolumeClaim]{}, err
 			}
-			return page[corev1.PersistentVolumeClaim]{l.Items, l.ListMeta}, nil
+			return page[corev1.PersistentVolumeClaim]{items: l.Items, meta: l.ListMeta}, nil
 		}, func(p *corev1.PersistentVolumeClaim) claims.Claim { return convertClaim(p, in) })
 }
 

@@ -34,7 +34,7 @@ func BenchmarkListClaims(b *testing.B) {
 				return page[corev1.PersistentVolumeClaim]{}, err
 			}
 			probe()
-			return page[corev1.PersistentVolumeClaim]{l.Items, l.ListMeta}, nil
+			return page[corev1.PersistentVolumeClaim]{items: l.Items, meta: l.ListMeta}, nil
 		}
 	}
 	for _, tc := range []struct {

@@ -29,7 +29,7 @@ func (c *Client) ListVolumes(ctx context.Context, selector string) ([]corev1.Per
 			if err != nil {
 				return page[corev1.PersistentVolume]{}, err
 			}
-			return page[corev1.PersistentVolume]{l.Items, l.ListMeta}, nil
+			return page[corev1.PersistentVolume]{items: l.Items, meta: l.ListMeta}, nil
 		})
 }
 

@@ -2,15 +2,25 @@ package kube
 
 import (
 	"context"
+	"errors"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// page is one page of a List: its items and its list metadata.
+// page is one page of a List: its items and its list metadata. A page may
+// come undecoded: meta was read from the response ahead of its items (see
+// peekListMeta), and decode yields the items and the metadata as decoded.
 type page[T any] struct {
-	items []T
-	meta  metav1.ListMeta
+	items  []T
+	meta   metav1.ListMeta
+	decode func() ([]T, metav1.ListMeta, error)
+}
+
+// fetched is the outcome of one page's request.
+type fetched[T any] struct {
+	p   page[T]
+	err error
 }
 
 // eachPage lists a resource in pages of PageSize, each request retried as
@@ -18,28 +28,66 @@ type page[T any] struct {
 // expired mid-list (410 Gone) restarts the list from the beginning, once:
 // fn then sees the first pages again, so it must not count an item twice.
 // The one paginator of the package.
+//
+// A page that comes undecoded has its continue token read ahead: the next
+// page is asked for before this one is decoded, so the API server prepares
+// page k+1 while the provider decodes and converts page k. The token that
+// decoding finds must be the one read ahead, or the list fails. Pages that
+// come decoded are fetched one after the other, so at most one page of
+// decoded objects is alive at a time either way.
 func eachPage[T any](ctx context.Context, c *Client, resource, namespace string, opts metav1.ListOptions,
 	fetch func(context.Context, metav1.ListOptions) (page[T], error), fn func(items []T, meta metav1.ListMeta, first bool)) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel() // a page asked for ahead is not waited for
+	get := func(opts metav1.ListOptions) <-chan fetched[T] {
+		out := make(chan fetched[T], 1)
+		go func() {
+			var f fetched[T]
+			f.err = c.Backoff.Retry(ctx, func() (err error) {
+				f.p, err = fetch(ctx, opts)
+				return err
+			})
+			out <- f
+		}()
+		return out
+	}
 	opts.Limit = PageSize
 	restarted, first := false, true
+	next := get(opts)
 	for {
-		var p page[T]
-		err := c.Backoff.Retry(ctx, func() (err error) {
-			p, err = fetch(ctx, opts)
-			return err
-		})
-		if apierrors.IsResourceExpired(err) && !restarted {
+		f := <-next
+		if apierrors.IsResourceExpired(f.err) && !restarted {
 			restarted, first, opts.Continue = true, true, ""
+			next = get(opts)
 			continue
 		}
-		if err != nil {
-			return Explain(err, "list", resource, namespace)
+		if f.err != nil {
+			return Explain(f.err, "list", resource, namespace)
 		}
-		fn(p.items, p.meta, first)
-		if p.meta.Continue == "" {
+		items, meta := f.p.items, f.p.meta
+		if f.p.decode != nil {
+			if meta.Continue != "" {
+				ahead := opts
+				ahead.Continue = meta.Continue
+				next = get(ahead)
+			}
+			read := meta.Continue
+			var err error
+			if items, meta, err = f.p.decode(); err != nil {
+				return Explain(err, "list", resource, namespace)
+			}
+			if meta.Continue != read {
+				return Explain(errors.New("the page token read ahead of decoding differs from the decoded one"), "list", resource, namespace)
+			}
+		}
+		fn(items, meta, first)
+		if meta.Continue == "" {
 			return nil
 		}
-		first, opts.Continue = false, p.meta.Continue
+		first, opts.Continue = false, meta.Continue
+		if f.p.decode == nil {
+			next = get(opts)
+		}
 	}
 }
 

@@ -94,7 +94,7 @@ func (c *Client) listPodUses(ctx context.Context, namespace string) (map[string]
 		if err != nil {
 			return page[corev1.Pod]{}, err
 		}
-		return page[corev1.Pod]{l.Items, l.ListMeta}, nil
+		return page[corev1.Pod]{items: l.Items, meta: l.ListMeta}, nil
 	}, func(items []corev1.Pod, _ metav1.ListMeta, _ bool) {
 		for i := range items {
 			p := &items[i]

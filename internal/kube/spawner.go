@@ -98,6 +98,6 @@ func (c *Client) ListNodes(ctx context.Context) ([]corev1.Node, error) {
 		if err != nil {
 			return page[corev1.Node]{}, err
 		}
-		return page[corev1.Node]{l.Items, l.ListMeta}, nil
+		return page[corev1.Node]{items: l.Items, meta: l.ListMeta}, nil
 	})
 }
