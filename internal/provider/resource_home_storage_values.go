@@ -5,6 +5,8 @@ package provider
 
 import (
 	"encoding/json"
+	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/hashicorp/terraform-plugin-framework/types"
@@ -62,14 +64,6 @@ type claimView struct {
 	Managed          bool   `json:"managed"`
 }
 
-// claimsDoc is the `claims` attribute: the most common claim as "default",
-// and for every user the claim's name and the fields in which it differs
-// from the default.
-type claimsDoc struct {
-	Default *claimView                `json:"default"`
-	Users   map[string]map[string]any `json:"users"`
-}
-
 // claimsValue is the `claims` attribute: every user's claim, as its name and
 // the fields that differ from the most common claim ("default"). A claim
 // that apply creates has an empty phase (and, on the cluster's default
@@ -85,7 +79,7 @@ type claimsDoc struct {
 // plan: at 5,000 users every field of every claim made 650 KB, names and
 // differences from the default make 225 KB.
 func claimsValue(ups []safety.UserPlan, cfg safety.Config, final bool) types.String {
-	entries := make(map[string]claimEntry, len(ups))
+	entries := make([]userClaim, 0, len(ups))
 	counts := map[claimView]int{}
 	capacity := canonicalQuantity(cfg.Capacity)
 	for _, up := range ups {
@@ -93,21 +87,82 @@ func claimsValue(ups []safety.UserPlan, cfg safety.Config, final bool) types.Str
 			continue
 		}
 		e := claimEntryOf(up, cfg, capacity)
-		entries[up.User] = e
+		entries = append(entries, userClaim{up.User, e})
 		counts[e.view]++
 	}
-	doc := claimsDoc{Users: make(map[string]map[string]any, len(entries))}
-	if len(entries) > 0 {
-		def := mostCommon(counts, claimViewLess)
-		doc.Default = &def
+	// The users sorted, as JSON writes a map's keys, and each once: the last
+	// entry of a user counts, as in a map. Plans list their users sorted, so
+	// the sort finds them in order.
+	slices.SortStableFunc(entries, func(a, b userClaim) int { return strings.Compare(a.user, b.user) })
+	kept := entries[:0]
+	for i, e := range entries {
+		if i+1 < len(entries) && entries[i+1].user == e.user {
+			continue
+		}
+		kept = append(kept, e)
 	}
-	for u, e := range entries {
-		d := claimDelta(e.view, *doc.Default)
-		d["name"] = e.name
-		doc.Users[u] = d
+	b := make([]byte, 0, 64+len(kept)*48)
+	b = append(b, `{"default":`...)
+	if len(kept) == 0 {
+		return types.StringValue(string(append(b, `null,"users":{}}`...)))
 	}
-	b, _ := json.Marshal(doc) // map keys are sorted: the value is stable
-	return types.StringValue(string(b))
+	def := mostCommon(counts, claimViewLess)
+	d, _ := json.Marshal(def)
+	b = append(append(b, d...), `,"users":{`...)
+	for i, e := range kept {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(appendJSONString(b, e.user), ':')
+		b = appendClaimDelta(b, e.claimEntry, def)
+	}
+	return types.StringValue(string(append(b, "}}"...)))
+}
+
+// userClaim is one user's entry of claims.
+type userClaim struct {
+	user string
+	claimEntry
+}
+
+// appendClaimDelta appends the JSON object of claim e: its name and the
+// fields in which it differs from def, the keys sorted (as JSON writes a
+// map).
+func appendClaimDelta(b []byte, e claimEntry, def claimView) []byte {
+	v := e.view
+	b = append(b, '{')
+	if v.AccessMode != def.AccessMode {
+		b = append(appendJSONString(append(b, `"access_mode":`...), v.AccessMode), ',')
+	}
+	if v.Capacity != def.Capacity {
+		b = append(appendJSONString(append(b, `"capacity":`...), v.Capacity), ',')
+	}
+	if v.Managed != def.Managed {
+		b = append(strconv.AppendBool(append(b, `"managed":`...), v.Managed), ',')
+	}
+	b = appendJSONString(append(b, `"name":`...), e.name)
+	if v.Phase != def.Phase {
+		b = appendJSONString(append(b, `,"phase":`...), v.Phase)
+	}
+	if v.StorageClassName != def.StorageClassName {
+		b = appendJSONString(append(b, `,"storage_class_name":`...), v.StorageClassName)
+	}
+	return append(b, '}')
+}
+
+// appendJSONString appends s as encoding/json writes it: printable ASCII
+// other than the quote, the backslash and <, >, & as it is; anything else
+// through encoding/json itself.
+func appendJSONString(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			q, _ := json.Marshal(s)
+			return append(b, q...)
+		}
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
 }
 
 // claimEntry is one user's claim in claims.
@@ -147,27 +202,6 @@ func mostCommon[K comparable](counts map[K]int, less func(a, b K) bool) K {
 		}
 	}
 	return best
-}
-
-// claimDelta is the fields of v that differ from def.
-func claimDelta(v, def claimView) map[string]any {
-	d := map[string]any{}
-	if v.AccessMode != def.AccessMode {
-		d["access_mode"] = v.AccessMode
-	}
-	if v.StorageClassName != def.StorageClassName {
-		d["storage_class_name"] = v.StorageClassName
-	}
-	if v.Capacity != def.Capacity {
-		d["capacity"] = v.Capacity
-	}
-	if v.Phase != def.Phase {
-		d["phase"] = v.Phase
-	}
-	if v.Managed != def.Managed {
-		d["managed"] = v.Managed
-	}
-	return d
 }
 
 func claimViewLess(a, b claimView) bool {
