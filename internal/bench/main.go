@@ -9,8 +9,9 @@
 // source, the state's size per user, and, up to -apply-max users, `tofu
 // apply` of N new users next to a bare client-go loop with the same
 // concurrency and rate limits; the floor: `tofu plan` of an empty
-// configuration; and the fixed costs of the resource: a plan over no
-// claims and an apply of one user. The report starts with the issue's
+// configuration; the fixed costs of the resource: a plan over no
+// claims and an apply of one user; and what OpenTofu alone spends on the
+// state's per-user strings (the same strings in a terraform_data). The report starts with the issue's
 // targets, each met or not. The client-go baselines
 // (one List, the bare loop) run twice: as plain default client-go (JSON),
 // and with protobuf, the content type the provider uses. Requests are counted in
@@ -63,23 +64,25 @@ func main() {
 }
 
 type row struct {
-	n                               int
-	planNoop, planFlip, apply, bare time.Duration
-	planListed                      time.Duration // no-change plan with the N users listed in users
-	planFile                        time.Duration // the same, users = file("users.json")
-	readData                        time.Duration // the provider's ReadDataSource of jupyter_home_claims, median of traced runs
-	planData                        time.Duration // plan of a configuration that only reads the claims with jupyter_home_claims
-	memListed, memFile              int64         // KiB, provider peak in the plans with the users listed
-	stateBare, stateListed          int64         // bytes of terraform.tfstate, without and with the users listed
-	applied                         bool          // the apply of N new users was timed (N <= -apply-max)
-	breakdownData                   breakdown     // of one traced plan of the data source
-	barePB                          time.Duration // bare, in protobuf (the provider's content type)
-	list, listPB                    time.Duration // one paginated List of the N claims with client-go: JSON, protobuf
-	reqPlan, reqApply               int
-	memPlan, memApply               int64     // KiB
-	breakdown, breakdownListed      breakdown // of one traced no-change plan, without and with users listed
-	breakdownApply                  breakdown // of one traced apply of N new users
-	profProvider, profTofu          string    // top of the CPU profiles of one no-change plan with the users listed
+	n                                int
+	planNoop, planFlip, apply, bare  time.Duration
+	planListed                       time.Duration // no-change plan with the N users listed in users
+	planFile                         time.Duration // the same, users = file("users.json")
+	readData                         time.Duration // the provider's ReadDataSource of jupyter_home_claims, median of traced runs
+	planData                         time.Duration // plan of a configuration that only reads the claims with jupyter_home_claims
+	memListed, memFile               int64         // KiB, provider peak in the plans with the users listed
+	stateBare, stateListed           int64         // bytes of terraform.tfstate, without and with the users listed
+	applied                          bool          // the apply of N new users was timed (N <= -apply-max)
+	breakdownData                    breakdown     // of one traced plan of the data source
+	barePB                           time.Duration // bare, in protobuf (the provider's content type)
+	list, listPB                     time.Duration // one paginated List of the N claims with client-go: JSON, protobuf
+	reqPlan, reqApply                int
+	memPlan, memApply                int64         // KiB
+	breakdown, breakdownListed       breakdown     // of one traced no-change plan, without and with users listed
+	breakdownApply                   breakdown     // of one traced apply of N new users
+	profProvider, profTofu           string        // top of the CPU profiles of one no-change plan with the users listed
+	stateStrings, stateStringsListed int           // bytes of the per-user strings in the state: claims; claims and users
+	tofuStrings, tofuStringsListed   time.Duration // OpenTofu alone: a plan of those strings in a terraform_data, less one of empty strings
 }
 
 func run(sizesFlag string, runs, applyMax int, out string) error {
@@ -215,6 +218,14 @@ func measure(ctx context.Context, ws *tofurun.Workspace, cs kubernetes.Interface
 		return r, err
 	}
 	r.stateBare = fileSize(filepath.Join(dir, "terraform.tfstate"))
+	claimsJSON, err := stateAttribute(dir, "claims")
+	if err != nil {
+		return r, err
+	}
+	r.stateStrings = len(claimsJSON)
+	if r.tofuStrings, err = tofuStringCost(ctx, ws, work, fmt.Sprintf("strings-%d", n), runs, claimsJSON); err != nil {
+		return r, err
+	}
 	// Plain client-go (JSON), and client-go with the provider's protobuf
 	// content type, as the provider's identity: the API server audits their
 	// requests as it audits the provider's.
@@ -256,6 +267,14 @@ func measure(ctx context.Context, ws *tofurun.Workspace, cs kubernetes.Interface
 		return r, fmt.Errorf("listing the users: %w", err)
 	}
 	r.stateListed = fileSize(filepath.Join(dir, "terraform.tfstate"))
+	usersJSON, err := stateAttribute(dir, "users")
+	if err != nil {
+		return r, err
+	}
+	r.stateStringsListed = len(claimsJSON) + len(usersJSON)
+	if r.tofuStringsListed, err = tofuStringCost(ctx, ws, work, fmt.Sprintf("strings-listed-%d", n), runs, claimsJSON, usersJSON); err != nil {
+		return r, err
+	}
 	if r.planListed, _, r.memListed, err = timeTofu(ctx, ws, dir, auditLog, runs, "plan", "-no-color", "-lock=false", "-detailed-exitcode", "-var-file=listed.tfvars.json"); err != nil {
 		return r, fmt.Errorf("plan with users listed: %w", err)
 	}
@@ -467,6 +486,69 @@ func listClaims(ctx context.Context, cs kubernetes.Interface, ns string) error {
 		}
 		opts.Continue = l.Continue
 	}
+}
+
+// stateAttribute is a string attribute of the one resource in dir's state.
+func stateAttribute(dir, name string) (string, error) {
+	b, err := os.ReadFile(filepath.Join(dir, "terraform.tfstate"))
+	if err != nil {
+		return "", err
+	}
+	var st struct {
+		Resources []struct {
+			Instances []struct {
+				Attributes map[string]any `json:"attributes"`
+			} `json:"instances"`
+		} `json:"resources"`
+	}
+	if err := json.Unmarshal(b, &st); err != nil {
+		return "", err
+	}
+	if len(st.Resources) != 1 || len(st.Resources[0].Instances) != 1 {
+		return "", fmt.Errorf("%s: not one resource instance", dir)
+	}
+	v, ok := st.Resources[0].Instances[0].Attributes[name].(string)
+	if !ok {
+		return "", fmt.Errorf("%s: no string attribute %q", dir, name)
+	}
+	return v, nil
+}
+
+// tofuStringCost is what OpenTofu alone spends in a no-change plan on
+// strings held in state: a plan of a terraform_data (OpenTofu's built-in
+// provider, no provider process) whose triggers_replace holds the strings,
+// less the same plan with empty strings. The strings are the per-user
+// attributes of jupyter_home_storage's state, so this is the part of a
+// plan's time that their size costs in OpenTofu itself.
+func tofuStringCost(ctx context.Context, ws *tofurun.Workspace, work, name string, runs int, strs ...string) (time.Duration, error) {
+	var costs [2]time.Duration
+	for i, empty := range []bool{false, true} {
+		body := ""
+		for j := range strs {
+			body += fmt.Sprintf("    s%d = file(\"${path.module}/s%d.json\")\n", j, j)
+		}
+		dir, err := writeConfig(work, fmt.Sprintf("%s-%v", name, empty), "resource \"terraform_data\" \"strings\" {\n  triggers_replace = {\n"+body+"  }\n}\n")
+		if err != nil {
+			return 0, err
+		}
+		for j, v := range strs {
+			if empty {
+				v = ""
+			}
+			if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("s%d.json", j)), []byte(v), 0o644); err != nil {
+				return 0, err
+			}
+		}
+		for _, args := range [][]string{{"init", "-no-color"}, {"apply", "-auto-approve", "-no-color"}} {
+			if err := ws.Run(ctx, dir, args...); err != nil {
+				return 0, err
+			}
+		}
+		if costs[i], _, _, err = timeTofu(ctx, ws, dir, "", runs, "plan", "-no-color", "-lock=false", "-detailed-exitcode"); err != nil {
+			return 0, fmt.Errorf("plan of %s: %w", name, err)
+		}
+	}
+	return max(costs[0]-costs[1], 0), nil
 }
 
 // planFromFile times a no-change plan of the state in dir (the N users
@@ -789,6 +871,15 @@ func report(floor time.Duration, fixed fixed, rows []row, runs int, load string)
 			secs(r.planFlip), r.reqPlan, mib(r.memPlan), mib(r.memListed), mib(r.memFile),
 			r.stateBare/int64(r.n), r.stateListed/int64(r.n))
 	}
+	b.WriteString("\n### What the state's per-user strings cost OpenTofu itself\n\n" +
+		"The state of `jupyter_home_storage` holds two strings that grow with N: `claims` (every user's claim name and what differs from the most common claim) and, listed, `users`. " +
+		"OpenTofu passes over a resource's state bytes several times in every plan, without any provider: it reads the state file, upgrades and deep-copies each object, " +
+		"decodes it into values, and writes the refreshed state. Measured here with OpenTofu's built-in `terraform_data` holding strings of the same content " +
+		"(`triggers_replace`), less the same plan with empty strings; no provider process is involved.\n\n")
+	b.WriteString("| users (N) | claims | OpenTofu alone, claims | claims and users | OpenTofu alone, claims and users |\n|---:|---:|---:|---:|---:|\n")
+	for _, r := range rows {
+		fmt.Fprintf(&b, "| %d | %d KB | %s | %d KB | %s |\n", r.n, r.stateStrings/1000, secs(r.tofuStrings), r.stateStringsListed/1000, secs(r.tofuStringsListed))
+	}
 	b.WriteString("\n## Reading the claims with the data source\n\n" +
 		"`tofu plan` of a configuration with only `data \"jupyter_home_claims\"` over the N claims (and an output of `claim_count`); ReadDataSource is the provider's time serving it, " +
 		"the median over as many traced runs (`tf_req_duration_ms`; tracing slows it, so read it next to the traced run's wall time).\n\n")
@@ -918,9 +1009,11 @@ func targets(floor time.Duration, fixed fixed, rows []row) string {
 		base := 1.5*floor.Seconds() + r.list.Seconds()
 		bound := 1.25 * base
 		for _, p := range []struct {
-			name string
-			d    time.Duration
-		}{{"no-change plan", r.planNoop}, {"no-change plan, users listed", r.planListed}, {"no-change plan, users from a file", r.planFile}, {"RWX flip under keep_existing", r.planFlip}} {
+			name    string
+			d       time.Duration
+			strings time.Duration // OpenTofu's own cost of the state's per-user strings
+		}{{"no-change plan", r.planNoop, r.tofuStrings}, {"no-change plan, users listed", r.planListed, r.tofuStringsListed},
+			{"no-change plan, users from a file", r.planFile, r.tofuStringsListed}, {"RWX flip under keep_existing", r.planFlip, r.tofuStrings}} {
 			t := target{p.name, r.n, p.d.Seconds() / base, 1.25, fmt.Sprintf("%s; bound %.2f s", secs(p.d), bound), ""}
 			if t.ratio > t.bound {
 				own := p.d.Seconds() - fixed.plan.Seconds() - r.list.Seconds()
@@ -930,6 +1023,7 @@ func targets(floor time.Duration, fixed fixed, rows []row) string {
 				default:
 					t.cause = fmt.Sprintf("after the fixed cost (%s) and the List the bound leaves %.2f s; the plan spends %.2f s there", secs(fixed.plan), left, own)
 				}
+				t.cause += fmt.Sprintf("; OpenTofu alone spends %s of it on the state's per-user strings", secs(p.strings))
 			}
 			ts = append(ts, t)
 		}
