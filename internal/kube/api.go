@@ -137,7 +137,7 @@ func NewAPI(rc *rest.Config) (API, error) {
 	group := func(gv schema.GroupVersion, apiPath string) (rest.Interface, error) {
 		c := rest.CopyConfig(rc)
 		c.GroupVersion, c.APIPath = &gv, apiPath
-		c.NegotiatedSerializer = rest.CodecFactoryForGeneratedClient(scheme, codecs).WithoutConversion()
+		c.NegotiatedSerializer = kindChecked{rest.CodecFactoryForGeneratedClient(scheme, codecs).WithoutConversion()}
 		if c.UserAgent == "" {
 			c.UserAgent = rest.DefaultKubernetesUserAgent()
 		}
@@ -154,6 +154,37 @@ func NewAPI(rc *rest.Config) (API, error) {
 		return nil, err
 	}
 	return a, nil
+}
+
+// kindChecked is the REST clients' serializer: client-go's, with decoders
+// that refuse an answer of another kind than the object it is decoded
+// into. client-go's Result.Into returns no error when the body decodes to
+// another object (a Status of success, a PodList where claims were asked
+// for) and leaves the given object empty: a List of claims or pods would
+// then be a List of none, every home absent and no server running, to the
+// decisions that read it. A Status of failure passes, as Into makes it the
+// API error it is.
+type kindChecked struct{ runtime.NegotiatedSerializer }
+
+func (k kindChecked) DecoderToVersion(d runtime.Decoder, gv runtime.GroupVersioner) runtime.Decoder {
+	return kindCheckedDecoder{k.NegotiatedSerializer.DecoderToVersion(d, gv)}
+}
+
+type kindCheckedDecoder struct{ runtime.Decoder }
+
+func (d kindCheckedDecoder) Decode(data []byte, defaults *schema.GroupVersionKind, into runtime.Object) (runtime.Object, *schema.GroupVersionKind, error) {
+	out, gvk, err := d.Decoder.Decode(data, defaults, into)
+	if err != nil || into == nil || out == into {
+		return out, gvk, err
+	}
+	if s, ok := out.(*metav1.Status); ok && s.Status != metav1.StatusSuccess {
+		return out, gvk, nil
+	}
+	kind := fmt.Sprintf("%T", out)
+	if gvk != nil && gvk.Kind != "" {
+		kind = gvk.Kind
+	}
+	return nil, gvk, fmt.Errorf("the API server answered with a %s where a %T was expected; nothing is decided on an answer of another kind", kind, into)
 }
 
 type restAPI struct{ core, storage, batch rest.Interface }

@@ -103,10 +103,8 @@ func listAll[T any](ctx context.Context, c *Client, resource, namespace string, 
 		case first && meta.Continue == "":
 			out = items // one page: no copy
 			return
-		case first && meta.RemainingItemCount != nil:
-			out = make([]T, 0, len(items)+int(*meta.RemainingItemCount))
 		case first:
-			out = nil
+			out = make([]T, 0, sizeHint(items, meta))
 		}
 		out = append(out, items...)
 	})
@@ -126,11 +124,7 @@ func listConverted[T, U any](ctx context.Context, c *Client, resource, namespace
 	var out []U
 	err := eachPage(ctx, c, resource, namespace, opts, fetch, func(items []T, meta metav1.ListMeta, first bool) {
 		if first {
-			n := len(items)
-			if r := meta.RemainingItemCount; r != nil && *r > 0 && *r < maxRemaining {
-				n += int(*r)
-			}
-			out = make([]U, 0, n)
+			out = make([]U, 0, sizeHint(items, meta))
 		}
 		for i := range items {
 			out = append(out, conv(&items[i]))
@@ -140,6 +134,18 @@ func listConverted[T, U any](ctx context.Context, c *Client, resource, namespace
 		return nil, err
 	}
 	return out, nil
+}
+
+// sizeHint is how many items a list whose first page is items has, as far
+// as the answer's remainingItemCount says: the server's count is trusted
+// only between 1 and maxRemaining (outside it the slice grows as pages
+// arrive; a negative or huge count must not size, or fail, an allocation).
+func sizeHint[T any](items []T, meta metav1.ListMeta) int {
+	n := len(items)
+	if r := meta.RemainingItemCount; r != nil && *r > 0 && *r < maxRemaining {
+		n += int(*r)
+	}
+	return n
 }
 
 // maxRemaining bounds the remainingItemCount an API server's answer may size

@@ -227,3 +227,31 @@ func TestEachPageAheadFailures(t *testing.T) {
 		})
 	}
 }
+
+// A remainingItemCount out of bounds (negative, or past any real list)
+// sizes no slice: the list is read as it comes (ListVolumes and ListNodes
+// once panicked on it, makeslice: cap out of range).
+func TestListSizesNoSliceByABadRemainingCount(t *testing.T) {
+	for _, r := range []int64{-5, 0, 1 << 62} {
+		pages := map[string]page[int]{
+			"":   {items: []int{1, 2}, meta: metav1.ListMeta{Continue: "p2", RemainingItemCount: ptr(r)}},
+			"p2": {items: []int{3}},
+		}
+		fetch := func(_ context.Context, opts metav1.ListOptions) (page[int], error) { return pages[opts.Continue], nil }
+		func() {
+			defer func() {
+				if p := recover(); p != nil {
+					t.Errorf("remainingItemCount %d: panic %v", r, p)
+				}
+			}()
+			all, err := listAll(context.Background(), &Client{}, "things", "", metav1.ListOptions{}, fetch)
+			if err != nil || !slices.Equal(all, []int{1, 2, 3}) {
+				t.Errorf("listAll, remainingItemCount %d: %v %v", r, all, err)
+			}
+			conv, err := listConverted(context.Background(), &Client{}, "things", "", metav1.ListOptions{}, fetch, func(n *int) int { return *n })
+			if err != nil || !slices.Equal(conv, []int{1, 2, 3}) {
+				t.Errorf("listConverted, remainingItemCount %d: %v %v", r, conv, err)
+			}
+		}()
+	}
+}
