@@ -1,6 +1,7 @@
 package userset
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
@@ -34,6 +35,25 @@ func TestParse(t *testing.T) {
 				t.Fatalf("Parse(%q) = %q, want %q", tc.in, got, tc.want)
 			}
 		})
+	}
+}
+
+// The shapes a users file has (a final newline, indented by jq or an
+// editor, names in any order) take the fast path: at 20,000 users the
+// decoder costs a plan about 30 ms per reading, and a plan reads users
+// several times.
+func TestFileShapesTakeTheFastPath(t *testing.T) {
+	for _, s := range []string{
+		"{\"alice\":{},\"bob\":{}}\n",
+		"{\n  \"bob\": {},\n  \"alice\": {}\n}\n",
+		"{ \"bob\" : { } , \"alice\" : {} }",
+		"\r\n{}\r\n",
+	} {
+		got, ok := parseCanonical(s)
+		want, err := parseJSON(s)
+		if !ok || err != nil || !slices.Equal(got, want) {
+			t.Errorf("%q: fast path %q %v, decoder %q %v", s, got, ok, want, err)
+		}
 	}
 }
 
@@ -195,6 +215,28 @@ func randomUsers(r *rand.Rand) string {
 		s = strings.Replace(s, ":{}", ":[]", 1)
 	case 4: // spaces
 		s = strings.ReplaceAll(s, ",", ", ")
+	default:
+		s = withSpace(r, s)
+	}
+	return s
+}
+
+// withSpace is s sometimes as a file holds it: indented (jq, an editor),
+// spaced inside {}, ending in a newline.
+func withSpace(r *rand.Rand, s string) string {
+	switch r.IntN(4) {
+	case 0:
+		var b bytes.Buffer
+		if json.Indent(&b, []byte(s), "", "  ") == nil {
+			s = b.String()
+		}
+	case 1:
+		s = strings.ReplaceAll(s, "{}", "{ }")
+	case 2:
+		s = " \t" + s + "\r\n"
+	}
+	if r.IntN(2) == 0 {
+		s += "\n"
 	}
 	return s
 }
