@@ -134,6 +134,8 @@ func FuzzNames(f *testing.F) {
 			if a != b || (errA == nil) != (errB == nil) {
 				t.Errorf("ExpandValues(%q) not deterministic", template)
 			}
+			checkPlainAgrees(t, template, v, scheme)
+			checkPlainAgrees(t, template, Values{Username: username, Servername: servername}, scheme)
 			if verr := ValidateTemplate(template); verr != nil && errA == nil {
 				t.Errorf("ValidateTemplate(%q) = %v but it expands to %q", template, verr, a)
 			}

@@ -187,6 +187,13 @@ func Expand(template, username, servername string, scheme Scheme) (string, error
 // The empty scheme means DefaultScheme. Errors are *TemplateError values
 // for template problems, plain errors for invalid UTF-8 names.
 func ExpandValues(template string, v Values, scheme Scheme) (string, error) {
+	return expandValues(template, v, scheme, true)
+}
+
+// expandValues is ExpandValues; with plainFirst a plain template (see
+// plainTemplate) is expanded without the formatter, which gives the same
+// names (TestPlainTemplatesAgreeWithTheFormatter, FuzzNames).
+func expandValues(template string, v Values, scheme Scheme, plainFirst bool) (string, error) {
 	if scheme == "" {
 		scheme = DefaultScheme
 	}
@@ -216,6 +223,11 @@ func ExpandValues(template string, v Values, scheme Scheme) (string, error) {
 			uf = &u
 		}
 		return uf, nil
+	}
+	if plainFirst {
+		if out, ok := expandPlain(template, v, scheme, userFields); ok {
+			return out, nil
+		}
 	}
 	f := &formatter{lookup: func(name string) (pyValue, error) {
 		switch name {

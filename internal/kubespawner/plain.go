@@ -1,0 +1,109 @@
+package kubespawner
+
+import (
+	"strings"
+	"sync"
+	"sync/atomic"
+)
+
+// plainTemplate is a template of literal text and name fields only
+// ({username}, {servername}, {user_server} and their safe_, escaped_ and
+// unescaped_ forms), with no doubled braces, conversions, indexes, format
+// specs or fields that need Values beyond the names. Python's str.format
+// renders such a template as its literal parts and its fields' values in
+// turn, so expandPlain concatenates them without the formatter: a plan
+// expands the home template once per claim and once per listed user, and
+// the formatter's parse was most of that time (20,000 users: ~40,000
+// expansions per plan).
+type plainTemplate struct {
+	lits   []string // lits[i] comes before fields[i]; one more than fields
+	fields []string
+}
+
+// parsePlain returns t as a plainTemplate, or nil when it is not one (the
+// formatter then expands it, and reports any error).
+func parsePlain(t string) *plainTemplate {
+	p := &plainTemplate{}
+	for {
+		i := strings.IndexAny(t, "{}")
+		if i < 0 {
+			p.lits = append(p.lits, t)
+			return p
+		}
+		if t[i] == '}' {
+			return nil // "}}" or a single '}'
+		}
+		j := strings.IndexAny(t[i+1:], "{}")
+		if j < 0 || t[i+1+j] != '}' {
+			return nil // "{{", a nested or an unclosed field
+		}
+		name := t[i+1 : i+1+j]
+		if !plainFields[name] {
+			return nil
+		}
+		p.lits = append(p.lits, t[:i])
+		p.fields = append(p.fields, name)
+		t = t[i+2+j:]
+	}
+}
+
+// plainFields are the fields a plainTemplate may hold, written exactly so
+// (no spaces, conversion, index or spec): their values are names only.
+var plainFields = map[string]bool{
+	FieldUsername: true, FieldServername: true, FieldUserServer: true,
+	FieldSafeUsername: true, FieldSafeServername: true, FieldSafeUserServer: true,
+	FieldEscapedUsername: true, FieldEscapedServername: true, FieldEscapedUserServer: true,
+	FieldUnescapedUsername: true, FieldUnescapedServername: true,
+}
+
+// plainCache holds the templates parsed so far (*plainTemplate, nil for
+// one that is not plain), at most plainCacheSize of them: a provider sees
+// a few templates, a fuzzer many.
+var (
+	plainCache     sync.Map
+	plainCached    atomic.Int32
+	plainCacheSize = int32(256)
+)
+
+func lookupPlain(t string) *plainTemplate {
+	if p, ok := plainCache.Load(t); ok {
+		return p.(*plainTemplate)
+	}
+	p := parsePlain(t)
+	if plainCached.Add(1) <= plainCacheSize {
+		plainCache.Store(t, p)
+	}
+	return p
+}
+
+// expandPlain expands a plain template as ExpandValues does; ok is false
+// when the template is not plain or a field's value cannot be computed,
+// and the formatter then expands it (and reports the error).
+func expandPlain(template string, v Values, scheme Scheme, fields func() (*UserFields, error)) (string, bool) {
+	p := lookupPlain(template)
+	if p == nil {
+		return "", false
+	}
+	var b strings.Builder
+	for i, name := range p.fields {
+		b.WriteString(p.lits[i])
+		switch name {
+		case FieldUnescapedUsername:
+			b.WriteString(v.Username)
+		case FieldUnescapedServername:
+			b.WriteString(v.Servername)
+		default:
+			s, ok, err := userField(name, v, scheme, fields)
+			if err != nil || !ok {
+				return "", false
+			}
+			b.WriteString(s)
+		}
+	}
+	b.WriteString(p.lits[len(p.fields)])
+	out := b.String()
+	if !strings.HasSuffix(template, "-") {
+		out = strings.TrimRight(out, "-")
+	}
+	return out, true
+}
