@@ -66,8 +66,10 @@ var (
 )
 
 func lookupPlain(t string) *plainTemplate {
-	if p, ok := plainCache.Load(t); ok {
-		return p.(*plainTemplate)
+	if v, ok := plainCache.Load(t); ok {
+		if p, ok := v.(*plainTemplate); ok {
+			return p
+		}
 	}
 	p := parsePlain(t)
 	if plainCached.Add(1) <= plainCacheSize {
