@@ -72,7 +72,8 @@ func lookupPlain(t string) *plainTemplate {
 		}
 	}
 	p := parsePlain(t)
-	if plainCached.Add(1) <= plainCacheSize {
+	// Counted only until full: a full cache is not counted any further.
+	if plainCached.Load() < plainCacheSize && plainCached.Add(1) <= plainCacheSize {
 		plainCache.Store(t, p)
 	}
 	return p

@@ -49,7 +49,10 @@ func TestPlainTemplatesAgreeWithTheFormatter(t *testing.T) {
 		if rng.IntN(2) == 0 {
 			v.Servername = names[rng.IntN(len(names))]
 		}
-		for _, scheme := range Schemes() {
+		if rng.IntN(2) == 0 { // the optional values given: they change no plain template
+			v.UserID, v.HubNamespace, v.Namespace, v.PodName, v.PVCName = ptr(int64(rng.IntN(100))), ptr("default"), ptr("jhub"), ptr("jupyter-x"), ptr("claim-x")
+		}
+		for _, scheme := range append(Schemes(), "") { // "" is the default scheme
 			checkPlainAgrees(t, template, v, scheme)
 		}
 	}
