@@ -437,33 +437,23 @@ output "claims" {
 		applies = append(applies, d)
 		r.reqApply, r.memApply = reqs, max(r.memApply, mem)
 
-		bns := fmt.Sprintf("bench-bare-%d-%d", n, i)
-		if err := namespace(ctx, cs, bns); err != nil {
-			return r, err
+		// The bare loop three ways: JSON, protobuf, and protobuf with
+		// KubeSpawner's metadata on every claim.
+		for _, v := range []struct {
+			name           string
+			protobuf, meta bool
+			out            *[]time.Duration
+		}{{"bare", false, false, &bares}, {"bare-pb", true, false, &baresPB}, {"bare-meta", true, true, &baresMeta}} {
+			bns := fmt.Sprintf("bench-%s-%d-%d", v.name, n, i)
+			if err := namespace(ctx, cs, bns); err != nil {
+				return r, err
+			}
+			b, err := bareCreate(ctx, cluster, bns, n, v.protobuf, v.meta)
+			if err != nil {
+				return r, err
+			}
+			*v.out = append(*v.out, b)
 		}
-		b, err := bareCreate(ctx, cluster, bns, n, false, false)
-		if err != nil {
-			return r, err
-		}
-		bares = append(bares, b)
-
-		bns = fmt.Sprintf("bench-bare-pb-%d-%d", n, i)
-		if err := namespace(ctx, cs, bns); err != nil {
-			return r, err
-		}
-		if b, err = bareCreate(ctx, cluster, bns, n, true, false); err != nil {
-			return r, err
-		}
-		baresPB = append(baresPB, b)
-
-		bns = fmt.Sprintf("bench-bare-meta-%d-%d", n, i)
-		if err := namespace(ctx, cs, bns); err != nil {
-			return r, err
-		}
-		if b, err = bareCreate(ctx, cluster, bns, n, true, true); err != nil {
-			return r, err
-		}
-		baresMeta = append(baresMeta, b)
 	}
 	r.apply, r.bare, r.barePB, r.bareMeta = median(applies), median(bares), median(baresPB), median(baresMeta)
 	adir, err := applyConfig(ctx, ws, cs, work, fmt.Sprintf("bench-apply-%d-traced", n), n)
