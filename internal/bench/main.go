@@ -618,18 +618,15 @@ func pprofFocus(focus string, files ...string) (matched, total time.Duration, er
 	if err != nil {
 		return 0, 0, fmt.Errorf("go tool pprof: %v\n%s", err, out)
 	}
-	m := regexp.MustCompile(`Showing nodes accounting for (\S+), \S+ of (\S+) total`).FindStringSubmatch(string(out))
+	return parseFocus(string(out))
+}
+
+// parseFocus reads the matched and the total CPU time from the output of
+// `go tool pprof -top -focus`.
+func parseFocus(out string) (matched, total time.Duration, err error) {
+	m := regexp.MustCompile(`Showing nodes accounting for (\S+), \S+ of (\S+) total`).FindStringSubmatch(out)
 	if m == nil {
-		if strings.Contains(string(out), "no samples") || strings.Contains(string(out), "Total samples = 0") {
-			return 0, 0, nil
-		}
-		// No sample matched the focus: pprof shows the total alone.
-		t := regexp.MustCompile(`Total samples = (\S+)`).FindStringSubmatch(string(out))
-		if t == nil {
-			return 0, 0, fmt.Errorf("go tool pprof: no totals in\n%s", out)
-		}
-		total, err = time.ParseDuration(t[1])
-		return 0, total, err
+		return 0, 0, fmt.Errorf("go tool pprof: no totals in\n%s", out)
 	}
 	if matched, err = time.ParseDuration(m[1]); err != nil {
 		return 0, 0, err
@@ -957,15 +954,27 @@ func traceTofu(ctx context.Context, ws *tofurun.Workspace, dir string, args ...s
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return b, fmt.Errorf("tofu %s: %v\n%s", strings.Join(args, " "), err, out)
 	}
-	b.total = time.Since(start)
+	total := time.Since(start)
 	raw, err := os.ReadFile(logPath)
 	if err != nil {
 		return b, err
 	}
+	b = parseTrace(string(raw))
+	b.total = total
+	return b, nil
+}
+
+// parseTrace reads a breakdown (all but its total) from an OpenTofu trace
+// log: the provider processes started, the provider's time per kind of
+// request (tf_req_duration_ms of each "Received downstream response"), and
+// each process's start-up, from "starting plugin" to its first answer less
+// that answer's own duration.
+func parseTrace(raw string) breakdown {
+	b := breakdown{rpcs: map[string]time.Duration{}}
 	durRe := regexp.MustCompile(`tf_req_duration_ms=(\d+)`)
 	rpcRe := regexp.MustCompile(`tf_rpc=(\w+)`)
 	var started time.Time // of the provider process not yet answering
-	for _, line := range strings.Split(string(raw), "\n") {
+	for _, line := range strings.Split(raw, "\n") {
 		at, _ := time.Parse(time.RFC3339Nano, strings.SplitN(line, " ", 2)[0])
 		if strings.Contains(line, "provider: starting plugin") {
 			b.starts++
@@ -982,7 +991,7 @@ func traceTofu(ctx context.Context, ws *tofurun.Workspace, dir string, args ...s
 			}
 		}
 	}
-	return b, nil
+	return b
 }
 
 // bareCreate creates n claims with client-go, with the provider's
