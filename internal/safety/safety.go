@@ -304,8 +304,10 @@ func (p *planner) run() Result {
 // labelled as homes that the template does not name.
 func (p *planner) indexClaims() []claims.Claim {
 	cfg := p.cfg
-	p.idx = index{managed: map[string]bool{}, byUser: map[string]*claims.Claim{}, liveNames: make(map[string]bool, len(p.live.Claims)),
-		targets: map[string]*claims.Claim{}, orphans: map[string]*claims.Claim{}}
+	// Sized once: at tens of thousands of users, growing these maps cost
+	// more than filling them.
+	p.idx = index{managed: make(map[string]bool, len(cfg.Users)), byUser: make(map[string]*claims.Claim, len(p.live.Claims)),
+		liveNames: make(map[string]bool, len(p.live.Claims)), targets: map[string]*claims.Claim{}, orphans: map[string]*claims.Claim{}}
 	for _, u := range cfg.Users {
 		p.idx.managed[u] = true
 	}
@@ -342,7 +344,7 @@ func (p *planner) indexClaims() []claims.Claim {
 // migration an earlier apply started (its record is the truth: the claim
 // may be gone).
 func (p *planner) userNames() []string {
-	users := map[string]bool{}
+	users := make(map[string]bool, max(len(p.idx.byUser), len(p.idx.managed)))
 	for _, m := range []map[string]*claims.Claim{p.idx.orphans, p.idx.byUser} {
 		for u := range m {
 			users[u] = true
