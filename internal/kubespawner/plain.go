@@ -48,7 +48,7 @@ func parsePlain(t string) *plainTemplate {
 }
 
 // plainFields are the fields a plainTemplate may hold, written exactly so
-// (no spaces, conversion, index or spec): their values are names only.
+// (no spaces, conversion, index or spec): the name fields userField gives.
 var plainFields = map[string]bool{
 	FieldUsername: true, FieldServername: true, FieldUserServer: true,
 	FieldSafeUsername: true, FieldSafeServername: true, FieldSafeUserServer: true,
@@ -89,19 +89,12 @@ func expandPlain(template string, v Values, scheme Scheme, fields func() (*UserF
 	}
 	var b strings.Builder
 	for i, name := range p.fields {
-		b.WriteString(p.lits[i])
-		switch name {
-		case FieldUnescapedUsername:
-			b.WriteString(v.Username)
-		case FieldUnescapedServername:
-			b.WriteString(v.Servername)
-		default:
-			s, ok, err := userField(name, v, scheme, fields)
-			if err != nil || !ok {
-				return "", false
-			}
-			b.WriteString(s)
+		s, ok, err := userField(name, v, scheme, fields)
+		if err != nil || !ok {
+			return "", false
 		}
+		b.WriteString(p.lits[i])
+		b.WriteString(s)
 	}
 	b.WriteString(p.lits[len(p.fields)])
 	out := b.String()

@@ -231,10 +231,6 @@ func expandValues(template string, v Values, scheme Scheme, plainFirst bool) (st
 	}
 	f := &formatter{lookup: func(name string) (pyValue, error) {
 		switch name {
-		case FieldUnescapedUsername:
-			return strValue(v.Username), nil
-		case FieldUnescapedServername:
-			return strValue(v.Servername), nil
 		case FieldUserID:
 			if v.UserID == nil {
 				return pyValue{}, missingValue(name, "Values.UserID")
@@ -274,10 +270,14 @@ func expandValues(template string, v Values, scheme Scheme, plainFirst bool) (st
 	return rendered, nil
 }
 
-// userField is the value of a name-derived field under scheme; ok is false
-// for a name that is not one.
+// userField is the value of a name field (the raw names, and those derived
+// from them) under scheme; ok is false for a name that is not one.
 func userField(name string, v Values, scheme Scheme, fields func() (*UserFields, error)) (string, bool, error) {
 	switch name {
+	case FieldUnescapedUsername:
+		return v.Username, true, nil
+	case FieldUnescapedServername:
+		return v.Servername, true, nil
 	case FieldSafeUsername, FieldSafeServername, FieldSafeUserServer,
 		FieldEscapedUsername, FieldEscapedServername, FieldEscapedUserServer,
 		FieldUsername, FieldServername, FieldUserServer:
