@@ -254,6 +254,7 @@ func holdCluster(n int) error {
 	if err != nil {
 		return err
 	}
+	defer func() { _ = os.RemoveAll(work) }()
 	ws, cluster, err := startBed(ctx, work, testcluster.Options{})
 	if err != nil {
 		return err
@@ -355,7 +356,6 @@ func measure(ctx context.Context, ws *tofurun.Workspace, cs kubernetes.Interface
 	if err != nil {
 		return r, fmt.Errorf("flip plan's changes: %w", err)
 	}
-	r.flipStrings = 0
 	for _, v := range after {
 		r.flipStrings += len(v)
 	}
