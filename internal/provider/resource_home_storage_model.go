@@ -133,16 +133,24 @@ func usersValue(users []string) types.String {
 // the names of its claims that differ from the configuration (the home, a
 // claim of extra_user_volumes), comma-separated (internal/userset).
 func legacyValue(res safety.Result) types.String {
-	names := map[string][]string{}
-	for _, up := range slices.Concat(res.Users, res.Extra) {
-		if up.Action == safety.ActionLegacy {
-			names[up.User] = append(names[up.User], up.ClaimName)
+	claims := map[string]string{}
+	several := false // some user has more than one legacy claim
+	for up := range res.All() {
+		if up.Action != safety.ActionLegacy {
+			continue
+		}
+		if n, ok := claims[up.User]; ok {
+			claims[up.User], several = n+","+up.ClaimName, true
+		} else {
+			claims[up.User] = up.ClaimName
 		}
 	}
-	claims := make(map[string]string, len(names))
-	for u, n := range names {
-		slices.Sort(n)
-		claims[u] = strings.Join(slices.Compact(n), ",")
+	if several { // sorted and each once (a claim name holds no comma)
+		for u, n := range claims {
+			names := strings.Split(n, ",")
+			slices.Sort(names)
+			claims[u] = strings.Join(slices.Compact(names), ",")
+		}
 	}
 	return types.StringValue(userset.EncodeLegacy(claims))
 }

@@ -20,6 +20,7 @@ package safety
 
 import (
 	"fmt"
+	"iter"
 	"maps"
 	"slices"
 
@@ -224,6 +225,21 @@ type Result struct {
 	Extra              []UserPlan        // other per-user claims (Config.ExtraVolumes) that differ or migrate
 	Errors             []Finding
 	Warnings           []Finding
+}
+
+// All is every user plan, the homes' (Users) then the other claims'
+// (Extra), in place: a UserPlan is large, and copying tens of thousands
+// of them costs milliseconds per pass.
+func (r *Result) All() iter.Seq[*UserPlan] {
+	return func(yield func(*UserPlan) bool) {
+		for _, list := range [2][]UserPlan{r.Users, r.Extra} {
+			for i := range list {
+				if !yield(&list[i]) {
+					return
+				}
+			}
+		}
+	}
 }
 
 // Plan classifies the change from prior (nil on create) to cfg against the live claims.
@@ -502,7 +518,7 @@ func (p *planner) copyWithoutRecord(up *UserPlan, t *claims.Claim) {
 // colocation is who stays legacy and whether some home needs co-location.
 func (p *planner) colocation() {
 	p.res.ColocationRequired = p.cfg.AccessMode != RWX
-	for _, up := range slices.Concat(p.res.Users, p.res.Extra) {
+	for up := range p.res.All() {
 		if up.Action == ActionLegacy {
 			p.res.LegacyUsers = append(p.res.LegacyUsers, up.User)
 			if up.Live != nil && !slices.Contains(up.Live.AccessModes, RWX) {
@@ -519,7 +535,7 @@ func (p *planner) class() Class {
 		return ClassNone
 	}
 	c := ClassNone
-	for _, up := range slices.Concat(p.res.Users, p.res.Extra) {
+	for up := range p.res.All() {
 		switch up.Action {
 		case ActionRecreate, ActionDeleteSource:
 			return ClassDestructive
