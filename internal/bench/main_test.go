@@ -1,6 +1,7 @@
 package main
 
 import (
+	"strings"
 	"testing"
 	"time"
 )
@@ -57,5 +58,45 @@ func TestParseFocus(t *testing.T) {
 	}
 	if _, _, err := parseFocus("no profile here"); err == nil {
 		t.Error("an output without totals gave no error")
+	}
+}
+
+// The targets table says, for a plan target not met, whether any provider
+// could meet it, whether only `claims` (this provider's choice) stands in
+// the way, or how much of the bound the least any provider could take is.
+func TestTargetsVerdicts(t *testing.T) {
+	ms := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
+	floor := ms(100)
+	fx := fixed{plan: ms(200), apply1: ms(250)}
+	// bound = 1.25 × (1.5 × 0.10 + list)
+	rows := []row{
+		// list 0.10: bound 0.3125; least 0.20+0.10+0.05 = 0.35, without claims 0.30.
+		{n: 1, list: ms(100), planNoop: ms(400), tofuStrings: ms(50), planListed: ms(300), planFile: ms(300), tofuStringsListed: ms(50), planFlip: ms(300), tofuStringsFlip: ms(50), readData: ms(100)},
+		// list 0.20: bound 0.4375; least 0.20+0.20+0.01 = 0.41.
+		{n: 2, list: ms(200), planNoop: ms(500), tofuStrings: ms(10), planListed: ms(400), planFile: ms(400), tofuStringsListed: ms(10), planFlip: ms(400), tofuStringsFlip: ms(10), readData: ms(200)},
+		// list 0.01: bound 0.2; least 0.21 without claims.
+		{n: 3, list: ms(10), planNoop: ms(300), tofuStrings: ms(10), planListed: ms(100), planFile: ms(100), tofuStringsListed: ms(10), planFlip: ms(100), tofuStringsFlip: ms(10), readData: ms(10)},
+	}
+	table := targets(floor, fx, rows)
+	want := map[string]string{
+		"| no-change plan | 1 |": "unreachable with every user's claim in the state (`claims`, kept on purpose: DESIGN.md): the fixed cost (0.20 s), one List (0.10 s), OpenTofu's own cost of the state's strings (0.05 s) already take 0.35 s; without `claims` the least would be 0.30 s, 96 % of the bound; the plan spends 0.05 s beyond them",
+		"| no-change plan | 2 |": "the fixed cost (0.20 s), one List (0.20 s), OpenTofu's own cost of the state's strings (0.01 s) take 0.41 s, 94 % of the bound; the plan spends 0.09 s beyond them",
+		"| no-change plan | 3 |": "unreachable for any provider: the fixed cost (0.20 s), one List (0.01 s), OpenTofu's own cost of the state's strings (0.01 s) already take 0.22 s; the plan spends 0.08 s beyond them",
+		"| no-change plan, users listed | 1 |": "",
+	}
+	for prefix, cause := range want {
+		var line string
+		for l := range strings.Lines(table) {
+			if strings.HasPrefix(l, prefix) {
+				line = strings.TrimSuffix(l, "\n")
+			}
+		}
+		if line == "" {
+			t.Errorf("no row %q in\n%s", prefix, table)
+			continue
+		}
+		if got := line[strings.LastIndex(strings.TrimSuffix(line, " |"), " | ")+3 : len(line)-2]; got != cause {
+			t.Errorf("%s\n got %q\nwant %q", prefix, got, cause)
+		}
 	}
 }
