@@ -79,9 +79,9 @@ func TestTargetsVerdicts(t *testing.T) {
 	}
 	table := targets(floor, fx, rows)
 	want := map[string]string{
-		"| no-change plan | 1 |": "unreachable with every user's claim in the state (`claims`, kept on purpose: DESIGN.md): the fixed cost (0.20 s), one List (0.10 s), OpenTofu's own cost of the state's strings (0.05 s) already take 0.35 s; without `claims` the least would be 0.30 s, 96 % of the bound; the plan spends 0.05 s beyond them",
-		"| no-change plan | 2 |": "the fixed cost (0.20 s), one List (0.20 s), OpenTofu's own cost of the state's strings (0.01 s) take 0.41 s, 94 % of the bound; the plan spends 0.09 s beyond them",
-		"| no-change plan | 3 |": "unreachable for any provider: the fixed cost (0.20 s), one List (0.01 s), OpenTofu's own cost of the state's strings (0.01 s) already take 0.22 s; the plan spends 0.08 s beyond them",
+		"| no-change plan | 1 |":               "unreachable with every user's claim in the state (`claims`, kept on purpose: DESIGN.md): the fixed cost (0.20 s), one List (0.10 s), OpenTofu's own cost of the state's strings (0.05 s) already take 0.35 s; without `claims` the least would be 0.30 s, 96 % of the bound; the plan spends 0.05 s beyond them",
+		"| no-change plan | 2 |":               "the fixed cost (0.20 s), one List (0.20 s), OpenTofu's own cost of the state's strings (0.01 s) take 0.41 s, 94 % of the bound; the plan spends 0.09 s beyond them",
+		"| no-change plan | 3 |":               "unreachable for any provider: the fixed cost (0.20 s), one List (0.01 s), OpenTofu's own cost of the state's strings (0.01 s) already take 0.22 s; the plan spends 0.08 s beyond them",
 		"| no-change plan, users listed | 1 |": "",
 	}
 	for prefix, cause := range want {
