@@ -241,9 +241,9 @@ func seedClaims(ctx context.Context, cs kubernetes.Interface, ns string, n int) 
 	}); len(errs) > 0 {
 		return fmt.Errorf("seeding: %d errors", len(errs))
 	}
-	// The controller-manager and the API server go on working on the new
-	// claims for a while (the volume binder, the garbage collector's
-	// graph); measured then, a plan or a List takes longer by their work.
+	// The controller-manager and the API server may go on working on the
+	// new claims (the volume binder, the garbage collector's graph); a plan
+	// or a List timed then would take longer by their work.
 	settle(ctx)
 	return nil
 }
