@@ -3,8 +3,10 @@
 package claims
 
 import (
+	"cmp"
 	"fmt"
-	"sort"
+	"slices"
+	"strings"
 )
 
 // Access modes of a claim (Kubernetes' names), defined once for every package.
@@ -58,8 +60,10 @@ func (c Claim) Key() string {
 // by name keeps the key and the others are keyed "key (claim name)"; each
 // such collision is described in the returned notes.
 func ByKey(cs []Claim) (map[string]Claim, []string) {
-	sorted := append([]Claim(nil), cs...)
-	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })
+	sorted := slices.Clone(cs)
+	slices.SortFunc(sorted, func(a, b Claim) int {
+		return cmp.Or(strings.Compare(a.Name, b.Name), strings.Compare(a.Namespace, b.Namespace))
+	})
 	out := make(map[string]Claim, len(sorted))
 	var notes []string
 	for _, c := range sorted {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"reflect"
 	"strings"
 	"testing"
@@ -150,5 +151,77 @@ func BenchmarkHomeClaimsJSON20000(b *testing.B) {
 		if homeClaimsJSON(byKey) == "" {
 			b.Fatal("empty")
 		}
+	}
+}
+
+// liveClaimJSON is one claim in the data source's `claims`, as
+// homeClaimsJSON writes it.
+type liveClaimJSON struct {
+	Name          string   `json:"name"`
+	Username      string   `json:"username"`
+	UsernameLabel string   `json:"username_label"`
+	Servername    string   `json:"servername"`
+	AccessModes   []string `json:"access_modes"`
+	StorageClass  string   `json:"storage_class_name"`
+	Requested     string   `json:"requested"`
+	Capacity      string   `json:"capacity"`
+	Phase         string   `json:"phase"`
+	VolumeName    string   `json:"volume_name"`
+}
+
+// homeClaimsJSONReference is homeClaimsJSON through encoding/json: a map
+// of liveClaimJSON, marshalled.
+func homeClaimsJSONReference(byKey map[string]claims.Claim) string {
+	out := make(map[string]liveClaimJSON, len(byKey))
+	for k, c := range byKey {
+		modes := c.AccessModes
+		if modes == nil {
+			modes = []string{} // [], not null
+		}
+		out[k] = liveClaimJSON{
+			Name: c.Name, Username: c.Username, UsernameLabel: c.UsernameLabel, Servername: c.Servername,
+			AccessModes: modes, StorageClass: c.StorageClass, Requested: c.Requested, Capacity: c.Capacity,
+			Phase: c.Phase, VolumeName: c.VolumeName,
+		}
+	}
+	b, err := json.Marshal(out)
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
+}
+
+// homeClaimsJSON writes what encoding/json writes, on random claims whose
+// strings need escapes (quotes, backslashes, control characters, the
+// characters encoding/json escapes for HTML, U+2028, invalid UTF-8), keys
+// included, and with no, one or several access modes.
+func TestHomeClaimsJSONIsEncodingJSON(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	odd := []string{"", "alice", "a<b", "c&d", "e>f", `q"uote`, `back\slash`, "tab\t", "nl\n", "é", "\u2028line", "\x7f", "\xff\xfe", "ß", "Ω", "user@example.org", "claim-alice--gpu"}
+	pick := func() string { return odd[rng.IntN(len(odd))] + odd[rng.IntN(len(odd))] }
+	for i := 0; i < 3000; i++ {
+		byKey := map[string]claims.Claim{}
+		for j := rng.IntN(8); j > 0; j-- {
+			c := claims.Claim{Name: pick(), Username: pick(), UsernameLabel: pick(), Servername: pick(),
+				StorageClass: pick(), Requested: pick(), Capacity: pick(), Phase: pick(), VolumeName: pick()}
+			switch rng.IntN(4) {
+			case 0: // no modes: nil
+			case 1:
+				c.AccessModes = []string{}
+			default:
+				for k := 1 + rng.IntN(3); k > 0; k-- {
+					c.AccessModes = append(c.AccessModes, pick())
+				}
+			}
+			byKey[pick()] = c
+		}
+		if got, want := homeClaimsJSON(byKey), homeClaimsJSONReference(byKey); got != want {
+			t.Fatalf("claims %d:\ngot  %s\nwant %s", i, got, want)
+		}
+	}
+	live := manyClaims(2000)
+	byKey, _ := claims.ByKey(live)
+	if got, want := homeClaimsJSON(byKey), homeClaimsJSONReference(byKey); got != want {
+		t.Fatalf("2,000 claims as KubeSpawner makes them differ from encoding/json")
 	}
 }
