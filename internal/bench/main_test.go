@@ -81,11 +81,14 @@ func TestTargetsVerdicts(t *testing.T) {
 	}
 	table := targets(floor, fx, rows)
 	want := map[string]string{
-		"| no-change plan | 1 |":                              "unreachable with every user's claim in the state (`claims`, kept on purpose: DESIGN.md): the fixed cost (0.20 s), one List (0.10 s), OpenTofu's own cost of the state's strings (0.05 s) already take 0.35 s; without `claims` the least would be 0.30 s, 96 % of the bound; the plan spends 0.05 s beyond them",
-		"| no-change plan | 2 |":                              "the fixed cost (0.20 s), one List (0.20 s), OpenTofu's own cost of the state's strings (0.01 s) take 0.41 s, 94 % of the bound; the plan spends 0.09 s beyond them",
-		"| no-change plan | 3 |":                              "unreachable for any provider: the fixed cost (0.20 s), one List (0.01 s), OpenTofu's own cost of the state's strings (0.01 s) already take 0.22 s; the plan spends 0.08 s beyond them",
-		"| no-change plan, users listed | 1 |":                "",
-		"| apply of N new claims / bare client-go loop | 1 |": "unreachable for any provider: an apply of one user (0.25 s) and the loop creating claims with KubeSpawner's labels and annotations (0.50 s) already take 0.75 s, 1.88 × the bare loop; the apply spends nothing measurable beyond them",
+		"| no-change plan | 1 |":                                      "unreachable with every user's claim in the state (`claims`, kept on purpose: DESIGN.md): the fixed cost (0.20 s), one List (0.10 s), OpenTofu's own cost of the state's strings (0.05 s) already take 0.35 s; without `claims` the least would be 0.30 s, 96 % of the bound; the plan spends 0.05 s beyond them",
+		"| no-change plan | 2 |":                                      "the fixed cost (0.20 s), one List (0.20 s), OpenTofu's own cost of the state's strings (0.01 s) take 0.41 s, 94 % of the bound; the plan spends 0.09 s beyond them",
+		"| no-change plan | 3 |":                                      "unreachable for any provider: the fixed cost (0.20 s), one List (0.01 s), OpenTofu's own cost of the state's strings (0.01 s) already take 0.22 s; the plan spends 0.08 s beyond them",
+		"| no-change plan, users listed | 1 |":                        "",
+		"| read of jupyter_home_claims (ReadDataSource / List) | 1 |": "unreachable for any provider: the same List as the first request of a new process (a new connection, nothing warm), as every provider process makes it (client-go, JSON, as one List), takes 225.0 ms, 2.25 × one List; the read (traced) spends 25.0 ms beyond it",
+		"| read of jupyter_home_claims (ReadDataSource / List) | 2 |": "",
+		"| read of jupyter_home_claims (ReadDataSource / List) | 3 |": "the same List as the first request of a new process (a new connection, nothing warm), as every provider process makes it (client-go, JSON, as one List), takes 15.0 ms, 1.50 × one List; the read (traced) spends 15.0 ms beyond it",
+		"| apply of N new claims / bare client-go loop | 1 |":         "unreachable for any provider: an apply of one user (0.25 s) and the loop creating claims with KubeSpawner's labels and annotations (0.50 s) already take 0.75 s, 1.88 × the bare loop; the apply spends nothing measurable beyond them",
 	}
 	for prefix, cause := range want {
 		var line string

@@ -134,23 +134,22 @@ func usersValue(users []string) types.String {
 // claim of extra_user_volumes), comma-separated (internal/userset).
 func legacyValue(res safety.Result) types.String {
 	claims := map[string]string{}
-	several := false // some user has more than one legacy claim
+	var several []string // users with more than one legacy claim
 	for up := range res.All() {
 		if up.Action != safety.ActionLegacy {
 			continue
 		}
 		if n, ok := claims[up.User]; ok {
-			claims[up.User], several = n+","+up.ClaimName, true
+			claims[up.User] = n + "," + up.ClaimName
+			several = append(several, up.User)
 		} else {
 			claims[up.User] = up.ClaimName
 		}
 	}
-	if several { // sorted and each once (a claim name holds no comma)
-		for u, n := range claims {
-			names := strings.Split(n, ",")
-			slices.Sort(names)
-			claims[u] = strings.Join(slices.Compact(names), ",")
-		}
+	for _, u := range several { // their names sorted, each once
+		names := strings.Split(claims[u], ",")
+		slices.Sort(names)
+		claims[u] = strings.Join(slices.Compact(names), ",")
 	}
 	return types.StringValue(userset.EncodeLegacy(claims))
 }

@@ -229,7 +229,8 @@ type Result struct {
 
 // All is every user plan, the homes' (Users) then the other claims'
 // (Extra), in place: a UserPlan is large, and copying tens of thousands
-// of them costs milliseconds per pass.
+// of them costs milliseconds per pass. The pointers are into r's slices:
+// read through them, never write.
 func (r *Result) All() iter.Seq[*UserPlan] {
 	return func(yield func(*UserPlan) bool) {
 		for _, list := range [2][]UserPlan{r.Users, r.Extra} {

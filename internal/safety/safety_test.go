@@ -2041,3 +2041,34 @@ func TestPlanMigrateCapacity(t *testing.T) {
 		},
 	})
 }
+
+// Result.All gives the homes' plans, then the other claims', in place, and
+// stops when the loop does.
+func TestResultAll(t *testing.T) {
+	r := Result{Users: []UserPlan{{User: "a"}, {User: "b"}}, Extra: []UserPlan{{User: "c"}}}
+	var got []string
+	for up := range r.All() {
+		got = append(got, up.User)
+	}
+	if want := []string{"a", "b", "c"}; !slices.Equal(got, want) {
+		t.Errorf("All gave %v, want %v", got, want)
+	}
+	for _, stop := range []string{"a", "b", "c"} {
+		var seen []string
+		for up := range r.All() {
+			seen = append(seen, up.User)
+			if up.User == stop {
+				break // All must not call yield again: that panics
+			}
+		}
+		if seen[len(seen)-1] != stop {
+			t.Errorf("a loop that stopped at %s went on to %v", stop, seen)
+		}
+	}
+	for up := range r.All() {
+		if up != &r.Users[0] {
+			t.Error("All gave a copy, not the plan in place")
+		}
+		break
+	}
+}
