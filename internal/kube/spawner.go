@@ -1,7 +1,9 @@
 package kube
 
 import (
+	"bytes"
 	"context"
+	"maps"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -48,32 +50,44 @@ func (c *Client) GetConfigMap(ctx context.Context, namespace, name string) (*cor
 }
 
 // ApplyConfigMap creates the ConfigMap, or replaces the data, labels and
-// annotations of the one that exists.
+// annotations of the one that exists. It reads first: the hub's document
+// can be about 1 MB at tens of thousands of users, and a Create that the
+// API server refuses (it exists) would send all of it for nothing. An
+// existing one that already holds all of it is left as it is.
 func (c *Client) ApplyConfigMap(ctx context.Context, cm *corev1.ConfigMap) error {
+	cms := c.Kube.CoreV1().ConfigMaps(cm.Namespace)
 	err := c.Backoff.Retry(ctx, func() error {
-		_, err := c.Kube.CoreV1().ConfigMaps(cm.Namespace).Create(ctx, cm, metav1.CreateOptions{})
-		if !apierrors.IsAlreadyExists(err) {
-			return err
+		live, err := cms.Get(ctx, cm.Name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			if _, err = cms.Create(ctx, cm, metav1.CreateOptions{}); !apierrors.IsAlreadyExists(err) {
+				return err
+			}
+			live, err = cms.Get(ctx, cm.Name, metav1.GetOptions{}) // created since the Get
 		}
-		live, err := c.Kube.CoreV1().ConfigMaps(cm.Namespace).Get(ctx, cm.Name, metav1.GetOptions{})
 		if err != nil {
 			return err
 		}
+		changed := !maps.Equal(live.Data, cm.Data) || !maps.EqualFunc(live.BinaryData, cm.BinaryData, bytes.Equal)
 		live.Data, live.BinaryData = cm.Data, cm.BinaryData
 		if live.Labels == nil {
 			live.Labels = map[string]string{}
 		}
 		for k, v := range cm.Labels {
+			changed = changed || live.Labels[k] != v
 			live.Labels[k] = v
 		}
 		if live.Annotations == nil {
 			live.Annotations = map[string]string{}
 		}
 		for k, v := range cm.Annotations {
+			changed = changed || live.Annotations[k] != v
 			live.Annotations[k] = v
 		}
-		_, err = c.Kube.CoreV1().ConfigMaps(cm.Namespace).Update(ctx, live, metav1.UpdateOptions{})
-		return err // a conflict is retried from the Create
+		if !changed {
+			return nil
+		}
+		_, err = cms.Update(ctx, live, metav1.UpdateOptions{})
+		return err // a conflict is retried from the Get
 	})
 	return explainIf(err, "update", "configmaps", cm.Namespace)
 }

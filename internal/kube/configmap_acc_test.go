@@ -1,0 +1,114 @@
+package kube
+
+import (
+	"context"
+	"maps"
+	"net/http"
+	"slices"
+	"sync"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/acctest"
+)
+
+// requestLog records the method of every request a client sends.
+type requestLog struct {
+	mu      sync.Mutex
+	methods []string
+	next    http.RoundTripper
+}
+
+func (l *requestLog) RoundTrip(r *http.Request) (*http.Response, error) {
+	l.mu.Lock()
+	l.methods = append(l.methods, r.Method)
+	l.mu.Unlock()
+	return l.next.RoundTrip(r)
+}
+
+// take returns the methods since the last take.
+func (l *requestLog) take() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	m := l.methods
+	l.methods = nil
+	return m
+}
+
+// ApplyConfigMap against the API server: it creates the ConfigMap, sends
+// nothing but a read when it already holds the content, and otherwise
+// replaces the data and sets its labels and annotations, keeping those
+// others put there; a ConfigMap that exists is never sent in a Create the
+// API server would refuse (the hub's document can be about 1 MB).
+func TestAccApplyConfigMap(t *testing.T) {
+	ns, ctx := acctest.Namespace(t), context.Background()
+	rc := acctest.Cluster(t).RESTConfig(acctest.Cluster(t).AdminToken)
+	log := &requestLog{}
+	rc.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { log.next = rt; return log }
+	api, err := NewAPI(rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := NewClient(api)
+	sent := func(step string, want ...string) {
+		t.Helper()
+		if got := log.take(); !slices.Equal(got, want) {
+			t.Errorf("%s: requests %v, want %v", step, got, want)
+		}
+	}
+	want := func(data string) *corev1.ConfigMap {
+		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "spawner", Namespace: ns,
+			Labels: map[string]string{"app.kubernetes.io/managed-by": "terraform-provider-jupyter"}, Annotations: map[string]string{"a": "1"}},
+			Data: map[string]string{"config.py": data}, BinaryData: map[string][]byte{"doc.json.gz": []byte(data + "\x00\xff")}}
+	}
+	get := func() *corev1.ConfigMap {
+		t.Helper()
+		cm, err := c.Kube.CoreV1().ConfigMaps(ns).Get(ctx, "spawner", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cm
+	}
+	if err := c.ApplyConfigMap(ctx, want("one")); err != nil {
+		t.Fatal(err)
+	}
+	sent("create", "GET", "POST")
+	first := get()
+	if first.Data["config.py"] != "one" || string(first.BinaryData["doc.json.gz"]) != "one\x00\xff" {
+		t.Fatalf("created %v %q", first.Data, first.BinaryData)
+	}
+	log.take()
+	if err := c.ApplyConfigMap(ctx, want("one")); err != nil {
+		t.Fatal(err)
+	}
+	sent("the same content again", "GET")
+	// Someone else's label and annotation; then a label of ours changed
+	// outside Terraform, with the data as it was: it is set back.
+	first.Labels["team"], first.Annotations["note"] = "data", "x"
+	first.Labels["app.kubernetes.io/managed-by"] = "someone"
+	if _, err := c.Kube.CoreV1().ConfigMaps(ns).Update(ctx, first, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	log.take()
+	if err := c.ApplyConfigMap(ctx, want("one")); err != nil {
+		t.Fatal(err)
+	}
+	sent("a label of ours changed outside", "GET", "PUT")
+	if got := get(); got.Labels["app.kubernetes.io/managed-by"] != "terraform-provider-jupyter" || got.Labels["team"] != "data" {
+		t.Errorf("labels after apply: %v", got.Labels)
+	}
+	log.take()
+	if err := c.ApplyConfigMap(ctx, want("two")); err != nil {
+		t.Fatal(err)
+	}
+	sent("new content", "GET", "PUT")
+	got := get()
+	if got.Data["config.py"] != "two" || string(got.BinaryData["doc.json.gz"]) != "two\x00\xff" {
+		t.Errorf("updated %v %q", got.Data, got.BinaryData)
+	}
+	if wantAnn := map[string]string{"a": "1", "note": "x"}; !maps.Equal(got.Annotations, wantAnn) {
+		t.Errorf("annotations %v, want %v", got.Annotations, wantAnn)
+	}
+}
