@@ -52,16 +52,21 @@ func TestAccApplyConfigMap(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := NewClient(api)
-	sent := func(step string, want ...string) {
-		t.Helper()
-		if got := log.take(); !slices.Equal(got, want) {
-			t.Errorf("%s: requests %v, want %v", step, got, want)
-		}
-	}
 	want := func(data string) *corev1.ConfigMap {
 		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "spawner", Namespace: ns,
 			Labels: map[string]string{"app.kubernetes.io/managed-by": "terraform-provider-jupyter"}, Annotations: map[string]string{"a": "1"}},
 			Data: map[string]string{"config.py": data}, BinaryData: map[string][]byte{"doc.json.gz": []byte(data + "\x00\xff")}}
+	}
+	// apply applies the ConfigMap holding data and checks the requests it sent.
+	apply := func(step, data string, requests ...string) {
+		t.Helper()
+		log.take()
+		if err := c.ApplyConfigMap(ctx, want(data)); err != nil {
+			t.Fatal(err)
+		}
+		if got := log.take(); !slices.Equal(got, requests) {
+			t.Errorf("%s: requests %v, want %v", step, got, requests)
+		}
 	}
 	get := func() *corev1.ConfigMap {
 		t.Helper()
@@ -71,19 +76,12 @@ func TestAccApplyConfigMap(t *testing.T) {
 		}
 		return cm
 	}
-	if err := c.ApplyConfigMap(ctx, want("one")); err != nil {
-		t.Fatal(err)
-	}
-	sent("create", "GET", "POST")
+	apply("create", "one", "GET", "POST")
 	first := get()
 	if first.Data["config.py"] != "one" || string(first.BinaryData["doc.json.gz"]) != "one\x00\xff" {
 		t.Fatalf("created %v %q", first.Data, first.BinaryData)
 	}
-	log.take()
-	if err := c.ApplyConfigMap(ctx, want("one")); err != nil {
-		t.Fatal(err)
-	}
-	sent("the same content again", "GET")
+	apply("the same content again", "one", "GET")
 	// Someone else's label and annotation; then a label of ours changed
 	// outside Terraform, with the data as it was: it is set back.
 	first.Labels["team"], first.Annotations["note"] = "data", "x"
@@ -91,19 +89,11 @@ func TestAccApplyConfigMap(t *testing.T) {
 	if _, err := c.Kube.CoreV1().ConfigMaps(ns).Update(ctx, first, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	log.take()
-	if err := c.ApplyConfigMap(ctx, want("one")); err != nil {
-		t.Fatal(err)
-	}
-	sent("a label of ours changed outside", "GET", "PUT")
+	apply("a label of ours changed outside", "one", "GET", "PUT")
 	if got := get(); got.Labels["app.kubernetes.io/managed-by"] != "terraform-provider-jupyter" || got.Labels["team"] != "data" {
 		t.Errorf("labels after apply: %v", got.Labels)
 	}
-	log.take()
-	if err := c.ApplyConfigMap(ctx, want("two")); err != nil {
-		t.Fatal(err)
-	}
-	sent("new content", "GET", "PUT")
+	apply("new content", "two", "GET", "PUT")
 	got := get()
 	if got.Data["config.py"] != "two" || string(got.BinaryData["doc.json.gz"]) != "two\x00\xff" {
 		t.Errorf("updated %v %q", got.Data, got.BinaryData)
