@@ -38,7 +38,7 @@ func parsePlain(t string) *plainTemplate {
 			return nil // "{{", a nested or an unclosed field
 		}
 		name := t[i+1 : i+1+j]
-		if !plainFields[name] {
+		if !plainField(name) {
 			return nil
 		}
 		p.lits = append(p.lits, t[:i])
@@ -47,13 +47,12 @@ func parsePlain(t string) *plainTemplate {
 	}
 }
 
-// plainFields are the fields a plainTemplate may hold, written exactly so
-// (no spaces, conversion, index or spec): the name fields userField gives.
-var plainFields = map[string]bool{
-	FieldUsername: true, FieldServername: true, FieldUserServer: true,
-	FieldSafeUsername: true, FieldSafeServername: true, FieldSafeUserServer: true,
-	FieldEscapedUsername: true, FieldEscapedServername: true, FieldEscapedUserServer: true,
-	FieldUnescapedUsername: true, FieldUnescapedServername: true,
+// plainField says whether a plainTemplate may hold the field, written
+// exactly so (no spaces, conversion, index or spec): the name fields, those
+// userField gives.
+func plainField(name string) bool {
+	_, ok, _ := userField(name, Values{}, DefaultScheme, func() (*UserFields, error) { return &UserFields{}, nil })
+	return ok
 }
 
 // plainCache holds the templates parsed so far (*plainTemplate, nil for
@@ -97,9 +96,5 @@ func expandPlain(template string, v Values, scheme Scheme, fields func() (*UserF
 		b.WriteString(s)
 	}
 	b.WriteString(p.lits[len(p.fields)])
-	out := b.String()
-	if !strings.HasSuffix(template, "-") {
-		out = strings.TrimRight(out, "-")
-	}
-	return out, true
+	return trimHyphens(template, b.String()), true
 }

@@ -264,10 +264,16 @@ func expandValues(template string, v Values, scheme Scheme, plainFirst bool) (st
 	if err != nil {
 		return "", withTemplate(err, template)
 	}
+	return trimHyphens(template, rendered), nil
+}
+
+// trimHyphens is KubeSpawner's last step of an expansion: trailing '-' are
+// removed from the name unless the template itself ends in one.
+func trimHyphens(template, rendered string) string {
 	if !strings.HasSuffix(template, "-") {
-		rendered = strings.TrimRight(rendered, "-")
+		return strings.TrimRight(rendered, "-")
 	}
-	return rendered, nil
+	return rendered
 }
 
 // userField is the value of a name field (the raw names, and those derived
