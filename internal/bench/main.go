@@ -49,7 +49,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/claims"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/kube"
@@ -732,8 +731,7 @@ func parseFocus(out string) (matched, total time.Duration, err error) {
 // The client is the "one List" baseline's (plain client-go, JSON, the test
 // bed's client limits), so the two differ only in being new.
 func listOnceCold(ns string) error {
-	cs, err := kubernetes.NewForConfig(&rest.Config{Host: os.Getenv("KUBE_HOST"), BearerToken: os.Getenv("KUBE_TOKEN"),
-		TLSClientConfig: rest.TLSClientConfig{CAData: []byte(os.Getenv("KUBE_CLUSTER_CA_CERT_DATA"))}, QPS: 200, Burst: 400})
+	cs, err := kubernetes.NewForConfig(testcluster.ClientConfig(os.Getenv("KUBE_HOST"), os.Getenv("KUBE_TOKEN"), []byte(os.Getenv("KUBE_CLUSTER_CA_CERT_DATA"))))
 	if err != nil {
 		return err
 	}

@@ -387,10 +387,16 @@ func waitFor(ctx context.Context, limit time.Duration, p *process, logPath strin
 // RESTConfig returns a client configuration for the given bearer token that
 // verifies the cluster's CA.
 func (c *Cluster) RESTConfig(token string) *rest.Config {
+	return ClientConfig(c.Host, token, c.CAPEM)
+}
+
+// ClientConfig is the client configuration of the test bed's clients: the
+// API server at host, token, its CA, and the client limits they share.
+func ClientConfig(host, token string, caPEM []byte) *rest.Config {
 	return &rest.Config{
-		Host:            c.Host,
+		Host:            host,
 		BearerToken:     token,
-		TLSClientConfig: rest.TLSClientConfig{CAData: c.CAPEM},
+		TLSClientConfig: rest.TLSClientConfig{CAData: caPEM},
 		QPS:             200,
 		Burst:           400,
 	}
