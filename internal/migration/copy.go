@@ -14,8 +14,9 @@ import (
 //	target-created  a new claim (migration.target_name_template) exists in
 //	                the new mode and class
 //	copying         a Job mounts both and copies with rsync, keeping
-//	                ownership, permissions, hard links and sparse files, then
-//	                compares both sides (rsync --checksum dry run must be empty)
+//	                ownership, permissions, hard links, sparse files, ACLs and
+//	                extended attributes, then compares both sides (rsync
+//	                --checksum dry run must be empty)
 //	verified        the Job succeeded; its file count and bytes are recorded
 //	switched        the hub config maps the user to the target claim
 //
@@ -240,25 +241,42 @@ func VerifyJobName(source string) string {
 	return "home-verify-" + JobName(source)[len("home-copy-"):]
 }
 
+// rsyncOptions are the options of every rsync of a copy and of its checks:
+// ownership by numeric id, permissions, times, hard links, sparse files,
+// POSIX ACLs (-A) and extended attributes (-X). An xattr filter replaces
+// rsync's own choice of names, so the first rule keeps its default for root
+// (no system.* names: ACLs are -A's, and NFSv4's system.nfs4_acl is the
+// server's); the second leaves out security.selinux, the label a volume's
+// files get from its own mount, not from the source.
+const rsyncOptions = `-aHSAX --numeric-ids --filter='-x system.*' --filter='-x security.selinux'`
+
 // VerifyScript is the verification Job's script: both claims mounted
-// read-only, an rsync dry run that lists every file of /src that /dst
-// lacks or holds older or different (by checksum). Files the user changed
-// in the new home since the switch (newer there) and changes of attributes
-// only (lines starting with ".") do not count. Anything else listed fails
-// the Job, and so does any failure of rsync itself (a missing rsync, an
-// unreadable file) and anything it says on stderr: a verification that
-// could not look never passes. It writes nothing but its termination log
-// (the Job's root file system is read-only).
+// read-only, an rsync dry run with checksums, without --update, that
+// itemizes every file of /src whose content, owner, group, mode, ACL,
+// extended attributes, symlink target or hard links differ in /dst, or that
+// /dst lacks, whatever the times say: a file of the old home rewritten with
+// an older time (tar x, unzip, cp -p, a restore) counts. Only differences in
+// times are left out (an itemized line with nothing but t or T, and u, n or
+// b, set: a change of times alone, for the file or for a hard link of it),
+// and so are files only /dst has. Anything else listed fails the Job and
+// is named in its termination log, and so does any failure of rsync itself
+// (a missing rsync, an unreadable file) and anything it says on stderr: a
+// verification that could not look never passes.
+//
+// A file the user edited in the new home since the switch differs too: the
+// script cannot tell it from a write the new home lacks, so the old home is
+// kept and the operator compares both. It writes nothing but its
+// termination log (the Job's root file system is read-only).
 const VerifyScript = `set -eu
 command -v rsync >/dev/null || { echo "rsync is not in the copy image" >/dev/termination-log; exit 1; }
-if ! out=$(rsync -aHS --numeric-ids --dry-run --update --checksum --itemize-changes /src/ /dst/ 2>&1); then
+if ! out=$(rsync ` + rsyncOptions + ` --dry-run --checksum --itemize-changes /src/ /dst/ 2>&1); then
   { echo "rsync failed:"; printf '%s\n' "$out" | head -n 20; } >/dev/termination-log
   exit 1
 fi
-diff=$(printf '%s\n' "$out" | grep -v '^\.' | grep -v '^$' || true)
+diff=$(printf '%s\n' "$out" | grep -Ev '^[.h][^ ][.][.][.tT][.][.][.][.unb][.][.] ' | grep -v '^$' || true)
 if [ -n "$diff" ]; then
-  echo "the old home holds data the new one lacks:" >/dev/termination-log
-  printf '%s\n' "$diff" | head -n 20 >>/dev/termination-log
+  { echo "these files of the old home differ in the new home (content, owner, mode, ACL, xattr, link target, hard links; an edit made in the new home since the switch counts too) or are missing there, so the old home is kept; compare both and delete it by hand if the new home is right:"
+    printf '%s\n' "$diff" | head -n 20; } >/dev/termination-log
   exit 1
 fi
 printf 'verified' > /dev/termination-log
@@ -274,16 +292,27 @@ func ParseVerification(msg string) (Verification, error) {
 }
 
 // CopyScript is the copy Job's shell script (POSIX sh, rsync 3). It copies
-// /src to /dst keeping ownership (numeric ids), permissions, times, hard
-// links and sparse files, then compares both sides with checksums: any
-// difference fails the Job. It writes the target's file count and bytes to
-// the termination log.
+// /src to /dst with rsyncOptions (ownership by numeric id, permissions,
+// times, hard links, sparse files, ACLs, extended attributes), then compares
+// both sides with checksums: any difference fails the Job. A copy that
+// cannot keep something (a target file system without ACLs or extended
+// attributes while the source has them, which rsync reports as a partial
+// transfer) fails the Job too, and its log names the files: nothing is
+// dropped silently. It writes the target's file count and bytes to the
+// termination log.
 const CopyScript = `set -eu
-rsync -aHS --numeric-ids --delete /src/ /dst/
-diff=$(rsync -aHS --numeric-ids --delete --dry-run --checksum --itemize-changes /src/ /dst/)
+status=0
+rsync ` + rsyncOptions + ` --delete /src/ /dst/ || status=$?
+diff=$(rsync ` + rsyncOptions + ` --delete --dry-run --checksum --itemize-changes /src/ /dst/)
+if [ "$status" != 0 ]; then
+  echo "the copy failed (rsync exit status $status); source and copy differ in:" >&2
+  printf '%s\n' "$diff" | head -n 50 >&2
+  echo "An a or x in the 10th or 11th column: the target's file system cannot keep the file's POSIX ACL or extended attributes. Copy to a storage class that keeps them, or remove them from the old home (setfacl -b, setfattr -x) if they are not needed; then delete the Job and apply again." >&2
+  exit 1
+fi
 if [ -n "$diff" ]; then
   echo "verification failed: source and copy differ:" >&2
-  echo "$diff" | head -n 50 >&2
+  printf '%s\n' "$diff" | head -n 50 >&2
   exit 1
 fi
 stats=$(rsync -aHS --dry-run --stats /dst/ /tmp/.count/)
