@@ -38,12 +38,24 @@ variable "on_mode_change" {
   default = "fail"
 }
 
+# The users whose homes Terraform creates, e.g. from a users.auto.tfvars.json
+# file ({"users": ["alice", "bob"]}). Type it set(string), not list(string):
+# OpenTofu converts a list variable set from a .tfvars file with go-cty's type
+# unification, in time that grows with the square of its length (seconds at
+# 20,000 users), and a set in linear time. At that scale
+# users = file("users.json"), the file in the form jsonencode writes, is
+# faster still.
+variable "users" {
+  type    = set(string)
+  default = ["dave"]
+}
+
 resource "jupyter_home_storage" "homes" {
   namespace      = var.namespace
   access_mode    = var.access_mode
   capacity       = "10Gi"
   on_mode_change = var.on_mode_change
-  users          = jsonencode({ dave = {} })
+  users          = jsonencode({ for u in var.users : u => {} })
 
   storage_class = {
     name        = "jupyter-homes"
@@ -69,7 +81,11 @@ output "migration_status" {
 }
 
 # The hub's KubeSpawner configuration follows the homes: co-location only
-# for the users whose home is still ReadWriteOnce.
+# for the users whose home is still ReadWriteOnce. Its plan shows the
+# settings (kubespawner_json), the co-location and the users it concerns,
+# and hub_checksum; the hub's file is in the ConfigMap, and
+# provider::jupyter::helm_values(jupyter_spawner_config.hub) gives the
+# zero-to-jupyterhub values (examples/spawner/z2jh).
 resource "jupyter_spawner_config" "hub" {
   namespace             = var.namespace
   home_storage_settings = jupyter_home_storage.homes.spawner_settings

@@ -143,5 +143,6 @@ func (p *JupyterProvider) Functions(context.Context) []func() function.Function 
 		NewLabelSlugFunction,
 		NewEscapeSlugFunction,
 		NewExpandTemplateFunction,
+		NewHelmValuesFunction,
 	}
 }

@@ -53,8 +53,6 @@ type spawnerConfigModel struct {
 	ColocationRequired  types.Bool   `tfsdk:"colocation_required"`
 	ColocationMode      types.String `tfsdk:"colocation_mode"`
 	KubeSpawnerJSON     types.String `tfsdk:"kubespawner_json"`
-	JupyterHubConfigPy  types.String `tfsdk:"jupyterhub_config_py"`
-	HelmValues          types.String `tfsdk:"helm_values"`
 }
 
 func (r *spawnerConfigResource) Metadata(_ context.Context, req resource.MetadataRequest, resp *resource.MetadataResponse) {
@@ -68,7 +66,13 @@ func (r *spawnerConfigResource) Schema(_ context.Context, _ resource.SchemaReque
 	resp.Schema = schema.Schema{
 		MarkdownDescription: "The KubeSpawner configuration of one JupyterHub deployment: the home storage's settings, the profiles and any other " +
 			"KubeSpawner setting, combined into a ConfigMap with a Python file for the hub's `jupyterhub_config.d/` (`" + spawner.PythonFile + "`) and the JSON document it applies to `c.KubeSpawner`, " +
-			"compressed with gzip (`" + spawner.DocumentFile + "`, in the ConfigMap's `binaryData`); `helm_values` carries the same two files for the zero-to-jupyterhub chart.\n\n" +
+			"compressed with gzip (`" + spawner.DocumentFile + "`, in the ConfigMap's `binaryData`). The function `provider::jupyter::helm_values` renders values for the zero-to-jupyterhub chart " +
+			"that carry the same two files: `values = [provider::jupyter::helm_values(jupyter_spawner_config.hub)]` in a `helm_release`.\n\n" +
+			"A plan shows what a reviewer decides on, not generated text: the inputs (`legacy_users`, and `home_claims` in `home_storage_settings`, " +
+			"name every user whose co-location or home changes, a change key by key), `kubespawner_json` (the settings, a change key by key), " +
+			"`colocation_mode`, and `hub_checksum`, whose change restarts the hub. The hub's Python file (about 360 lines, the same for every configuration " +
+			"of a provider version) and the Helm values (the file again, and the document compressed) are in no attribute, so no plan prints them: " +
+			"the ConfigMap holds the file and the document, and the function's result is where a `helm_release` passes it (see *What a plan shows* below).\n\n" +
 			"The file composes with what earlier configuration set (the chart's settings, a chart's own `jupyterhub_config.d` files such as Nebari's data-science-pack, " +
 			"other `hub.extraConfig` entries) instead of replacing it; see *Composition* below.\n\n" +
 			"Co-location of a user's pods is derived, never written by hand: with a `ReadWriteOnce` or `ReadWriteOncePod` home every user pod gets the " +
@@ -78,11 +82,11 @@ func (r *spawnerConfigResource) Schema(_ context.Context, _ resource.SchemaReque
 			"(email usernames broke templated affinities in the wild).\n\n" +
 			"Under co-location, plans warn about its failure modes: GPU profiles blocked behind running apps, GPU nodes kept alive by apps, and " +
 			"a user's servers that do not fit on the largest node.\n\n" +
-			"JupyterHub reads its configuration at start. `helm_values` carries `hub_checksum` as a hub pod annotation, so `helm upgrade` restarts the hub " +
+			"JupyterHub reads its configuration at start. `provider::jupyter::helm_values` carries `hub_checksum` as a hub pod annotation, so `helm upgrade` restarts the hub " +
 			"exactly when something the hub reads from this resource changed (`legacy_users` and `home_claims` included). A deployment that mounts the ConfigMap " +
 			"itself instead must restart the hub when `hub_checksum` changes.\n\n" +
 			"The document lists every legacy user and every copied home (`home_claims`): at 20,000 users with e-mail usernames 1 MB to 2 MB of JSON, " +
-			"250 KB to 400 KB compressed. The plan fails when the ConfigMap would exceed the API server's 1 MiB, and warns when `helm_values` would take too much of the chart's hub Secret " +
+			"250 KB to 400 KB compressed. The plan fails when the ConfigMap would exceed the API server's 1 MiB, and warns when the Helm values would take too much of the chart's hub Secret " +
 			"(which holds the values and the files of `hub.extraFiles`, so the document twice) or of Helm's release record; then mount the ConfigMap into the hub instead " +
 			"(see *Large hubs* below).",
 		Attributes: map[string]schema.Attribute{
@@ -114,25 +118,19 @@ func (r *spawnerConfigResource) Schema(_ context.Context, _ resource.SchemaReque
 				MarkdownDescription: "How many of one user's servers run at once (a lab and its apps); default 2. Under co-location they must fit on one node: the plan warns when a lab on the largest profile plus the others on the smallest does not fit on the largest node.",
 				Validators:          []validator.Int64{int64validator.AtLeast(1)}},
 			"projected_config_maps": schema.ListAttribute{Optional: true, ElementType: types.StringType,
-				DeprecationMessage: "helm_values no longer mounts volumes into the hub (it carries the files in hub.extraFiles), so a chart's own ConfigMap stays mounted; remove projected_config_maps.",
-				MarkdownDescription: "Deprecated and ignored: `helm_values` no longer sets `hub.extraVolumes`, so a chart's own ConfigMap at `jupyterhub_config.d/` " +
+				DeprecationMessage: "The Helm values no longer mount volumes into the hub (it carries the files in hub.extraFiles), so a chart's own ConfigMap stays mounted; remove projected_config_maps.",
+				MarkdownDescription: "Deprecated and ignored: `provider::jupyter::helm_values` sets no `hub.extraVolumes`, so a chart's own ConfigMap at `jupyterhub_config.d/` " +
 					"(the data-science-pack's `nebari-data-science-pack-hub-config`, named after the chart or its `nameOverride`) stays mounted as its values file says."},
 			"home_mount_path": schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString(spawner.DefaultHomeMountPath),
 				MarkdownDescription: "Where the home is mounted in the server's container; default `/home/jovyan` (z2jh's `singleuser.storage.homeMountPath`). " +
-					"KubeSpawner template fields are allowed, e.g. `/home/{username}` (Nebari classic). `helm_values` sets `singleuser.storage.homeMountPath` to the same.",
+					"KubeSpawner template fields are allowed, e.g. `/home/{username}` (Nebari classic). `provider::jupyter::helm_values` sets `singleuser.storage.homeMountPath` to the same.",
 				Validators: []validator.String{homeMountPathValidator{}}},
-			"hub_checksum": computed("SHA-256 of everything the hub reads from this resource (the file and its document, taken before compression). `helm_values` carries it as the hub pod annotation `" +
-				spawner.ChecksumAnnotation + "` (`hub.annotations`), so a `helm upgrade` restarts the hub when it changes."),
+			"hub_checksum": computed("SHA-256 of everything the hub reads from this resource (the file and its document, taken before compression). `provider::jupyter::helm_values` carries it as the hub pod annotation `" +
+				spawner.ChecksumAnnotation + "` (`hub.annotations`), so a `helm upgrade` restarts the hub when it changes. A refresh computes it from the ConfigMap's " +
+				"content, so a ConfigMap edited outside OpenTofu, or written by another provider version, shows in the plan as a change of this one line."),
 			"colocation_required": schema.BoolAttribute{Computed: true, MarkdownDescription: "Whether any user's pods are pinned to one node (derived from the home's access mode and `legacy_users`)."},
 			"colocation_mode":     computed("`none` (ReadWriteMany, no legacy users), `all` (ReadWriteOnce or ReadWriteOncePod homes) or `legacy` (only `legacy_users`)."),
-			"kubespawner_json":    computed("JSON object of the settings the file applies to `c.KubeSpawner`."),
-			"jupyterhub_config_py": computed("The Python file for `jupyterhub_config.d/` (`" + spawner.PythonFile + "` in the ConfigMap, beside the compressed document `" + spawner.DocumentFile + "`, which it reads from its own directory; " +
-				"it reads a plain `" + spawner.JSONFile + "`, as earlier versions wrote, only when there is no compressed one, and stops the hub's start when it cannot read the document)."),
-			"helm_values": computed("YAML values for the zero-to-jupyterhub chart, all maps so that they merge with the chart's and your own values files " +
-				"(Helm replaces lists such as `hub.extraVolumes`, merges maps): `hub.extraFiles` puts the file and its compressed document (`binaryData`, base64) in `" + spawner.FilesDir + "`, " +
-				"a `hub.extraConfig` entry (`" + spawner.ExtraConfigKey + "`) applies it after every `jupyterhub_config.d` file and every other `hub.extraConfig` entry, " +
-				"`hub.annotations` carries `hub_checksum`, and `singleuser.storage` states the home (`homeMountPath`, the dynamic claim's class, access modes and name template; " +
-				"its `type` is left to your values)."),
+			"kubespawner_json":    computed("JSON object of the settings the file applies to `c.KubeSpawner` (a plan shows it key by key)."),
 		},
 	}
 }
@@ -185,29 +183,20 @@ func (m *spawnerConfigModel) build(diags *diag.Diagnostics) (spawner.Result, boo
 }
 
 // render fills the computed attributes from res and returns the files
-// the hub reads (the document compressed once, for helm_values and the
-// ConfigMap alike).
-func (m *spawnerConfigModel) render(res spawner.Result, diags *diag.Diagnostics) spawner.Files {
+// the hub reads (the document compressed once).
+func (m *spawnerConfigModel) render(res spawner.Result) spawner.Files {
 	files := spawner.Render(res)
 	m.ID = types.StringValue(m.Namespace.ValueString() + "/" + m.ConfigMapName.ValueString())
 	m.ColocationMode = types.StringValue(string(res.Colocation.Mode))
 	m.ColocationRequired = types.BoolValue(res.Colocation.Mode != spawner.ColocateNone)
 	m.KubeSpawnerJSON = types.StringValue(spawner.JSON(res.Settings))
-	m.JupyterHubConfigPy = types.StringValue(files.Python)
 	m.HubChecksum = types.StringValue(files.Checksum)
-	values, err := spawner.HelmYAML(spawner.HelmValues(res, files))
-	if err != nil {
-		diags.AddError("Cannot render helm_values", err.Error())
-		return files
-	}
-	m.HelmValues = types.StringValue(values)
 	return files
 }
 
 func (m *spawnerConfigModel) unknownOutputs() {
-	m.ColocationMode, m.KubeSpawnerJSON, m.HelmValues, m.HubChecksum = types.StringUnknown(), types.StringUnknown(), types.StringUnknown(), types.StringUnknown()
+	m.ColocationMode, m.KubeSpawnerJSON, m.HubChecksum = types.StringUnknown(), types.StringUnknown(), types.StringUnknown()
 	m.ColocationRequired = types.BoolUnknown()
-	m.JupyterHubConfigPy = types.StringValue(spawner.Python())
 }
 
 func (r *spawnerConfigResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
@@ -228,8 +217,13 @@ func (r *spawnerConfigResource) ModifyPlan(ctx context.Context, req resource.Mod
 	if !ok {
 		return
 	}
-	files := plan.render(res, &resp.Diagnostics)
-	resp.Diagnostics.Append(spawnerConfigSizeDiagnostics(res, files, plan.HelmValues.ValueString(), plan.ConfigMapName.ValueString())...)
+	files := plan.render(res)
+	values, err := spawner.HelmYAML(spawner.HelmValues(res, files))
+	if err != nil {
+		resp.Diagnostics.AddError("Cannot render the Helm values", err.Error())
+		return
+	}
+	resp.Diagnostics.Append(spawnerConfigSizeDiagnostics(res, files, values, plan.ConfigMapName.ValueString())...)
 	if resp.Diagnostics.HasError() {
 		return
 	}
@@ -261,7 +255,8 @@ func spawnerConfigDiagnostics(res spawner.Result, nodes []spawner.Node, colocate
 
 // spawnerConfigSizeDiagnostics are the plan's size checks: an error when
 // the ConfigMap would exceed the API server's limit, a warning when
-// helm_values is too large for the hub Secret or Helm's release record.
+// the Helm values (provider::jupyter::helm_values) are too large for the
+// hub Secret or Helm's release record.
 func spawnerConfigSizeDiagnostics(res spawner.Result, files spawner.Files, helmValues, configMap string) diag.Diagnostics {
 	var diags diag.Diagnostics
 	errs, warnings := spawner.SizeFindings(res, spawner.SizesOf(files, helmValues), configMap)
@@ -300,7 +295,7 @@ func (r *spawnerConfigResource) apply(ctx context.Context, plan *spawnerConfigMo
 	if !ok {
 		return
 	}
-	files := plan.render(res, diags)
+	files := plan.render(res)
 	if err := client.ApplyConfigMap(ctx, configMap(plan, files)); err != nil {
 		diags.AddError("Cannot write the spawner ConfigMap", err.Error())
 	}
@@ -308,7 +303,9 @@ func (r *spawnerConfigResource) apply(ctx context.Context, plan *spawnerConfigMo
 
 // Read notices a ConfigMap deleted or edited outside Terraform: a deleted
 // one is removed from the state (the next plan creates it), an edited one
-// shows as a change back to the rendered content.
+// shows as a change back to the rendered content: hub_checksum is the
+// checksum of what the ConfigMap holds (one line in the plan), and
+// kubespawner_json its settings.
 func (r *spawnerConfigResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
 	var state spawnerConfigModel
 	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
@@ -325,7 +322,7 @@ func (r *spawnerConfigResource) Read(ctx context.Context, req resource.ReadReque
 		resp.State.RemoveResource(ctx)
 		return
 	}
-	state.JupyterHubConfigPy = types.StringValue(cm.Data[spawner.PythonFile])
+	state.HubChecksum = types.StringValue(spawner.ConfigMapChecksum(cm.Data, cm.BinaryData))
 	var doc struct {
 		KubeSpawner map[string]any `json:"KubeSpawner"`
 	}

@@ -81,8 +81,8 @@ func TestSpawnerConfig_colocationDiagnostics(t *testing.T) {
 
 // The plan's size checks, through the seam ModifyPlan uses: nothing for a
 // small hub; an error on legacy_users when the ConfigMap would exceed the
-// API server's limit, and a warning on helm_values when the hub Secret or
-// Helm's release record would. The ConfigMap holds what the check counts.
+// API server's limit, and a warning on it too when the Helm values would
+// not fit the hub Secret or Helm's release record. The ConfigMap holds what the check counts.
 func TestSpawnerConfig_sizeDiagnostics(t *testing.T) {
 	res, errs := spawner.Build(spawner.Config{Home: homeSettingsJSON(spawner.RWX), LegacyUsers: []string{"alice"}})
 	if len(errs) > 0 {
@@ -112,10 +112,7 @@ func TestSpawnerConfig_sizeDiagnostics(t *testing.T) {
 		t.Fatalf("want one error and one warning:\n%s", diagText(d))
 	}
 	for _, x := range d {
-		want := path.Root("helm_values")
-		if x.Severity() == diag.SeverityError {
-			want = path.Root("legacy_users")
-		}
+		want := path.Root("legacy_users")
 		if p, ok := x.(diag.DiagnosticWithPath); !ok || !p.Path().Equal(want) {
 			t.Errorf("%q is not at %s", x.Summary(), want)
 		}
@@ -167,6 +164,10 @@ resource "jupyter_spawner_config" "hub" {
   %s
   %s
 }
+
+output "helm_values" {
+  value = provider::jupyter::helm_values(jupyter_spawner_config.hub)
+}
 `, ns, mode, class, ns, legacy, extra)
 }
 
@@ -183,8 +184,11 @@ func TestAccSpawnerConfig_configMap(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		if cm.Data[spawner.PythonFile] != attrs["jupyterhub_config_py"] || cm.Data[spawner.PythonFile] != spawner.Python() {
-			return fmt.Errorf("the ConfigMap's %s differs from jupyterhub_config_py", spawner.PythonFile)
+		if cm.Data[spawner.PythonFile] != spawner.Python() {
+			return fmt.Errorf("the ConfigMap's %s is not the rendered file", spawner.PythonFile)
+		}
+		if sum := spawner.ConfigMapChecksum(cm.Data, cm.BinaryData); sum != attrs["hub_checksum"] {
+			return fmt.Errorf("the ConfigMap's content has checksum %s, hub_checksum is %s", sum, attrs["hub_checksum"])
 		}
 		if len(cm.Data) != 1 || len(cm.BinaryData) != 1 || cm.BinaryData[spawner.DocumentFile] == nil {
 			return fmt.Errorf("the ConfigMap holds %v and %v, want %s and %s", slices.Sorted(maps.Keys(cm.Data)), slices.Sorted(maps.Keys(cm.BinaryData)), spawner.PythonFile, spawner.DocumentFile)
@@ -211,7 +215,11 @@ func TestAccSpawnerConfig_configMap(t *testing.T) {
 			return fmt.Errorf("kubespawner_json lacks the profile or the home: %s", attrs["kubespawner_json"])
 		}
 		var values map[string]any
-		if err := yaml.Unmarshal([]byte(attrs["helm_values"]), &values); err != nil {
+		out, ok := s.RootModule().Outputs["helm_values"]
+		if !ok {
+			return fmt.Errorf("no output helm_values")
+		}
+		if err := yaml.Unmarshal([]byte(fmt.Sprint(out.Value)), &values); err != nil {
 			return fmt.Errorf("helm_values is not YAML: %v", err)
 		}
 		hub, _ := values["hub"].(map[string]any)
@@ -254,6 +262,27 @@ func TestAccSpawnerConfig_configMap(t *testing.T) {
 			{
 				Config:   acctest.AdminConfig(t, spawnerConfigHCL(ns, spawner.RWO, `extra_settings_json = jsonencode({ start_timeout = 600 })`)),
 				PlanOnly: true,
+			},
+			{
+				// The file edited outside Terraform, the document not: the
+				// plan puts it back, shown as a change of hub_checksum,
+				// which a refresh takes from the ConfigMap's content.
+				PreConfig: func() {
+					cm, err := cs.CoreV1().ConfigMaps(ns).Get(context.Background(), "jupyter-spawner", metav1.GetOptions{})
+					if err != nil {
+						t.Fatal(err)
+					}
+					cm.Data[spawner.PythonFile] += "c.KubeSpawner.start_timeout = 1\n"
+					if _, err := cs.CoreV1().ConfigMaps(ns).Update(context.Background(), cm, metav1.UpdateOptions{}); err != nil {
+						t.Fatal(err)
+					}
+				},
+				Config: acctest.AdminConfig(t, spawnerConfigHCL(ns, spawner.RWO, `extra_settings_json = jsonencode({ start_timeout = 600 })`)),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(configAddr, plancheck.ResourceActionUpdate),
+					expectChanged(configAddr, "hub_checksum"),
+				}},
+				Check: matches,
 			},
 			{
 				// Edited outside Terraform: the plan puts it back.

@@ -13,7 +13,7 @@ import (
 
 // Files are what the hub reads from the provider, rendered once per
 // request: the Python file, the document compressed (DocumentFile), and
-// their Checksum. The ConfigMap and helm_values carry the same bytes.
+// their Checksum. The ConfigMap and HelmValues carry the same bytes.
 type Files struct {
 	Python string
 	// Document is the gzip of the document's JSON (Result.Document),
@@ -70,21 +70,51 @@ const maxDocumentBytes = 256 << 20
 // DecodeDocumentFile decodes DocumentFile's content (gzip of the JSON
 // document) into v, as the hub's file reads it.
 func DecodeDocumentFile(gz []byte, v any) error {
-	r, err := gzip.NewReader(bytes.NewReader(gz))
+	b, err := inflate(gz)
 	if err != nil {
-		return fmt.Errorf("%s: %w", DocumentFile, err)
-	}
-	b, err := io.ReadAll(io.LimitReader(r, maxDocumentBytes+1))
-	if err != nil {
-		return fmt.Errorf("%s: %w", DocumentFile, err)
-	}
-	if len(b) > maxDocumentBytes {
-		return fmt.Errorf("%s: more than %d bytes when decompressed", DocumentFile, maxDocumentBytes)
+		return err
 	}
 	if err := json.Unmarshal(b, v); err != nil {
 		return fmt.Errorf("%s: %w", DocumentFile, err)
 	}
 	return nil
+}
+
+// inflate is DocumentFile's JSON, decompressed.
+func inflate(gz []byte) ([]byte, error) {
+	r, err := gzip.NewReader(bytes.NewReader(gz))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", DocumentFile, err)
+	}
+	b, err := io.ReadAll(io.LimitReader(r, maxDocumentBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", DocumentFile, err)
+	}
+	if len(b) > maxDocumentBytes {
+		return nil, fmt.Errorf("%s: more than %d bytes when decompressed", DocumentFile, maxDocumentBytes)
+	}
+	return b, nil
+}
+
+// ConfigMapChecksum is the checksum of what a ConfigMap's data and
+// binaryData give the hub to read, taken as Render takes it: the file and
+// the document's JSON (DocumentFile decompressed, else the plain JSONFile
+// of earlier versions). It equals the rendered Checksum exactly when the
+// ConfigMap holds the rendered file and document, so that a ConfigMap
+// edited outside the provider shows in a plan as a change of hub_checksum,
+// one line, instead of the file's text. A document that cannot be
+// decompressed counts as its bytes after a NUL, which no JSON starts with.
+func ConfigMapChecksum(data map[string]string, binaryData map[string][]byte) string {
+	var doc []byte
+	if gz, ok := binaryData[DocumentFile]; ok {
+		var err error
+		if doc, err = inflate(gz); err != nil {
+			doc = append([]byte{0}, gz...)
+		}
+	} else if text, ok := data[JSONFile]; ok {
+		doc = []byte(text)
+	}
+	return checksum(data[PythonFile], doc)
 }
 
 // ErrNoDocument says a ConfigMap holds neither DocumentFile nor JSONFile.

@@ -226,8 +226,9 @@ func TestSpawnerPython_readsTheDocument(t *testing.T) {
 
 // The size checks: an error naming legacy_users (or home_storage_settings
 // when copied homes dominate) when the ConfigMap exceeds the API server's
-// limit; a warning naming helm_values and the ConfigMap mount when
-// helm_values exceeds the hub Secret's or Helm's release record's budget.
+// limit; a warning on the same attribute, naming the ConfigMap mount,
+// when the helm values exceed the hub Secret's or Helm's release record's
+// budget.
 func TestSpawnerSizeFindings(t *testing.T) {
 	legacy := mustBuild(t, Config{Home: homeSettings(RWX), LegacyUsers: []string{"alice", "bob"}})
 	home := homeSettings(RWX)
@@ -241,13 +242,15 @@ func TestSpawnerSizeFindings(t *testing.T) {
 		s          Sizes
 		errAttr    string
 		warn       bool
+		warnAttr   string
 		errDetails []string
 	}{
 		{name: "small", r: legacy, s: small},
 		{name: "hub_secret_at_budget", r: legacy, s: with(func(s *Sizes) { s.HubSecret = HubSecretBudget })},
-		{name: "hub_secret_over", r: legacy, s: with(func(s *Sizes) { s.HubSecret = HubSecretBudget + 1 }), warn: true},
+		{name: "hub_secret_over", r: legacy, s: with(func(s *Sizes) { s.HubSecret = HubSecretBudget + 1 }), warn: true, warnAttr: "legacy_users"},
+		{name: "hub_secret_over_copied", r: copied, s: with(func(s *Sizes) { s.HubSecret = HubSecretBudget + 1 }), warn: true, warnAttr: "home_storage_settings"},
 		{name: "release_at_budget", r: legacy, s: with(func(s *Sizes) { s.HelmRelease = HelmReleaseBudget })},
-		{name: "release_over", r: legacy, s: with(func(s *Sizes) { s.HelmRelease = HelmReleaseBudget + 1 }), warn: true},
+		{name: "release_over", r: legacy, s: with(func(s *Sizes) { s.HelmRelease = HelmReleaseBudget + 1 }), warn: true, warnAttr: "legacy_users"},
 		{name: "configmap_at_limit", r: legacy, s: with(func(s *Sizes) { s.ConfigMap = MaxObjectBytes })},
 		{name: "configmap_over", r: legacy, s: with(func(s *Sizes) { s.ConfigMap, s.DocumentJSON = MaxObjectBytes+1, 5<<20 }), errAttr: "legacy_users",
 			errDetails: []string{`ConfigMap "hub-files"`, "1024 KiB", "2 legacy user(s) and 0 copied home(s)", "5120 KiB as JSON", "at most 1024 KiB", `on_mode_change = "migrate"`}},
@@ -275,14 +278,14 @@ func TestSpawnerSizeFindings(t *testing.T) {
 			}
 			if c.warn {
 				w := warnings[0]
-				for _, d := range []string{"hub.extraFiles", "hub Secret", "release record", `ConfigMap "hub-files"`, "hub.extraVolumes", "hub.extraVolumeMounts",
+				for _, d := range []string{"provider::jupyter::helm_values", "hub.extraFiles", "hub Secret", "release record", `ConfigMap "hub-files"`, "hub.extraVolumes", "hub.extraVolumeMounts",
 					PythonFile, DocumentFile, ConfigDir, ChecksumAnnotation, "hub_checksum", ExtraConfigKey} {
 					if !strings.Contains(w.Detail, d) {
 						t.Errorf("warning lacks %q: %s", d, w.Detail)
 					}
 				}
-				if w.Attribute != "helm_values" {
-					t.Errorf("warning on %s", w.Attribute)
+				if w.Attribute != c.warnAttr {
+					t.Errorf("warning on %s, want %s", w.Attribute, c.warnAttr)
 				}
 			}
 		})
@@ -307,5 +310,45 @@ func TestSpawnerSizesOf(t *testing.T) {
 	// compressed data, then base64 again: never less than four times it.
 	if s.HelmRelease < 4*len(f.Document) {
 		t.Errorf("release record estimate %d for a document of %d bytes", s.HelmRelease, len(f.Document))
+	}
+}
+
+// ConfigMapChecksum is the rendered Checksum for the ConfigMap the
+// provider writes, and another one for every edit of what the hub reads:
+// the file, the document (even one whose settings decode the same), the
+// plain document of earlier versions, a document that is not gzip, none.
+func TestSpawnerConfigMapChecksum(t *testing.T) {
+	r, _ := campus(t, 50, 20)
+	f := Render(r)
+	data := map[string]string{PythonFile: f.Python}
+	binary := map[string][]byte{DocumentFile: f.Document}
+	if got := ConfigMapChecksum(data, binary); got != f.Checksum {
+		t.Fatalf("the rendered ConfigMap's checksum is %s, want the rendered %s", got, f.Checksum)
+	}
+	doc, err := inflate(f.Document)
+	if err != nil {
+		t.Fatal(err)
+	}
+	edits := map[string]func(d map[string]string, b map[string][]byte){
+		"file edited":  func(d map[string]string, _ map[string][]byte) { d[PythonFile] += "\n" },
+		"file removed": func(d map[string]string, _ map[string][]byte) { delete(d, PythonFile) },
+		"document edited": func(_ map[string]string, b map[string][]byte) {
+			b[DocumentFile] = gzipBytes(append(bytes.Clone(doc), ' '))
+		},
+		"document not gzip": func(_ map[string]string, b map[string][]byte) {
+			b[DocumentFile] = doc
+		},
+		"plain document of earlier versions": func(d map[string]string, b map[string][]byte) {
+			delete(b, DocumentFile)
+			d[JSONFile] = string(doc) + "\n"
+		},
+		"no document": func(_ map[string]string, b map[string][]byte) { delete(b, DocumentFile) },
+	}
+	for name, edit := range edits {
+		d, b := maps.Clone(data), maps.Clone(binary)
+		edit(d, b)
+		if got := ConfigMapChecksum(d, b); got == f.Checksum {
+			t.Errorf("%s: the checksum did not change", name)
+		}
 	}
 }

@@ -7,7 +7,7 @@ import (
 )
 
 // VolumeName is the hub volume a deployment may use to mount the ConfigMap
-// itself (helm_values does not: it carries the files in hub.extraFiles).
+// itself (HelmValues does not: it carries the files in hub.extraFiles).
 const VolumeName = "jupyter-spawner-config"
 
 // ChecksumAnnotation is the hub pod annotation (z2jh's hub.annotations)
@@ -22,7 +22,8 @@ const (
 	ExtraFileDocument = "jupyter-spawner-json-gz"
 )
 
-// HelmValues returns values for the zero-to-jupyterhub chart. Every key is
+// HelmValues returns values for the zero-to-jupyterhub chart (the function
+// provider::jupyter::helm_values; no attribute holds them). Every key is
 // a map, so that they merge with a chart's or a deployer's own values
 // files instead of replacing their lists (hub.extraVolumes,
 // singleuser.profileList):

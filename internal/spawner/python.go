@@ -64,7 +64,7 @@ func Python() string {
 	).Replace(pythonTemplate)
 }
 
-// FilesDir is where helm_values puts the rendered file and its document
+// FilesDir is where HelmValues puts the rendered file and its document
 // in the hub (hub.extraFiles), outside jupyterhub_config.d: a chart may
 // mount its own ConfigMap there, and a file cannot be mounted into it.
 const FilesDir = "/usr/local/etc/jupyterhub/jupyter-spawner"
@@ -72,7 +72,7 @@ const FilesDir = "/usr/local/etc/jupyterhub/jupyter-spawner"
 // ExtraConfig is the hub.extraConfig entry that applies the file after
 // every other hub.extraConfig entry (z2jh runs them, sorted by key, after
 // jupyterhub_config.d), so that none of them overrides it: the copy
-// helm_values puts in FilesDir, else the ConfigMap's when it is mounted
+// HelmValues puts in FilesDir, else the ConfigMap's when it is mounted
 // into jupyterhub_config.d.
 func ExtraConfig() string {
 	return strings.NewReplacer("@FILES@", pyString(FilesDir+"/"+PythonFile), "@CONFIGD@", pyString(ConfigDir+"/"+PythonFile)).Replace(extraConfigTemplate)

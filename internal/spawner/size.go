@@ -8,12 +8,12 @@ import (
 // data (the bytes of its values; keys are not counted).
 const MaxObjectBytes = 1 << 20
 
-// HubSecretBudget is the share of the chart's hub Secret helm_values may
+// HubSecretBudget is the share of the chart's hub Secret the helm values may
 // take: 1 MiB less 128 KiB for the chart's own values and secrets.
 const HubSecretBudget = MaxObjectBytes - 128<<10
 
 // HelmReleaseBudget is the share of Helm's release record (a Secret of its
-// own, sh.helm.release.v1.<release>.v<revision>) helm_values may take:
+// own, sh.helm.release.v1.<release>.v<revision>) the helm values may take:
 // 1 MiB less 384 KiB for the chart itself (its templates, files and
 // schema, and the other objects it renders) and the other values. The
 // zero-to-jupyterhub chart takes about 200 KB of the record (measured with
@@ -27,12 +27,12 @@ type Sizes struct {
 	// ConfigMap is the ConfigMap's data: the file and the compressed
 	// document.
 	ConfigMap int
-	// HubSecret is what helm_values adds to the chart's hub Secret. The
+	// HubSecret is what the helm values (HelmValues) add to the chart's hub Secret. The
 	// chart keeps every value there twice: once in its copy of the values
 	// (values.yaml, which z2jh's hub reads) and once as the files of
 	// hub.extraFiles, decoded.
 	HubSecret int
-	// HelmRelease estimates what helm_values adds to Helm's release
+	// HelmRelease estimates what the helm values add to Helm's release
 	// record, which holds the values, the rendered hub Secret (with its
 	// base64 copy of the values) and the chart, compressed with gzip and
 	// base64-encoded twice (by Helm, then as Secret data). The document is
@@ -46,7 +46,7 @@ type Sizes struct {
 	DocumentJSON int
 }
 
-// SizesOf measures f and the helm_values text that carries it.
+// SizesOf measures f and the helm values' text (HelmYAML) that carries it.
 func SizesOf(f Files, helmValues string) Sizes {
 	return Sizes{
 		ConfigMap:    len(f.Python) + len(f.Document),
@@ -58,17 +58,19 @@ func SizesOf(f Files, helmValues string) Sizes {
 
 // SizeFindings are the plan-time findings about sizes: an error when the
 // ConfigMap would exceed the API server's limit (the apply would fail),
-// a warning when helm_values would take more of the hub Secret or of
+// a warning when the helm values would take more of the hub Secret or of
 // Helm's release record than their budgets (helm upgrade would fail or
 // come close).
 func SizeFindings(r Result, s Sizes, configMap string) (errs, warnings []Finding) {
 	legacy, copied := len(r.Colocation.Users), len(r.HomeClaims)
 	content := fmt.Sprintf("the rendered file and the compressed document, which lists %d legacy user(s) and %d copied home(s)", legacy, copied)
+	// What grows with users is legacy_users, or the copied homes of
+	// home_storage_settings.
+	attr := "legacy_users"
+	if copied > legacy {
+		attr = "home_storage_settings"
+	}
 	if s.ConfigMap > MaxObjectBytes {
-		attr := "legacy_users"
-		if copied > legacy {
-			attr = "home_storage_settings"
-		}
 		errs = append(errs, Finding{Attribute: attr, Summary: "The hub configuration does not fit in a ConfigMap",
 			Detail: fmt.Sprintf("ConfigMap %q would hold %s (%s, %s as JSON before compression); the API server accepts at most %s in one ConfigMap, so the apply would fail. "+
 				"Migrate legacy users' homes to ReadWriteMany (jupyter_home_storage on_mode_change = \"migrate\") so that fewer remain in legacy_users, "+
@@ -76,13 +78,13 @@ func SizeFindings(r Result, s Sizes, configMap string) (errs, warnings []Finding
 				configMap, kib(s.ConfigMap), content, kib(s.DocumentJSON), kib(MaxObjectBytes))})
 	}
 	if s.HubSecret > HubSecretBudget || s.HelmRelease > HelmReleaseBudget {
-		warnings = append(warnings, Finding{Attribute: "helm_values", Summary: "helm_values is too large for helm upgrade",
-			Detail: fmt.Sprintf("helm_values carries %s in hub.extraFiles. The chart keeps the values and the files in its hub Secret, where they take %s (budget %s), "+
+		warnings = append(warnings, Finding{Attribute: attr, Summary: "The helm values are too large for helm upgrade",
+			Detail: fmt.Sprintf("provider::jupyter::helm_values carries %s in hub.extraFiles. The chart keeps the values and the files in its hub Secret, where they take %s (budget %s), "+
 				"and Helm keeps its release record in a Secret too, where they take about %s (budget %s); each Secret is limited to %s by the API server, "+
 				"and the chart and its other values need the rest, so helm upgrade fails or is close to failing. "+
-				"Instead of passing helm_values' hub.extraFiles, mount the ConfigMap %q into the hub: a hub.extraVolumes entry for the ConfigMap and hub.extraVolumeMounts of its %s and %s "+
+				"Instead of passing the values' hub.extraFiles, mount the ConfigMap %q into the hub: a hub.extraVolumes entry for the ConfigMap and hub.extraVolumeMounts of its %s and %s "+
 				"(subPath each) into %s/, and set the hub pod annotation %s (hub.annotations) to hub_checksum so that the hub restarts when they change. "+
-				"The %s entry of hub.extraConfig in helm_values then applies the mounted file.",
+				"The %s entry of hub.extraConfig in the values then applies the mounted file.",
 				content, kib(s.HubSecret), kib(HubSecretBudget), kib(s.HelmRelease), kib(HelmReleaseBudget), kib(MaxObjectBytes),
 				configMap, PythonFile, DocumentFile, ConfigDir, ChecksumAnnotation, ExtraConfigKey)})
 	}

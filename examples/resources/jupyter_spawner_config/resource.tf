@@ -16,3 +16,8 @@ resource "jupyter_spawner_config" "hub" {
 output "colocation_mode" {
   value = jupyter_spawner_config.hub.colocation_mode
 }
+
+# The plan shows the settings (kubespawner_json), the co-location, the users
+# it concerns (legacy_users) and hub_checksum. The hub's file and document
+# are in the ConfigMap; a helm_release passes them to the chart with
+#   values = [provider::jupyter::helm_values(jupyter_spawner_config.hub)]

@@ -1,9 +1,9 @@
 # Nebari's data-science-pack (the z2jh chart as a subchart under
 # "jupyterhub:"). This file holds the provider's resources; helm.tf
-# installs the pack with jupyter_spawner_config.hub.helm_values nested under
-# "jupyterhub:". The pack mounts its own ConfigMap
+# installs the pack with provider::jupyter::helm_values(jupyter_spawner_config.hub)
+# nested under "jupyterhub:". The pack mounts its own ConfigMap
 # (nebari-data-science-pack-hub-config, named after the chart) at
-# jupyterhub_config.d/ through hub.extraVolumes; helm_values leaves that list
+# jupyterhub_config.d/ through hub.extraVolumes; the values leave that list
 # alone (it carries the provider's file in hub.extraFiles and applies it from
 # hub.extraConfig, after the pack's 00- to 03- files). The file composes with
 # the pack's: its volumes (shared, nebi-bin, nebi-config, singleuser-config),

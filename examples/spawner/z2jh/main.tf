@@ -1,10 +1,11 @@
 # A plain zero-to-jupyterhub install whose storage and profiles come from
 # this provider. This file holds the provider's resources; helm.tf installs
-# the chart with jupyter_spawner_config.hub.helm_values, which carries the
-# rendered file into the hub (hub.extraFiles), applies it after the chart's
-# settings (hub.extraConfig), states the home in singleuser.storage and
-# restarts the hub when the configuration changes (hub.annotations). The
-# ConfigMap holds the same file for deployments that mount it themselves.
+# the chart with provider::jupyter::helm_values(jupyter_spawner_config.hub),
+# values that carry the rendered file into the hub (hub.extraFiles), apply
+# it after the chart's settings (hub.extraConfig), state the home in
+# singleuser.storage and restart the hub when the configuration changes
+# (hub.annotations). The ConfigMap holds the same file for deployments that
+# mount it themselves.
 #
 # Checked against the zero-to-jupyterhub chart at commit 48ea50e3 (main,
 # JupyterHub 5.5.0) and KubeSpawner 7.1.1.dev0 (commit 4161d54), rendered
