@@ -42,6 +42,17 @@ type Claim struct {
 	Deleting       bool // deletionTimestamp is set
 }
 
+// Ref identifies a claim: its namespace and its name. Names are unique
+// only within a namespace (a template without a user field, such as
+// "home", names every user's claim alike under per-user namespaces), so a
+// claim is never looked up, keyed or named by its name alone.
+type Ref struct{ Namespace, Name string }
+
+func (r Ref) String() string { return r.Namespace + "/" + r.Name }
+
+// Ref is the claim's identity short of its UID.
+func (c Claim) Ref() Ref { return Ref{c.Namespace, c.Name} }
+
 // Key is how a claim is addressed in a map of claims: the raw username, with
 // "/servername" for a named server's claim. A claim without any username is
 // keyed by its own name.

@@ -192,9 +192,9 @@ func (w *world) live() safety.Live {
 		c.AccessModes = slices.Clone(c.AccessModes)
 		l.Claims = append(l.Claims, c)
 	}
-	l.Mounted = map[string]bool{}
+	l.Mounted = map[claims.Ref]bool{}
 	for _, p := range w.pods {
-		l.Mounted[p.claim] = true
+		l.Mounted[claims.Ref{Namespace: hubNS, Name: p.claim}] = true
 	}
 	return l
 }

@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/claims"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/execute"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/migration"
 )
@@ -34,8 +35,8 @@ func (c *Client) ListVolumes(ctx context.Context, selector string) ([]corev1.Per
 }
 
 // MigrationsInProgress returns the volumes that carry a migration record
-// for a claim in namespace ("": any namespace), by claim name.
-func (c *Client) MigrationsInProgress(ctx context.Context, namespace string) (map[string]corev1.PersistentVolume, map[string]*migration.Record, error) {
+// for a claim in namespace ("": any namespace), by the claim its record names.
+func (c *Client) MigrationsInProgress(ctx context.Context, namespace string) (map[claims.Ref]corev1.PersistentVolume, map[claims.Ref]*migration.Record, error) {
 	selector := migration.NamespaceLabel + "=" + namespace
 	if namespace == "" {
 		selector = migration.NamespaceLabel // every namespace
@@ -44,7 +45,7 @@ func (c *Client) MigrationsInProgress(ctx context.Context, namespace string) (ma
 	if err != nil {
 		return nil, nil, err
 	}
-	vols, recs := map[string]corev1.PersistentVolume{}, map[string]*migration.Record{}
+	vols, recs := map[claims.Ref]corev1.PersistentVolume{}, map[claims.Ref]*migration.Record{}
 	for _, pv := range pvs {
 		rec, err := migration.DecodeRecord(pv.Annotations[migration.RecordAnnotation])
 		if err != nil {
@@ -53,7 +54,8 @@ func (c *Client) MigrationsInProgress(ctx context.Context, namespace string) (ma
 		if namespace != "" && rec.Namespace != namespace {
 			continue
 		}
-		vols[rec.Claim], recs[rec.Claim] = pv, rec
+		ref := claims.Ref{Namespace: rec.Namespace, Name: rec.Claim}
+		vols[ref], recs[ref] = pv, rec
 	}
 	return vols, recs, nil
 }

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/claims"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/migration"
 )
 
@@ -30,7 +31,7 @@ type podUse struct {
 // podList is one List of a namespace's unfinished pods, by claim mounted.
 type podList struct {
 	done chan struct{}
-	uses map[string][]podUse
+	uses map[claims.Ref][]podUse
 	err  error
 }
 
@@ -39,7 +40,7 @@ type podLists struct{ running, next *podList }
 
 // mountsNow is, by claim, the unfinished pods in namespace ("" for all)
 // that mount it, from a List that began after the call.
-func (c *Client) mountsNow(ctx context.Context, namespace string) (map[string][]podUse, error) {
+func (c *Client) mountsNow(ctx context.Context, namespace string) (map[claims.Ref][]podUse, error) {
 	c.podMu.Lock()
 	if c.pods == nil {
 		c.pods = map[string]*podLists{}
@@ -86,8 +87,8 @@ func (c *Client) mountsNow(ctx context.Context, namespace string) (map[string][]
 }
 
 // listPodUses lists the unfinished pods of namespace, by claim mounted.
-func (c *Client) listPodUses(ctx context.Context, namespace string) (map[string][]podUse, error) {
-	uses := map[string][]podUse{}
+func (c *Client) listPodUses(ctx context.Context, namespace string) (map[claims.Ref][]podUse, error) {
+	uses := map[claims.Ref][]podUse{}
 	seen := map[string]bool{} // a restarted List shows a pod again
 	err := eachPage(ctx, c, "pods", namespace, metav1.ListOptions{}, func(ctx context.Context, opts metav1.ListOptions) (page[corev1.Pod], error) {
 		l, err := c.Kube.CoreV1().Pods(namespace).List(ctx, opts)
@@ -104,7 +105,8 @@ func (c *Client) listPodUses(ctx context.Context, namespace string) (map[string]
 			seen[p.Namespace+"/"+p.Name] = true
 			for _, v := range p.Spec.Volumes {
 				if v.PersistentVolumeClaim != nil {
-					uses[v.PersistentVolumeClaim.ClaimName] = append(uses[v.PersistentVolumeClaim.ClaimName], podUse{pod: p.Name, job: p.Labels[JobNameLabel]})
+					ref := claims.Ref{Namespace: p.Namespace, Name: v.PersistentVolumeClaim.ClaimName}
+					uses[ref] = append(uses[ref], podUse{pod: p.Name, job: p.Labels[JobNameLabel]})
 				}
 			}
 		}
@@ -121,7 +123,7 @@ func (c *Client) MountedBy(ctx context.Context, namespace, claim, exceptJob stri
 		return nil, err
 	}
 	pods := map[string]bool{}
-	for _, u := range uses[claim] {
+	for _, u := range uses[claims.Ref{Namespace: namespace, Name: claim}] {
 		if exceptJob == "" || u.job != exceptJob {
 			pods[u.pod] = true
 		}
@@ -129,16 +131,16 @@ func (c *Client) MountedBy(ctx context.Context, namespace, claim, exceptJob stri
 	return slices.Sorted(maps.Keys(pods)), nil
 }
 
-// MountedClaims returns the names of claims used by pods in namespace that
+// MountedClaims returns the claims used by pods in namespace ("" for all) that
 // have not finished, but for the pods of this provider's own copy and
 // verification Jobs (migration.IsMigrationJob): these are not servers.
 // The gate's MountedBy counts them.
-func (c *Client) MountedClaims(ctx context.Context, namespace string) (map[string]bool, error) {
+func (c *Client) MountedClaims(ctx context.Context, namespace string) (map[claims.Ref]bool, error) {
 	uses, err := c.mountsNow(ctx, namespace)
 	if err != nil {
 		return nil, err
 	}
-	out := map[string]bool{}
+	out := map[claims.Ref]bool{}
 	for claim, us := range uses {
 		for _, u := range us {
 			if !migration.IsMigrationJob(u.job) {

@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/claims"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/kube/clientset"
 )
 
@@ -114,7 +115,8 @@ func TestMountedClaimsLeavesOutMigrationJobs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got["claim-alice"] || got["claim-carol"] || !got["claim-bob"] || !got["claim-dave"] {
+	at := func(name string) claims.Ref { return claims.Ref{Namespace: "hub", Name: name} }
+	if got[at("claim-alice")] || got[at("claim-carol")] || !got[at("claim-bob")] || !got[at("claim-dave")] {
 		t.Errorf("MountedClaims = %v; want claim-bob and claim-dave (another Job's pod uses it), not the copy's or the verification's", got)
 	}
 	if pods, err := c.MountedBy(context.Background(), "hub", "claim-alice", ""); err != nil || len(pods) != 1 {

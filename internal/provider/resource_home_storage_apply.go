@@ -333,7 +333,7 @@ func (r *homeStorageResource) liveAfterApply(ctx context.Context, client *kube.C
 // appliedClaims is the live claims read before apply with the changes that
 // succeeded: created claims added, recreated ones replaced, resized ones grown.
 func appliedClaims(before []claims.Claim, todo []safety.UserPlan, failed map[int]error, created map[string]*corev1.PersistentVolumeClaim, cfg safety.Config) []claims.Claim {
-	resized, replaced := map[string]bool{}, map[string]bool{}
+	resized, replaced := map[claims.Ref]bool{}, map[claims.Ref]bool{} // names repeat across namespaces
 	var out []claims.Claim
 	for i, up := range todo {
 		if failed[i] != nil {
@@ -341,9 +341,9 @@ func appliedClaims(before []claims.Claim, todo []safety.UserPlan, failed map[int
 		}
 		switch up.Action {
 		case safety.ActionResize:
-			resized[up.Live.Name] = true
+			resized[up.Live.Ref()] = true
 		case safety.ActionRecreate, safety.ActionDeleteSource:
-			replaced[up.Live.Name] = true
+			replaced[up.Live.Ref()] = true
 		}
 		if pvc := created[up.User]; pvc != nil {
 			out = append(out, kube.ClaimFromPVC(pvc))
@@ -351,9 +351,9 @@ func appliedClaims(before []claims.Claim, todo []safety.UserPlan, failed map[int
 	}
 	for _, c := range before {
 		switch {
-		case replaced[c.Name]:
+		case replaced[c.Ref()]:
 			continue
-		case resized[c.Name]:
+		case resized[c.Ref()]:
 			c.Requested, c.RequestedBytes = canonicalQuantity(cfg.Capacity), cfg.CapacityBytes
 		}
 		out = append(out, c)

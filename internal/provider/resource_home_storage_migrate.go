@@ -13,6 +13,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/claims"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/execute"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/kube"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/migration"
@@ -85,12 +86,12 @@ func readMigrations(ctx context.Context, client *kube.Client, cfg safety.Config,
 	if err != nil {
 		return false, err
 	}
-	live.InProgress = map[string]safety.InProgress{}
-	for claim, rec := range recs {
+	live.InProgress = make(map[claims.Ref]safety.InProgress, len(recs))
+	for ref, rec := range recs {
 		if ns, err := cfg.NamespaceOf(rec.User); err != nil || ns != rec.Namespace {
 			continue // another deployment's migration
 		}
-		live.InProgress[claim] = safety.InProgress{Volume: vols[claim].Name, Record: *rec}
+		live.InProgress[ref] = safety.InProgress{Volume: vols[ref].Name, Record: *rec}
 	}
 	need := false
 	for _, c := range live.Claims {

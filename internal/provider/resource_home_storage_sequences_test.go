@@ -68,7 +68,7 @@ resource "jupyter_home_storage" "homes" {
 			Config: cfg,
 			ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 				expectClass("destructive"),
-				plancheck.ExpectKnownValue(hsAddr, tfjsonpath.New("changes"), knownvalue.StringRegexp(regexp.MustCompile(`"bob":\{"action":"create","claim":"claim-bob"\}`))),
+				plancheck.ExpectKnownValue(hsAddr, tfjsonpath.New("changes"), knownvalue.StringRegexp(regexp.MustCompile(`"bob":\{"action":"create","namespace":"[^"]+","claim":"claim-bob"\}`))),
 				actBetween(func() error {
 					acctest.Seed(t, cs, ns, acctest.SeedClaim{Name: "claim-bob", Username: "bob", StorageClass: &class, Modes: rwo})
 					bob = uids(t, cs, ns, "claim-bob")["claim-bob"]
@@ -87,7 +87,7 @@ resource "jupyter_home_storage" "homes" {
 			Config: cfg,
 			ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 				expectClass("destructive"),
-				plancheck.ExpectKnownValue(hsAddr, tfjsonpath.New("changes"), knownvalue.StringRegexp(regexp.MustCompile(`"bob":\{"action":"recreate","claim":"claim-bob","uid":"[^"]+"\}`))),
+				plancheck.ExpectKnownValue(hsAddr, tfjsonpath.New("changes"), knownvalue.StringRegexp(regexp.MustCompile(`"bob":\{"action":"recreate","namespace":"[^"]+","claim":"claim-bob","uid":"[^"]+"\}`))),
 			}},
 			Check: func(*terraform.State) error {
 				if got := uids(t, cs, ns, "claim-bob")["claim-bob"]; got == bob || got == "" {

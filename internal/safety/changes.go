@@ -8,12 +8,14 @@ import (
 
 // Change is what a plan does to one claim, as the plan shows it in the
 // `changes` attribute and as apply executes it: the action, the claim and,
-// for a claim that exists, its UID (the object the plan saw).
+// for a claim that exists, its UID (the object the plan saw). A claim is
+// named by namespace and name: names are unique per namespace only.
 type Change struct {
-	Action Action `json:"action"`
-	Claim  string `json:"claim"`
-	UID    string `json:"uid,omitempty"`
-	Method string `json:"method,omitempty"` // migrate: rebind or copy
+	Action    Action `json:"action"`
+	Namespace string `json:"namespace"`
+	Claim     string `json:"claim"`
+	UID       string `json:"uid,omitempty"`
+	Method    string `json:"method,omitempty"` // migrate: rebind or copy
 }
 
 // Changes are a plan's changes by key: the username for a home, "user
@@ -40,7 +42,7 @@ func ChangesOf(r Result) Changes {
 		if !Changing(up.Action) {
 			return
 		}
-		c := Change{Action: up.Action, Claim: up.ClaimName, Method: string(up.Method)}
+		c := Change{Action: up.Action, Namespace: up.Namespace, Claim: up.ClaimName, Method: string(up.Method)}
 		if up.Live != nil {
 			c.UID = up.Live.UID
 		}
@@ -85,7 +87,7 @@ func (m Mismatch) String() string {
 		if c == nil {
 			return "nothing"
 		}
-		s := fmt.Sprintf("%s %s", c.Action, c.Claim)
+		s := fmt.Sprintf("%s %s/%s", c.Action, c.Namespace, c.Claim)
 		if c.UID != "" {
 			s += " (uid " + c.UID + ")"
 		}

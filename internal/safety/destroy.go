@@ -16,9 +16,9 @@ func Destroy(cfg Config, prior Prior, live Live) Result {
 	res.Class = ClassNone
 	var del, mounted []UserPlan
 	live.Claims = ownClaims(cfg, live.Claims)
-	liveByName := map[string]*claims.Claim{}
+	byRef := make(map[claims.Ref]*claims.Claim, len(live.Claims))
 	for i := range live.Claims {
-		liveByName[live.Claims[i].Name] = &live.Claims[i]
+		byRef[cfg.ref(&live.Claims[i])] = &live.Claims[i]
 	}
 	users := make([]string, 0, len(prior.Managed))
 	for u := range prior.Managed {
@@ -26,18 +26,23 @@ func Destroy(cfg Config, prior Prior, live Live) Result {
 	}
 	sort.Strings(users)
 	for _, u := range users {
-		c := liveByName[prior.Managed[u]]
+		// The user's claim is in the user's namespace: a claim of that name
+		// elsewhere (a template without a user field under per-user
+		// namespaces names every user's claim alike) is another user's.
+		ns, err := cfg.NamespaceOf(u)
+		if err != nil {
+			continue
+		}
+		up := UserPlan{User: u, ClaimName: prior.Managed[u], Namespace: ns, Managed: true, Action: ActionRelease, Reason: "retained"}
+		c := byRef[up.Ref()]
 		if c == nil {
 			continue
 		}
-		up := UserPlan{User: u, ClaimName: c.Name, Managed: true, Live: c, Action: ActionRelease, Reason: "retained", Namespace: c.Namespace}
-		if up.Namespace == "" {
-			up.Namespace = cfg.Namespace
-		}
+		up.Live = c
 		if cfg.DeletionPolicy == DeletionDelete && cfg.AllowDataLoss {
 			up.Action, up.Reason = ActionRecreate, "deleted"
 			del = append(del, up)
-			if live.Mounted[c.Name] {
+			if live.Mounted[up.Ref()] {
 				mounted = append(mounted, up)
 			}
 		}

@@ -62,6 +62,17 @@ func TestReconcile(t *testing.T) {
 		// erin's claim was deleted since the plan.
 		"erin": {Action: ActionCreate, Claim: "claim-erin"},
 		// dave spawned with a matching claim: nothing left to do.
+		// frank's claim of that name is now looked for in another namespace.
+		"frank": {Action: ActionCreate, Namespace: "jupyter-frank", Claim: "home"},
+	}
+	planned["frank"] = Change{Action: ActionCreate, Namespace: "jhub", Claim: "home"}
+	for _, cs := range []Changes{planned, now} {
+		for k, c := range cs {
+			if c.Namespace == "" {
+				c.Namespace = "jhub"
+				cs[k] = c
+			}
+		}
 	}
 	run, refused, moot := Reconcile(planned, now)
 	if strings.Join(run, ",") != "alice,carol" {
@@ -71,13 +82,13 @@ func TestReconcile(t *testing.T) {
 	for _, m := range refused {
 		keys = append(keys, m.String())
 	}
-	if got := strings.Join(keys, "; "); got != "bob: planned create claim-bob, now recreate claim-bob (uid b1); erin: planned nothing, now create claim-erin" {
+	if got := strings.Join(keys, "; "); got != "bob: planned create jhub/claim-bob, now recreate jhub/claim-bob (uid b1); erin: planned nothing, now create jhub/claim-erin; frank: planned create jhub/home, now create jupyter-frank/home" {
 		t.Errorf("refused: %s", got)
 	}
 	if len(moot) != 1 || moot[0].Key != "dave" {
 		t.Errorf("moot %v", moot)
 	}
-	if c, err := DecodeChanges(planned.Encode()); err != nil || len(c) != 4 || c["alice"] != planned["alice"] {
+	if c, err := DecodeChanges(planned.Encode()); err != nil || len(c) != 5 || c["alice"] != planned["alice"] {
 		t.Errorf("round trip: %v %v", c, err)
 	}
 }

@@ -17,7 +17,7 @@ import (
 // claim it waits, like any migration under a running server.
 func (p *planner) resume(up *UserPlan, ip InProgress) {
 	rec := ip.Record
-	if p.live.Mounted[up.ClaimName] {
+	if p.live.Mounted[up.Ref()] {
 		up.Action, up.Volume = ActionLegacy, ip.Volume
 		up.Reason = fmt.Sprintf("the rebind an earlier apply started (volume %s, step %s) waits: a server is running", ip.Volume, rec.Step)
 		p.g.running = append(p.g.running, *up)
@@ -34,7 +34,7 @@ func (p *planner) resume(up *UserPlan, ip InProgress) {
 func (p *planner) migrate(up *UserPlan, extra bool) {
 	c, m := up.Live, p.cfg.Migration
 	up.Action = ActionLegacy
-	if p.live.Mounted[c.Name] {
+	if p.live.Mounted[p.cfg.ref(c)] {
 		up.Reason += "; a server is running: migrated by a later apply"
 		p.g.running = append(p.g.running, *up)
 		return
@@ -83,6 +83,19 @@ func (p *planner) migrateByCopy(up *UserPlan, src migration.Source) {
 		p.g.refused = append(p.g.refused, *up)
 		return
 	}
+	at := claims.Ref{Namespace: up.Namespace, Name: target}
+	if other, ok := p.homeNames()[at]; ok && other != up.User {
+		// KubeSpawner would mount that claim as other's home.
+		up.Reason += fmt.Sprintf("; migration.target_name_template gives %s, which is the home claim of user %q: choose a template no username can produce (e.g. a suffix with a character usernames cannot have after slugging)", at, other)
+		p.g.refused = append(p.g.refused, *up)
+		return
+	}
+	if t := p.idx.live[at]; t != nil {
+		// Never adopted: it may be someone's data.
+		up.Reason += fmt.Sprintf("; the new claim %s exists already and is not a copy of %s: nothing is copied into a claim this copy did not create", at, c.Name)
+		p.g.refused = append(p.g.refused, *up)
+		return
+	}
 	up.Action, up.Method, up.Target = ActionMigrate, migration.MethodCopy, target
 	up.Reason = fmt.Sprintf("copy to a new %s claim %s (%s); %s is kept", p.cfg.AccessMode, target, why, c.Name)
 	p.g.migrating = append(p.g.migrating, *up)
@@ -122,10 +135,6 @@ func (p *planner) extraVolumes(users []string) {
 	if len(p.cfg.ExtraVolumes) == 0 {
 		return
 	}
-	byName := make(map[string]*claims.Claim, len(p.live.Claims))
-	for i := range p.live.Claims {
-		byName[p.live.Claims[i].Name] = &p.live.Claims[i]
-	}
 	var mismatched []UserPlan
 	for _, t := range p.cfg.ExtraVolumes {
 		for _, u := range users {
@@ -133,9 +142,10 @@ func (p *planner) extraVolumes(users []string) {
 			if err != nil {
 				continue
 			}
-			up := UserPlan{User: u, ClaimName: name, Live: byName[name]}
+			up := UserPlan{User: u, ClaimName: name}
 			up.Namespace, _ = p.cfg.NamespaceOf(u) // the home pass reported a user without one
-			if ip, ok := p.live.InProgress[name]; ok {
+			up.Live = p.idx.live[up.Ref()]
+			if ip, ok := p.live.InProgress[up.Ref()]; ok {
 				p.resume(&up, ip)
 				p.res.Extra = append(p.res.Extra, up)
 				continue
@@ -189,7 +199,7 @@ func (p *planner) copied(up *UserPlan) {
 		}
 		return
 	}
-	if p.live.Mounted[c.Name] {
+	if p.live.Mounted[p.cfg.ref(c)] {
 		up.Action = ActionLegacy
 		up.Reason = fmt.Sprintf("the copy to %s an earlier apply started (step %s) waits: a server is running", rec.Target, rec.Step)
 		p.g.running = append(p.g.running, *up)
@@ -197,6 +207,35 @@ func (p *planner) copied(up *UserPlan) {
 	}
 	up.Action, up.Method = ActionMigrate, migration.MethodCopy
 	up.Reason = fmt.Sprintf("resume the copy to %s started by an earlier apply (step %s)", rec.Target, rec.Step)
+}
+
+// homeNames are the home claims the template names for every user the plan
+// knows of (listed, with a home, or managed by the last apply), by claim;
+// built once, on the first copy planned.
+func (p *planner) homeNames() map[claims.Ref]string {
+	if p.idx.homes != nil {
+		return p.idx.homes
+	}
+	p.idx.homes = map[claims.Ref]string{}
+	add := func(u string) {
+		name, err := kubespawner.Expand(p.cfg.NameTemplate, u, "", p.cfg.Scheme)
+		ns, nerr := p.cfg.NamespaceOf(u)
+		if err == nil && nerr == nil {
+			p.idx.homes[claims.Ref{Namespace: ns, Name: name}] = u
+		}
+	}
+	for u := range p.idx.managed {
+		add(u)
+	}
+	for u := range p.idx.byUser {
+		add(u)
+	}
+	for i := range p.live.Claims {
+		if c := &p.live.Claims[i]; c.Username != "" && c.Servername == "" {
+			add(c.Username)
+		}
+	}
+	return p.idx.homes
 }
 
 func (p *planner) homeClaim(user, claim string) {
@@ -214,7 +253,7 @@ func (p *planner) deleteSourceFindings() {
 	}
 	var mounted []UserPlan
 	for _, up := range p.g.deleteSources {
-		if p.live.Mounted[up.ClaimName] {
+		if p.live.Mounted[up.Ref()] {
 			mounted = append(mounted, up)
 		}
 	}

@@ -145,15 +145,32 @@ type StorageClass struct {
 
 // Live is the cluster as read at plan time.
 type Live struct {
-	Claims  []claims.Claim  // every claim that matches the home selector
-	Class   *StorageClass   // nil when not read
-	Mounted map[string]bool // claim names used by a pod that is not finished
-	// Volumes the claims are bound to, by name (read when migrating).
+	Claims []claims.Claim // every claim that matches the home selector
+	Class  *StorageClass  // nil when not read
+	// Mounted are the claims used by a pod that is not finished.
+	Mounted map[claims.Ref]bool
+	// Volumes the claims are bound to, by name (read when some claim
+	// differs from the configuration).
 	Volumes map[string]Volume
-	// Migrations in progress, by claim name (read when migrating): the
-	// record on the volume, which outlives the claim.
-	InProgress map[string]InProgress
+	// Migrations in progress, by the claim they migrate (always read):
+	// the record on the volume, which outlives the claim.
+	InProgress map[claims.Ref]InProgress
 }
+
+// Ref is the identity of a claim as the plan reads it: a claim without a
+// namespace is the deployment's.
+func (c Config) Ref(namespace, name string) claims.Ref {
+	if namespace == "" {
+		namespace = c.Namespace
+	}
+	return claims.Ref{Namespace: namespace, Name: name}
+}
+
+// ref is the identity of a live claim.
+func (c Config) ref(cl *claims.Claim) claims.Ref { return c.Ref(cl.Namespace, cl.Name) }
+
+// Ref is the identity of the user's home claim as the plan names it.
+func (up *UserPlan) Ref() claims.Ref { return claims.Ref{Namespace: up.Namespace, Name: up.ClaimName} }
 
 // Volume is what the method choice needs of a claim's volume.
 type Volume struct {
@@ -270,11 +287,15 @@ type planner struct {
 
 // index is the live claims by what the plan asks of them.
 type index struct {
-	managed   map[string]bool          // listed in users
-	byUser    map[string]*claims.Claim // each user's home under the configured template
-	liveNames map[string]bool
-	targets   map[string]*claims.Claim // copies' new claims, by source claim
-	orphans   map[string]*claims.Claim // copies whose source claim is gone, by user
+	managed map[string]bool          // listed in users
+	byUser  map[string]*claims.Claim // each user's home under the configured template
+	live    map[claims.Ref]*claims.Claim
+	targets map[claims.Ref]*claims.Claim // copies' new claims, by source claim (the target's namespace)
+	orphans map[string]*claims.Claim     // copies whose source claim is gone, by user
+	// homes are the claims the template names for the users the plan
+	// knows of (listed, or with a claim): a copy's new claim must not be
+	// one of them.
+	homes map[claims.Ref]string
 }
 
 // groups are the users the plan's findings speak of, gathered while the
@@ -324,16 +345,16 @@ func (p *planner) indexClaims() []claims.Claim {
 	// Sized once: at tens of thousands of users, growing these maps cost
 	// more than filling them.
 	p.idx = index{managed: make(map[string]bool, len(cfg.Users)), byUser: make(map[string]*claims.Claim, len(p.live.Claims)),
-		liveNames: make(map[string]bool, len(p.live.Claims)), targets: map[string]*claims.Claim{}, orphans: map[string]*claims.Claim{}}
+		live: make(map[claims.Ref]*claims.Claim, len(p.live.Claims)), targets: map[claims.Ref]*claims.Claim{}, orphans: map[string]*claims.Claim{}}
 	for _, u := range cfg.Users {
 		p.idx.managed[u] = true
 	}
 	var strays []claims.Claim
 	for i := range p.live.Claims {
 		c := &p.live.Claims[i]
-		p.idx.liveNames[c.Name] = true
+		p.idx.live[cfg.ref(c)] = c
 		if src := c.Annotations[migration.CopyOfAnnotation]; src != "" {
-			p.idx.targets[src] = c // a copy's target is its user's home through the source's record
+			p.idx.targets[cfg.Ref(c.Namespace, src)] = c // a copy's target is its user's home through the source's record
 			continue
 		}
 		if c.Username == "" {
@@ -349,7 +370,7 @@ func (p *planner) indexClaims() []claims.Claim {
 	}
 	// A copy whose source claim was deleted: the target is the user's home.
 	for src, t := range p.idx.targets {
-		if !p.idx.liveNames[src] && t.Username != "" {
+		if p.idx.live[src] == nil && t.Username != "" {
 			p.idx.orphans[t.Username] = t
 		}
 	}
@@ -390,8 +411,8 @@ func (p *planner) planUser(u string) (UserPlan, bool) {
 	if !ok {
 		return up, false
 	}
-	c, t := up.Live, p.idx.targets[up.ClaimName]
-	ip, resuming := p.live.InProgress[up.ClaimName]
+	c, t := up.Live, p.idx.targets[up.Ref()]
+	ip, resuming := p.live.InProgress[up.Ref()]
 	switch {
 	case c != nil && c.Annotations[migration.CopyAnnotation] != "":
 		up.TargetLive = t
@@ -446,7 +467,7 @@ func (p *planner) planClaim(up UserPlan) (UserPlan, bool) {
 		up.Action, up.Reason = ActionCreate, "no claim yet"
 		// Only when the claim the state recorded is gone; after a template
 		// or scheme change it may still exist under its old name (a stray).
-		if p.prior != nil && p.prior.Managed[u] != "" && !p.idx.liveNames[p.prior.Managed[u]] && !p.left[u] {
+		if p.prior != nil && p.prior.Managed[u] != "" && p.idx.live[claims.Ref{Namespace: up.Namespace, Name: p.prior.Managed[u]}] == nil && !p.left[u] {
 			up.Reason = "deleted outside Terraform"
 			p.g.gone = append(p.g.gone, up)
 		}
@@ -484,7 +505,7 @@ func (p *planner) onModeChange(up *UserPlan) {
 			up.Action = ActionLegacy // refused in modeFindings: the claim stays as it is
 		}
 		p.g.recreate = append(p.g.recreate, *up)
-		if p.live.Mounted[up.Live.Name] {
+		if p.live.Mounted[cfg.ref(up.Live)] {
 			p.g.mounted = append(p.g.mounted, *up)
 		}
 	default: // keep_existing, or fail (refused in modeFindings)

@@ -504,7 +504,7 @@ func TestPlanModeChange(t *testing.T) {
 		{
 			name:    "recreate under a running server is refused",
 			cfg:     efs(onChange(OnModeChangeRecreate), dataLoss()),
-			live:    Live{Claims: rwo.Claims, Mounted: map[string]bool{"claim-bob": true}},
+			live:    Live{Claims: rwo.Claims, Mounted: map[claims.Ref]bool{at("claim-bob"): true}},
 			class:   ClassNone,
 			actions: map[string]Action{"alice": ActionRecreate, "bob": ActionRecreate},
 			errors:  []want{{attr: "on_mode_change", has: []string{"bob: claim-bob", "Stop these users' servers"}, hasNot: []string{"alice"}}},
@@ -512,7 +512,7 @@ func TestPlanModeChange(t *testing.T) {
 		{
 			name:    "recreate without allow_data_loss under a running server reports both",
 			cfg:     efs(onChange(OnModeChangeRecreate)),
-			live:    Live{Claims: rwo.Claims, Mounted: map[string]bool{"claim-alice": true}},
+			live:    Live{Claims: rwo.Claims, Mounted: map[claims.Ref]bool{at("claim-alice"): true}},
 			class:   ClassNone,
 			actions: map[string]Action{"alice": ActionLegacy, "bob": ActionLegacy},
 			legacy:  ab, colocation: true,
@@ -619,10 +619,13 @@ func allAction(us []string, a Action) map[string]Action {
 	return out
 }
 
-func mountedAll(t testing.TB, us []string) map[string]bool {
-	out := map[string]bool{}
+// at is a claim of the deployment's namespace.
+func at(name string) claims.Ref { return claims.Ref{Namespace: ns, Name: name} }
+
+func mountedAll(t testing.TB, us []string) map[claims.Ref]bool {
+	out := map[claims.Ref]bool{}
 	for _, u := range us {
-		out[home(t, u)] = true
+		out[at(home(t, u))] = true
 	}
 	return out
 }
@@ -939,7 +942,7 @@ func TestPlanUsersChange(t *testing.T) {
 func TestPlanDoesNotModifyInputs(t *testing.T) {
 	us := []string{"carol", "alice", "bob"}
 	c := cfg(us, mode(RWX), onChange(OnModeChangeKeepExisting))
-	live := Live{Claims: pvcs(t, []string{"bob", "alice"}), Mounted: map[string]bool{"claim-bob": true}}
+	live := Live{Claims: pvcs(t, []string{"bob", "alice"}), Mounted: map[claims.Ref]bool{at("claim-bob"): true}}
 	c0, live0 := deepCopyConfig(c), deepCopyLive(live)
 	Plan(c, nil, live)
 	if !reflect.DeepEqual(c, c0) || !reflect.DeepEqual(live, live0) {
@@ -1012,7 +1015,7 @@ func TestDestroy(t *testing.T) {
 			name:    "delete under a running server is refused",
 			cfg:     cfg(ab, policy(DeletionDelete), dataLoss()),
 			prior:   pr,
-			live:    Live{Claims: live.Claims, Mounted: map[string]bool{"claim-alice": true}},
+			live:    Live{Claims: live.Claims, Mounted: map[claims.Ref]bool{at("claim-alice"): true}},
 			class:   ClassNone,
 			actions: map[string]Action{"alice": ActionRecreate, "bob": ActionRecreate},
 			errors:  []want{{attr: "deletion_policy", has: []string{"alice: claim-alice", "Stop these users' servers"}, hasNot: []string{"bob"}}},
@@ -1021,7 +1024,7 @@ func TestDestroy(t *testing.T) {
 			name:     "retain under a running server is fine",
 			cfg:      cfg(ab),
 			prior:    pr,
-			live:     Live{Claims: live.Claims, Mounted: map[string]bool{"claim-alice": true}},
+			live:     Live{Claims: live.Claims, Mounted: map[claims.Ref]bool{at("claim-alice"): true}},
 			class:    ClassNone,
 			actions:  map[string]Action{"alice": ActionRelease, "bob": ActionRelease},
 			warnings: []want{{attr: "deletion_policy"}},
@@ -1123,7 +1126,7 @@ func checkInvariants(t *testing.T, c Config, pr *Prior, live Live, r Result) {
 		case ActionMigrate:
 			// Moving a home keeps its data: only asked for, only by rebind,
 			// never under a running server.
-			if up.Resume == nil && up.CopyResume == nil && (c.OnModeChange != OnModeChangeMigrate || up.Live == nil || live.Mounted[up.Live.Name]) {
+			if up.Resume == nil && up.CopyResume == nil && (c.OnModeChange != OnModeChangeMigrate || up.Live == nil || live.Mounted[c.Ref(up.Live.Namespace, up.Live.Name)]) {
 				t.Errorf("user %q migrated: on_mode_change %q, live %v", up.User, c.OnModeChange, up.Live != nil)
 			}
 			if up.Resize && (!up.Managed || up.Method != migration.MethodRebind || up.Live == nil || up.Live.RequestedBytes >= c.CapacityBytes) {
@@ -1183,7 +1186,7 @@ func checkInvariants(t *testing.T, c Config, pr *Prior, live Live, r Result) {
 			if up.Live != nil && !slices.Contains(up.Live.AccessModes, RWX) {
 				colocation = true
 			}
-		case up.Action == ActionMigrate && up.Method == migration.MethodRebind && (up.Resume != nil || c.OnModeChange == OnModeChangeMigrate && !live.Mounted[up.ClaimName]):
+		case up.Action == ActionMigrate && up.Method == migration.MethodRebind && (up.Resume != nil || c.OnModeChange == OnModeChangeMigrate && !live.Mounted[up.Ref()]):
 		default:
 			t.Errorf("extra claim %s of %q: %s by %q", up.ClaimName, up.User, up.Action, up.Method)
 		}
@@ -1393,7 +1396,7 @@ func genCase(t testing.TB, seed uint64) genned {
 		}
 	}
 	seen := map[string]bool{}
-	g.live.Mounted = map[string]bool{}
+	g.live.Mounted = map[claims.Ref]bool{}
 	for _, u := range genUsers {
 		if r.IntN(3) == 0 {
 			continue
@@ -1424,7 +1427,7 @@ func genCase(t testing.TB, seed uint64) genned {
 		}
 		c.Requested = fmt.Sprintf("%dGi", c.RequestedBytes/gi)
 		if r.IntN(4) == 0 {
-			g.live.Mounted[n] = true
+			g.live.Mounted[at(n)] = true
 		}
 		if r.IntN(8) == 0 {
 			// An earlier apply copied (or is copying) this home.
@@ -1445,7 +1448,7 @@ func genCase(t testing.TB, seed uint64) genned {
 			}
 			g.live.Volumes[w.VolumeName] = Volume{CSIDriver: pick(r, genDrivers)}
 			if r.IntN(4) == 0 {
-				g.live.Mounted[wn] = true
+				g.live.Mounted[at(wn)] = true
 			}
 			g.live.Claims = append(g.live.Claims, w)
 		}
@@ -1484,7 +1487,7 @@ func deepCopyLive(l Live) Live {
 		out.Claims = append(out.Claims, c)
 	}
 	if l.Mounted != nil {
-		out.Mounted = map[string]bool{}
+		out.Mounted = map[claims.Ref]bool{}
 		for k, v := range l.Mounted {
 			out.Mounted[k] = v
 		}
@@ -1528,7 +1531,7 @@ func BenchmarkPlan500(b *testing.B) { benchmarkPlan(b, 500) }
 // legacy mode (keep_existing), a quarter grown, a quarter as configured.
 func benchmarkPlan(b *testing.B, n int) {
 	us := make([]string, n)
-	live := Live{Class: &StorageClass{Name: "efs", Provisioner: "efs.csi.aws.com", AllowExpansion: true, Exists: true}, Mounted: map[string]bool{}}
+	live := Live{Class: &StorageClass{Name: "efs", Provisioner: "efs.csi.aws.com", AllowExpansion: true, Exists: true}, Mounted: map[claims.Ref]bool{}}
 	for i := range us {
 		us[i] = fmt.Sprintf("user%05d", i)
 		c := pvc(b, us[i], modes(RWX), class("efs"))
@@ -1539,7 +1542,7 @@ func benchmarkPlan(b *testing.B, n int) {
 			c.Requested, c.RequestedBytes = "5Gi", 5*gi
 		}
 		if i%10 == 0 {
-			live.Mounted[c.Name] = true
+			live.Mounted[at(c.Name)] = true
 		}
 		live.Claims = append(live.Claims, c)
 	}
@@ -1619,7 +1622,7 @@ func TestPlanMigrate(t *testing.T) {
 			name: "RWO Longhorn homes rebind to RWX, safe, unlisted users too",
 			cfg:  cfg([]string{"alice"}, with(migrate(migration.MethodAuto, 0, true))...),
 			live: Live{Claims: []claims.Claim{longhornRWO(t, "alice"), longhornRWO(t, "bob")},
-				Volumes: volumes(t, "driver.longhorn.io", "alice", "bob"), Mounted: map[string]bool{}},
+				Volumes: volumes(t, "driver.longhorn.io", "alice", "bob"), Mounted: map[claims.Ref]bool{}},
 			class:   ClassSafe,
 			actions: map[string]Action{"alice": ActionMigrate, "bob": ActionMigrate},
 			checkResult: func(t *testing.T, r Result) {
@@ -1633,7 +1636,7 @@ func TestPlanMigrate(t *testing.T) {
 		{
 			name:    "a driver the provider does not know is copied, or refused when rebind is asked",
 			cfg:     cfg([]string{"alice"}, mode(RWX), sclass("longhorn"), migrate(migration.MethodRebind, 0, true)),
-			live:    Live{Claims: []claims.Claim{longhornRWO(t, "alice")}, Volumes: volumes(t, "file.csi.azure.com", "alice"), Mounted: map[string]bool{}},
+			live:    Live{Claims: []claims.Claim{longhornRWO(t, "alice")}, Volumes: volumes(t, "file.csi.azure.com", "alice"), Mounted: map[claims.Ref]bool{}},
 			class:   ClassNone,
 			actions: map[string]Action{"alice": ActionLegacy},
 			legacy:  []string{"alice"}, colocation: true,
@@ -1643,7 +1646,7 @@ func TestPlanMigrate(t *testing.T) {
 			name: "migration.rebind_drivers: homes on a listed driver rebind to RWX",
 			cfg: cfg([]string{"alice"}, mode(RWX), sclass("longhorn"), migrate(migration.MethodRebind, 0, true),
 				func(c *Config) { c.Migration.RebindDrivers = []string{"file.csi.azure.com"} }),
-			live:    Live{Claims: []claims.Claim{longhornRWO(t, "alice")}, Volumes: volumes(t, "file.csi.azure.com", "alice"), Mounted: map[string]bool{}},
+			live:    Live{Claims: []claims.Claim{longhornRWO(t, "alice")}, Volumes: volumes(t, "file.csi.azure.com", "alice"), Mounted: map[claims.Ref]bool{}},
 			class:   ClassSafe,
 			actions: map[string]Action{"alice": ActionMigrate},
 			checkResult: func(t *testing.T, r Result) {
@@ -1658,7 +1661,7 @@ func TestPlanMigrate(t *testing.T) {
 			name: "a running server is skipped and reported; the user stays legacy and co-located",
 			cfg:  cfg(nil, with(migrate(migration.MethodAuto, 0, true))...),
 			live: Live{Claims: []claims.Claim{longhornRWO(t, "alice"), longhornRWO(t, "bob")},
-				Volumes: volumes(t, "driver.longhorn.io", "alice", "bob"), Mounted: map[string]bool{home(t, "bob"): true}},
+				Volumes: volumes(t, "driver.longhorn.io", "alice", "bob"), Mounted: map[claims.Ref]bool{at(home(t, "bob")): true}},
 			class:      ClassSafe,
 			actions:    map[string]Action{"alice": ActionMigrate, "bob": ActionLegacy},
 			legacy:     []string{"bob"},
@@ -1669,7 +1672,7 @@ func TestPlanMigrate(t *testing.T) {
 			name: "skip_running = false fails naming the running user",
 			cfg:  cfg(nil, with(migrate(migration.MethodAuto, 0, false))...),
 			live: Live{Claims: []claims.Claim{longhornRWO(t, "alice"), longhornRWO(t, "bob")},
-				Volumes: volumes(t, "driver.longhorn.io", "alice", "bob"), Mounted: map[string]bool{home(t, "bob"): true}},
+				Volumes: volumes(t, "driver.longhorn.io", "alice", "bob"), Mounted: map[claims.Ref]bool{at(home(t, "bob")): true}},
 			class:   ClassNone,
 			actions: map[string]Action{"alice": ActionMigrate, "bob": ActionLegacy},
 			legacy:  []string{"bob"}, colocation: true,
@@ -1723,7 +1726,7 @@ func TestPlanMigrate(t *testing.T) {
 		{
 			name: "a migration an earlier apply started resumes, even with the claim gone",
 			cfg:  cfg([]string{"alice"}, with(migrate(migration.MethodAuto, 0, true))...),
-			live: Live{InProgress: map[string]InProgress{home(t, "alice"): {Volume: "pv-x", Record: migration.Record{
+			live: Live{InProgress: map[claims.Ref]InProgress{at(home(t, "alice")): {Volume: "pv-x", Record: migration.Record{
 				Step: migration.StepRetained, User: "alice", Claim: home(t, "alice"), Namespace: ns, To: RWX}}}},
 			class:   ClassSafe,
 			actions: map[string]Action{"alice": ActionMigrate},
@@ -1830,7 +1833,7 @@ func TestPlanMigrateCopy(t *testing.T) {
 			// node it cannot mount it, and the user could not be switched.
 			name:    "an unfinished copy waits while a server runs on the old home",
 			cfg:     cfg(nil, with(migrate(migration.MethodAuto, 0, true), copyTo("rsync:3", "home-{username}"))...),
-			live:    Live{Claims: []claims.Claim{ebsRWO(t, "alice", withCopyRecord(migration.StepVerified, "home-alice")), copyTarget(t, "alice", "home-alice")}, Mounted: map[string]bool{"claim-alice": true}},
+			live:    Live{Claims: []claims.Claim{ebsRWO(t, "alice", withCopyRecord(migration.StepVerified, "home-alice")), copyTarget(t, "alice", "home-alice")}, Mounted: map[claims.Ref]bool{at("claim-alice"): true}},
 			class:   ClassNone,
 			actions: map[string]Action{"alice": ActionLegacy},
 			legacy:  []string{"alice"}, colocation: true,
@@ -1959,6 +1962,106 @@ func TestPlanUserNamespaces(t *testing.T) {
 	}
 }
 
+func uid(u string) claimOpt { return func(c *claims.Claim) { c.UID = u } }
+
+// Claim names are unique per namespace only: under per-user namespaces a
+// template without a user field ("home", legal in KubeSpawner) names every
+// user's claim alike. Every lookup is by namespace and name; each case
+// failed when claims were looked up by name.
+func TestPlanClaimsKnownByNamespace(t *testing.T) {
+	perUser := []cfgOpt{userNamespaces("jupyter-{username}"), template("home")}
+	with := func(extra ...cfgOpt) []cfgOpt { return append(slices.Clone(perUser), extra...) }
+	alice := pvc(t, "alice", inNS("jupyter-alice"), named("home"), uid("uid-alice"))
+	bob := pvc(t, "bob", inNS("jupyter-bob"), named("home"), uid("uid-bob"))
+
+	t.Run("destroy deletes the listed user's home, not another's of the same name", func(t *testing.T) {
+		c := cfg([]string{"alice"}, with(policy(DeletionDelete), dataLoss())...)
+		r := Destroy(c, *prior(t, c), Live{Claims: []claims.Claim{alice, bob}})
+		if len(r.Users) != 1 || r.Users[0].Live == nil || r.Users[0].Live.UID != "uid-alice" || r.Users[0].Namespace != "jupyter-alice" {
+			t.Fatalf("destroy plans %+v, want only alice's claim (uid-alice)", r.Users)
+		}
+		r = Destroy(c, *prior(t, c), Live{Claims: []claims.Claim{alice, bob}, Mounted: map[claims.Ref]bool{{Namespace: "jupyter-bob", Name: "home"}: true}})
+		if len(r.Errors) > 0 {
+			t.Errorf("bob's running server refused the delete of alice's home: %s", dump(r.Errors))
+		}
+	})
+	t.Run("another user's copy is not this user's", func(t *testing.T) {
+		c := cfg([]string{"alice", "bob"}, with(mode(RWX), sclass("efs"), onChange(OnModeChangeMigrate), migrate(migration.MethodCopy, 0, true), copyTo("rsync:3", "home-rwx"))...)
+		copied := pvc(t, "alice", inNS("jupyter-alice"), named("home"), uid("uid-alice"), withCopyRecord(migration.StepSwitched, "home-rwx"))
+		target := claims.Claim{Name: "home-rwx", Namespace: "jupyter-alice", Username: "alice", AccessModes: []string{RWX}, StorageClass: "efs", Phase: "Bound",
+			Annotations: map[string]string{migration.CopyOfAnnotation: "home", migration.CopySwitchedAnnotation: "true"}}
+		r := Plan(c, nil, Live{Claims: []claims.Claim{copied, target, bob}})
+		got := actions(r)
+		if got["alice"] != ActionCopied || got["bob"] != ActionMigrate {
+			t.Fatalf("actions %v, want alice copied and bob migrated (copied to his own home-rwx)", got)
+		}
+		for _, up := range r.Users {
+			if up.User == "bob" && (up.TargetLive != nil || up.Namespace != "jupyter-bob") {
+				t.Errorf("bob's plan points at %+v in %s", up.TargetLive, up.Namespace)
+			}
+		}
+		if r.HomeClaims["bob"] != "" {
+			t.Errorf("the hub would mount %q as bob's home", r.HomeClaims["bob"])
+		}
+	})
+	t.Run("another user's migration in progress is not this user's", func(t *testing.T) {
+		c := cfg([]string{"alice", "bob"}, with(mode(RWX), onChange(OnModeChangeKeepExisting))...)
+		rec := migration.Record{Step: migration.StepReleased, User: "bob", Claim: "home", Namespace: "jupyter-bob", From: []string{RWO}, To: RWX}
+		r := Plan(c, nil, Live{Claims: []claims.Claim{alice}, InProgress: map[claims.Ref]InProgress{{Namespace: "jupyter-bob", Name: "home"}: {Volume: "pv-bob", Record: rec}}})
+		for _, up := range r.Users {
+			if up.User == "alice" && (up.Resume != nil || up.Volume != "") {
+				t.Errorf("alice resumes bob's rebind: %+v", up)
+			}
+			if up.User == "bob" && (up.Resume == nil || up.Volume != "pv-bob") {
+				t.Errorf("bob's rebind is not resumed: %+v", up)
+			}
+		}
+	})
+	t.Run("a server on another user's claim of the same name does not stop this user's change", func(t *testing.T) {
+		c := cfg([]string{"alice"}, with(mode(RWX), onChange(OnModeChangeRecreate), dataLoss())...)
+		bob := bob
+		bob.AccessModes = []string{RWX}
+		r := Plan(c, prior(t, c), Live{Claims: []claims.Claim{alice, bob}, Mounted: map[claims.Ref]bool{{Namespace: "jupyter-bob", Name: "home"}: true}})
+		if got := actions(r); got["alice"] != ActionRecreate || len(r.Errors) > 0 {
+			t.Errorf("actions %v, errors %s", got, dump(r.Errors))
+		}
+		r = Plan(c, prior(t, c), Live{Claims: []claims.Claim{alice, bob}, Mounted: map[claims.Ref]bool{{Namespace: "jupyter-alice", Name: "home"}: true}})
+		if len(r.Errors) == 0 {
+			t.Errorf("alice's running server did not stop the recreate of her home")
+		}
+	})
+}
+
+// A copy's new claim is never another user's home, nor a claim that exists
+// already: KubeSpawner would mount it as that user's home, or it may hold
+// someone's data.
+func TestPlanCopyTargetIsNoOnesHome(t *testing.T) {
+	toEFS := []cfgOpt{mode(RWX), sclass("efs"), onChange(OnModeChangeMigrate), migrate(migration.MethodCopy, 0, true), copyTo("rsync:3", "claim-{username}-rwx")}
+	runPlanCases(t, []planCase{
+		{
+			name:       "the target is a listed user's home",
+			cfg:        cfg([]string{"alice", "alice-rwx"}, toEFS...),
+			live:       Live{Claims: []claims.Claim{ebsRWO(t, "alice")}},
+			class:      ClassNone,
+			actions:    map[string]Action{"alice": ActionLegacy, "alice-rwx": ActionCreate},
+			legacy:     []string{"alice"},
+			colocation: true,
+			errors:     []want{{attr: "migration", has: []string{"claim-alice-rwx", `home claim of user "alice-rwx"`}}},
+		},
+		{
+			name: "the target exists and is no copy",
+			cfg:  cfg([]string{"alice"}, toEFS...),
+			live: Live{Claims: []claims.Claim{ebsRWO(t, "alice"),
+				{Name: "claim-alice-rwx", AccessModes: []string{RWX}, StorageClass: "efs", Phase: "Bound"}}},
+			class:      ClassNone,
+			actions:    map[string]Action{"alice": ActionLegacy},
+			legacy:     []string{"alice"},
+			colocation: true,
+			errors:     []want{{attr: "migration", has: []string{"claim-alice-rwx", "exists already", "did not create"}}},
+		},
+	})
+}
+
 func deleteSources(c *Config) { c.Migration.DeleteSources = true }
 
 // Deleting the old homes of finished copies is destructive and needs both
@@ -1989,7 +2092,7 @@ func TestPlanDeleteCopiedSources(t *testing.T) {
 		{
 			name:    "not while a pod mounts the old home",
 			cfg:     cfg([]string{"alice"}, with(deleteSources, dataLoss())...),
-			live:    Live{Claims: switched(), Mounted: map[string]bool{"claim-alice": true}},
+			live:    Live{Claims: switched(), Mounted: map[claims.Ref]bool{at("claim-alice"): true}},
 			class:   ClassNone,
 			actions: map[string]Action{"alice": ActionDeleteSource},
 			errors:  []want{{attr: "migration", has: []string{"claim-alice", "Stop these servers"}}},

@@ -117,8 +117,8 @@ func TestPlanCopyWithoutRecord(t *testing.T) {
 func TestPlanResumeWaitsForRunningServer(t *testing.T) {
 	c := cfg([]string{"alice"}, mode(RWX), migrate(migration.MethodAuto, 0, true))
 	rec := migration.Record{Step: migration.StepRetained, User: "alice", Claim: home(t, "alice"), Namespace: ns, From: []string{RWO}, To: RWX}
-	live := Live{Claims: []claims.Claim{longhornRWO(t, "alice")}, InProgress: map[string]InProgress{home(t, "alice"): {Volume: "pv-a", Record: rec}},
-		Mounted: map[string]bool{home(t, "alice"): true}}
+	live := Live{Claims: []claims.Claim{longhornRWO(t, "alice")}, InProgress: map[claims.Ref]InProgress{at(home(t, "alice")): {Volume: "pv-a", Record: rec}},
+		Mounted: map[claims.Ref]bool{at(home(t, "alice")): true}}
 	r := Plan(c, nil, live)
 	if a := actions(r)["alice"]; a != ActionLegacy {
 		t.Fatalf("alice: %s, want legacy while her server runs", a)
@@ -126,7 +126,7 @@ func TestPlanResumeWaitsForRunningServer(t *testing.T) {
 	if len(r.Warnings) == 0 || !strings.Contains(dump(r.Warnings), "running server") {
 		t.Errorf("warnings: %s", dump(r.Warnings))
 	}
-	delete(live.Mounted, home(t, "alice"))
+	delete(live.Mounted, at(home(t, "alice")))
 	if a := actions(Plan(c, nil, live))["alice"]; a != ActionMigrate {
 		t.Errorf("alice after the server stopped: %s", a)
 	}
