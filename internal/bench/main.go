@@ -90,6 +90,8 @@ type row struct {
 	planNoop, planFlip, apply, bare  time.Duration
 	planListed                       time.Duration // no-change plan with the N users listed in users
 	planFile                         time.Duration // the same, users = file("users.json")
+	planList                         time.Duration // the same, var.users typed list(string) instead of set(string)
+	memList                          int64         // KiB, provider peak in the plan with the list(string) variable
 	readData                         time.Duration // the provider's ReadDataSource of jupyter_home_claims, median of traced runs
 	planData                         time.Duration // plan of a configuration that only reads the claims with jupyter_home_claims
 	memListed, memFile               int64         // KiB, provider peak in the plans with the users listed
@@ -483,6 +485,12 @@ func measure(ctx context.Context, ws *tofurun.Workspace, cs kubernetes.Interface
 	// The same state, users read from a file written in jsonencode's form:
 	// OpenTofu then evaluates no expression over the N names.
 	if r.planFile, r.memFile, err = planFromFile(ctx, ws, work, dir, ns, auditLog, n, runs); err != nil {
+		return r, err
+	}
+	// The same state, users from the same .tfvars.json file into a variable
+	// typed list(string), the form most configurations write: OpenTofu
+	// converts the file's tuple with go-cty's type unification.
+	if r.planList, r.memList, err = planListVariable(ctx, ws, work, dir, ns, auditLog, n, runs); err != nil {
 		return r, err
 	}
 	ddir, err := writeConfig(work, ns+"-data", fmt.Sprintf(`
@@ -906,7 +914,7 @@ func plannedStrings(ctx context.Context, ws *tofurun.Workspace, dir string, args
 // planFromFile times a no-change plan of the state in dir (the N users
 // listed) with users = file("users.json"), in a directory of its own.
 func planFromFile(ctx context.Context, ws *tofurun.Workspace, work, dir, ns, auditLog string, n, runs int) (time.Duration, int64, error) {
-	fdir, err := writeConfig(work, ns+"-file", fmt.Sprintf(`
+	d, mem, err := planSameState(ctx, ws, work, dir, ns+"-file", auditLog, runs, fmt.Sprintf(`
 resource "jupyter_home_storage" "homes" {
   namespace          = %q
   capacity           = "1Gi"
@@ -915,29 +923,63 @@ resource "jupyter_home_storage" "homes" {
   on_mode_change     = "fail"
   users              = file("${path.module}/users.json")
 }
-`, ns, class))
+`, ns, class), map[string][]byte{"users.json": []byte(userset.Encode(users("user", n)))})
+	if err != nil {
+		return 0, 0, fmt.Errorf("plan with users from a file: %w", err)
+	}
+	return d, mem, nil
+}
+
+// planListVariable times a no-change plan of the state in dir (the N users
+// listed) with the users in a variable typed list(string), set from the
+// same .tfvars.json file as the set(string) variable of planConfig, in a
+// directory of its own.
+func planListVariable(ctx context.Context, ws *tofurun.Workspace, work, dir, ns, auditLog string, n, runs int) (time.Duration, int64, error) {
+	listed, _ := json.Marshal(map[string][]string{"users": users("user", n)})
+	d, mem, err := planSameState(ctx, ws, work, dir, ns+"-list", auditLog, runs, fmt.Sprintf(`
+variable "users" {
+  type = list(string)
+}
+resource "jupyter_home_storage" "homes" {
+  namespace          = %q
+  capacity           = "1Gi"
+  storage_class_name = %q
+  access_mode        = "ReadWriteOnce"
+  on_mode_change     = "fail"
+  users              = jsonencode({ for u in var.users : u => {} })
+}
+`, ns, class), map[string][]byte{"listed.tfvars.json": listed}, "-var-file=listed.tfvars.json")
+	if err != nil {
+		return 0, 0, fmt.Errorf("plan with users in a list(string) variable: %w", err)
+	}
+	return d, mem, nil
+}
+
+// planSameState times a no-change plan of config, with files beside it,
+// over a copy of the state in dir, in a directory of its own (name).
+func planSameState(ctx context.Context, ws *tofurun.Workspace, work, dir, name, auditLog string, runs int, config string, files map[string][]byte, args ...string) (time.Duration, int64, error) {
+	pdir, err := writeConfig(work, name, config)
 	if err != nil {
 		return 0, 0, err
 	}
-	if err := os.WriteFile(filepath.Join(fdir, "users.json"), []byte(userset.Encode(users("user", n))), 0o644); err != nil {
-		return 0, 0, err
+	for f, b := range files {
+		if err := os.WriteFile(filepath.Join(pdir, f), b, 0o644); err != nil {
+			return 0, 0, err
+		}
 	}
 	state, err := os.ReadFile(filepath.Join(dir, "terraform.tfstate"))
 	if err != nil {
 		return 0, 0, err
 	}
-	if err := os.WriteFile(filepath.Join(fdir, "terraform.tfstate"), state, 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(pdir, "terraform.tfstate"), state, 0o644); err != nil {
 		return 0, 0, err
 	}
-	if err := ws.Run(ctx, fdir, "init", "-no-color"); err != nil {
+	if err := ws.Run(ctx, pdir, "init", "-no-color"); err != nil {
 		return 0, 0, err
 	}
 	// -detailed-exitcode: a plan that is not a no-change plan fails the bench.
-	d, _, mem, err := timeTofu(ctx, ws, fdir, auditLog, runs, "plan", "-no-color", "-lock=false", "-detailed-exitcode")
-	if err != nil {
-		return 0, 0, fmt.Errorf("plan with users from a file: %w", err)
-	}
-	return d, mem, nil
+	d, _, mem, err := timeTofu(ctx, ws, pdir, auditLog, runs, append([]string{"plan", "-no-color", "-lock=false", "-detailed-exitcode"}, args...)...)
+	return d, mem, err
 }
 
 // fixed is what a plan or an apply of one resource costs before a claim
@@ -1336,6 +1378,7 @@ func report(floor time.Duration, fixed fixed, rows []row, runs int, load string)
 			secs(r.planFlip), r.reqPlan, mib(r.memPlan), mib(r.memListed), mib(r.memFile),
 			r.stateBare/int64(r.n), r.stateListed/int64(r.n))
 	}
+	b.WriteString(usersForms(rows))
 	b.WriteString("\n### What the state's per-user strings cost OpenTofu itself\n\n" +
 		"The state of `jupyter_home_storage` holds two strings that grow with N: `claims` (every user's claim name and what differs from the most common claim) and, listed, `users`. " +
 		"OpenTofu passes over a resource's state bytes several times in every plan, without any provider: it reads the state file, upgrades and deep-copies each object, " +
@@ -1458,6 +1501,24 @@ them (the last run of this bench before the change, at a load average of 10). A 
 (` + "`internal/userset`" + `), and a JSON array, which OpenTofu would diff as a list, is refused. ` + "`legacy_users`" + ` is one JSON string for the
 same reason: after a flip to ReadWriteMany under ` + "`keep_existing`" + ` it lists every user, in every plan after it.
 `
+
+// usersForms is the section that compares the ways of passing users: the
+// same no-change plan over the same state, users from a set(string)
+// variable, a list(string) variable and a file.
+func usersForms(rows []row) string {
+	var b strings.Builder
+	b.WriteString("\n### How users are passed\n\n" +
+		"The same no-change plan over the same state, the N users passed three ways: `users = jsonencode({ for u in var.users : u => {} })` with " +
+		"`variable \"users\"` typed `set(string)` (the form the docs show) or `list(string)` (the form most configurations write), set from the same " +
+		"`.tfvars.json` file, and `users = file(\"users.json\")`, the file in the form `jsonencode` writes. OpenTofu converts a `list(string)` variable " +
+		"set from a `.tfvars` file (a tuple) with go-cty's type unification, which compares the element types pairwise, and a `set(string)` variable in linear time.\n\n")
+	b.WriteString("| users (N) | `set(string)` variable | `list(string)` variable | `file(\"users.json\")` | list / set | provider peak memory (list) |\n|---:|---:|---:|---:|---:|---:|\n")
+	for _, r := range rows {
+		fmt.Fprintf(&b, "| %d | %s | %s | %s | %.2f× | %.0f MiB |\n", r.n, secs(r.planListed), secs(r.planList), secs(r.planFile),
+			r.planList.Seconds()/r.planListed.Seconds(), mib(r.memList))
+	}
+	return b.String()
+}
 
 // mib is KiB in MiB.
 func mib(kib int64) float64 { return float64(kib) / 1024 }
