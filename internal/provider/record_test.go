@@ -38,7 +38,7 @@ func TestRecordApply(t *testing.T) {
 			t.Errorf("%s is still unknown after apply", name)
 		}
 	}
-	if got := m.Changes.ValueString(); got != `{"bob":{"action":"create","claim":"claim-bob"}}` {
+	if got := m.Changes.ValueString(); got != `{"bob":{"action":"create","namespace":"jhub","claim":"claim-bob"}}` {
 		t.Errorf("changes %s", got)
 	}
 	if m.ChangeClass.ValueString() != "safe" || !m.ColocationRequired.ValueBool() || m.LegacyUsers.ValueString() != `{"alice":"claim-alice"}` {
