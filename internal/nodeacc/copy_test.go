@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -41,9 +43,13 @@ var aliceFiles = map[string]string{
 // (a volume of the host-path provisioner, which cannot be rebound), the
 // provider copies it into a new RWX claim with its real Job (the test bed's
 // rsync image), and a pod mounting the new home reads every byte back, with
-// ownership and permissions kept. With delete_copied_sources the real
-// verification Job compares both again: a file written into the old home
-// after the switch keeps it; once that is dealt with, the old home goes.
+// ownership, permissions, an ACL and an extended attribute kept (the Job's
+// root, with only its capabilities, sets them on files it does not own).
+// With delete_copied_sources the real verification Job compares both again:
+// a file written into the old home after the switch, and one rewritten
+// there with other content and an older time (as tar x or cp -p do), keep
+// it, and both are named; once the old home is as the copy saw it again
+// (times aside), the old home goes.
 // Nothing stands in for the Job controller, the scheduler, kubelet or the
 // container runtime here.
 func TestAccHomeStorage_migrateCopy(t *testing.T) {
@@ -67,6 +73,13 @@ func TestAccHomeStorage_migrateCopy(t *testing.T) {
 	}
 	src, err := cs.CoreV1().PersistentVolumeClaims(ns).Get(ctx, "claim-alice", metav1.GetOptions{})
 	if err != nil {
+		t.Fatal(err)
+	}
+	// An ACL and an extended attribute, set on the node's disk (the test
+	// bed's image has no setfacl).
+	if dir, err := hostPath(ctx, cs, ns, "claim-alice"); err != nil {
+		t.Fatal(err)
+	} else if err := setACLAndXattr(dir); err != nil {
 		t.Fatal(err)
 	}
 	config := func(top, inMigration string) string {
@@ -95,24 +108,29 @@ func TestAccHomeStorage_migrateCopy(t *testing.T) {
 			},
 			{Config: cfg, PlanOnly: true},
 			{
-				// Something wrote into the old home after the switch: the
-				// verification Job finds data the copy lacks, and the old home stays.
+				// Something wrote into the old home after the switch: a new
+				// file, and results.csv rewritten with an older time, as a
+				// restore does. The verification Job finds both, whatever the
+				// times say, and the old home stays.
 				PreConfig: func() {
 					if _, err := testcluster.RunPod(ctx, cs, testcluster.ClaimPod(ns, "late-write", "claim-alice",
-						testcluster.WriteFilesScript("/home", map[string]string{"late.txt": "written after the switch\n"}))); err != nil {
+						testcluster.WriteFilesScript("/home", map[string]string{"late.txt": "written after the switch\n", "work/data/results.csv": "a,b\n5,6\n7,8\n"})+
+							"touch -d '2001-01-01 00:00:00' /home/work/data/results.csv\n")); err != nil {
 						t.Fatal(err)
 					}
 				},
 				Config:      deleting,
-				ExpectError: regexp.MustCompile(`(?s)the\s+old\s+home\s+holds\s+data\s+the\s+new\s+one\s+lacks.*late\.txt`),
+				ExpectError: regexp.MustCompile(`(?s)differ\s+in\s+the\s+new\s+home.*the\s+old\s+home\s+is\s+kept.*late\.txt.*work/data/results\.csv`),
 			},
 			{
-				// The late file is dealt with (here: removed from the old home).
+				// The old home is put back as the copy saw it (here: the late
+				// file removed, results.csv written back, with a new time).
 				PreConfig: func() {
 					if _, err := cs.CoreV1().PersistentVolumeClaims(ns).Get(ctx, "claim-alice", metav1.GetOptions{}); err != nil {
 						t.Fatalf("claim-alice after a failed verification: %v", err)
 					}
-					if _, err := testcluster.RunPod(ctx, cs, testcluster.ClaimPod(ns, "late-remove", "claim-alice", "rm /home/late.txt")); err != nil {
+					restore := "rm /home/late.txt\n" + testcluster.WriteFilesScript("/home", map[string]string{"work/data/results.csv": aliceFiles["work/data/results.csv"]})
+					if _, err := testcluster.RunPod(ctx, cs, testcluster.ClaimPod(ns, "late-remove", "claim-alice", restore)); err != nil {
 						t.Fatal(err)
 					}
 				},
@@ -170,19 +188,15 @@ func copiedOnNode(ctx context.Context, cs kubernetes.Interface, ns, oldUID strin
 		if err := homeHolds(ctx, cs, ns, "home-alice")(s); err != nil {
 			return err
 		}
-		tgt, err := cs.CoreV1().PersistentVolumeClaims(ns).Get(ctx, "home-alice", metav1.GetOptions{})
+		dir, err := hostPath(ctx, cs, ns, "home-alice")
 		if err != nil {
 			return err
 		}
-		pv, err := cs.CoreV1().PersistentVolumes().Get(ctx, tgt.Spec.VolumeName, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		if pv.Spec.HostPath == nil {
-			return fmt.Errorf("home-alice's volume %s is not a host path", pv.Name)
+		if err := hasACLAndXattr(dir); err != nil {
+			return fmt.Errorf("home-alice: %w", err)
 		}
 		for name := range aliceFiles {
-			st, err := os.Lstat(filepath.Join(pv.Spec.HostPath.Path, name))
+			st, err := os.Lstat(filepath.Join(dir, name))
 			if err != nil {
 				return err
 			}
@@ -212,6 +226,45 @@ func copiedOnNode(ctx context.Context, cs kubernetes.Interface, ns, oldUID strin
 		}
 		return nil
 	}
+}
+
+// hostPath is the directory on the node's disk of claim's volume (of the
+// host-path provisioner).
+func hostPath(ctx context.Context, cs kubernetes.Interface, ns, claim string) (string, error) {
+	pvc, err := cs.CoreV1().PersistentVolumeClaims(ns).Get(ctx, claim, metav1.GetOptions{})
+	if err != nil {
+		return "", err
+	}
+	pv, err := cs.CoreV1().PersistentVolumes().Get(ctx, pvc.Spec.VolumeName, metav1.GetOptions{})
+	if err != nil {
+		return "", err
+	}
+	if pv.Spec.HostPath == nil {
+		return "", fmt.Errorf("%s's volume %s is not a host path", claim, pv.Name)
+	}
+	return pv.Spec.HostPath.Path, nil
+}
+
+// setACLAndXattr gives alice's notebook an ACL (another user may read it;
+// its mode stays 644) and her raw.bin an extended attribute, in the home
+// at dir; hasACLAndXattr checks that the home at dir has them.
+func setACLAndXattr(dir string) error {
+	if out, err := exec.Command("setfacl", "-m", "u:1234:r", filepath.Join(dir, "notebook.ipynb")).CombinedOutput(); err != nil {
+		return fmt.Errorf("setfacl (Debian package acl; make test installs it): %v: %s", err, out)
+	}
+	return syscall.Setxattr(filepath.Join(dir, "work", "raw.bin"), "user.origin", []byte("lab"), 0)
+}
+
+func hasACLAndXattr(dir string) error {
+	out, err := exec.Command("getfacl", "-n", filepath.Join(dir, "notebook.ipynb")).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "user:1234:r--") {
+		return fmt.Errorf("notebook.ipynb's ACL was not kept (getfacl: %v):\n%s", err, out)
+	}
+	buf := make([]byte, 16)
+	if n, err := syscall.Getxattr(filepath.Join(dir, "work", "raw.bin"), "user.origin", buf); err != nil || string(buf[:n]) != "lab" {
+		return fmt.Errorf("work/raw.bin's extended attribute user.origin was not kept: %q, %v", buf[:max(n, 0)], err)
+	}
+	return nil
 }
 
 const homesAddr = "jupyter_home_storage.homes"

@@ -188,7 +188,7 @@ func checkCopyJob(j *batchv1.Job, source, target string) error {
 		return fmt.Errorf("job name %s", j.Name)
 	case c.Image != testcluster.ToolsImage || !slices.Equal(c.Command, []string{"sh", "-c", migration.CopyScript}):
 		return fmt.Errorf("job %s runs %s %v", j.Name, c.Image, c.Command)
-	case !strings.Contains(c.Command[2], "rsync -aHS --numeric-ids --delete /src/ /dst/") || !strings.Contains(c.Command[2], "--checksum"):
+	case !strings.Contains(c.Command[2], "rsync -aHSAX --numeric-ids --filter='-x system.*' --filter='-x security.selinux' --delete /src/ /dst/") || !strings.Contains(c.Command[2], "--checksum"):
 		return fmt.Errorf("the script does not copy and verify as documented")
 	case vols["src"] == nil || vols["src"].ClaimName != source || !vols["src"].ReadOnly || mounts["src"].MountPath != "/src" || !mounts["src"].ReadOnly:
 		return fmt.Errorf("job %s: source volume %+v mount %+v", j.Name, vols["src"], mounts["src"])
