@@ -197,7 +197,10 @@ func (c *Client) terminationMessage(ctx context.Context, namespace, name string,
 
 // CopyJob is the Job that copies one home: the source mounted read-only at
 // /src, the target at /dst, migration.CopyScript run as root with only the
-// capabilities that keeping ownership and permissions needs.
+// capabilities that keeping ownership, permissions, times, ACLs and
+// extended attributes of files root does not own needs (FOWNER sets ACLs,
+// xattrs and times; no SYS_ADMIN, so trusted.* attributes are neither read
+// nor written).
 func CopyJob(job Copy) *batchv1.Job {
 	backoff, root, no, yes := int32(2), int64(0), false, true
 	return &batchv1.Job{
