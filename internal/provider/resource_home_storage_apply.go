@@ -31,7 +31,7 @@ import (
 type readMode struct {
 	pods       bool // the pods that mount claims (a claim may be deleted)
 	fresh      bool // a new List, not the process's snapshot (apply reads afresh)
-	migrations bool // migrations in progress and, when some claim differs, the volumes
+	migrations bool // the configuration migrates: when some claim differs, the volumes
 }
 
 // readLive lists the claims (one paginated List), the storage class and
@@ -50,13 +50,20 @@ func (r *homeStorageResource) readLive(ctx context.Context, client *kube.Client,
 	if live.Class, err = liveClass(ctx, client, m); err != nil {
 		return live, err
 	}
-	needPods := mode.pods
+	// Migrations in progress are read whatever the configuration says: a
+	// rebind stopped after its claim was deleted must be finished (or
+	// reported), never planned over as a new, empty home, also once
+	// on_mode_change no longer says "migrate" or the state was removed.
+	var diags diag.Diagnostics
+	cfg := m.config(ctx, &diags)
+	if err := readInProgress(ctx, client, cfg, &live); err != nil {
+		return live, err
+	}
+	needPods := mode.pods || len(live.InProgress) > 0
 	if mode.migrations {
 		// Whether a server runs matters only for a claim a migration may
 		// touch: one that differs, or the source of a finished copy.
-		var diags diag.Diagnostics
-		cfg := m.config(ctx, &diags)
-		differs, err := readMigrations(ctx, client, cfg, &live)
+		differs, err := readVolumes(ctx, client, cfg, &live)
 		if err != nil {
 			return live, err
 		}

@@ -73,18 +73,16 @@ func migrates(plan, state *homeStorageModel) bool {
 	return false
 }
 
-// readMigrations adds to live what a migration needs: the records of
-// migrations in progress (one label-selected List of volumes) and, when some
-// claim differs from the configuration, the CSI driver of every volume (one
-// paginated List). It reports whether some claim differs.
-func readMigrations(ctx context.Context, client *kube.Client, cfg safety.Config, live *safety.Live) (differs bool, err error) {
+// readInProgress adds to live the records of the rebinds in progress of
+// this deployment's claims (one label-selected List of volumes).
+func readInProgress(ctx context.Context, client *kube.Client, cfg safety.Config, live *safety.Live) error {
 	namespace := cfg.Namespace
 	if cfg.UserNamespaceTemplate != "" {
 		namespace = "" // every namespace; kept below when it is the user's
 	}
 	vols, recs, err := client.MigrationsInProgress(ctx, namespace)
 	if err != nil {
-		return false, err
+		return err
 	}
 	live.InProgress = make(map[claims.Ref]safety.InProgress, len(recs))
 	for ref, rec := range recs {
@@ -93,6 +91,14 @@ func readMigrations(ctx context.Context, client *kube.Client, cfg safety.Config,
 		}
 		live.InProgress[ref] = safety.InProgress{Volume: vols[ref].Name, Record: *rec}
 	}
+	return nil
+}
+
+// readVolumes adds to live, when some claim differs from the
+// configuration, the CSI driver of every volume (one paginated List), which
+// the choice of a migration's method needs. It reports whether some claim
+// differs.
+func readVolumes(ctx context.Context, client *kube.Client, cfg safety.Config, live *safety.Live) (differs bool, err error) {
 	need := false
 	for _, c := range live.Claims {
 		if safety.Differs(cfg, c) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"slices"
 	"testing"
 	"time"
@@ -336,8 +337,10 @@ func TestAccHomeStorage_migrateMissingPermission(t *testing.T) {
 		grant func(t *testing.T, ns string)
 		want  string
 	}{
+		// The read-only role lists volumes (every plan reads the rebinds in
+		// progress); the first step's get is refused.
 		{"no migrator role", func(t *testing.T, ns string) { acctest.Grant(t, ns, false) },
-			`(?s)Cannot read the live home claims.*list persistentvolumes`},
+			`(?s)home migrations did not finish.*erin.*get persistentvolumes`},
 		{"no patch on volumes", func(t *testing.T, ns string) { acctest.GrantMigrator(t, ns, "patch", "persistentvolumes") },
 			`(?s)home migrations did not finish.*erin.*patch persistentvolumes`},
 		{"no get on volumes", func(t *testing.T, ns string) { acctest.GrantMigrator(t, ns, "get", "persistentvolumes") },
@@ -502,6 +505,61 @@ resource "jupyter_home_storage" "homes" {
 				),
 			},
 			{Config: cfg, PlanOnly: true},
+		},
+	})
+}
+
+// A rebind stopped after its claim was deleted is finished by the next
+// apply whatever the configuration says then: here the state no longer
+// knows the migration (the resource was renamed, as after `state rm`) and
+// on_mode_change is back to its default. The plan must never read the
+// missing claim as a new, empty home (it did when migration records were
+// read only under on_mode_change = "migrate").
+func TestAccHomeStorage_migrationInFlightIsNeverForgotten(t *testing.T) {
+	cs := acctest.Cluster(t).Admin()
+	ns := acctest.Namespace(t)
+	class := "longhorn-" + ns
+	vols := migratingHomes(t, cs, ns, class, "dana")
+	old := uids(t, cs, ns, "claim-dana")
+	stopped := false
+	hook := func(user string, op migration.Op) error {
+		if op == migration.OpDeleteClaim && !stopped {
+			stopped = true
+			return fmt.Errorf("apply stopped after step %s", op)
+		}
+		return nil
+	}
+	forgotten := acctest.AdminConfig(t, fmt.Sprintf(`
+resource "jupyter_home_storage" "forgotten" {
+  namespace          = %q
+  storage_class_name = %q
+  capacity           = "1Gi"
+  access_mode        = "ReadWriteMany"
+  users              = jsonencode({ dana = {} })
+}
+`, ns, class))
+	resource.Test(t, resource.TestCase{
+		Steps: []resource.TestStep{
+			{
+				ProtoV6ProviderFactories: afterStep(hook),
+				Config:                   migrateConfig(t, ns, class, `jsonencode({ dana = {} })`),
+				ExpectError:              wrapRE(`apply stopped after step delete-claim`),
+			},
+			{
+				PreConfig: func() {
+					if _, err := cs.CoreV1().PersistentVolumeClaims(ns).Get(context.Background(), "claim-dana", metav1.GetOptions{}); err == nil {
+						t.Fatal("the claim still exists after the stop: the test does not reach the window it is about")
+					}
+				},
+				ProtoV6ProviderFactories: protoV6ProviderFactories,
+				Config:                   forgotten,
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectKnownValue("jupyter_home_storage.forgotten", tfjsonpath.New("changes"),
+						knownvalue.StringRegexp(regexp.MustCompile(`"dana":\{"action":"migrate"`))),
+				}},
+				Check: rebound(cs, ns, vols, old, "claim-dana"),
+			},
+			{ProtoV6ProviderFactories: protoV6ProviderFactories, Config: forgotten, PlanOnly: true},
 		},
 	})
 }

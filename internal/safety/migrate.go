@@ -5,12 +5,40 @@ package safety
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/claims"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/kubespawner"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/migration"
 )
+
+// rebindWaits reports whether a rebind an earlier apply started waits
+// rather than resumes: on_mode_change no longer says "migrate" and the old
+// claim is still there (it holds the home; finishing would delete it). A
+// rebind whose old claim was deleted is always finished, whatever the
+// configuration says now: only that gives the user the home back, on the
+// same volume (and never a new, empty claim under the old name).
+func (p *planner) rebindWaits(up *UserPlan, ip InProgress) bool {
+	return p.cfg.OnModeChange != OnModeChangeMigrate && up.Live != nil && !slices.Equal(up.Live.AccessModes, []string{ip.Record.To})
+}
+
+// pausedFindings reports rebinds that wait (rebindWaits), and how to finish
+// or undo each.
+func (p *planner) pausedFindings() {
+	if len(p.g.paused) == 0 {
+		return
+	}
+	list := Cut(len(p.g.paused), func(i int) string {
+		w := p.g.paused[i]
+		return fmt.Sprintf("%s: %s, volume %s (step %s, reclaim policy before it: %s)", w.up.User, w.up.Ref(), w.ip.Volume, w.ip.Record.Step, orDash(w.ip.Record.ReclaimPolicy))
+	})
+	p.warnf("on_mode_change", "Rebinds an earlier apply started are paused",
+		"%d home(s) are in the middle of a rebind to %s that an earlier apply started; on_mode_change no longer says \"migrate\", so nothing more is done to them, and each claim still holds its home:\n%s\n"+
+			"Their volumes stay retained and carry the record (annotation %s). To finish: set on_mode_change = \"migrate\" and apply. "+
+			"To undo: set each volume's reclaim policy back to the one listed (kubectl patch pv VOLUME -p '{\"spec\":{\"persistentVolumeReclaimPolicy\":\"POLICY\"}}') and remove the annotation and the label %s.",
+		len(p.g.paused), p.g.paused[0].ip.Record.To, list, migration.RecordAnnotation, migration.NamespaceLabel)
+}
 
 // resume plans finishing a rebind an earlier apply started, from the
 // record on its volume (the claim may be gone). While a pod mounts the
@@ -25,6 +53,9 @@ func (p *planner) resume(up *UserPlan, ip InProgress) {
 	}
 	up.Action, up.Method, up.Volume, up.Resume = ActionMigrate, migration.MethodRebind, ip.Volume, &rec
 	up.Reason = fmt.Sprintf("resume the rebind started by an earlier apply (volume %s, step %s)", ip.Volume, rec.Step)
+	if p.cfg.OnModeChange != OnModeChangeMigrate {
+		up.Reason += `; on_mode_change no longer says "migrate", but the home's claim was already replaced: finishing it is what gives the user the home back, on the same volume`
+	}
 }
 
 // migrate decides how one claim that differs is migrated: not while a

@@ -304,6 +304,14 @@ type groups struct {
 	mismatched, recreate, unlisted, mounted, gone []UserPlan
 	migrating, running, refused                   []UserPlan
 	deleteSources                                 []UserPlan
+	// paused are rebinds an earlier apply started whose old claim is still
+	// there, while on_mode_change no longer says "migrate".
+	paused []pausedRebind
+}
+
+type pausedRebind struct {
+	up UserPlan
+	ip InProgress
 }
 
 func (p *planner) errorf(attr, summary, format string, a ...any) {
@@ -328,6 +336,7 @@ func (p *planner) run() Result {
 	p.extraVolumes(names)
 	p.modeFindings()
 	p.migrationFindings()
+	p.pausedFindings()
 	p.deleteSourceFindings()
 	for _, up := range p.g.gone {
 		p.warnf("users", "A managed home claim was deleted outside Terraform",
@@ -417,6 +426,9 @@ func (p *planner) planUser(u string) (UserPlan, bool) {
 	case c != nil && c.Annotations[migration.CopyAnnotation] != "":
 		up.TargetLive = t
 		p.copied(&up)
+	case resuming && p.rebindWaits(&up, ip):
+		p.g.paused = append(p.g.paused, pausedRebind{up, ip})
+		return p.planClaim(up)
 	case resuming:
 		p.resume(&up, ip)
 	case c != nil && t != nil:

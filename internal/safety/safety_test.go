@@ -2032,6 +2032,37 @@ func TestPlanClaimsKnownByNamespace(t *testing.T) {
 	})
 }
 
+// A rebind an earlier apply started is read whatever on_mode_change says
+// now: once its claim was deleted it is finished (the only way to give the
+// user the home back); while the old claim is still there it waits, and the
+// plan says how to finish or undo it.
+func TestPlanRebindInProgressUnderAnotherSetting(t *testing.T) {
+	rec := func(step migration.Step) map[claims.Ref]InProgress {
+		return map[claims.Ref]InProgress{at(home(t, "alice")): {Volume: "pv-a", Record: migration.Record{Step: step, User: "alice",
+			Claim: home(t, "alice"), Namespace: ns, From: []string{RWO}, To: RWX, ReclaimPolicy: "Delete"}}}
+	}
+	for _, o := range []OnModeChange{OnModeChangeFail, OnModeChangeKeepExisting, OnModeChangeRecreate} {
+		c := cfg([]string{"alice"}, mode(RWX), onChange(o), dataLoss())
+		for _, pr := range []*Prior{nil, prior(t, c)} {
+			r := Plan(c, pr, Live{InProgress: rec(migration.StepReleased)})
+			if got := actions(r); got["alice"] != ActionMigrate || r.Users[0].Resume == nil || r.Users[0].Volume != "pv-a" || r.Class != ClassSafe {
+				t.Errorf("%s, prior %v: claim gone: %v (class %s), want the rebind finished", o, pr != nil, got, r.Class)
+			}
+			r = Plan(c, pr, Live{Claims: []claims.Claim{longhornRWO(t, "alice")}, InProgress: rec(migration.StepRetained)})
+			if r.Users[0].Resume != nil || r.Users[0].Action == ActionMigrate {
+				t.Errorf("%s: the old claim is there, yet the rebind resumes: %+v", o, r.Users[0])
+			}
+			found := false
+			for _, w := range r.Warnings {
+				found = found || strings.Contains(w.Detail, "pv-a") && strings.Contains(w.Detail, "To finish") && strings.Contains(w.Detail, "To undo")
+			}
+			if !found {
+				t.Errorf("%s: no warning names the paused rebind: %s", o, dump(r.Warnings))
+			}
+		}
+	}
+}
+
 // A copy's new claim is never another user's home, nor a claim that exists
 // already: KubeSpawner would mount it as that user's home, or it may hold
 // someone's data.
