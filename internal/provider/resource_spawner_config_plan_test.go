@@ -100,7 +100,7 @@ func TestAccSpawnerConfig_quickstartPlan(t *testing.T) {
 	}
 	config := planOf(t, first, configAddr)
 	for what, re := range map[string]string{
-		"dave's claim created":       `(?s)changes\s+= jsonencode\(.*\+ dave = \{\s+\+ action = "create"\s+\+ claim  = "claim-dave"`,
+		"dave's claim created":       `(?s)changes\s+= jsonencode\(.*\+ dave = \{[^}]*\+ action\s+= "create"[^}]*\+ claim\s+= "claim-dave"`,
 		"every claim read":           `(?s)\+ alice = \{\s+\+ name = "claim-alice".*\+ bob   = \{\s+\+ name = "claim-bob".*\+ name        = "claim-carol"`,
 		"the hub's checksum":         `\+ hub_checksum\s+= "[0-9a-f]{64}"`,
 		"the hub's co-location":      `\+ colocation_mode\s+= "all"`,
@@ -111,7 +111,7 @@ func TestAccSpawnerConfig_quickstartPlan(t *testing.T) {
 			in = config
 		}
 		if !regexp.MustCompile(re).MatchString(in) {
-			t.Errorf("the first plan does not show %s (%s)", what, re)
+			t.Errorf("the first plan does not show %s (%s):\n%s", what, re, in)
 		}
 	}
 	for _, generated := range []string{"jupyterhub_config_py", "helm_values", "def _jupyter_spawner_config", "extraFiles"} {
