@@ -22,13 +22,12 @@ type Migrations interface {
 	// Each change of a volume is made only over the volume as v shows it
 	// (its resourceVersion); otherwise it returns ErrChanged.
 	RetainVolume(ctx context.Context, v migration.Volume, rec migration.Record) error
-	// WaitReleased waits until the PV binder marks the volume Released.
-	WaitReleased(ctx context.Context, volume string) error
-	// ReserveVolume writes rec on the volume and reserves the volume for
-	// the claim rec names, in mode rec.To: no other claim can take it.
-	ReserveVolume(ctx context.Context, v migration.Volume, rec migration.Record) error
+	// ReserveVolume writes rec on the volume and gives the volume to the
+	// claim rec names, of UID uid, in mode rec.To: no other claim can take
+	// it, and the binder binds them.
+	ReserveVolume(ctx context.Context, v migration.Volume, rec migration.Record, uid string) error
 	// CreateReboundClaim creates the claim rec describes, in mode rec.To,
-	// naming volume v.
+	// naming volume v. ErrExists when a claim of that name exists.
 	CreateReboundClaim(ctx context.Context, rec migration.Record, v migration.Volume) error
 	// WaitBound waits until the claim is Bound.
 	WaitBound(ctx context.Context, namespace, claim string) error
@@ -61,6 +60,9 @@ type Migrations interface {
 	// AnnotateClaim sets one annotation on a claim.
 	AnnotateClaim(ctx context.Context, namespace, name, key, value string) error
 }
+
+// ErrExists is a create's answer when an object of that name exists.
+var ErrExists = errors.New("exists already")
 
 // ErrChanged is a step's answer when the object it read changed before its
 // write (another apply, a controller): nothing was written; the step is

@@ -72,6 +72,9 @@ type fake struct {
 	meanwhile func()
 	// beforeWrite, when set, runs at a copy record write before its check.
 	beforeWrite func(migration.CopyRecord)
+	// hubMade is the UID of the last claim KubeSpawner created at a spawn
+	// because the home's claim did not exist.
+	hubMade string
 }
 
 func newFake() *fake {
@@ -209,38 +212,32 @@ func (f *fake) RetainVolume(_ context.Context, seen migration.Volume, rec migrat
 	return nil
 }
 
-func (f *fake) WaitReleased(_ context.Context, volume string) error {
-	if f.vols[volume].v.Phase != "Released" {
-		return errors.New("not released")
-	}
-	return nil
-}
-
-func (f *fake) ReserveVolume(_ context.Context, seen migration.Volume, rec migration.Record) error {
+// ReserveVolume gives the volume to the claim of UID uid; the binder binds
+// them when that claim names the volume.
+func (f *fake) ReserveVolume(_ context.Context, seen migration.Volume, rec migration.Record, uid string) error {
 	f.before()
 	v := f.vols[seen.Name]
 	if err := v.change(seen); err != nil {
 		return err
 	}
-	v.v.Record, v.v.ClaimRefName, v.v.ClaimRefNS, v.v.ClaimRefUID = &rec, rec.Claim, rec.Namespace, ""
-	v.v.Modes, v.v.Phase = []string{rec.To}, "Available"
+	v.v.Record, v.v.ClaimRefName, v.v.ClaimRefNS, v.v.ClaimRefUID = &rec, rec.Claim, rec.Namespace, uid
+	v.v.Modes = []string{rec.To}
+	if c := f.claims[rec.Claim]; c != nil && c.UID == uid && c.VolumeName == seen.Name {
+		v.v.Phase, c.Phase = "Bound", "Bound"
+	}
 	return nil
 }
 
-// CreateReboundClaim creates the claim; the binder binds it to the volume
-// reserved for it.
+// CreateReboundClaim creates the claim, Pending: the volume names the old
+// claim until it is given to this one.
 func (f *fake) CreateReboundClaim(_ context.Context, rec migration.Record, v migration.Volume) error {
 	f.before()
 	if f.claims[rec.Claim] != nil {
-		return fmt.Errorf("claim %s exists", rec.Claim)
+		return fmt.Errorf("claim %s: %w", rec.Claim, ErrExists)
 	}
 	c := &claims.Claim{Name: rec.Claim, Namespace: rec.Namespace, UID: f.newUID(), AccessModes: []string{rec.To}, Requested: rec.Requested,
 		VolumeName: v.Name, Phase: "Pending", Labels: rec.Labels, Annotations: maps.Clone(rec.Annotations)}
 	f.claims[rec.Claim] = c
-	if fv := f.vols[v.Name]; fv.v.ClaimRefName == c.Name && fv.v.ClaimRefUID == "" {
-		fv.v.ClaimRefUID, fv.v.Phase, c.Phase = c.UID, "Bound", "Bound"
-		fv.rv++
-	}
 	return nil
 }
 
@@ -422,7 +419,17 @@ func (u *user) act(r *rand.Rand, f *fake) {
 	pod := "jupyter-" + u.name
 	switch running := f.pods[pod] != nil; {
 	case !running && r.IntN(3) == 0:
-		if f.volOf(u.home) != nil {
+		if f.claims[u.home] == nil {
+			// KubeSpawner creates a missing claim at a spawn: a new, empty
+			// volume from the provisioner.
+			f.hubMade = f.newUID()
+			vol := "pv-" + f.hubMade
+			f.claims[u.home] = &claims.Claim{Name: u.home, Namespace: ns, UID: f.hubMade, Username: u.name, AccessModes: []string{claims.RWO},
+				Requested: "10Gi", Phase: "Bound", VolumeName: vol}
+			f.vols[vol] = &fvol{v: migration.Volume{Name: vol, Phase: "Bound", ReclaimPolicy: "Delete", ClaimRefName: u.home, ClaimRefNS: ns,
+				ClaimRefUID: f.hubMade, Modes: []string{claims.RWO}}, files: map[string]string{}}
+		}
+		if f.volOf(u.home) != nil { // a Pending claim: the pod waits
 			f.pods[pod] = []string{u.home}
 		}
 	case running && r.IntN(2) == 0:
@@ -614,7 +621,7 @@ func migrationHistory(seed uint64, copyHome bool) []string {
 	u := &user{name: "alice", home: "claim-alice", written: map[string]int{"file-0": 0}, excused: -1}
 	uid := f.claims["claim-alice"].UID
 	var trace []string
-	done := false
+	done, lastErr := false, ""
 	for apply := 0; apply < 60 && !done; apply++ {
 		if apply == 40 {
 			// The operator asks the user to stay off; the migration must
@@ -650,6 +657,9 @@ func migrationHistory(seed uint64, copyHome bool) []string {
 		f.meanwhile = nil
 		trace = append(trace, fmt.Sprintf("apply %d: %s %v", apply, step, err))
 		done = err == nil
+		if err != nil {
+			lastErr = err.Error()
+		}
 		for range r.IntN(4) {
 			if apply < 40 {
 				u.act(r, f)
@@ -661,6 +671,27 @@ func migrationHistory(seed uint64, copyHome bool) []string {
 	}
 	u.follow(f)
 	broken := slices.Clone(f.broken)
+	if c := f.claims["claim-alice"]; !copyHome && c != nil && c.UID == f.hubMade {
+		// A stop between the old claim's delete and the new claim's create,
+		// and a spawn then: KubeSpawner made a new claim, which may hold new
+		// files. The rebind must stop, naming it, with the home retained on
+		// its volume and no file on no volume; the operator finishes it.
+		if done || !strings.Contains(lastErr, "created by someone else") || strings.Contains(lastErr, "holds no data") {
+			broken = append(broken, "after KubeSpawner made a claim in the rebind's window the migration ended with: "+lastErr)
+		}
+		if v := f.vols["pv-claim-alice"]; v == nil || v.v.ReclaimPolicy != "Retain" || v.v.Record == nil {
+			broken = append(broken, "the home's volume is not retained with its record")
+		}
+		for _, l := range u.lost(f, f.clock) {
+			if strings.HasSuffix(l, "(on no volume)") || l == "the whole home" && len(f.vols) == 0 {
+				broken = append(broken, "lost "+l)
+			}
+		}
+		if len(broken) > 0 {
+			broken = append(broken, trace...)
+		}
+		return broken
+	}
 	if !done {
 		broken = append(broken, "the migration did not finish once the user stayed off")
 	}

@@ -2,6 +2,7 @@ package execute
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/claims"
@@ -67,14 +68,22 @@ func (r Runner) rebindOp(ctx context.Context, job Rebind, op migration.Op, c *cl
 		// The volume is retained; the claim goes only if it is the one the
 		// plan showed and no pod mounts it now.
 		return Delete(ctx, r.Cluster, safety.Step{Why: "rebind", User: job.User, Namespace: job.Namespace, Claim: job.Claim, UID: job.UID})
-	case migration.OpWaitReleased:
-		return r.Cluster.WaitReleased(ctx, v.Name)
 	case migration.OpReserve:
 		rec := *v.Record
 		rec.Step = migration.StepReleased
-		return r.Cluster.ReserveVolume(ctx, v, rec)
+		return r.Cluster.ReserveVolume(ctx, v, rec, c.UID)
 	case migration.OpCreateClaim:
-		return r.Cluster.CreateReboundClaim(ctx, *v.Record, v)
+		err := r.Cluster.CreateReboundClaim(ctx, *v.Record, v)
+		if errors.Is(err, ErrExists) {
+			// Created by someone else since this step read that there was no
+			// claim: never taken over, never deleted.
+			c, gerr := r.Cluster.Claim(ctx, job.Namespace, job.Claim)
+			if gerr != nil || c == nil {
+				return err
+			}
+			return migration.CreatedMeanwhile(v.Record, v.Name, c.UID, c.VolumeName)
+		}
+		return err
 	case migration.OpWaitBound:
 		return r.Cluster.WaitBound(ctx, job.Namespace, job.Claim)
 	case migration.OpRestore:

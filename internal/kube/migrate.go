@@ -113,26 +113,17 @@ func (c *Client) RetainVolume(ctx context.Context, v migration.Volume, rec migra
 	})
 }
 
-// WaitReleased waits until the volume is Released (execute.Migrations).
-func (c *Client) WaitReleased(ctx context.Context, volume string) error {
-	return c.poll(ctx, func() (bool, error) {
-		pv, err := c.getVolume(ctx, volume)
-		if err != nil {
-			return false, err
-		}
-		return pv.Status.Phase == corev1.VolumeReleased, nil
-	}, fmt.Sprintf("volume %s was not released by the PV binder", volume))
-}
-
-// ReserveVolume reserves the volume for the claim rec names, in mode
-// rec.To, and writes rec on it (execute.Migrations).
-func (c *Client) ReserveVolume(ctx context.Context, v migration.Volume, rec migration.Record) error {
+// ReserveVolume gives the volume to the new claim (uid) rec names, in
+// mode rec.To, and writes rec on it (execute.Migrations). The claim names
+// the volume already, so the binder binds them; whether it had released
+// the volume from the old claim yet does not matter.
+func (c *Client) ReserveVolume(ctx context.Context, v migration.Volume, rec migration.Record, uid string) error {
 	return c.patchVolume(ctx, v, map[string]any{
 		"metadata": map[string]any{"annotations": map[string]any{migration.RecordAnnotation: rec.Encode()}},
 		"spec": map[string]any{
-			// Reserved for the new claim: no other claim can take the volume.
+			// The new claim's only: no other claim can take the volume.
 			"claimRef": map[string]any{"kind": "PersistentVolumeClaim", "apiVersion": "v1", "namespace": rec.Namespace, "name": rec.Claim,
-				"uid": nil, "resourceVersion": nil, "fieldPath": nil},
+				"uid": uid, "resourceVersion": nil, "fieldPath": nil},
 			"accessModes": []string{rec.To},
 		},
 	})
@@ -145,8 +136,27 @@ func (c *Client) CreateReboundClaim(ctx context.Context, rec migration.Record, v
 	if err != nil {
 		return err
 	}
-	_, err = c.CreateClaim(ctx, pvc)
-	return err
+	err = c.Backoff.Retry(ctx, func() error {
+		_, err := c.Kube.CoreV1().PersistentVolumeClaims(pvc.Namespace).Create(ctx, pvc, metav1.CreateOptions{})
+		if !apierrors.IsAlreadyExists(err) {
+			return err
+		}
+		// Ours only when an earlier attempt of this create made it (its answer
+		// lost): the same volume and the same migration note. Any other claim
+		// of that name is never taken over.
+		got, gerr := c.Kube.CoreV1().PersistentVolumeClaims(pvc.Namespace).Get(ctx, pvc.Name, metav1.GetOptions{})
+		switch {
+		case gerr != nil:
+			return gerr
+		case got.Spec.VolumeName == pvc.Spec.VolumeName && got.Annotations[MigratedAnnotation] == pvc.Annotations[MigratedAnnotation]:
+			return nil
+		}
+		return fmt.Errorf("claim %s/%s: %w", pvc.Namespace, pvc.Name, execute.ErrExists)
+	})
+	if errors.Is(err, execute.ErrExists) {
+		return err
+	}
+	return explainIf(err, "create", "persistentvolumeclaims", pvc.Namespace)
 }
 
 // RestoreVolume sets the reclaim policy back and removes the record and

@@ -7,11 +7,21 @@
 //
 //	pending   the claim is bound to its volume in the old mode
 //	retained  the volume's reclaim policy is Retain (the old one is recorded)
-//	released  the claim is deleted; the volume is reserved for the new claim
-//	          (claimRef = namespace/name, no UID) in the new access mode
-//	rebound   the new claim, same name, labels and annotations, new mode,
-//	          volumeName = that volume, is Bound
+//	released  the old claim is deleted and, at once, the new claim created:
+//	          same name, labels and annotations, new mode, volumeName = that
+//	          volume (Pending: the volume still names the old claim); then
+//	          the volume is given to it (claimRef = the new claim's UID) in
+//	          the new access mode
+//	rebound   the new claim is Bound
 //	done      the reclaim policy is restored and the record removed
+//
+// The new claim is created right after the old one is gone, before the PV
+// binder releases the volume: a user whose server starts during the rebind
+// finds the claim (KubeSpawner then mounts it and the pod waits until it is
+// bound to the home's volume) rather than no claim, for which KubeSpawner
+// would create a new, empty one. What is left is the moment between the old
+// claim's removal and the create; a claim someone else created in it is
+// never touched, and the rebind stops naming it and the volume.
 //
 // The record of a migration lives in an annotation on the volume (it
 // outlives the claim), so an apply stopped at any point resumes where it
@@ -265,14 +275,13 @@ type Volume struct {
 type Op string
 
 const (
-	OpRetain       Op = "retain"        // patch reclaim policy Retain + write the record
-	OpDeleteClaim  Op = "delete-claim"  // delete the old claim (UID precondition) and wait until it is gone
-	OpWaitReleased Op = "wait-released" // the binder marks the volume Released
-	OpReserve      Op = "reserve"       // claimRef = namespace/name without UID, modes = [to]
-	OpCreateClaim  Op = "create-claim"  // the new claim with volumeName
-	OpWaitBound    Op = "wait-bound"    // the binder binds them
-	OpRestore      Op = "restore"       // reclaim policy back, record and label removed
-	OpDone         Op = "done"
+	OpRetain      Op = "retain"       // patch reclaim policy Retain + write the record
+	OpDeleteClaim Op = "delete-claim" // delete the old claim (UID precondition) and wait until it is gone
+	OpCreateClaim Op = "create-claim" // the new claim with volumeName, right after
+	OpReserve     Op = "reserve"      // claimRef = the new claim (namespace, name, UID), modes = [to]
+	OpWaitBound   Op = "wait-bound"   // the binder binds them
+	OpRestore     Op = "restore"      // reclaim policy back, record and label removed
+	OpDone        Op = "done"
 )
 
 // StepOf is the step a migration has reached, as shown to people.
@@ -280,9 +289,9 @@ func StepOf(op Op) Step {
 	switch op {
 	case OpRetain:
 		return StepPending
-	case OpDeleteClaim, OpWaitReleased, OpReserve:
+	case OpDeleteClaim:
 		return StepRetained
-	case OpCreateClaim:
+	case OpCreateClaim, OpReserve:
 		return StepReleased
 	case OpWaitBound, OpRestore:
 		return StepRebound
@@ -312,13 +321,26 @@ func NextRebind(c *Claim, v *Volume, to string) (Op, error) {
 		return OpDeleteClaim, nil
 	case c.VolumeName == v.Name && slices.Equal(c.Modes, []string{rec.To}):
 		// The new claim exists.
-		if c.Phase == "Bound" && v.ClaimRefUID == c.UID {
+		switch {
+		case c.Phase == "Bound" && v.ClaimRefUID == c.UID:
 			return OpRestore, nil
+		case v.ClaimRefUID == c.UID && slices.Equal(v.Modes, []string{rec.To}):
+			return OpWaitBound, nil
 		}
-		return OpWaitBound, nil
+		return OpReserve, nil
 	}
-	return "", fmt.Errorf("claim %s was created again by someone else (bound to %q) while its home was being migrated; the home's data is on volume %s, which is retained and reserved for %s/%s. "+
-		"Stop the user's server, delete the new claim (it holds no data of the old home), and apply again", rec.Claim, c.VolumeName, v.Name, rec.Namespace, rec.Claim)
+	return "", CreatedMeanwhile(rec, v.Name, c.UID, c.VolumeName)
+}
+
+// CreatedMeanwhile is the error for a claim of the migrated claim's name
+// that someone else created while the rebind had deleted the old one
+// (KubeSpawner, at a spawn): it may hold what the user wrote since, so it
+// is never deleted or reused, and the advice keeps those files.
+func CreatedMeanwhile(rec *Record, volume, uid, bound string) error {
+	return fmt.Errorf("claim %s/%s (uid %s, volume %q) was created by someone else (KubeSpawner, at a spawn in the moment the rebind had no claim) while its home was being rebound; "+
+		"it may hold files the user wrote since, so it is left as it is. The home's data is on volume %s, retained and carrying the rebind's record. "+
+		"To finish: stop the user's server; save what %s holds (a pod that mounts it); then delete %s yourself and apply again: the rebind creates %s on volume %s, with the home; put the saved files back into it",
+		rec.Namespace, rec.Claim, uid, bound, volume, rec.Claim, rec.Claim, rec.Claim, volume)
 }
 
 // notStarted is the first step of a rebind: the claim must be bound to
@@ -335,19 +357,14 @@ func notStarted(c *Claim, v *Volume, to string) (Op, error) {
 	return OpRetain, nil
 }
 
-// claimGone is the next step once the old claim is deleted: the volume is
-// released, reserved for the new claim, then the new claim is created.
+// claimGone is the next step once the old claim is deleted: the new claim
+// is created at once, whether or not the binder has released the volume
+// yet, as long as the volume names no other claim.
 func claimGone(v *Volume, rec *Record) (Op, error) {
-	reserved := v.ClaimRefName == rec.Claim && v.ClaimRefNS == rec.Namespace && v.ClaimRefUID == ""
-	switch {
-	case reserved && slices.Equal(v.Modes, []string{rec.To}):
+	if v.ClaimRefName == "" || v.ClaimRefName == rec.Claim && v.ClaimRefNS == rec.Namespace {
 		return OpCreateClaim, nil
-	case v.Phase == "Released" || reserved:
-		return OpReserve, nil
-	case v.Phase == "Bound" && v.ClaimRefName == rec.Claim && v.ClaimRefNS == rec.Namespace:
-		return OpWaitReleased, nil
 	}
-	return "", fmt.Errorf("volume %s is %s and bound to %s/%s; expected it Released after its claim was deleted", v.Name, orDash(v.Phase), v.ClaimRefNS, v.ClaimRefName)
+	return "", fmt.Errorf("volume %s is %s and names claim %s/%s; expected it to name %s/%s, whose home it holds", v.Name, orDash(v.Phase), v.ClaimRefNS, v.ClaimRefName, rec.Namespace, rec.Claim)
 }
 
 func orDash(s string) string {

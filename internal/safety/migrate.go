@@ -45,6 +45,15 @@ func (p *planner) pausedFindings() {
 // claim it waits, like any migration under a running server.
 func (p *planner) resume(up *UserPlan, ip InProgress) {
 	rec := ip.Record
+	if c := up.Live; c != nil && c.VolumeName != ip.Volume {
+		// Neither the old claim nor the rebind's new one: someone else
+		// (KubeSpawner, at a spawn) created it while the rebind had none.
+		up.Action, up.Volume = ActionKeep, ip.Volume
+		up.Reason = fmt.Sprintf("created during the rebind of volume %s", ip.Volume)
+		p.errorf("users", "A claim was created while its home was being rebound", "User %q: %v.", up.User,
+			migration.CreatedMeanwhile(&rec, ip.Volume, c.UID, c.VolumeName))
+		return
+	}
 	if p.live.Mounted[up.Ref()] {
 		up.Action, up.Volume = ActionLegacy, ip.Volume
 		up.Reason = fmt.Sprintf("the rebind an earlier apply started (volume %s, step %s) waits: a server is running", ip.Volume, rec.Step)

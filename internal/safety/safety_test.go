@@ -2038,14 +2038,14 @@ func TestPlanClaimsKnownByNamespace(t *testing.T) {
 // plan says how to finish or undo it.
 func TestPlanRebindInProgressUnderAnotherSetting(t *testing.T) {
 	rec := func(step migration.Step) map[claims.Ref]InProgress {
-		return map[claims.Ref]InProgress{at(home(t, "alice")): {Volume: "pv-a", Record: migration.Record{Step: step, User: "alice",
+		return map[claims.Ref]InProgress{at(home(t, "alice")): {Volume: "pv-claim-alice", Record: migration.Record{Step: step, User: "alice",
 			Claim: home(t, "alice"), Namespace: ns, From: []string{RWO}, To: RWX, ReclaimPolicy: "Delete"}}}
 	}
 	for _, o := range []OnModeChange{OnModeChangeFail, OnModeChangeKeepExisting, OnModeChangeRecreate} {
 		c := cfg([]string{"alice"}, mode(RWX), onChange(o), dataLoss())
 		for _, pr := range []*Prior{nil, prior(t, c)} {
 			r := Plan(c, pr, Live{InProgress: rec(migration.StepReleased)})
-			if got := actions(r); got["alice"] != ActionMigrate || r.Users[0].Resume == nil || r.Users[0].Volume != "pv-a" || r.Class != ClassSafe {
+			if got := actions(r); got["alice"] != ActionMigrate || r.Users[0].Resume == nil || r.Users[0].Volume != "pv-claim-alice" || r.Class != ClassSafe {
 				t.Errorf("%s, prior %v: claim gone: %v (class %s), want the rebind finished", o, pr != nil, got, r.Class)
 			}
 			r = Plan(c, pr, Live{Claims: []claims.Claim{longhornRWO(t, "alice")}, InProgress: rec(migration.StepRetained)})
@@ -2054,12 +2054,27 @@ func TestPlanRebindInProgressUnderAnotherSetting(t *testing.T) {
 			}
 			found := false
 			for _, w := range r.Warnings {
-				found = found || strings.Contains(w.Detail, "pv-a") && strings.Contains(w.Detail, "To finish") && strings.Contains(w.Detail, "To undo")
+				found = found || strings.Contains(w.Detail, "pv-claim-alice") && strings.Contains(w.Detail, "To finish") && strings.Contains(w.Detail, "To undo")
 			}
 			if !found {
 				t.Errorf("%s: no warning names the paused rebind: %s", o, dump(r.Warnings))
 			}
 		}
+	}
+}
+
+// A claim KubeSpawner created while a rebind had deleted the old one holds
+// the user's new files, not the home: the plan stops, naming it and the
+// volume, and never advises deleting it unsaved.
+func TestPlanClaimCreatedDuringRebind(t *testing.T) {
+	c := cfg([]string{"alice"}, mode(RWX), migrate(migration.MethodRebind, 0, true))
+	made := pvc(t, "alice", uid("uid-new"))
+	made.VolumeName = "pv-new"
+	r := Plan(c, prior(t, c), Live{Claims: []claims.Claim{made}, InProgress: map[claims.Ref]InProgress{at(home(t, "alice")): {Volume: "pv-a",
+		Record: migration.Record{Step: migration.StepRetained, User: "alice", Claim: home(t, "alice"), Namespace: ns, From: []string{RWO}, To: RWX}}}})
+	checkFindings(t, "errors", r.Errors, []want{{attr: "users", has: []string{"uid-new", "pv-a", "save what"}}})
+	if strings.Contains(dump(r.Errors), "holds no data") || actions(r)["alice"] == ActionMigrate {
+		t.Errorf("plan %v: %s", actions(r), dump(r.Errors))
 	}
 }
 

@@ -117,7 +117,7 @@ func TestPlanCopyWithoutRecord(t *testing.T) {
 func TestPlanResumeWaitsForRunningServer(t *testing.T) {
 	c := cfg([]string{"alice"}, mode(RWX), migrate(migration.MethodAuto, 0, true))
 	rec := migration.Record{Step: migration.StepRetained, User: "alice", Claim: home(t, "alice"), Namespace: ns, From: []string{RWO}, To: RWX}
-	live := Live{Claims: []claims.Claim{longhornRWO(t, "alice")}, InProgress: map[claims.Ref]InProgress{at(home(t, "alice")): {Volume: "pv-a", Record: rec}},
+	live := Live{Claims: []claims.Claim{longhornRWO(t, "alice")}, InProgress: map[claims.Ref]InProgress{at(home(t, "alice")): {Volume: "pv-" + home(t, "alice"), Record: rec}},
 		Mounted: map[claims.Ref]bool{at(home(t, "alice")): true}}
 	r := Plan(c, nil, live)
 	if a := actions(r)["alice"]; a != ActionLegacy {
