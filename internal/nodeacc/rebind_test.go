@@ -89,7 +89,7 @@ func TestAccHomeStorage_rebindCSI(t *testing.T) {
 func TestAccHomeStorage_rebindCSIStoppedAfterEachStep(t *testing.T) {
 	h := newRebindHome(t, "bob")
 	cfg := h.config(fmt.Sprintf("rebind_drivers = [%q]", testcluster.CSIDriverName))
-	stops := []migration.Op{migration.OpRetain, migration.OpDeleteClaim, migration.OpReserve, migration.OpCreateClaim, migration.OpRestore}
+	stops := []migration.Op{migration.OpRetain, migration.OpDeleteClaim, migration.OpCreateClaim, migration.OpReserve, migration.OpRestore}
 	var stopped, ran []migration.Op
 	hook := func(_ string, op migration.Op) error {
 		ran = append(ran, op)

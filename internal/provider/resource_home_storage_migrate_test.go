@@ -240,11 +240,9 @@ func TestAccHomeStorage_migrateRebind(t *testing.T) {
 // and converges: the same volume, in the new mode, its policy restored.
 func TestAccHomeStorage_migrateResumesAfterEveryStep(t *testing.T) {
 	cs := acctest.Cluster(t).Admin()
-	// Every operation that changes the cluster. (Waiting for the binder to
-	// release the volume changes nothing: a stop there is a stop after
-	// delete-claim, and the binder is often done before the wait begins.)
+	// Every operation that changes the cluster, in their order.
 	for _, stop := range []migration.Op{migration.OpRetain, migration.OpDeleteClaim,
-		migration.OpReserve, migration.OpCreateClaim, migration.OpWaitBound, migration.OpRestore} {
+		migration.OpCreateClaim, migration.OpReserve, migration.OpWaitBound, migration.OpRestore} {
 		t.Run(string(stop), func(t *testing.T) {
 			ns := acctest.Namespace(t)
 			class := "longhorn-" + ns
