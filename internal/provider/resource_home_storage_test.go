@@ -341,7 +341,7 @@ resource "jupyter_home_storage" "homes" {
 			ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 				plancheck.ExpectUnknownValue(hsAddr, tfjsonpath.New("changes")),
 			}},
-			Check: resource.TestCheckResourceAttr(hsAddr, "changes", `{"erin":{"action":"create","namespace":"jhub","claim":"claim-erin"}}`),
+			Check: resource.TestCheckResourceAttr(hsAddr, "changes", `{"erin":{"action":"create","namespace":"`+ns+`","claim":"claim-erin"}}`),
 		}},
 	})
 }
