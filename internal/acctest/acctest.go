@@ -1,7 +1,8 @@
 // Package acctest runs acceptance tests against the local test cluster with
-// a real OpenTofu binary. A test package's TestMain calls Run; tests then
-// call Cluster for the running control plane and Config for a configuration
-// whose provider block points at it.
+// a real OpenTofu or Terraform binary (TESTBED_CLI, see tofurun.Selected)
+// and the real hashicorp/helm provider. A test package's TestMain calls Run;
+// tests then call Cluster for the running control plane and Config for a
+// configuration whose provider block points at it.
 package acctest
 
 import (
@@ -17,34 +18,51 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/testcluster"
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/tofurun"
 )
 
 // ProviderSource is the provider's address as test configurations require it.
 const ProviderSource = "jupyter-infra/jupyter"
 
-var cluster *testcluster.Cluster
+// HelmProviderVersion is the hashicorp/helm provider the test bed builds
+// (tools/testbed/build.sh) and the tests' CLI installs from a mirror.
+const HelmProviderVersion = "3.1.2"
+
+var (
+	cluster *testcluster.Cluster
+	cli     tofurun.CLI
+	binDir  string
+)
 
 // Enabled reports whether acceptance tests run (TF_ACC is set).
 func Enabled() bool { return os.Getenv("TF_ACC") != "" }
 
 // Run is a TestMain body. With TF_ACC set it starts the test cluster, points
-// terraform-plugin-testing at the test bed's OpenTofu, runs the tests and
-// stops the cluster, also when a test fails. A missing test bed is a failure,
-// never a silent skip.
+// terraform-plugin-testing at the test bed's OpenTofu or Terraform (the one
+// TESTBED_CLI names), runs the tests and stops the cluster, also when a test
+// fails. A missing test bed is a failure, never a silent skip.
 func Run(m *testing.M, opts testcluster.Options) int {
 	if !Enabled() {
 		return m.Run()
+	}
+	var err error
+	if cli, err = tofurun.Selected(); err != nil {
+		fmt.Fprintln(os.Stderr, "acctest:", err)
+		return 1
 	}
 	bin, err := testcluster.BinDir(opts.BinDir)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "acceptance tests need the test bed:", err)
 		return 1
 	}
-	if _, err := os.Stat(filepath.Join(bin, "tofu")); err != nil {
-		fmt.Fprintln(os.Stderr, "acceptance tests need OpenTofu from the test bed: run tools/testbed/build.sh:", err)
-		return 1
+	binDir = bin
+	for _, name := range []string{cli.Name, helmProvider} {
+		if _, err := os.Stat(filepath.Join(bin, name)); err != nil {
+			fmt.Fprintf(os.Stderr, "acceptance tests need %s from the test bed: run tools/testbed/build.sh: %v\n", name, err)
+			return 1
+		}
 	}
-	if err := setTofuEnv(bin); err != nil {
+	if err := setCLIEnv(bin); err != nil {
 		fmt.Fprintln(os.Stderr, "acctest:", err)
 		return 1
 	}
@@ -59,23 +77,42 @@ func Run(m *testing.M, opts testcluster.Options) int {
 	return m.Run()
 }
 
-// setTofuEnv sets the variables terraform-plugin-testing reads to drive
-// OpenTofu instead of downloading Terraform.
-func setTofuEnv(bin string) error {
+// helmProvider is the hashicorp/helm provider's binary in the test bed.
+const helmProvider = "terraform-provider-helm"
+
+// CLI is the CLI the acceptance tests run: OpenTofu or Terraform.
+func CLI() tofurun.CLI { return cli }
+
+// CLIPath is the CLI's binary in the test bed.
+func CLIPath() string { return cli.Path(binDir) }
+
+// setCLIEnv sets the variables terraform-plugin-testing reads to drive the
+// test bed's CLI instead of downloading Terraform, with a CLI configuration
+// that installs hashicorp/helm from a filesystem mirror of the test bed's
+// build (the provider under test is served in process).
+func setCLIEnv(bin string) error {
 	dir, err := os.MkdirTemp("", "jupyter-acctest-cli-")
 	if err != nil {
 		return err
 	}
+	mirror := filepath.Join(dir, "mirror")
+	pkg := cli.MirrorDir(mirror, "hashicorp", "helm", HelmProviderVersion)
+	if err := os.MkdirAll(pkg, 0o755); err != nil {
+		return err
+	}
+	if err := os.Symlink(filepath.Join(bin, helmProvider), filepath.Join(pkg, helmProvider+"_v"+HelmProviderVersion)); err != nil {
+		return err
+	}
 	// The machines this runs on may name a CLI config file that does not
-	// exist; OpenTofu then warns before its version line and the harness
-	// cannot parse it. Give it an empty one of ours.
-	cliConfig := filepath.Join(dir, "tofu.rc")
-	if err := os.WriteFile(cliConfig, []byte("# written by internal/acctest\n"), 0o600); err != nil {
+	// exist; the CLI then warns before its version line and the harness
+	// cannot parse it. Give it one of ours.
+	cliConfig := filepath.Join(dir, cli.Name+".rc")
+	if err := os.WriteFile(cliConfig, []byte(tofurun.MirrorConfig(mirror, "hashicorp/helm")), 0o600); err != nil {
 		return err
 	}
 	env := map[string]string{
-		"TF_ACC_TERRAFORM_PATH":     filepath.Join(bin, "tofu"),
-		"TF_ACC_PROVIDER_HOST":      "registry.opentofu.org",
+		"TF_ACC_TERRAFORM_PATH":     cli.Path(bin),
+		"TF_ACC_PROVIDER_HOST":      cli.Host,
 		"TF_ACC_PROVIDER_NAMESPACE": strings.Split(ProviderSource, "/")[0],
 		"TF_CLI_CONFIG_FILE":        cliConfig,
 		"CHECKPOINT_DISABLE":        "1",
@@ -148,4 +185,16 @@ terraform {
 func AdminConfig(t testing.TB, body string) string {
 	c := Cluster(t)
 	return Config(ProviderBlock(c, c.AdminToken), body)
+}
+
+// Workspace builds the provider from the repository into a mirror under dir
+// and returns the tests' CLI set up to install it from there, as a user's is.
+func Workspace(ctx context.Context, t testing.TB, dir string) *tofurun.Workspace {
+	t.Helper()
+	Cluster(t)
+	ws, err := tofurun.New(ctx, RepoRoot(t), dir, binDir, cli)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ws
 }

@@ -193,7 +193,7 @@ func startBed(ctx context.Context, work string, opts testcluster.Options) (*tofu
 	if err != nil {
 		return nil, nil, err
 	}
-	ws, err := tofurun.New(ctx, root, work, filepath.Join(bin, "tofu"))
+	ws, err := tofurun.New(ctx, root, work, bin, tofurun.OpenTofu)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -375,7 +375,7 @@ func holdCluster(n int) error {
 		return err
 	}
 	fmt.Printf("holding %d claims; the provider is %s (rebuild it there to try a change)\n", n, ws.ProviderBin)
-	fmt.Printf("  . %s; cd %s; %s plan -lock=false -var-file=listed.tfvars.json\n", envFile, dir, ws.Tofu)
+	fmt.Printf("  . %s; cd %s; %s plan -lock=false -var-file=listed.tfvars.json\n", envFile, dir, ws.Bin)
 	<-ctx.Done()
 	return nil
 }

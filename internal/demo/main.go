@@ -1,7 +1,7 @@
 // Command demo shows the provider at work on the local test cluster: it
 // builds the provider, starts etcd, kube-apiserver, the controllers and the
 // test node, seeds a JupyterHub namespace with home claims as KubeSpawner
-// makes them, runs `tofu init` and `tofu apply` on examples/quickstart with
+// makes them, runs `init` and `apply` (OpenTofu, or Terraform with CLI=terraform) on examples/quickstart with
 // a dev override, shows the plan refusing an unsafe ReadWriteOnce ->
 // ReadWriteMany flip, keep_existing, and then on_mode_change = "migrate"
 // moving every home to ReadWriteMany on its own volume. Then a pod writes
@@ -65,7 +65,11 @@ func run() error {
 	defer func() { _ = os.RemoveAll(work) }()
 
 	step("building the provider into a local mirror")
-	ws, err := tofurun.New(ctx, root, work, filepath.Join(bin, "tofu"))
+	cli, err := tofurun.Selected()
+	if err != nil {
+		return err
+	}
+	ws, err := tofurun.New(ctx, root, work, bin, cli)
 	if err != nil {
 		return err
 	}
@@ -105,43 +109,43 @@ func run() error {
 		fmt.Printf("  %-30s user %-18s %s\n", s.Name, s.Username, modes(s.Modes))
 	}
 
-	step("tofu init && tofu apply in examples/quickstart (provider from a local mirror)")
+	step(ws.CLI.Name + " init && " + ws.CLI.Name + " apply in examples/quickstart (provider from a local mirror)")
 	cfgDir := filepath.Join(work, "quickstart")
 	if err := os.CopyFS(cfgDir, os.DirFS(filepath.Join(root, "examples", "quickstart"))); err != nil {
 		return err
 	}
 	ws.Env = append(ws.Env, "KUBE_CONFIG_PATH="+cluster.KubeconfigPath)
-	tofu := func(args ...string) error {
-		tofurun.Echo(os.Stdout, args...)
+	run := func(args ...string) error {
+		ws.Echo(os.Stdout, args...)
 		return ws.Run(ctx, cfgDir, args...)
 	}
-	if err := tofu("init", "-no-color"); err != nil {
-		return fmt.Errorf("tofu init: %w", err)
+	if err := run("init", "-no-color"); err != nil {
+		return fmt.Errorf("%s init: %w", ws.CLI.Name, err)
 	}
-	if err := tofu("apply", "-auto-approve", "-no-color", "-compact-warnings"); err != nil {
-		return fmt.Errorf("tofu apply: %w", err)
+	if err := run("apply", "-auto-approve", "-no-color", "-compact-warnings"); err != nil {
+		return fmt.Errorf("%s apply: %w", ws.CLI.Name, err)
 	}
 
 	step("flip the homes to ReadWriteMany: the plan must refuse and name the users whose claims stay ReadWriteOnce")
-	if err := tofu("plan", "-no-color", "-var", "access_mode=ReadWriteMany"); err == nil {
+	if err := run("plan", "-no-color", "-var", "access_mode=ReadWriteMany"); err == nil {
 		return fmt.Errorf("the plan accepted an unsafe ReadWriteOnce -> ReadWriteMany flip")
 	}
 	fmt.Println("(the plan failed, as it must: nothing was changed)")
 
 	step("the same flip with on_mode_change = keep_existing: safe, existing claims stay and are reported as legacy users")
-	if err := tofu("apply", "-auto-approve", "-no-color", "-compact-warnings",
+	if err := run("apply", "-auto-approve", "-no-color", "-compact-warnings",
 		"-var", "access_mode=ReadWriteMany", "-var", "on_mode_change=keep_existing"); err != nil {
-		return fmt.Errorf("tofu apply: %w", err)
+		return fmt.Errorf("%s apply: %w", ws.CLI.Name, err)
 	}
 
 	before, err := homes(ctx, cs)
 	if err != nil {
 		return err
 	}
-	step("on_mode_change = migrate: every ReadWriteOnce home is rebound to ReadWriteMany on its own Longhorn volume (zero bytes copied), and the hub config drops co-location")
-	if err := tofu("apply", "-auto-approve", "-no-color", "-compact-warnings",
+	step("on_mode_change = migrate: every ReadWriteOnce home is rebound to ReadWriteMany on its own Longhorn volume (zero bytes copied); the hub drops co-location at each user's next spawn, with no change of its configuration")
+	if err := run("apply", "-auto-approve", "-no-color", "-compact-warnings",
 		"-var", "access_mode=ReadWriteMany", "-var", "on_mode_change=migrate"); err != nil {
-		return fmt.Errorf("tofu apply: %w", err)
+		return fmt.Errorf("%s apply: %w", ws.CLI.Name, err)
 	}
 	after, err := homes(ctx, cs)
 	if err != nil {
@@ -162,7 +166,7 @@ func run() error {
 	if err := ws.Run(ctx, cfgDir, append([]string{"apply", "-refresh-only", "-auto-approve", "-no-color"}, vars...)...); err != nil {
 		return err
 	}
-	if err := tofu(append([]string{"plan", "-no-color", "-detailed-exitcode"}, vars...)...); err != nil {
+	if err := run(append([]string{"plan", "-no-color", "-detailed-exitcode"}, vars...)...); err != nil {
 		return err
 	}
 	return copyDemo(ctx, cs, ws)
@@ -206,17 +210,17 @@ func copyDemo(ctx context.Context, cs kubernetes.Interface, ws *tofurun.Workspac
 	if err := os.WriteFile(filepath.Join(cfgDir, "main.tf"), []byte(copyConfig), 0o600); err != nil {
 		return err
 	}
-	tofu := func(args ...string) error {
-		tofurun.Echo(os.Stdout, args...)
+	run := func(args ...string) error {
+		ws.Echo(os.Stdout, args...)
 		return ws.Run(ctx, cfgDir, args...)
 	}
 	step("on_mode_change = migrate: erin's home is copied into %s (ReadWriteMany) by a Job with rsync, checked, and the hub switched to it", target)
-	if err := tofu("init", "-no-color"); err != nil {
-		return fmt.Errorf("tofu init: %w", err)
+	if err := run("init", "-no-color"); err != nil {
+		return fmt.Errorf("%s init: %w", ws.CLI.Name, err)
 	}
 	vars := []string{"-var", "access_mode=ReadWriteMany", "-var", "on_mode_change=migrate"}
-	if err := tofu(append([]string{"apply", "-auto-approve", "-no-color", "-compact-warnings"}, vars...)...); err != nil {
-		return fmt.Errorf("tofu apply: %w", err)
+	if err := run(append([]string{"apply", "-auto-approve", "-no-color", "-compact-warnings"}, vars...)...); err != nil {
+		return fmt.Errorf("%s apply: %w", ws.CLI.Name, err)
 	}
 
 	msg, err := testcluster.RunPod(ctx, cs, testcluster.ClaimPod(ns, "jupyter-erin", target, testcluster.ReadFilesScript("/home")))
@@ -235,7 +239,7 @@ func copyDemo(ctx context.Context, cs kubernetes.Interface, ws *tofurun.Workspac
 	fmt.Println("(every file, byte for byte)")
 
 	step("plan again: nothing left to do")
-	return tofu(append([]string{"plan", "-no-color", "-detailed-exitcode"}, vars...)...)
+	return run(append([]string{"plan", "-no-color", "-detailed-exitcode"}, vars...)...)
 }
 
 func printFiles(files map[string]string) {

@@ -39,6 +39,7 @@ type CoreV1 interface {
 	Pods(namespace string) Pods
 	ConfigMaps(namespace string) ConfigMaps
 	Nodes() Nodes
+	Namespaces() Namespaces
 }
 
 // StorageV1 is the storage group's resources the provider uses.
@@ -83,6 +84,11 @@ type ConfigMaps interface {
 // Nodes are the calls the provider makes on Nodes.
 type Nodes interface {
 	List(ctx context.Context, opts metav1.ListOptions) (*corev1.NodeList, error)
+}
+
+// Namespaces are the calls the provider makes on Namespaces.
+type Namespaces interface {
+	Get(ctx context.Context, name string, opts metav1.GetOptions) (*corev1.Namespace, error)
 }
 
 // StorageClasses are the calls the provider makes on StorageClasses.
@@ -284,6 +290,12 @@ func (c coreREST) Nodes() Nodes {
 	return typed(c.core, "nodes", "",
 		func() *corev1.Node { return &corev1.Node{} },
 		func() *corev1.NodeList { return &corev1.NodeList{} })
+}
+
+func (c coreREST) Namespaces() Namespaces {
+	return typed(c.core, "namespaces", "",
+		func() *corev1.Namespace { return &corev1.Namespace{} },
+		func() *corev1.NamespaceList { return &corev1.NamespaceList{} })
 }
 
 func (c storageREST) StorageClasses() StorageClasses {

@@ -127,15 +127,7 @@ func (c *Client) VerifyCopy(ctx context.Context, namespace, source, target, imag
 			return false, fmt.Sprintf("the new home %s is in use by %s and cannot be mounted for the verification; stop the server and apply again", target, strings.Join(pods, ", ")), nil
 		}
 	}
-	j := CopyJob(Copy{Namespace: namespace, Source: source, Target: target, Image: image})
-	j.Name = name
-	zero, deadline := int32(0), int64(c.CopyTimeout/time.Second)
-	j.Spec.BackoffLimit, j.Spec.ActiveDeadlineSeconds = &zero, &deadline
-	j.Labels["app.kubernetes.io/component"], j.Spec.Template.Labels["app.kubernetes.io/component"] = "home-verify", "home-verify"
-	pod := &j.Spec.Template.Spec
-	pod.Containers[0].Command = []string{"sh", "-c", migration.VerifyScript}
-	pod.Containers[0].VolumeMounts[1].ReadOnly = true
-	pod.Volumes[1].PersistentVolumeClaim.ReadOnly = true
+	j := VerifyJob(namespace, source, target, image, c.CopyTimeout)
 	if err := c.replaceJob(ctx, j); err != nil {
 		return false, "", err
 	}
@@ -153,6 +145,22 @@ func (c *Client) VerifyCopy(ctx context.Context, namespace, source, target, imag
 		detail = msg
 	}
 	return v.Succeeded, detail, nil
+}
+
+// VerifyJob is the read-only Job that checks a finished copy again
+// (migration.VerifyScript) before its source is deleted: the copy Job's pod
+// with both claims mounted read-only, no retry, and a deadline of timeout.
+func VerifyJob(namespace, source, target, image string, timeout time.Duration) *batchv1.Job {
+	j := CopyJob(Copy{Namespace: namespace, Source: source, Target: target, Image: image})
+	j.Name = migration.VerifyJobName(source)
+	zero, deadline := int32(0), int64(timeout/time.Second)
+	j.Spec.BackoffLimit, j.Spec.ActiveDeadlineSeconds = &zero, &deadline
+	j.Labels["app.kubernetes.io/component"], j.Spec.Template.Labels["app.kubernetes.io/component"] = "home-verify", "home-verify"
+	pod := &j.Spec.Template.Spec
+	pod.Containers[0].Command = []string{"sh", "-c", migration.VerifyScript}
+	pod.Containers[0].VolumeMounts[1].ReadOnly = true
+	pod.Volumes[1].PersistentVolumeClaim.ReadOnly = true
+	return j
 }
 
 // replaceJob creates j after deleting any Job of its name and waiting until
@@ -195,12 +203,23 @@ func (c *Client) terminationMessage(ctx context.Context, namespace, name string,
 	return "", nil
 }
 
+// JobCapabilities are the only capabilities of the copy and verification
+// Jobs' root (all others dropped, no privilege escalation): what keeping
+// ownership, permissions, times, ACLs and extended attributes of files root
+// does not own needs. CHOWN sets owners, FOWNER sets modes, ACLs, xattrs
+// and times on files root does not own, FSETID keeps setuid and setgid
+// bits, and DAC_OVERRIDE reads and writes every file and reads and
+// searches every directory whatever their modes (the kernel's
+// generic_permission; DAC_READ_SEARCH would add nothing to it but
+// open_by_handle_at). Pod Security's baseline level allows every one of
+// them, so the pods are admitted where baseline is enforced; restricted
+// admits no root container, and safety.CheckPodSecurity fails such a plan.
+// No SYS_ADMIN: trusted.* attributes are neither read nor written.
+var JobCapabilities = []corev1.Capability{"CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID"}
+
 // CopyJob is the Job that copies one home: the source mounted read-only at
-// /src, the target at /dst, migration.CopyScript run as root with only the
-// capabilities that keeping ownership, permissions, times, ACLs and
-// extended attributes of files root does not own needs (FOWNER sets ACLs,
-// xattrs and times; no SYS_ADMIN, so trusted.* attributes are neither read
-// nor written).
+// /src, the target at /dst, migration.CopyScript run as root with only
+// JobCapabilities.
 func CopyJob(job Copy) *batchv1.Job {
 	backoff, root, no, yes := int32(2), int64(0), false, true
 	return &batchv1.Job{
@@ -226,7 +245,7 @@ func CopyJob(job Copy) *batchv1.Job {
 							RunAsUser: &root, RunAsNonRoot: &no, AllowPrivilegeEscalation: &no, ReadOnlyRootFilesystem: &yes,
 							Capabilities: &corev1.Capabilities{
 								Drop: []corev1.Capability{"ALL"},
-								Add:  []corev1.Capability{"CHOWN", "DAC_OVERRIDE", "DAC_READ_SEARCH", "FOWNER", "FSETID"},
+								Add:  slices.Clone(JobCapabilities),
 							},
 						},
 						Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{

@@ -35,6 +35,24 @@ func NewClaim(meta metav1.ObjectMeta, mode, class string, size resource.Quantity
 // Parallelism is how many claims are written at once.
 const Parallelism = 16
 
+// NamespaceLabels returns a namespace's labels (nil when it does not
+// exist): the plan reads the Pod Security labels of the namespaces where a
+// copy would run its Jobs.
+func (c *Client) NamespaceLabels(ctx context.Context, name string) (map[string]string, error) {
+	var ns *corev1.Namespace
+	err := c.Backoff.Retry(ctx, func() (err error) {
+		ns, err = c.Kube.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{})
+		return err
+	})
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading the Pod Security labels of namespace %s, where a copy runs its Jobs: %w", name, Explain(err, "get", "namespaces", ""))
+	}
+	return ns.Labels, nil
+}
+
 // GetStorageClass returns the named class, or nil when it does not exist.
 // With name "" it returns the cluster's default class (nil if none).
 func (c *Client) GetStorageClass(ctx context.Context, name string) (*storagev1.StorageClass, error) {

@@ -1,6 +1,7 @@
 package migration
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -179,9 +180,15 @@ func TestCopyScript(t *testing.T) {
 	}
 }
 
-// jobCapabilities are the capabilities kube.CopyJob gives the copy Job's
-// root (all others dropped, no new privileges), as setpriv takes them.
-const jobCapabilities = "-all,+chown,+dac_override,+dac_read_search,+fowner,+fsetid"
+// jobCapabilities are the capabilities kube.CopyJob gives the copy and
+// verification Jobs' root (kube.JobCapabilities: all others dropped, no new
+// privileges), as setpriv takes them. No DAC_READ_SEARCH: Pod Security's
+// baseline level refuses it.
+const jobCapabilities = "-all,+chown,+dac_override,+fowner,+fsetid"
+
+// asJob is the command prefix that runs a script as root with only the
+// Job's capabilities.
+var asJob = []string{"setpriv", "--no-new-privs", "--inh-caps=-all", "--bounding-set=" + jobCapabilities, "--"}
 
 // The copy Job's script as root with only the Job's capabilities: it keeps
 // the owners, modes, ACLs and user extended attributes of files that belong
@@ -200,7 +207,6 @@ func TestCopyScriptAsTheJob(t *testing.T) {
 	needTool(t, "getfacl", "acl")
 	needTool(t, "setfattr", "attr")
 	needTool(t, "getfattr", "attr")
-	asJob := []string{"setpriv", "--no-new-privs", "--inh-caps=-all", "--bounding-set=" + jobCapabilities, "--"}
 	must := func(t *testing.T, err error) {
 		t.Helper()
 		if err != nil {
@@ -208,21 +214,39 @@ func TestCopyScriptAsTheJob(t *testing.T) {
 		}
 	}
 	// home is a user's home under dir/src: private modes, owned by 1000:100,
-	// with ACLs and extended attributes when rich.
+	// with ACLs and extended attributes when rich, and a directory and a
+	// file with no permission bits at all (mode 000), which only
+	// DAC_OVERRIDE lets root read.
 	home := func(t *testing.T, dir string, rich bool) string {
 		src := filepath.Join(dir, "src")
 		must(t, os.MkdirAll(filepath.Join(src, "private"), 0o700))
 		must(t, os.WriteFile(filepath.Join(src, "private", "key.txt"), []byte("secret"), 0o600))
 		must(t, os.WriteFile(filepath.Join(src, "notes.md"), []byte("v1"), 0o600))
+		must(t, os.MkdirAll(filepath.Join(src, "locked"), 0o700))
+		must(t, os.WriteFile(filepath.Join(src, "locked", "data.bin"), []byte("locked away"), 0o600))
 		if rich {
 			run(t, src, "setfacl", "-m", "u:1234:r", "notes.md")
 			run(t, src, "setfacl", "-d", "-m", "u:1234:rx", "private")
 			run(t, src, "setfattr", "-n", "user.origin", "-v", "lab", "private/key.txt")
 		}
-		for _, p := range []string{".", "private", "private/key.txt", "notes.md"} {
+		for _, p := range []string{".", "private", "private/key.txt", "notes.md", "locked", "locked/data.bin"} {
 			must(t, os.Lchown(filepath.Join(src, p), 1000, 100))
 		}
+		must(t, os.Chmod(filepath.Join(src, "locked", "data.bin"), 0))
+		must(t, os.Chmod(filepath.Join(src, "locked"), 0))
 		return src
+	}
+	// locked is the content and mode of locked/data.bin under root, read
+	// by this test's process (all capabilities).
+	locked := func(t *testing.T, root string) string {
+		t.Helper()
+		b, err := os.ReadFile(filepath.Join(root, "locked", "data.bin"))
+		must(t, err)
+		dfi, err := os.Stat(filepath.Join(root, "locked"))
+		must(t, err)
+		fi, err := os.Stat(filepath.Join(root, "locked", "data.bin"))
+		must(t, err)
+		return fmt.Sprintf("%s %o %o", b, dfi.Mode().Perm(), fi.Mode().Perm())
 	}
 
 	t.Run("the Job's capabilities keep ACLs and xattrs", func(t *testing.T) {
@@ -237,6 +261,38 @@ func TestCopyScriptAsTheJob(t *testing.T) {
 		}
 		if a, b := xattrs(t, dst), xattrs(t, src); a != b || !strings.Contains(a, `user.origin="lab"`) {
 			t.Errorf("extended attributes not kept:\n%s\nsource:\n%s", a, b)
+		}
+		if a := locked(t, dst); a != "locked away 0 0" {
+			t.Errorf("the file without permission bits: %q in the copy, want its content and mode 000", a)
+		}
+	})
+
+	// The verification before an old home's delete runs with the same
+	// capabilities: it reads every file, also those nobody may read by
+	// their modes, and names one whose content differs there. Without
+	// DAC_OVERRIDE it cannot look, and fails: what it passes, it read.
+	t.Run("the verification with the Job's capabilities reads every file", func(t *testing.T) {
+		dir := t.TempDir()
+		home(t, dir, true)
+		must(t, os.MkdirAll(filepath.Join(dir, "dst"), 0o755))
+		if msg, err := runCopyScriptAs(t, dir, asJob...); err != nil {
+			t.Fatalf("copy with the Job's capabilities: %v\n%s", err, msg)
+		}
+		if out, err := runVerifyScriptAs(t, dir, asJob...); err != nil || out != "verified" {
+			t.Fatalf("verification of a fresh copy: %v %s", err, out)
+		}
+		withoutOverride := []string{"setpriv", "--no-new-privs", "--inh-caps=-all", "--bounding-set=-all,+chown,+fowner,+fsetid", "--"}
+		if out, err := runVerifyScriptAs(t, dir, withoutOverride...); err == nil || !strings.Contains(out, "Permission denied") {
+			t.Errorf("the verification without DAC_OVERRIDE: %v %s; want a failure that it could not read", err, out)
+		}
+		// Same size and time, other content, in the file nobody may read.
+		p := filepath.Join(dir, "src", "locked", "data.bin")
+		fi, err := os.Stat(p)
+		must(t, err)
+		must(t, os.WriteFile(p, []byte("LOCKED AWAY"), 0))
+		must(t, os.Chtimes(p, fi.ModTime(), fi.ModTime()))
+		if out, err := runVerifyScriptAs(t, dir, asJob...); err == nil || !strings.Contains(out, "locked/data.bin") {
+			t.Errorf("the verification missed a change in a file without permission bits: %v %s", err, out)
 		}
 	})
 
@@ -292,6 +348,13 @@ func TestCopyScriptAsTheJob(t *testing.T) {
 // runVerifyScript runs VerifyScript with its paths moved under dir.
 func runVerifyScript(t *testing.T, dir string) (string, error) {
 	t.Helper()
+	return runVerifyScriptAs(t, dir)
+}
+
+// runVerifyScriptAs runs VerifyScript with its paths moved under dir,
+// through the command prefix (setpriv and its options).
+func runVerifyScriptAs(t *testing.T, dir string, prefix ...string) (string, error) {
+	t.Helper()
 	log := filepath.Join(dir, "verify-log")
 	_ = os.Remove(log)
 	script := strings.NewReplacer(
@@ -299,7 +362,8 @@ func runVerifyScript(t *testing.T, dir string) (string, error) {
 		"/dst/", filepath.Join(dir, "dst")+"/",
 		"/dev/termination-log", log,
 	).Replace(VerifyScript)
-	out, err := exec.Command("sh", "-c", script).CombinedOutput()
+	args := append(append([]string{}, prefix...), "sh", "-c", script)
+	out, err := exec.Command(args[0], args[1:]...).CombinedOutput()
 	msg, _ := os.ReadFile(log)
 	return string(msg) + string(out), err
 }

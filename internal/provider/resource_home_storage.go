@@ -172,6 +172,10 @@ func (r *homeStorageResource) classify(ctx context.Context, client *kube.Client,
 		return safety.Result{}, cfg, false
 	}
 	res := safety.Plan(cfg, prior, live)
+	if err := checkPodSecurity(ctx, client, &res); err != nil {
+		diags.AddAttributeError(path.Root("migration"), "Cannot read the namespace's Pod Security labels", err.Error())
+		return res, cfg, false
+	}
 	addFindings(diags, res.Errors, true)
 	addFindings(diags, res.Warnings, false)
 	return res, cfg, !diags.HasError()

@@ -167,6 +167,10 @@ func (r *homeStorageResource) apply(ctx context.Context, plan, state *homeStorag
 		return false
 	}
 	res := safety.Plan(cfg, prior, live)
+	if err := checkPodSecurity(ctx, client, &res); err != nil {
+		diags.AddAttributeError(path.Root("migration"), "Cannot read the namespace's Pod Security labels", err.Error())
+		return false
+	}
 	if len(res.Errors) > 0 {
 		addFindings(diags, res.Errors, true)
 		return false

@@ -17,8 +17,6 @@ import (
 
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/acctest"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/migration"
-	"github.com/jupyter-infra/terraform-provider-jupyter/internal/testcluster"
-	"github.com/jupyter-infra/terraform-provider-jupyter/internal/tofurun"
 )
 
 // killProvider sends SIGKILL to every running process of the provider binary bin.
@@ -60,17 +58,10 @@ func TestAccHomeStorage_migrateSurvivesKill(t *testing.T) {
 	}
 	old := uids(t, cs, ns, claimNames...)
 
-	bin, err := testcluster.BinDir("")
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	work := t.TempDir()
-	ws, err := tofurun.New(ctx, acctest.RepoRoot(t), work, filepath.Join(bin, "tofu"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	ws := acctest.Workspace(ctx, t, work)
 	var out bytes.Buffer
 	ws.Stdout, ws.Stderr = &out, &out
 	cfgDir := filepath.Join(work, "cfg")

@@ -240,7 +240,7 @@ func pemBody(pem []byte) []string {
 
 // A plan and apply at TF_LOG=trace, once with a bearer token and once with a
 // client certificate, write neither the token nor the client key to the log
-// file (OpenTofu's own log and the in-process provider's) or to the test
+// file (the CLI's own log and the in-process provider's) or to the test
 // output. The credentials reach the provider block through sensitive
 // variables, as a real configuration would pass them.
 func TestAccHomeStorage_secretsNotLogged(t *testing.T) {
@@ -311,7 +311,7 @@ resource "jupyter_home_storage" "homes" {
 	log := string(data)
 	// The log must hold both writers' lines, or finding no secret in it proves nothing.
 	for what, re := range map[string]*regexp.Regexp{
-		"OpenTofu's own log":      regexp.MustCompile(`OpenTofu version`),
+		"the CLI's own log":       regexp.MustCompile(acctest.CLI().Product + ` version`),
 		"the provider's log":      regexp.MustCompile(`sdk\.framework.*tf_resource_type=jupyter_home_storage`),
 		"the provider's API host": regexp.MustCompile(regexp.QuoteMeta(strings.TrimPrefix(c.Host, "https://"))),
 	} {

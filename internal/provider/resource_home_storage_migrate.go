@@ -26,6 +26,28 @@ import (
 
 const defaultMaxParallel = 4
 
+// checkPodSecurity reads the Pod Security labels of the namespaces where
+// applying res runs a copy's or a verification's Job (one get each; none
+// when it runs none) and adds what admission will do to res
+// (safety.CheckPodSecurity): a namespace that enforces restricted fails the
+// plan, and the apply, before any Job exists.
+func checkPodSecurity(ctx context.Context, client *kube.Client, res *safety.Result) error {
+	nss := safety.JobNamespaces(res)
+	if len(nss) == 0 {
+		return nil
+	}
+	levels := make(map[string]safety.PodSecurity, len(nss))
+	for _, ns := range nss {
+		labels, err := client.NamespaceLabels(ctx, ns)
+		if err != nil {
+			return err
+		}
+		levels[ns] = safety.PodSecurityOf(labels)
+	}
+	safety.CheckPodSecurity(res, levels)
+	return nil
+}
+
 // migrationConfig is the migration attribute with its defaults.
 func (m *homeStorageModel) migrationConfig() safety.Migration {
 	out := safety.Migration{Method: migration.MethodAuto, SkipRunning: true}

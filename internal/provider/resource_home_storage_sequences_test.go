@@ -21,7 +21,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/acctest"
-	"github.com/jupyter-infra/terraform-provider-jupyter/internal/testcluster"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/tofurun"
 )
 
@@ -110,17 +109,10 @@ type tofuDir struct {
 
 func newTofuDir(t *testing.T) *tofuDir {
 	t.Helper()
-	bin, err := testcluster.BinDir("")
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	t.Cleanup(cancel)
 	work := t.TempDir()
-	ws, err := tofurun.New(ctx, acctest.RepoRoot(t), work, filepath.Join(bin, "tofu"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	ws := acctest.Workspace(ctx, t, work)
 	d := &tofuDir{t: t, ws: ws, dir: filepath.Join(work, "cfg")}
 	ws.Stdout, ws.Stderr = &d.out, &d.out
 	if err := os.MkdirAll(d.dir, 0o755); err != nil {

@@ -15,7 +15,6 @@ import (
 
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/acctest"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/testcluster"
-	"github.com/jupyter-infra/terraform-provider-jupyter/internal/tofurun"
 )
 
 // quickstartPlans runs `tofu plan` on examples/quickstart as written, with
@@ -34,15 +33,8 @@ func quickstartPlans(t *testing.T, vars ...[]string) []string {
 		testcluster.SeedClaim{Name: "claim-bob", Username: "bob", Size: "10Gi", StorageClass: &class},
 		testcluster.SeedClaim{Name: "claim-carol", Username: "carol", Size: "10Gi", Modes: rwx, StorageClass: &class})
 	root := acctest.RepoRoot(t)
-	bin, err := testcluster.BinDir("")
-	if err != nil {
-		t.Fatal(err)
-	}
 	work := t.TempDir()
-	ws, err := tofurun.New(ctx, root, work, filepath.Join(bin, "tofu"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	ws := acctest.Workspace(ctx, t, work)
 	var out bytes.Buffer
 	ws.Stdout, ws.Stderr = &out, &out
 	main, err := os.ReadFile(filepath.Join(root, "examples", "quickstart", "main.tf"))

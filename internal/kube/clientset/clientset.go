@@ -31,6 +31,7 @@ func (c core) PersistentVolumes() kube.Volumes              { return c.c.Persist
 func (c core) Pods(ns string) kube.Pods                     { return c.c.Pods(ns) }
 func (c core) ConfigMaps(ns string) kube.ConfigMaps         { return c.c.ConfigMaps(ns) }
 func (c core) Nodes() kube.Nodes                            { return c.c.Nodes() }
+func (c core) Namespaces() kube.Namespaces                  { return c.c.Namespaces() }
 
 type storage struct{ c storagev1.StorageV1Interface }
 
