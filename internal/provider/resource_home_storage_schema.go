@@ -199,6 +199,11 @@ func homeStorageSchema() schema.Schema {
 					"that mounts both and copies with rsync keeping ownership, permissions, times, hard links and sparse files, then compares both sides with checksums; the file count and bytes " +
 					"are recorded on the source claim, and the user is switched to the new claim: `spawner_settings` carries `home_claims`, which `jupyter_spawner_config` applies after KubeSpawner " +
 					"restores a user's remembered claim name. The source claim is kept. A copy that takes longer than one apply waits for goes on; the next apply waits for it again. A user is switched only to a copy checked by the apply that switches: one that finished before that apply looked is brought up to date first (rsync sends only what changed), and none starts or is switched while a server uses the old home.\n\n" +
+					"**Pod Security.** The copy and verification Jobs run rsync as root with only the capabilities `CHOWN`, `DAC_OVERRIDE`, `FOWNER` and `FSETID` (all others dropped, no privilege escalation), " +
+					"which Pod Security's `baseline` level allows. Every plan that would copy or verify reads the namespace's `pod-security.kubernetes.io/enforce`, `warn` and `audit` labels (`get` on namespaces, " +
+					"in the read-only ClusterRole of examples/rbac): where `restricted` is enforced, which admits no root container, the plan fails naming the namespace and the choices (label it `baseline` " +
+					"for the migration, `method = \"rebind\"` where the backend allows it, or `keep_existing`); where `restricted` is only warned of or audited, the plan warns. A default level or exemptions " +
+					"set in the API server's admission configuration are not visible through the API and are not read.\n\n" +
 					"Users with a running server (a pod mounting the claim) are never touched. Needs the migrator ClusterRole (volumes) and, for copies, the copier Role (Jobs) of examples/rbac.",
 				Attributes: map[string]schema.Attribute{
 					"method": schema.StringAttribute{Optional: true, MarkdownDescription: "`auto` (default: rebind where the volume allows it, else copy), `rebind` (fail the plan for homes that cannot be rebound) or `copy`.",
