@@ -9,6 +9,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -66,6 +67,10 @@ func Run(m *testing.M, opts testcluster.Options) int {
 		fmt.Fprintln(os.Stderr, "acctest:", err)
 		return 1
 	}
+	if err := checkVersion(bin); err != nil {
+		fmt.Fprintln(os.Stderr, "acctest:", err)
+		return 1
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	cluster, err = testcluster.Start(ctx, opts)
 	cancel()
@@ -79,6 +84,23 @@ func Run(m *testing.M, opts testcluster.Options) int {
 
 // helmProvider is the hashicorp/helm provider's binary in the test bed.
 const helmProvider = "terraform-provider-helm"
+
+// checkVersion fails unless the test bed's binary of the CLI says it is
+// that CLI (a run meant for Terraform never runs OpenTofu unnoticed), and
+// prints its version line for the test log. It runs with the CLI
+// configuration setCLIEnv wrote.
+func checkVersion(bin string) error {
+	out, err := exec.Command(cli.Path(bin), "version").Output()
+	if err != nil {
+		return fmt.Errorf("%s version: %w", cli.Path(bin), err)
+	}
+	line, _, _ := strings.Cut(string(out), "\n")
+	if !strings.HasPrefix(line, cli.Product+" v") {
+		return fmt.Errorf("%s version says %q, not %s", cli.Path(bin), line, cli.Product)
+	}
+	fmt.Fprintln(os.Stderr, "acceptance tests run", line)
+	return nil
+}
 
 // CLI is the CLI the acceptance tests run: OpenTofu or Terraform.
 func CLI() tofurun.CLI { return cli }
