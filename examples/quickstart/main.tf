@@ -82,14 +82,13 @@ output "migration_status" {
 
 # The hub's KubeSpawner configuration follows the homes: co-location only
 # for the users whose home is still ReadWriteOnce. Its plan shows the
-# settings (kubespawner_json), the co-location and the users it concerns,
-# and hub_checksum; the hub's file is in the ConfigMap, and
+# settings (kubespawner_json), the co-location and hub_checksum (no user:
+# the hub decides each spawn from the cluster); the hub's file is in the ConfigMap, and
 # provider::jupyter::helm_values(jupyter_spawner_config.hub) gives the
 # zero-to-jupyterhub values (examples/spawner/z2jh).
 resource "jupyter_spawner_config" "hub" {
   namespace             = var.namespace
   home_storage_settings = jupyter_home_storage.homes.spawner_settings
-  legacy_users          = jupyter_home_storage.homes.legacy_users
 }
 
 output "colocation_mode" {

@@ -41,7 +41,6 @@ resource "jupyter_home_storage" "homes" {
 resource "jupyter_spawner_config" "hub" {
   namespace             = var.namespace
   home_storage_settings = jupyter_home_storage.homes.spawner_settings
-  legacy_users          = jupyter_home_storage.homes.legacy_users
 }
 
 output "migration_status" {

@@ -142,7 +142,7 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	step("on_mode_change = migrate: every ReadWriteOnce home is rebound to ReadWriteMany on its own Longhorn volume (zero bytes copied), and the hub config drops co-location")
+	step("on_mode_change = migrate: every ReadWriteOnce home is rebound to ReadWriteMany on its own Longhorn volume (zero bytes copied); the hub drops co-location at each user's next spawn, with no change of its configuration")
 	if err := run("apply", "-auto-approve", "-no-color", "-compact-warnings",
 		"-var", "access_mode=ReadWriteMany", "-var", "on_mode_change=migrate"); err != nil {
 		return fmt.Errorf("%s apply: %w", ws.CLI.Name, err)

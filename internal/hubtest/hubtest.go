@@ -165,6 +165,11 @@ type HubUser struct {
 	AuthState map[string]any `json:"auth_state,omitempty"`
 	Profile   string         `json:"profile,omitempty"`
 	ID        string         `json:"id,omitempty"` // the key of the result, default Name
+	// Server is the named server's name ("" for the default server).
+	Server string `json:"server,omitempty"`
+	// State is the KubeSpawner state the hub restores before the spawn,
+	// e.g. {"pvc_name": ...} under remember_pvc_name.
+	State map[string]any `json:"state,omitempty"`
 }
 
 // HubSpawn is what KubeSpawner rendered for one spawn.
@@ -174,6 +179,10 @@ type HubSpawn struct {
 	PVC     map[string]any `json:"pvc"`
 	Pod     map[string]any `json:"pod"`
 	PVCName string         `json:"pvc_name"`
+	// Refused is what the hub tells the user when a hook refused the
+	// spawn (then nothing else is rendered); RefusedLog what it logs.
+	Refused    string `json:"refused,omitempty"`
+	RefusedLog string `json:"refused_log,omitempty"`
 }
 
 // RequireHub fails (never skips) without the Debian packages the driver needs.
@@ -191,7 +200,10 @@ func RequireHub(t testing.TB) {
 // filesMount "" the provider's files are in configD, as a hub mounting
 // the ConfigMap into jupyterhub_config.d has them, and paths into
 // jupyterhub_config.d in hub.extraConfig point at configD.
-func RunHub(t testing.TB, values map[string]any, configD, filesMount string, users []HubUser) map[string]HubSpawn {
+//
+// The hub's KubeSpawner asks the test bed's API server as api says (its
+// hooks read the claims there), in api.Namespace.
+func RunHub(t testing.TB, api HubAPI, values map[string]any, configD, filesMount string, users []HubUser) map[string]HubSpawn {
 	t.Helper()
 	RequireHub(t)
 	dir := t.TempDir()
@@ -233,6 +245,7 @@ func RunHub(t testing.TB, values map[string]any, configD, filesMount string, use
 		"files_dir":       files,
 		"values":          values,
 		"users":           users,
+		"api":             api,
 	}
 	inPath := filepath.Join(dir, "in.json")
 	if err := os.WriteFile(inPath, []byte(jsonText(in)), 0o600); err != nil {

@@ -78,6 +78,7 @@ func copyTarget(job Copy, src claims.Claim, id string) (*corev1.PersistentVolume
 		labels[k] = v
 	}
 	labels[kubespawner.LabelAppManagedBy] = claims.ManagedBy
+	labels[migration.CopyOfLabel] = migration.CopyOfLabelValue(job.Source)
 	ann := map[string]string{migration.CopyOfAnnotation: job.Source, migration.CopyIDAnnotation: id, migration.CopyOfUIDAnnotation: src.UID}
 	for _, k := range []string{kubespawner.AnnotationUsername, kubespawner.AnnotationServername} {
 		if v, ok := src.Annotations[k]; ok {

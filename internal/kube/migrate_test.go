@@ -1,6 +1,7 @@
 package kube
 
 import (
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -8,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/migration"
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/spawner"
 )
 
 // A rebound claim asks for what the old one did, but never for more than
@@ -30,5 +32,13 @@ func TestReboundClaimSize(t *testing.T) {
 		if got := pvc.Spec.Resources.Requests[corev1.ResourceStorage]; got.String() != tc.want {
 			t.Errorf("requested %q: the rebound claim asks for %s, want %s", tc.requested, got.String(), tc.want)
 		}
+	}
+}
+
+// The hub refuses a spawn on a claim a rebind created until it is bound:
+// it knows such a claim by this annotation, whose name its Python writes.
+func TestMigratedAnnotationIsTheHubs(t *testing.T) {
+	if want := `rebound = "` + MigratedAnnotation + `"  # MigratedAnnotation`; !strings.Contains(spawner.Python(), want) {
+		t.Errorf("the hub's Python lacks %s", want)
 	}
 }

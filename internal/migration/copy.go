@@ -1,6 +1,8 @@
 package migration
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"hash/fnv"
@@ -18,7 +20,7 @@ import (
 //	                extended attributes, then compares both sides (rsync
 //	                --checksum dry run must be empty)
 //	verified        the Job succeeded; its file count and bytes are recorded
-//	switched        the hub config maps the user to the target claim
+//	switched        the hub mounts the target at the user's next spawn claim
 //
 // The record is an annotation on the source claim, which is never deleted
 // by a migration; the target carries the name of its source.
@@ -44,7 +46,17 @@ const (
 	// copy started from: a claim of the source's name with another UID was
 	// created after the copy.
 	CopyOfUIDAnnotation = "jupyter-infra.github.io/copy-of-uid"
+	// CopyOfLabel on the target is CopyOfLabelValue of its source's name,
+	// so that the hub finds the copy of a deleted source with one request.
+	CopyOfLabel = "jupyter-infra.github.io/copy-of-claim"
 )
+
+// CopyOfLabelValue is a claim name as a label value (names are longer than
+// label values may be): the first 40 hex digits of its SHA-256.
+func CopyOfLabelValue(claim string) string {
+	sum := sha256.Sum256([]byte(claim))
+	return hex.EncodeToString(sum[:])[:40]
+}
 
 // CopyRecord is what the source claim carries during and after a copy.
 type CopyRecord struct {
@@ -127,7 +139,7 @@ const (
 	OpStartCopy    Op = "start-copy"    // the Job, then the record (step copying)
 	OpWaitCopy     Op = "wait-copy"     // until the Job succeeds or fails
 	OpVerify       Op = "verify"        // record the Job's counts (step verified), delete the Job
-	OpSwitch       Op = "switch"        // record step switched: the hub config maps the user to the target
+	OpSwitch       Op = "switch"        // record step switched: the hub mounts the target from the next spawn
 	OpRestartCopy  Op = "restart-copy"  // a check made before this apply: delete its Job, copy again
 )
 
@@ -193,8 +205,9 @@ func copying(source string, job *Job, watched bool) (Op, error) {
 	case job == nil:
 		return OpStartCopy, nil // deleted meanwhile: copy again (rsync only sends what differs)
 	case job.Failed:
-		return "", fmt.Errorf("copy Job %s failed (%s); the source %s is unchanged. See `kubectl logs job/%s`, fix the cause, delete the Job, and apply again",
-			JobName(source), orDash(job.Reason), source, JobName(source))
+		return "", fmt.Errorf("copy Job %s failed (%s); the source %s is unchanged. See `kubectl logs job/%s`, fix the cause, delete the Job, and apply again. "+
+			"Until then the hub refuses the user's spawns (the home is being copied); to give the user the old home back instead, remove annotation %s from %s",
+			JobName(source), orDash(job.Reason), source, JobName(source), CopyAnnotation, source)
 	case job.Succeeded && !watched:
 		return OpRestartCopy, nil
 	case job.Succeeded:

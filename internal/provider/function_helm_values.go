@@ -31,7 +31,6 @@ func NewHelmValuesFunction() function.Function { return &HelmValuesFunction{} }
 type helmValuesConfig struct {
 	HomeStorageSettings types.String `tfsdk:"home_storage_settings"`
 	Profiles            types.List   `tfsdk:"profiles"`
-	LegacyUsers         types.String `tfsdk:"legacy_users"`
 	ColocationLabel     types.String `tfsdk:"colocation_label"`
 	ExtraSettingsJSON   types.String `tfsdk:"extra_settings_json"`
 	HomeMountPath       types.String `tfsdk:"home_mount_path"`
@@ -41,7 +40,6 @@ type helmValuesConfig struct {
 var helmValuesConfigTypes = map[string]attr.Type{
 	"home_storage_settings": types.StringType,
 	"profiles":              types.ListType{ElemType: types.StringType},
-	"legacy_users":          types.StringType,
 	"colocation_label":      types.StringType,
 	"extra_settings_json":   types.StringType,
 	"home_mount_path":       types.StringType,
@@ -76,7 +74,7 @@ func (f *HelmValuesFunction) Definition(_ context.Context, _ function.Definition
 				AttributeTypes: helmValuesConfigTypes,
 				Description:    "A jupyter_spawner_config resource, e.g. jupyter_spawner_config.hub.",
 				MarkdownDescription: "A `jupyter_spawner_config` resource, e.g. `jupyter_spawner_config.hub` (its `home_storage_settings`, `profiles`, " +
-					"`legacy_users`, `colocation_label`, `extra_settings_json`, `home_mount_path` and `hub_checksum` are read).",
+					"`colocation_label`, `extra_settings_json`, `home_mount_path` and `hub_checksum` are read).",
 			},
 		},
 		Return: function.StringReturn{},
@@ -99,7 +97,7 @@ func (f *HelmValuesFunction) Run(ctx context.Context, req function.RunRequest, r
 // helmValues renders c as jupyter_spawner_config renders its ConfigMap,
 // and fails unless the checksum is c's hub_checksum.
 func helmValues(c helmValuesConfig) (string, error) {
-	m := spawnerConfigModel{HomeStorageSettings: c.HomeStorageSettings, Profiles: c.Profiles, LegacyUsers: c.LegacyUsers,
+	m := spawnerConfigModel{HomeStorageSettings: c.HomeStorageSettings, Profiles: c.Profiles,
 		ColocationLabel: c.ColocationLabel, ExtraSettingsJSON: c.ExtraSettingsJSON, HomeMountPath: c.HomeMountPath}
 	var diags diag.Diagnostics
 	res, ok := m.build(&diags)

@@ -24,7 +24,7 @@ func TestHelmValuesFunction(t *testing.T) {
 	if err := yaml.Unmarshal([]byte(home), &homeMap); err != nil {
 		t.Fatal(err)
 	}
-	res, errs := spawner.Build(spawner.Config{Home: homeMap, LegacyUsers: []string{"alice"}, ColocationLabel: spawner.DefaultColocationLabel,
+	res, errs := spawner.Build(spawner.Config{Home: homeMap, ColocationLabel: spawner.DefaultColocationLabel,
 		HomeMountPath: spawner.DefaultHomeMountPath, Profiles: []map[string]any{spawner.Profile{Slug: "small", DisplayName: "Small"}.Dict()}})
 	if len(errs) > 0 {
 		t.Fatal(errs)
@@ -37,7 +37,6 @@ func TestHelmValuesFunction(t *testing.T) {
 	config := helmValuesConfig{
 		HomeStorageSettings: types.StringValue(home),
 		Profiles:            types.ListValueMust(types.StringType, []attr.Value{types.StringValue(profile)}),
-		LegacyUsers:         types.StringValue(`{"alice":"claim-alice"}`),
 		ColocationLabel:     types.StringValue(spawner.DefaultColocationLabel),
 		ExtraSettingsJSON:   types.StringNull(),
 		HomeMountPath:       types.StringValue(spawner.DefaultHomeMountPath),
@@ -59,7 +58,7 @@ func TestHelmValuesFunction(t *testing.T) {
 	}
 
 	other := config
-	other.LegacyUsers = types.StringValue(`{"bob":"claim-bob"}`)
+	other.ExtraSettingsJSON = types.StringValue(`{"start_timeout":600}`)
 	if _, err := helmValues(other); err == nil || !strings.Contains(err.Error(), "provider::jupyter::helm_values(jupyter_spawner_config.hub)") {
 		t.Errorf("inputs that do not render to hub_checksum: %v", err)
 	}

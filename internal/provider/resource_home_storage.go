@@ -111,10 +111,10 @@ func (r *homeStorageResource) ModifyPlan(ctx context.Context, req resource.Modif
 	// destroy, never classified, deletes none.
 	resp.Diagnostics.Append(resp.Private.SetKey(ctx, destroyKey, nil)...)
 	plan.ID = plan.Namespace
-	if !plan.Capacity.IsUnknown() && !plan.AccessMode.IsUnknown() && !plan.PVCNameTemplate.IsUnknown() && !plan.SlugScheme.IsUnknown() && !migrates(&plan, state) {
-		// Known from the configuration alone, unless migrations may switch
-		// copied users to new claims (then it is set below from the cluster).
-		plan.SpawnerSettings = types.StringValue(spawnerSettings(&plan, nil))
+	if !plan.Capacity.IsUnknown() && !plan.AccessMode.IsUnknown() && !plan.PVCNameTemplate.IsUnknown() && !plan.SlugScheme.IsUnknown() {
+		// Known from the configuration alone: it names no user, so no
+		// migration changes it.
+		plan.SpawnerSettings = types.StringValue(spawnerSettings(&plan))
 	}
 	client := r.client()
 	if client == nil || !plannable(&plan) {
@@ -314,7 +314,7 @@ func (r *homeStorageResource) Read(ctx context.Context, req resource.ReadRequest
 		state.LegacyUsers = legacyValue(res)
 		state.ColocationRequired = types.BoolValue(res.ColocationRequired)
 		state.ChangeClass = types.StringValue(string(safety.ClassNone))
-		state.SpawnerSettings = types.StringValue(spawnerSettings(&state, res.HomeClaims))
+		state.SpawnerSettings = types.StringValue(spawnerSettings(&state))
 	}
 	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
 }

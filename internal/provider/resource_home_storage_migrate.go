@@ -160,8 +160,8 @@ type migrationPlanEntry struct {
 
 // migrationPlanValue is migration_plan: the users migrated by this apply
 // and, under on_mode_change = "migrate", those left for later. It also
-// counts the migrations and the copies among them.
-func migrationPlanValue(res safety.Result, cfg safety.Config) (v types.String, n, copies int) {
+// counts the migrations.
+func migrationPlanValue(res safety.Result, cfg safety.Config) (v types.String, n int) {
 	out := map[string]migrationPlanEntry{}
 	shown := func(up *safety.UserPlan) bool {
 		return up.Action == safety.ActionMigrate || up.Action == safety.ActionLegacy && cfg.OnModeChange == safety.OnModeChangeMigrate
@@ -171,9 +171,6 @@ func migrationPlanValue(res safety.Result, cfg safety.Config) (v types.String, n
 		switch {
 		case up.Action == safety.ActionMigrate:
 			n++
-			if up.Method == migration.MethodCopy {
-				copies++
-			}
 			e := migrationPlanEntry{Method: string(up.Method), Claim: up.ClaimName, Volume: up.Volume, Target: up.Target, To: cfg.AccessMode}
 			if up.Live != nil {
 				e.From = strings.Join(up.Live.AccessModes, ",")
@@ -190,7 +187,7 @@ func migrationPlanValue(res safety.Result, cfg safety.Config) (v types.String, n
 		}
 	}
 	b, _ := json.Marshal(out)
-	return types.StringValue(string(b)), n, copies
+	return types.StringValue(string(b)), n
 }
 
 // migrationItem is one claim to migrate, keyed as in migration_plan and

@@ -176,8 +176,8 @@ func homeStorageSchema() schema.Schema {
 					"(One compact string rather than a map of objects keeps plans fast at thousands of users.)"},
 			"legacy_users": schema.StringAttribute{Computed: true,
 				MarkdownDescription: "JSON object from each user kept on a claim that differs from the configuration (`keep_existing`) to that claim's name (comma-separated when both the home and a claim of " +
-					"`extra_user_volumes` differ), compact with the keys sorted, e.g. `{\"alice\":\"claim-alice\"}`; `{}` when there is none. Pass it as it is to `jupyter_spawner_config`'s `legacy_users`, " +
-					"which keeps co-location for them; `keys(jsondecode(jupyter_home_storage.<name>.legacy_users))` lists the users. " +
+					"`extra_user_volumes` differ), compact with the keys sorted, e.g. `{\"alice\":\"claim-alice\"}`; `{}` when there is none. Information only: the hub keeps co-location for them by reading, at each spawn, the claims a server mounts; " +
+					"`keys(jsondecode(jupyter_home_storage.<name>.legacy_users))` lists the users. " +
 					"One string rather than a map keeps plans fast when every user is legacy, as after a switch to `ReadWriteMany` with `keep_existing` (see `users`)."},
 			"colocation_required": schema.BoolAttribute{Computed: true,
 				MarkdownDescription: "True while some user's home cannot be shared across nodes (the mode is not ReadWriteMany, or a legacy claim is not)."},
@@ -197,8 +197,8 @@ func homeStorageSchema() schema.Schema {
 					"(`nfs.csi.k8s.io`, `efs.csi.aws.com`, `cephfs.csi.ceph.com` and Rook's `NAMESPACE.cephfs.csi.ceph.com`), besides the drivers listed in `rebind_drivers`, and keeps the claim's class.\n\n" +
 					"**Copy**, for every other home (EBS, PD, Azure Disk, Hetzner to EFS, NFS, CephFS, ...): a new claim (`target_name_template`) in the new mode and class, a Job (`copy_image`) " +
 					"that mounts both and copies with rsync keeping ownership, permissions, times, hard links and sparse files, then compares both sides with checksums; the file count and bytes " +
-					"are recorded on the source claim, and the user is switched to the new claim: `spawner_settings` carries `home_claims`, which `jupyter_spawner_config` applies after KubeSpawner " +
-					"restores a user's remembered claim name. The source claim is kept. A copy that takes longer than one apply waits for goes on; the next apply waits for it again. A user is switched only to a copy checked by the apply that switches: one that finished before that apply looked is brought up to date first (rsync sends only what changed), and none starts or is switched while a server uses the old home.\n\n" +
+					"are recorded on the source claim, and the user is switched to the new claim by that record: the hub file `jupyter_spawner_config` renders reads it at the user's next spawn, after KubeSpawner " +
+					"restores the remembered claim name, and mounts the copy (no change of the hub's configuration, no restart); spawns during the copy are refused. The source claim is kept. A copy that takes longer than one apply waits for goes on; the next apply waits for it again. A user is switched only to a copy checked by the apply that switches: one that finished before that apply looked is brought up to date first (rsync sends only what changed), and none starts or is switched while a server uses the old home.\n\n" +
 					"**Pod Security.** The copy and verification Jobs run rsync as root with only the capabilities `CHOWN`, `DAC_OVERRIDE`, `FOWNER` and `FSETID` (all others dropped, no privilege escalation), " +
 					"which Pod Security's `baseline` level allows. Every plan that would copy or verify reads the namespace's `pod-security.kubernetes.io/enforce`, `warn` and `audit` labels (`get` on namespaces, " +
 					"in the read-only ClusterRole of examples/rbac): where `restricted` is enforced, which admits no root container, the plan fails naming the namespace and the choices (label it `baseline` " +

@@ -14,7 +14,6 @@ import (
 
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/kubespawner"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/safety"
-	"github.com/jupyter-infra/terraform-provider-jupyter/internal/spawner"
 )
 
 // planValues are the planned values of a classified change. A change that
@@ -25,13 +24,11 @@ func planValues(plan, state *homeStorageModel, cfg safety.Config, res safety.Res
 	plan.Changes = types.StringValue(safety.ChangesOf(res).Encode())
 	plan.LegacyUsers = legacyValue(res)
 	plan.ColocationRequired = types.BoolValue(res.ColocationRequired)
-	var nMigrations, nCopies int
-	plan.MigrationPlan, nMigrations, nCopies = migrationPlanValue(res, cfg)
-	plan.SpawnerSettings = types.StringValue(spawnerSettings(plan, res.HomeClaims))
-	if nCopies > 0 {
-		// Copied users are switched to their new claim once their copy is verified.
-		plan.SpawnerSettings = types.StringUnknown()
-	}
+	var nMigrations int
+	plan.MigrationPlan, nMigrations = migrationPlanValue(res, cfg)
+	// The settings name no user: a migration never changes them, so the
+	// hub's configuration does not change during one.
+	plan.SpawnerSettings = types.StringValue(spawnerSettings(plan))
 	plan.MigrationStatus = types.StringValue("{}")
 	if state != nil && !state.MigrationStatus.IsNull() {
 		plan.MigrationStatus = state.MigrationStatus
@@ -230,18 +227,14 @@ func canonicalQuantity(s string) string {
 }
 
 // spawnerSettings is the spawner_settings attribute: KubeSpawner's settings
-// for this storage, and the users whose home was copied to a new claim.
-func spawnerSettings(m *homeStorageModel, homeClaims map[string]string) string {
+// for this storage. It names no user: the hub finds copied homes at spawn.
+func spawnerSettings(m *homeStorageModel) string {
 	h := kubespawner.HomeStorage{
 		AccessMode: m.AccessMode.ValueString(), StorageClass: m.className(), Capacity: m.Capacity.ValueString(),
 		NameTemplate: m.PVCNameTemplate.ValueString(), Scheme: kubespawner.Scheme(m.SlugScheme.ValueString()),
 		UserNamespaceTemplate: m.UserNamespaceTemplate.ValueString(),
 	}
-	s := h.Settings()
-	if len(homeClaims) > 0 {
-		s[spawner.HomeClaimsKey] = homeClaims
-	}
-	b, _ := json.Marshal(s)
+	b, _ := json.Marshal(h.Settings())
 	return string(b)
 }
 
@@ -298,10 +291,10 @@ func recordApply(plan *homeStorageModel, cfg safety.Config, res safety.Result, l
 		plan.Claims = claimsValue(safety.Plan(cfg, nil, live).Users, cfg, true)
 	}
 	if plan.SpawnerSettings.IsUnknown() {
-		plan.SpawnerSettings = types.StringValue(spawnerSettings(plan, safety.Plan(cfg, nil, live).HomeClaims))
+		plan.SpawnerSettings = types.StringValue(spawnerSettings(plan))
 	}
 	if plan.MigrationPlan.IsUnknown() {
-		plan.MigrationPlan, _, _ = migrationPlanValue(res, cfg)
+		plan.MigrationPlan, _ = migrationPlanValue(res, cfg)
 	}
 	if migrations || plan.LegacyUsers.IsUnknown() && cfg.OnModeChange == safety.OnModeChangeMigrate {
 		// Who is still on a claim that differs: the users whose migration

@@ -43,7 +43,6 @@ type spawnerConfigModel struct {
 	ConfigMapName       types.String `tfsdk:"config_map_name"`
 	HomeStorageSettings types.String `tfsdk:"home_storage_settings"`
 	Profiles            types.List   `tfsdk:"profiles"`
-	LegacyUsers         types.String `tfsdk:"legacy_users"`
 	ColocationLabel     types.String `tfsdk:"colocation_label"`
 	ExtraSettingsJSON   types.String `tfsdk:"extra_settings_json"`
 	ColocatedServers    types.Int64  `tfsdk:"colocated_servers"`
@@ -68,25 +67,27 @@ func (r *spawnerConfigResource) Schema(_ context.Context, _ resource.SchemaReque
 			"KubeSpawner setting, combined into a ConfigMap with a Python file for the hub's `jupyterhub_config.d/` (`" + spawner.PythonFile + "`) and the JSON document it applies to `c.KubeSpawner`, " +
 			"compressed with gzip (`" + spawner.DocumentFile + "`, in the ConfigMap's `binaryData`). The function `provider::jupyter::helm_values` renders values for the zero-to-jupyterhub chart " +
 			"that carry the same two files: `values = [provider::jupyter::helm_values(jupyter_spawner_config.hub)]` in a `helm_release`.\n\n" +
-			"A plan shows what a reviewer decides on, not generated text: the inputs (`legacy_users`, and `home_claims` in `home_storage_settings`, " +
-			"name every user whose co-location or home changes, a change key by key), `kubespawner_json` (the settings, a change key by key), " +
-			"`colocation_mode`, and `hub_checksum`, whose change restarts the hub. The hub's Python file (about 360 lines, the same for every configuration " +
+			"A plan shows what a reviewer decides on, not generated text: the inputs, `kubespawner_json` (the settings, a change key by key), " +
+			"`colocation_mode`, and `hub_checksum`, whose change restarts the hub. The hub's Python file (about 470 lines, the same for every configuration " +
 			"of a provider version) and the Helm values (the file again, and the document compressed) are in no attribute, so no plan prints them: " +
 			"the ConfigMap holds the file and the document, and the function's result is where a `helm_release` passes it (see *What a plan shows* below).\n\n" +
 			"The file composes with what earlier configuration set (the chart's settings, a chart's own `jupyterhub_config.d` files such as Nebari's data-science-pack, " +
 			"other `hub.extraConfig` entries) instead of replacing it; see *Composition* below.\n\n" +
-			"Co-location of a user's pods is derived, never written by hand: with a `ReadWriteOnce` or `ReadWriteOncePod` home every user pod gets the " +
+			"The hub decides each spawn from the cluster, so the configuration lists no user and a migration changes nothing in it: a `pre_spawn_hook` " +
+			"reads the claim the server (default or named) is about to mount, with KubeSpawner's own client and within the chart's hub Role (get and list on claims). " +
+			"A home whose copy was switched is mounted from the copy (names and UIDs checked), also once the old claim is deleted; while a home is being copied, rebound " +
+			"or deleted the spawn is refused with a message telling the user to try again, instead of KubeSpawner creating an empty claim over it; when the API server " +
+			"cannot be asked the spawn fails. See *Spawn-time decisions* below.\n\n" +
+			"Co-location of a user's pods is derived from that claim, never written by hand: a server whose claim is `ReadWriteOnce` or `ReadWriteOncePod` gets the " +
 			"`colocation_label` (the user's label-safe name, as KubeSpawner writes `hub.jupyter.org/username`) and a required pod affinity on it " +
-			"(`topologyKey: kubernetes.io/hostname`); with a `ReadWriteMany` home none does, except the `legacy_users`, whose claims are still " +
-			"`ReadWriteOnce`. A small `modify_pod_hook` in the rendered file does this, so label and affinity always carry the same value " +
+			"(`topologyKey: kubernetes.io/hostname`); a server on a `ReadWriteMany` claim gets none. A `modify_pod_hook` in the rendered file does this, so label and affinity always carry the same value " +
 			"(email usernames broke templated affinities in the wild).\n\n" +
 			"Under co-location, plans warn about its failure modes: GPU profiles blocked behind running apps, GPU nodes kept alive by apps, and " +
 			"a user's servers that do not fit on the largest node.\n\n" +
 			"JupyterHub reads its configuration at start. `provider::jupyter::helm_values` carries `hub_checksum` as a hub pod annotation, so `helm upgrade` restarts the hub " +
-			"exactly when something the hub reads from this resource changed (`legacy_users` and `home_claims` included). A deployment that mounts the ConfigMap " +
+			"exactly when a setting the hub reads from this resource changed; migrations of homes change none. A deployment that mounts the ConfigMap " +
 			"itself instead must restart the hub when `hub_checksum` changes.\n\n" +
-			"The document lists every legacy user and every copied home (`home_claims`): at 20,000 users with e-mail usernames 1 MB to 2 MB of JSON, " +
-			"250 KB to 400 KB compressed. The plan fails when the ConfigMap would exceed the API server's 1 MiB, and warns when the Helm values would take too much of the chart's hub Secret " +
+			"The document holds the settings and the profiles, whatever the number of users. The plan fails when the ConfigMap would exceed the API server's 1 MiB, and warns when the Helm values would take too much of the chart's hub Secret " +
 			"(which holds the values and the files of `hub.extraFiles`, so the document twice) or of Helm's release record; then mount the ConfigMap into the hub instead " +
 			"(see *Large hubs* below).",
 		Attributes: map[string]schema.Attribute{
@@ -102,11 +103,6 @@ func (r *spawnerConfigResource) Schema(_ context.Context, _ resource.SchemaReque
 				MarkdownDescription: "The `spawner_settings` of a `jupyter_home_storage`: the home's access mode, class, size, claim naming and volume."},
 			"profiles": schema.ListAttribute{Optional: true, ElementType: types.StringType,
 				MarkdownDescription: "`profile_json` of each `jupyter_spawner_profile`, in the order of the spawn form, after the profiles earlier configuration offers (see *Composition*). A profile's own `volumes` get the global ones (the home first) in front, and are merged into the user's at spawn time."},
-			"legacy_users": schema.StringAttribute{Optional: true,
-				MarkdownDescription: "Users that keep a `ReadWriteOnce` home under a `ReadWriteMany` configuration: a JSON object from each (raw) username to a string, its claim names, which are not used. " +
-					"Pass `jupyter_home_storage.<name>.legacy_users` as it is; by hand write `jsonencode({ alice = \"claim-alice\" })`. Their pods stay co-located. " +
-					"One string rather than a map keeps plans fast at thousands of users (see `jupyter_home_storage`'s `users`).",
-				Validators: []validator.String{legacyUsersMap}},
 			"colocation_label": schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString(spawner.DefaultColocationLabel),
 				MarkdownDescription: "Pod label co-location selects on. Default `hub.jupyter.org/colocate-user`; Nebari's data-science-pack uses `nebari.dev/colocate-user`, and the file then replaces that pack's own co-location.",
 				Validators:          []validator.String{labelKeyValidator{}}},
@@ -128,8 +124,8 @@ func (r *spawnerConfigResource) Schema(_ context.Context, _ resource.SchemaReque
 			"hub_checksum": computed("SHA-256 of everything the hub reads from this resource (the file and its document, taken before compression). `provider::jupyter::helm_values` carries it as the hub pod annotation `" +
 				spawner.ChecksumAnnotation + "` (`hub.annotations`), so a `helm upgrade` restarts the hub when it changes. A refresh computes it from the ConfigMap's " +
 				"content, so a ConfigMap edited outside OpenTofu, or written by another provider version, shows in the plan as a change of this one line."),
-			"colocation_required": schema.BoolAttribute{Computed: true, MarkdownDescription: "Whether any user's pods are pinned to one node (derived from the home's access mode and `legacy_users`)."},
-			"colocation_mode":     computed("`none` (ReadWriteMany, no legacy users), `all` (ReadWriteOnce or ReadWriteOncePod homes) or `legacy` (only `legacy_users`)."),
+			"colocation_required": schema.BoolAttribute{Computed: true, MarkdownDescription: "Whether every user's pods are pinned to one node (a `ReadWriteOnce` or `ReadWriteOncePod` home). With a `ReadWriteMany` home it is false: only servers whose claim is still `ReadWriteOnce` are pinned, decided at each spawn."},
+			"colocation_mode":     computed("`all` (a `ReadWriteOnce` or `ReadWriteOncePod` home: every user's pods share a node) or `by_claim` (a `ReadWriteMany` home: a server's pods share a node only when the claim it mounts is still `ReadWriteOnce`, as the hub reads it at the spawn)."),
 			"kubespawner_json":    computed("JSON object of the settings the file applies to `c.KubeSpawner` (a plan shows it key by key)."),
 		},
 	}
@@ -141,7 +137,7 @@ func (r *spawnerConfigResource) Configure(_ context.Context, req resource.Config
 
 // known reports whether every input of the rendering is known.
 func (m *spawnerConfigModel) known() bool {
-	for _, v := range []attr.Value{m.Namespace, m.ConfigMapName, m.HomeStorageSettings, m.Profiles, m.LegacyUsers, m.ColocationLabel,
+	for _, v := range []attr.Value{m.Namespace, m.ConfigMapName, m.HomeStorageSettings, m.Profiles, m.ColocationLabel,
 		m.ExtraSettingsJSON, m.ColocatedServers, m.ProjectedConfigMaps, m.HomeMountPath} {
 		if v.IsUnknown() {
 			return false
@@ -173,7 +169,6 @@ func (m *spawnerConfigModel) build(diags *diag.Diagnostics) (spawner.Result, boo
 		p, _ := jsonObject(s, path.Root("profiles").AtListIndex(i), diags)
 		cfg.Profiles = append(cfg.Profiles, p)
 	}
-	cfg.LegacyUsers = legacyUsersMap.names(m.LegacyUsers, diags)
 	if diags.HasError() {
 		return spawner.Result{}, false
 	}
@@ -188,7 +183,7 @@ func (m *spawnerConfigModel) render(res spawner.Result) spawner.Files {
 	files := spawner.Render(res)
 	m.ID = types.StringValue(m.Namespace.ValueString() + "/" + m.ConfigMapName.ValueString())
 	m.ColocationMode = types.StringValue(string(res.Colocation.Mode))
-	m.ColocationRequired = types.BoolValue(res.Colocation.Mode != spawner.ColocateNone)
+	m.ColocationRequired = types.BoolValue(res.Colocation.Mode == spawner.ColocateAll)
 	m.KubeSpawnerJSON = types.StringValue(spawner.JSON(res.Settings))
 	m.HubChecksum = types.StringValue(files.Checksum)
 	return files
@@ -228,8 +223,8 @@ func (r *spawnerConfigResource) ModifyPlan(ctx context.Context, req resource.Mod
 		return
 	}
 	resp.Diagnostics.Append(resp.Plan.Set(ctx, &plan)...)
-	if res.Colocation.Mode == spawner.ColocateNone {
-		return // no co-location, nothing to warn about
+	if res.Colocation.Mode != spawner.ColocateAll {
+		return // co-location only for claims still ReadWriteOnce: nothing to warn about
 	}
 	var nodes []spawner.Node
 	if client := r.client(); client != nil {

@@ -80,11 +80,11 @@ func TestSpawnerConfig_colocationDiagnostics(t *testing.T) {
 }
 
 // The plan's size checks, through the seam ModifyPlan uses: nothing for a
-// small hub; an error on legacy_users when the ConfigMap would exceed the
+// small hub; an error on profiles when the ConfigMap would exceed the
 // API server's limit, and a warning on it too when the Helm values would
 // not fit the hub Secret or Helm's release record. The ConfigMap holds what the check counts.
 func TestSpawnerConfig_sizeDiagnostics(t *testing.T) {
-	res, errs := spawner.Build(spawner.Config{Home: homeSettingsJSON(spawner.RWX), LegacyUsers: []string{"alice"}})
+	res, errs := spawner.Build(spawner.Config{Home: homeSettingsJSON(spawner.RWX)})
 	if len(errs) > 0 {
 		t.Fatal(errs)
 	}
@@ -112,7 +112,7 @@ func TestSpawnerConfig_sizeDiagnostics(t *testing.T) {
 		t.Fatalf("want one error and one warning:\n%s", diagText(d))
 	}
 	for _, x := range d {
-		want := path.Root("legacy_users")
+		want := path.Root("profiles")
 		if p, ok := x.(diag.DiagnosticWithPath); !ok || !p.Path().Equal(want) {
 			t.Errorf("%q is not at %s", x.Summary(), want)
 		}
@@ -133,10 +133,6 @@ func gzipText(t *testing.T, s string) []byte {
 }
 
 func spawnerConfigHCL(ns, mode, extra string) string {
-	legacy := "legacy_users          = jupyter_home_storage.homes.legacy_users"
-	if strings.Contains(extra, "legacy_users") { // extra writes its own
-		legacy = ""
-	}
 	class := ""
 	if mode == spawner.RWX {
 		class = fmt.Sprintf(`storage_class_name = "rwx-%s"`, ns)
@@ -162,13 +158,12 @@ resource "jupyter_spawner_config" "hub" {
   home_storage_settings = jupyter_home_storage.homes.spawner_settings
   profiles              = [jupyter_spawner_profile.small.profile_json]
   %s
-  %s
 }
 
 output "helm_values" {
   value = provider::jupyter::helm_values(jupyter_spawner_config.hub)
 }
-`, ns, mode, class, ns, legacy, extra)
+`, ns, mode, class, ns, extra)
 }
 
 // The ConfigMap holds exactly the rendered file and document; the derived
@@ -207,8 +202,8 @@ func TestAccSpawnerConfig_configMap(t *testing.T) {
 		if !reflect.DeepEqual(doc.KubeSpawner, want) {
 			return fmt.Errorf("the ConfigMap's document differs from kubespawner_json:\n%s\n%s", spawner.JSON(doc.KubeSpawner), attrs["kubespawner_json"])
 		}
-		if doc.Colocation["mode"] != attrs["colocation_mode"] {
-			return fmt.Errorf("colocation mode %v in the ConfigMap, %s in the state", doc.Colocation["mode"], attrs["colocation_mode"])
+		if len(doc.Colocation) != 2 || doc.Colocation["label"] != attrs["colocation_label"] || doc.Colocation["topology_key"] != spawner.HostnameTopologyKey {
+			return fmt.Errorf("colocation %v in the ConfigMap, want the label %s and the topology only (no user, no mode)", doc.Colocation, attrs["colocation_label"])
 		}
 		list, _ := want["profile_list"].([]any)
 		if len(list) != 1 || want["storage_access_modes"] == nil {
@@ -331,37 +326,11 @@ func TestAccSpawnerConfig_configMap(t *testing.T) {
 			{
 				Config: acctest.AdminConfig(t, spawnerConfigHCL(ns, spawner.RWX, "colocation_label = \"nebari.dev/colocate-user\"\nhome_mount_path = \"/home/{username}\"")),
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
-					plancheck.ExpectKnownValue(configAddr, tfjsonpath.New("colocation_mode"), knownvalue.StringExact("none")),
+					plancheck.ExpectKnownValue(configAddr, tfjsonpath.New("colocation_mode"), knownvalue.StringExact("by_claim")),
 				}},
 				Check: resource.ComposeAggregateTestCheckFunc(
 					resource.TestCheckResourceAttr(configAddr, "colocation_required", "false"),
 					matches,
-				),
-			},
-			{
-				// legacy_users written by hand, as the description says:
-				// these users' pods are co-located, by their raw names.
-				Config: acctest.AdminConfig(t, spawnerConfigHCL(ns, spawner.RWX, `legacy_users = jsonencode({ "zoë@example.org" = "claim-zo-c3-abexample-2eorg", alice = "claim-alice" })`)),
-				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
-					plancheck.ExpectKnownValue(configAddr, tfjsonpath.New("colocation_mode"), knownvalue.StringExact("legacy")),
-				}},
-				Check: resource.ComposeAggregateTestCheckFunc(
-					resource.TestCheckResourceAttr(configAddr, "colocation_required", "true"),
-					matches,
-					func(*terraform.State) error {
-						cm, err := cs.CoreV1().ConfigMaps(ns).Get(context.Background(), "jupyter-spawner", metav1.GetOptions{})
-						if err != nil {
-							return err
-						}
-						var doc struct{ Colocation spawner.Colocation }
-						if err := spawner.DecodeDocumentFile(cm.BinaryData[spawner.DocumentFile], &doc); err != nil {
-							return err
-						}
-						if got := slices.Sorted(maps.Keys(doc.Colocation.Users)); !slices.Equal(got, []string{"alice", "zoë@example.org"}) {
-							return fmt.Errorf("the ConfigMap co-locates %q, want alice and zoë@example.org", got)
-						}
-						return nil
-					},
 				),
 			},
 		},
@@ -381,9 +350,7 @@ func TestAccSpawnerConfig_badInput(t *testing.T) {
 		"named_list":   {`extra_settings_json = jsonencode({ init_containers = [{ image = "busybox" }] })`, `init_containers\[0\] has no name.*merges init_containers`},
 		"mount_rel":    {`home_mount_path = "home/jovyan"`, `Invalid home mount path.*home_mount_path.*is not absolute`},
 		"mount_field":  {`home_mount_path = "/home/{user}"`, `Invalid home mount path.*not a KubeSpawner template.*user`},
-		"legacy_list":  {`legacy_users = jsonencode(["alice"])`, `Invalid legacy_users.*legacy_users is a JSON array.*jsonencode\(\{ alice = "claim-alice" \}\)`},
-		"legacy_users": {`legacy_users = jsonencode({ alice = {} })`, `Invalid legacy_users.*maps "alice" to an object; each username maps to a string`},
-		"legacy_text":  {`legacy_users = "alice"`, `Invalid legacy_users.*legacy_users is not JSON`},
+		"legacy_users": {`legacy_users = "{}"`, `An argument named "legacy_users" is not expected here`},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -398,58 +365,5 @@ func TestAccSpawnerConfig_badInput(t *testing.T) {
 	}
 	if got, _ := acctest.Cluster(t).Admin().CoreV1().ConfigMaps(ns).List(context.Background(), metav1.ListOptions{LabelSelector: "app.kubernetes.io/component=spawner-config"}); len(got.Items) != 0 {
 		t.Errorf("bad input reached the cluster: %d ConfigMaps", len(got.Items))
-	}
-}
-
-// The legacy_users validator refuses what internal/userset cannot read,
-// naming the attribute, what is wrong and the form to write, and accepts
-// what jupyter_home_storage writes, null and a value not known yet.
-func TestLegacyUsersValidator(t *testing.T) {
-	cases := []struct {
-		name string
-		in   types.String
-		want string // the diagnostic's detail contains it; "" for none
-	}{
-		{"as jupyter_home_storage writes it", types.StringValue(`{"alice":"claim-alice","bob":"claim-bob,data-bob"}`), ""},
-		{"none", types.StringValue(`{}`), ""},
-		{"null", types.StringNull(), ""},
-		{"unknown", types.StringUnknown(), ""},
-		{"not JSON", types.StringValue(`alice,bob`), "legacy_users is not JSON"},
-		{"array", types.StringValue(`["alice"]`), "legacy_users is a JSON array"},
-		{"users' form", types.StringValue(`{"alice":{}}`), `legacy_users maps "alice" to an object; each username maps to a string`},
-		{"number", types.StringValue(`{"alice":1}`), `legacy_users maps "alice" to 1`},
-		{"empty username", types.StringValue(`{"alice":"claim-alice","":"claim-"}`), `legacy_users has the username "" (an empty string)`},
-		{"repeated", types.StringValue(`{"alice":"a","alice":"b"}`), `legacy_users lists the username "alice" twice`},
-		{"repeated in NFC", types.StringValue(`{"\u00e9":"a","e\u0301":"b"}`), `legacy_users lists the username "é" twice`},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			checkUserMap(t, legacyUsersMap, c.in, c.want, `jsonencode({ alice = "claim-alice" })`, "jupyter_home_storage.<name>.legacy_users")
-		})
-	}
-}
-
-// The rendering reads legacy_users' names in NFC, as every other name, and
-// refuses at legacy_users a value that does not parse.
-func TestSpawnerConfig_buildLegacyUsers(t *testing.T) {
-	model := func(legacy string) *spawnerConfigModel {
-		return &spawnerConfigModel{HomeStorageSettings: types.StringValue(spawner.JSON(homeSettingsJSON(spawner.RWX))), ExtraSettingsJSON: types.StringNull(),
-			Profiles: types.ListNull(types.StringType), LegacyUsers: types.StringValue(legacy), ColocationLabel: types.StringValue(spawner.DefaultColocationLabel),
-			HomeMountPath: types.StringValue(spawner.DefaultHomeMountPath)}
-	}
-	var diags diag.Diagnostics
-	res, ok := model(`{"zoe\u0308@example.org":"claim-zo-c3-abexample-2eorg","alice":"claim-alice"}`).build(&diags)
-	if !ok || diags.HasError() {
-		t.Fatalf("build: %s", diagText(diags))
-	}
-	if got := slices.Sorted(maps.Keys(res.Colocation.Users)); res.Colocation.Mode != spawner.ColocateLegacy || !slices.Equal(got, []string{"alice", "zo\u00eb@example.org"}) {
-		t.Fatalf("co-location %s of %q, want legacy of alice and zoë@example.org in NFC", res.Colocation.Mode, got)
-	}
-	diags = nil
-	if _, ok := model(`["alice"]`).build(&diags); ok || diags.ErrorsCount() != 1 {
-		t.Fatalf("a JSON array was built: %v, %s", ok, diagText(diags))
-	}
-	if p, isPath := diags[0].(diag.DiagnosticWithPath); !isPath || !p.Path().Equal(path.Root("legacy_users")) || !strings.Contains(diags[0].Detail(), "is a JSON array") {
-		t.Errorf("%q: %q is not at legacy_users", diags[0].Summary(), diags[0].Detail())
 	}
 }

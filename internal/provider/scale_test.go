@@ -20,7 +20,6 @@ func TestPerUserAttributesScale(t *testing.T) {
 		strings []string
 	}{
 		{NewHomeStorageResource(), []string{"users", "claims", "changes", "legacy_users", "migration_plan", "migration_status"}},
-		{NewSpawnerConfigResource(), []string{"legacy_users"}},
 	} {
 		var resp resource.SchemaResponse
 		c.res.Schema(ctx, resource.SchemaRequest{}, &resp)

@@ -12,7 +12,7 @@ import (
 )
 
 // userMap is a string attribute holding one JSON object keyed by username
-// (users, legacy_users), read by internal/userset. It is its own
+// (users), read by internal/userset. It is its own
 // validator: a value that does not parse fails validation, and the plan
 // and apply that read it, saying why and what to write.
 type userMap struct {
@@ -22,10 +22,7 @@ type userMap struct {
 	fix   string
 }
 
-var (
-	usersMap       = userMap{"users", userset.Parse, "{}", "Write it with jsonencode, e.g. " + userset.Fix + "."}
-	legacyUsersMap = userMap{"legacy_users", userset.ParseLegacy, "its claim names (a string)", "Write " + userset.LegacyFix + "."}
-)
+var usersMap = userMap{"users", userset.Parse, "{}", "Write it with jsonencode, e.g. " + userset.Fix + "."}
 
 // names are the usernames of v, sorted and in NFC; none when v is null or
 // unknown. A value that does not parse adds an error at the attribute.

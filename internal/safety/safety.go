@@ -238,7 +238,7 @@ type Result struct {
 	Users              []UserPlan        // sorted by user
 	LegacyUsers        []string          // users kept on a claim that differs from the config
 	ColocationRequired bool              // some user's home cannot be shared across nodes
-	HomeClaims         map[string]string // user -> claim, for homes copied to a new claim (the hub config switches them)
+	HomeClaims         map[string]string // user -> claim, for homes copied to a new claim (the hub mounts it at the next spawn)
 	Extra              []UserPlan        // other per-user claims (Config.ExtraVolumes) that differ or migrate
 	Errors             []Finding
 	Warnings           []Finding

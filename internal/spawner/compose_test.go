@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/hubtest"
@@ -40,7 +41,8 @@ type (
 // runHub loads the configuration (values rendered by the chart, the
 // jupyterhub_config.d files in configD, the provider's files where
 // helm_values' hub.extraFiles put them) and spawns the users.
-func runHub(t *testing.T, values map[string]any, configD string, _ Result, users []hubUser) map[string]hubSpawn {
+// Its KubeSpawner asks the test bed's API server as api says.
+func runHub(t *testing.T, api hubtest.HubAPI, values map[string]any, configD string, users []hubUser) map[string]hubSpawn {
 	t.Helper()
 	extra, _ := dig(values, "hub.extraFiles").(map[string]any)
 	for _, key := range []string{ExtraFilePython, ExtraFileDocument} {
@@ -49,7 +51,7 @@ func runHub(t *testing.T, values map[string]any, configD string, _ Result, users
 			t.Fatalf("hub.extraFiles.%s.mountPath = %q, not in %s", key, mount, FilesDir)
 		}
 	}
-	return hubtest.RunHub(t, values, configD, FilesDir, users)
+	return hubtest.RunHub(t, api, values, configD, FilesDir, users)
 }
 
 // helmValuesOf renders r's helm_values and reads them back as a values file.
@@ -99,7 +101,7 @@ func TestSpawnerCompose_nebariDataSciencePack(t *testing.T) {
 	// The pack pins the escape scheme (claims named before KubeSpawner 7).
 	home := homeSettings(RWX)
 	home["slug_scheme"] = string(kubespawner.SchemeEscape)
-	r := mustBuild(t, Config{Home: home, LegacyUsers: []string{"alice", email}, ColocationLabel: label,
+	r := mustBuild(t, Config{Home: home, ColocationLabel: label,
 		Profiles: []map[string]any{small, gpuProfileDict()}})
 
 	pack := yamlRef(t, "nebari-data-science-pack", "values.yaml")
@@ -122,7 +124,16 @@ func TestSpawnerCompose_nebariDataSciencePack(t *testing.T) {
 
 	configD := t.TempDir()
 	packConfigD(t, configD)
-	got := runHub(t, values, configD, r, []hubUser{
+	emailClaim, err := kubespawner.Expand("claim-{username}", email, "", kubespawner.SchemeEscape)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// alice and the email user keep a ReadWriteOnce claim; bob has none
+	// yet, and his workspace claim (the pack's, which its hook creates when
+	// missing) is ReadWriteMany already.
+	api := seededHub(t, map[string]corev1.PersistentVolumeAccessMode{"claim-alice": corev1.ReadWriteOnce, emailClaim: corev1.ReadWriteOnce,
+		"nebi-workspaces-bob": corev1.ReadWriteMany})
+	got := runHub(t, api, values, configD, []hubUser{
 		{Name: "alice", AuthState: map[string]any{"groups": []any{"/gpu-team"}}, Profile: "gpu"},
 		{Name: "bob", AuthState: map[string]any{"groups": []any{}}, Profile: "small-instance"},
 		{Name: email},
@@ -131,11 +142,7 @@ func TestSpawnerCompose_nebariDataSciencePack(t *testing.T) {
 
 	// An email user: the claim KubeSpawner names is the one this provider
 	// computes, and label and affinity carry the pod's own label-safe name.
-	wantClaim, err := kubespawner.Expand("claim-{username}", email, "", kubespawner.SchemeEscape)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got[email].PVCName != wantClaim {
+	if wantClaim := emailClaim; got[email].PVCName != wantClaim {
 		t.Errorf("KubeSpawner names %s's claim %q, the provider %q", email, got[email].PVCName, wantClaim)
 	}
 	fe := factsOf(t, got[email].Pod)
@@ -188,8 +195,9 @@ func TestSpawnerCompose_nebariDataSciencePack(t *testing.T) {
 	if fa.Mounts["/shared/gpu-team"] != "shared" || !slices.Contains(fa.Inits, "initialize-shared-mounts") {
 		t.Errorf("the pack's group mount for alice was dropped by the gpu profile's volumes: %v %v", fa.Mounts, fa.Inits)
 	}
-	// Co-location: alice (legacy ReadWriteOnce claim) is pinned with one
-	// term; bob is not, although the pack and an earlier hook pin everyone.
+	// Co-location: alice (a ReadWriteOnce claim kept) is pinned with one
+	// term; bob (a new ReadWriteMany claim) is not, although the pack and an
+	// earlier hook pin everyone.
 	if fa.Labels[label] != "alice" || JSON(fa.ColocationTerms(label)) != `["[\"alice\"]"]` {
 		t.Errorf("alice: label %q terms %v", fa.Labels[label], fa.ColocationTerms(label))
 	}
@@ -217,7 +225,7 @@ func TestSpawnerCompose_z2jh(t *testing.T) {
 	if got := dig(values, "singleuser.storage.homeMountPath"); got != "/home/{username}" {
 		t.Errorf("singleuser.storage.homeMountPath = %v, want the home_mount_path", got)
 	}
-	got := runHub(t, values, t.TempDir(), r, []hubUser{{Name: "bob"}, {Name: "carol", Profile: "gpu"}})
+	got := runHub(t, seededHub(t, nil), values, t.TempDir(), []hubUser{{Name: "bob"}, {Name: "carol", Profile: "gpu"}})
 	// The gpu profile serves its own volumes as a plain list.
 	if v := JSON(dig(got["bob"].Served[1].(map[string]any), "kubespawner_override.volume_mounts")); !strings.Contains(v, `"mountPath":"/datasets"`) {
 		t.Errorf("the gpu profile serves volume_mounts %s", v)

@@ -8,7 +8,6 @@ import (
 
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/claims"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/kubespawner"
-	"github.com/jupyter-infra/terraform-provider-jupyter/internal/safety"
 )
 
 // DefaultColocationLabel is the pod label co-location selects on by
@@ -25,24 +24,24 @@ const (
 	RWOP = claims.RWOP
 )
 
-// Mode says which users' pods are pinned to one node.
+// Mode says which servers' pods are pinned to one node. The hub decides
+// it at each spawn from the access mode of the claim the server mounts;
+// Mode is what the home storage's access mode lets a plan say about it.
 type Mode string
 
 const (
-	// ColocateNone: homes are ReadWriteMany and no legacy claim remains.
-	ColocateNone Mode = "none"
 	// ColocateAll: homes are ReadWriteOnce(Pod); every user's pods share a node.
 	ColocateAll Mode = "all"
-	// ColocateLegacy: homes are ReadWriteMany, but the legacy users keep a
-	// ReadWriteOnce claim and so their pods still share a node.
-	ColocateLegacy Mode = "legacy"
+	// ColocateByClaim: homes are ReadWriteMany; a server whose claim is
+	// still ReadWriteOnce (a home kept or not yet migrated) has its user's
+	// pods share a node, the others none.
+	ColocateByClaim Mode = "by_claim"
 )
 
 // Config is what jupyter_spawner_config combines.
 type Config struct {
 	Home            map[string]any   // jupyter_home_storage's spawner_settings
 	Profiles        []map[string]any // profile_json of each jupyter_spawner_profile
-	LegacyUsers     []string
 	ColocationLabel string
 	Extra           map[string]any // extra_settings_json
 	// HomeMountPath is where the home is mounted in the server's
@@ -54,14 +53,12 @@ type Config struct {
 // DefaultHomeMountPath is KubeSpawner's and z2jh's home.
 const DefaultHomeMountPath = "/home/jovyan"
 
-// Colocation is the derived co-location, as the rendered hook reads it.
+// Colocation is how the rendered hook pins a user's pods to one node (the
+// label and the topology); Mode is not in the document.
 type Colocation struct {
-	Mode        Mode   `json:"mode"`
+	Mode        Mode   `json:"-"`
 	Label       string `json:"label"`
 	TopologyKey string `json:"topology_key"`
-	// Users maps each legacy user's raw name to the label value of its
-	// pods (KubeSpawner's label-safe username), in ColocateLegacy mode.
-	Users map[string]string `json:"users"`
 }
 
 // Result is the combined configuration.
@@ -70,27 +67,15 @@ type Result struct {
 	Settings   map[string]any // applied to c.KubeSpawner
 	Colocation Colocation
 	Profiles   []map[string]any // as in Settings["profile_list"]
-	// HomeClaims maps users whose home was copied to a new claim to that
-	// claim (jupyter_home_storage's home_claims); a pre_spawn_hook sets it.
-	HomeClaims map[string]string
 	// HomeMountPath is where the home volume is mounted.
 	HomeMountPath string
 }
 
-// Document is the JSON kept beside the Python file in the ConfigMap.
+// Document is the JSON kept beside the Python file in the ConfigMap: the
+// settings and the co-location label, no user.
 func (r Result) Document() map[string]any {
-	claims := r.HomeClaims
-	if claims == nil {
-		claims = map[string]string{}
-	}
-	return map[string]any{"KubeSpawner": r.Settings, "colocation": r.Colocation, "home_claims": claims}
+	return map[string]any{"KubeSpawner": r.Settings, "colocation": r.Colocation}
 }
-
-// HomeClaimsKey in jupyter_home_storage's spawner_settings maps users whose
-// home was copied to a new claim to that claim. It is not a KubeSpawner
-// setting: the rendered file applies it after KubeSpawner restores a
-// user's state (remember_pvc_name would otherwise keep the old name).
-const HomeClaimsKey = "home_claims"
 
 // homeKeys are the settings jupyter_home_storage owns; extra settings may
 // not replace them (volumes and volume_mounts are appended to instead).
@@ -114,15 +99,6 @@ func Build(c Config) (Result, []Finding) {
 		return r, errs
 	}
 	r.AccessMode, _ = modes[0].(string)
-	if hc, ok := home[HomeClaimsKey].(map[string]any); ok {
-		r.HomeClaims = map[string]string{}
-		for u, v := range hc {
-			if name, ok := v.(string); ok {
-				r.HomeClaims[u] = name
-			}
-		}
-	}
-	delete(home, HomeClaimsKey)
 	for k, v := range home {
 		r.Settings[k] = v
 	}
@@ -136,29 +112,9 @@ func Build(c Config) (Result, []Finding) {
 		}
 	}
 
-	legacy := slices.Clone(c.LegacyUsers)
-	slices.Sort(legacy)
-	legacy = slices.Compact(legacy)
-	r.Colocation = Colocation{Label: label, TopologyKey: HostnameTopologyKey, Users: map[string]string{}}
-	switch {
-	case r.AccessMode != RWX:
+	r.Colocation = Colocation{Mode: ColocateByClaim, Label: label, TopologyKey: HostnameTopologyKey}
+	if r.AccessMode != RWX {
 		r.Colocation.Mode = ColocateAll
-	case len(legacy) > 0:
-		r.Colocation.Mode = ColocateLegacy
-		var bad []string
-		for _, u := range legacy {
-			v, err := kubespawner.UsernameLabel(u)
-			if err != nil || !kubespawner.IsValidLabelValue(v) {
-				bad = append(bad, fmt.Sprintf("%q", u))
-				continue
-			}
-			r.Colocation.Users[u] = v
-		}
-		if len(bad) > 0 {
-			errs = append(errs, Finding{Attribute: "legacy_users", Summary: "Usernames without a valid label value", Detail: fmt.Sprintf("KubeSpawner's label-safe form of %s is not a valid Kubernetes label value, so their pods cannot carry the co-location label. Migrate these users' homes to ReadWriteMany first.", safety.CutInline(bad))})
-		}
-	default:
-		r.Colocation.Mode = ColocateNone
 	}
 
 	for k, v := range deepCopy(c.Extra) {
@@ -364,22 +320,11 @@ func deepCopy(m map[string]any) map[string]any {
 // could not be read; the capacity check is then skipped. colocated is how
 // many of one user's servers run at once (a lab and its apps).
 func Warnings(r Result, nodes []Node, colocated int) []Finding {
-	if r.Colocation.Mode == ColocateNone || len(r.Profiles) == 0 {
+	if r.Colocation.Mode != ColocateAll || len(r.Profiles) == 0 {
 		return nil
 	}
-	who := "every user"
-	if r.Colocation.Mode == ColocateLegacy {
-		who = "the legacy users (" + safety.CutInline(sortedKeys(r.Colocation.Users)) + ")"
-	}
-	why := fmt.Sprintf("The home access mode is %s, so all servers of %s are pinned to one node (required pod affinity on %s).", r.AccessMode, who, r.Colocation.Label)
-	if r.Colocation.Mode == ColocateLegacy {
-		why = fmt.Sprintf("The homes are ReadWriteMany, but %s still have a ReadWriteOnce claim, so all their servers are pinned to one node (required pod affinity on %s).", who, r.Colocation.Label)
-	}
-	fix := "Fix: switch the home to ReadWriteMany (jupyter_home_storage access_mode = \"ReadWriteMany\")"
-	if r.Colocation.Mode == ColocateLegacy {
-		fix = "Fix: migrate the legacy users' homes to ReadWriteMany claims"
-	}
-	fix += ", which removes co-location."
+	why := fmt.Sprintf("The home access mode is %s, so all servers of every user are pinned to one node (required pod affinity on %s).", r.AccessMode, r.Colocation.Label)
+	fix := "Fix: switch the home to ReadWriteMany (jupyter_home_storage access_mode = \"ReadWriteMany\") and migrate the homes, which removes co-location."
 	var out []Finding
 	var gpu []string
 	for _, p := range r.Profiles {

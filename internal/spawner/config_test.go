@@ -1,31 +1,25 @@
 package spawner
 
 import (
-	"fmt"
 	"strings"
 	"testing"
-
-	"github.com/jupyter-infra/terraform-provider-jupyter/internal/safety"
 )
 
-// Co-location is derived from the home mode and the legacy users.
+// What a plan says about co-location follows the home's mode; which
+// servers are pinned is decided at spawn from their claims (spawn_test.go).
 func TestSpawnerBuild_colocationDerivation(t *testing.T) {
 	cases := []struct {
-		mode   string
-		legacy []string
-		want   Mode
-		users  map[string]string
+		mode string
+		want Mode
 	}{
-		{RWX, nil, ColocateNone, map[string]string{}},
-		{RWO, nil, ColocateAll, map[string]string{}},
-		{RWOP, nil, ColocateAll, map[string]string{}},
-		{RWO, []string{"alice"}, ColocateAll, map[string]string{}},
-		{RWX, []string{"Alice", "bob@x.org", "bob@x.org"}, ColocateLegacy, map[string]string{"Alice": "Alice", "bob@x.org": "bob-x-org---b752a9a4"}},
+		{RWX, ColocateByClaim},
+		{RWO, ColocateAll},
+		{RWOP, ColocateAll},
 	}
 	for _, tc := range cases {
-		r := mustBuild(t, Config{Home: homeSettings(tc.mode), LegacyUsers: tc.legacy})
-		if r.Colocation.Mode != tc.want || JSON(r.Colocation.Users) != JSON(tc.users) {
-			t.Errorf("%s %v: mode %s users %v, want %s %v", tc.mode, tc.legacy, r.Colocation.Mode, r.Colocation.Users, tc.want, tc.users)
+		r := mustBuild(t, Config{Home: homeSettings(tc.mode)})
+		if r.Colocation.Mode != tc.want {
+			t.Errorf("%s: mode %s, want %s", tc.mode, r.Colocation.Mode, tc.want)
 		}
 		if r.Colocation.Label != DefaultColocationLabel || r.Colocation.TopologyKey != "kubernetes.io/hostname" {
 			t.Errorf("label/topology: %+v", r.Colocation)
@@ -33,6 +27,10 @@ func TestSpawnerBuild_colocationDerivation(t *testing.T) {
 		// Co-location is never written as settings: the hook carries it.
 		if _, ok := r.Settings["extra_pod_config"]; ok {
 			t.Errorf("extra_pod_config written")
+		}
+		// The document names no mode and no user.
+		if got := JSON(r.Document()["colocation"]); got != `{"label":"hub.jupyter.org/colocate-user","topology_key":"kubernetes.io/hostname"}` {
+			t.Errorf("document's colocation: %s", got)
 		}
 	}
 }
@@ -140,11 +138,11 @@ func TestSpawnerWarnings(t *testing.T) {
 		t.Fatalf("without nodes: %v", ws)
 	}
 
-	// keep_existing: the warnings name the legacy users and the migration.
-	r = mustBuild(t, Config{Home: homeSettings(RWX), LegacyUsers: []string{"alice"}, Profiles: []map[string]any{gpu}})
-	ws = Warnings(r, nodes, 2)
-	if len(ws) != 2 || !strings.Contains(ws[0].Detail, "legacy users (alice)") || !strings.Contains(ws[0].Detail, "migrate") {
-		t.Fatalf("legacy warnings: %v", ws)
+	// ReadWriteMany homes: only claims still ReadWriteOnce pin, at spawn;
+	// the plan has nothing to say for every user.
+	r = mustBuild(t, Config{Home: homeSettings(RWX), Profiles: []map[string]any{gpu}})
+	if ws = Warnings(r, nodes, 2); len(ws) != 0 {
+		t.Fatalf("warnings with ReadWriteMany homes: %v", ws)
 	}
 }
 
@@ -170,26 +168,5 @@ func TestSpawnerBuild_namedListIdentities(t *testing.T) {
 	r := mustBuild(t, Config{Home: homeSettings(RWX), Extra: map[string]any{"init_containers": []any{map[string]any{"name": "a", "image": "busybox"}}}})
 	if JSON(r.Settings["init_containers"]) != `[{"image":"busybox","name":"a"}]` {
 		t.Errorf("init_containers = %s", JSON(r.Settings["init_containers"]))
-	}
-}
-
-// Co-location warnings name at most safety.ListLimit legacy users and
-// say how many there are.
-func TestSpawnerWarnings_boundedUserList(t *testing.T) {
-	r, users := campus(t, 20000, 0)
-	ws := Warnings(r, nil, 2)
-	if len(ws) != 2 {
-		t.Fatalf("want the two GPU warnings, got %d", len(ws))
-	}
-	for _, w := range ws {
-		named := 0
-		for _, u := range users {
-			if strings.Contains(w.Detail, u) {
-				named++
-			}
-		}
-		if named != safety.ListLimit || !strings.Contains(w.Detail, fmt.Sprintf("and %d more (20000 in all)", 20000-safety.ListLimit)) || len(w.Detail) > 4000 {
-			t.Errorf("warning %q names %d users in %d bytes", w.Summary, named, len(w.Detail))
-		}
 	}
 }

@@ -16,6 +16,9 @@ import (
 // their Checksum. The ConfigMap and HelmValues carry the same bytes.
 type Files struct {
 	Python string
+	// PythonGzip is Python compressed with gzip (deterministic, as
+	// Document), as hub.extraFiles carries it.
+	PythonGzip []byte
 	// Document is the gzip of the document's JSON (Result.Document),
 	// deterministic: the gzip header holds no time and no name, so the
 	// same document always gives the same bytes.
@@ -29,7 +32,7 @@ type Files struct {
 // and that JSON, and the JSON compressed with gzip (default level).
 func Render(r Result) Files {
 	doc := []byte(JSON(r.Document()))
-	return Files{Python: Python(), Document: gzipBytes(doc), DocumentJSONBytes: len(doc), Checksum: checksum(Python(), doc)}
+	return Files{Python: Python(), PythonGzip: pythonGzip, Document: gzipBytes(doc), DocumentJSONBytes: len(doc), Checksum: checksum(Python(), doc)}
 }
 
 // checksum is the SHA-256 of everything the hub reads from the provider:
@@ -44,6 +47,9 @@ func checksum(python string, doc []byte) string {
 	h.Write(doc)
 	return hex.EncodeToString(h.Sum(nil))
 }
+
+// pythonGzip is the file compressed, once.
+var pythonGzip = gzipBytes([]byte(Python()))
 
 func gzipBytes(b []byte) []byte {
 	var buf bytes.Buffer

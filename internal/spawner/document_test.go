@@ -6,136 +6,49 @@ import (
 	"encoding/hex"
 	"fmt"
 	"maps"
-	"math/rand/v2"
 	"reflect"
 	"strings"
 	"testing"
 )
 
-// emailUsers are n distinct e-mail-like usernames,
-// firstname.lastname1234@university.example.edu, drawn with a fixed seed
-// from about 900 first names, 27,000 last names and 9,000 numbers, about
-// as varied as a campus directory.
-func emailUsers(n int) []string {
-	syllables := []string{"an", "be", "ca", "do", "el", "fi", "ga", "ha", "in", "jo", "ka", "li", "ma", "ne", "ol",
-		"pe", "ra", "si", "ta", "ul", "va", "wi", "xe", "yo", "zu", "ber", "son", "man", "ler", "ton"}
-	rng := rand.New(rand.NewPCG(1, 2))
-	name := func(k int) string {
-		var b strings.Builder
-		for range k {
-			b.WriteString(syllables[rng.IntN(len(syllables))])
-		}
-		return b.String()
-	}
-	seen := map[string]bool{}
-	var out []string
-	for len(out) < n {
-		u := fmt.Sprintf("%s.%s%d@university.example.edu", name(2), name(3), 1000+rng.IntN(9000))
-		if !seen[u] {
-			seen[u] = true
-			out = append(out, u)
-		}
-	}
-	return out
-}
-
-// campus is a ReadWriteMany hub of 20,000 users with e-mail-like names:
-// legacy of them keep a ReadWriteOnce claim, copied have a copied home,
-// the rest are migrated or new.
-func campus(t *testing.T, legacy, copied int) (Result, []string) {
+// largeHub is a configuration as a large hub writes it: four GPU profiles
+// (tolerations, volumes) and extra settings. It names no
+// user: nothing the hub reads grows with users.
+func largeHub(t *testing.T) Result {
 	t.Helper()
-	users := emailUsers(20000)
-	home := homeSettings(RWX)
-	claims := map[string]any{}
-	for i, u := range users[legacy : legacy+copied] {
-		claims[u] = fmt.Sprintf("home-%05d", i)
+	var profiles []map[string]any
+	for i := range 4 {
+		p := gpuProfileDict()
+		p["slug"], p["display_name"] = fmt.Sprintf("gpu-%d", i), fmt.Sprintf("GPU %d", i)
+		profiles = append(profiles, p)
 	}
-	home[HomeClaimsKey] = claims
-	return mustBuild(t, Config{Home: home, LegacyUsers: users[:legacy], Profiles: []map[string]any{gpuProfileDict()}}), users
+	extra := map[string]any{"start_timeout": 600.0, "extra_labels": map[string]any{"team": "a"}}
+	return mustBuild(t, Config{Home: homeSettings(RWX), Profiles: profiles, Extra: extra})
 }
 
-// At 20,000 users with e-mail-like names, whether all keep a legacy claim
-// (the first plan after a switch to ReadWriteMany), half were copied or
-// all were, the ConfigMap fits the API server's limit (as plain JSON the
-// document alone takes about 1.5 MB to 2 MB); the hub reads back exactly
-// the users and claims; and the hub, loading the file with traitlets,
-// pins a legacy user, points a copied user at the copy and leaves the
-// others on their claim.
-func TestSpawnerDocument_fitsAtCampusScale(t *testing.T) {
-	for _, c := range []struct {
-		name           string
-		legacy, copied int
-	}{{"all_legacy", 20000, 0}, {"half_copied", 10000, 10000}, {"all_copied", 0, 20000}} {
-		t.Run(c.name, func(t *testing.T) {
-			r, users := campus(t, c.legacy, c.copied)
-			if len(r.Colocation.Users) != c.legacy || len(r.HomeClaims) != c.copied {
-				t.Fatalf("built %d legacy users and %d home claims", len(r.Colocation.Users), len(r.HomeClaims))
-			}
-			f := Render(r)
-			helm, err := HelmYAML(HelmValues(r, f))
-			if err != nil {
-				t.Fatal(err)
-			}
-			s := SizesOf(f, helm)
-			errs, _ := SizeFindings(r, s, "jupyter-spawner")
-			if s.ConfigMap > MaxObjectBytes || len(errs) > 0 {
-				t.Fatalf("the ConfigMap takes %d bytes (the document %d as JSON, %d compressed), more than the API server's %d: %v",
-					s.ConfigMap, f.DocumentJSONBytes, len(f.Document), MaxObjectBytes, errs)
-			}
-			if s.HubSecret > MaxObjectBytes {
-				t.Errorf("helm_values takes %d bytes of the hub Secret, more than the API server's %d", s.HubSecret, MaxObjectBytes)
-			}
-			var doc struct {
-				Colocation Colocation        `json:"colocation"`
-				HomeClaims map[string]string `json:"home_claims"`
-			}
-			if err := DecodeDocumentFile(f.Document, &doc); err != nil {
-				t.Fatal(err)
-			}
-			if !reflect.DeepEqual(doc.Colocation, r.Colocation) || !maps.Equal(doc.HomeClaims, r.HomeClaims) {
-				t.Fatalf("the document decodes to %d legacy users and %d home claims, not the %d and %d built", len(doc.Colocation.Users), len(doc.HomeClaims), c.legacy, c.copied)
-			}
-
-			// The hub loads the compressed document and mounts each kind
-			// of user's claim.
-			var pods []pyPod
-			kinds := map[string]string{}
-			add := func(kind, u string) {
-				kinds[u] = kind
-				pods = append(pods, pyPod{User: u, Labels: map[string]string{"hub.jupyter.org/username": "x"}})
-			}
-			if c.legacy > 0 {
-				add("legacy", users[0])
-				add("legacy", users[c.legacy-1])
-			}
-			if c.copied > 0 {
-				add("copied", users[c.legacy])
-				add("copied", users[c.legacy+c.copied-1])
-			}
-			if c.legacy+c.copied < len(users) {
-				add("migrated or new", users[len(users)-1])
-			}
-			add("new", "nobody.listed@university.example.edu")
-			got := runPython(t, r, nil, pods, 1, false)
-			for i, p := range pods {
-				pinned := got.Pods[i].Labels[DefaultColocationLabel]
-				claim := got.PVCNames[p.User]
-				switch kinds[p.User] {
-				case "legacy":
-					if pinned != r.Colocation.Users[p.User] || pinned == "" || claim != "remembered-"+p.User {
-						t.Errorf("legacy user %s: pinned on %q, claim %s; want %q and the remembered claim", p.User, pinned, claim, r.Colocation.Users[p.User])
-					}
-				case "copied":
-					if pinned != "" || claim != r.HomeClaims[p.User] || claim == "" {
-						t.Errorf("copied user %s: pinned on %q, claim %s; want none and %s", p.User, pinned, claim, r.HomeClaims[p.User])
-					}
-				default:
-					if pinned != "" || claim != "remembered-"+p.User {
-						t.Errorf("%s user %s: pinned on %q, claim %s; want none and the remembered claim", kinds[p.User], p.User, pinned, claim)
-					}
-				}
-			}
-		})
+// The hub Secret the helm values add to stays far under 64 KiB whatever
+// the number of users (the document holds settings and profiles only),
+// and the document decodes to what was built.
+func TestSpawnerDocument_sizeIsConstantInUsers(t *testing.T) {
+	r := largeHub(t)
+	f := Render(r)
+	helm, err := HelmYAML(HelmValues(r, f))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := SizesOf(f, helm)
+	if s.HubSecret > 64<<10 {
+		t.Errorf("the helm values add %d bytes to the hub Secret, more than 64 KiB", s.HubSecret)
+	}
+	if errs, warnings := SizeFindings(r, s, "jupyter-spawner"); len(errs)+len(warnings) > 0 {
+		t.Errorf("size findings: %v %v", errs, warnings)
+	}
+	var doc map[string]any
+	if err := DecodeDocumentFile(f.Document, &doc); err != nil {
+		t.Fatal(err)
+	}
+	if JSON(doc) != JSON(r.Document()) || len(doc) != 2 {
+		t.Errorf("the document decodes to %s, want %s", JSON(doc), JSON(r.Document()))
 	}
 }
 
@@ -145,10 +58,9 @@ func TestSpawnerDocument_fitsAtCampusScale(t *testing.T) {
 // content.
 func TestSpawnerDocument_deterministic(t *testing.T) {
 	home := homeSettings(RWX)
-	home[HomeClaimsKey] = map[string]any{"carol": "home-carol"}
-	r := mustBuild(t, Config{Home: home, LegacyUsers: []string{"alice", "zoë@example.org"}})
+	r := mustBuild(t, Config{Home: home, Extra: map[string]any{"start_timeout": 600.0}})
 	f := Render(r)
-	if again := Render(mustBuild(t, Config{Home: home, LegacyUsers: []string{"zoë@example.org", "alice", "alice"}})); !bytes.Equal(again.Document, f.Document) || again.Checksum != f.Checksum {
+	if again := Render(mustBuild(t, Config{Home: home, Extra: map[string]any{"start_timeout": 600.0}})); !bytes.Equal(again.Document, f.Document) || again.Checksum != f.Checksum {
 		t.Fatal("the same configuration gave other bytes or another checksum")
 	}
 	// RFC 1952: ID1 ID2 CM FLG MTIME(4) ...; no FNAME/FCOMMENT/FEXTRA flag, no time.
@@ -171,9 +83,9 @@ func TestSpawnerDocument_deterministic(t *testing.T) {
 	if !reflect.DeepEqual(doc, want) {
 		t.Errorf("decoded %v, want %v", doc, want)
 	}
-	other := Render(mustBuild(t, Config{Home: home, LegacyUsers: []string{"alice"}}))
+	other := Render(mustBuild(t, Config{Home: home, Extra: map[string]any{"start_timeout": 601.0}}))
 	if bytes.Equal(other.Document, f.Document) || other.Checksum == f.Checksum {
-		t.Error("another legacy user list gave the same document or checksum")
+		t.Error("another setting gave the same document or checksum")
 	}
 	if err := DecodeDocumentFile([]byte(JSON(r.Document())), &doc); err == nil {
 		t.Error("plain JSON decoded as the compressed document")
@@ -187,13 +99,11 @@ func TestSpawnerDocument_deterministic(t *testing.T) {
 // provider's) only when there is no compressed one, so a stale JSON file
 // left beside it changes nothing; a document it cannot read stops it.
 func TestSpawnerPython_readsTheDocument(t *testing.T) {
-	home := homeSettings(RWX)
-	home[HomeClaimsKey] = map[string]any{"carol": "home-carol"}
-	r := mustBuild(t, Config{Home: home, LegacyUsers: []string{"alice"}})
-	stale := mustBuild(t, Config{Home: homeSettings(RWX), LegacyUsers: []string{"alice", "carol"}}) // before carol's copy
-	pods := []pyPod{{User: "alice", Labels: map[string]string{}}, {User: "carol", Labels: map[string]string{}}}
+	r := mustBuild(t, Config{Home: homeSettings(RWX), Extra: map[string]any{"start_timeout": 600.0}})
+	stale := mustBuild(t, Config{Home: homeSettings(RWX), Extra: map[string]any{"start_timeout": 60.0}})
+	var pods []pyPod
 	current := func(got pyOut) bool {
-		return got.PVCNames["carol"] == "home-carol" && got.Pods[1].Labels[DefaultColocationLabel] == "" && got.Pods[0].Labels[DefaultColocationLabel] == "alice"
+		return got.Settings["start_timeout"] == 600.0
 	}
 	gz := Render(r).Document
 	for name, docs := range map[string]map[string][]byte{
@@ -213,27 +123,23 @@ func TestSpawnerPython_readsTheDocument(t *testing.T) {
 					t.Fatal(err)
 				}
 				if !current(got) {
-					t.Errorf("pvc names %v, pods %v: not the current document's", got.PVCNames, got.Pods)
+					t.Errorf("settings %v: not the current document's", got.Settings)
 				}
 			default:
 				if err == nil || !strings.Contains(err.Error(), "jupyter_spawner_config: cannot read") {
-					t.Errorf("the hub loaded an unreadable document (%v): pvc names %v", err, got.PVCNames)
+					t.Errorf("the hub loaded an unreadable document (%v): settings %v", err, got.Settings)
 				}
 			}
 		})
 	}
 }
 
-// The size checks: an error naming legacy_users (or home_storage_settings
-// when copied homes dominate) when the ConfigMap exceeds the API server's
-// limit; a warning on the same attribute, naming the ConfigMap mount,
-// when the helm values exceed the hub Secret's or Helm's release record's
-// budget.
+// The size checks: an error naming profiles when the ConfigMap exceeds
+// the API server's limit; a warning on the same attribute, naming the
+// ConfigMap mount, when the helm values exceed the hub Secret's or Helm's
+// release record's budget.
 func TestSpawnerSizeFindings(t *testing.T) {
-	legacy := mustBuild(t, Config{Home: homeSettings(RWX), LegacyUsers: []string{"alice", "bob"}})
-	home := homeSettings(RWX)
-	home[HomeClaimsKey] = map[string]any{"carol": "home-carol", "dave": "home-dave", "erin": "home-erin"}
-	copied := mustBuild(t, Config{Home: home, LegacyUsers: []string{"alice"}})
+	hub := largeHub(t)
 	small := Sizes{ConfigMap: 20 << 10, HubSecret: 50 << 10, HelmRelease: 60 << 10, DocumentJSON: 30 << 10}
 	with := func(f func(*Sizes)) Sizes { s := small; f(&s); return s }
 	cases := []struct {
@@ -245,17 +151,14 @@ func TestSpawnerSizeFindings(t *testing.T) {
 		warnAttr   string
 		errDetails []string
 	}{
-		{name: "small", r: legacy, s: small},
-		{name: "hub_secret_at_budget", r: legacy, s: with(func(s *Sizes) { s.HubSecret = HubSecretBudget })},
-		{name: "hub_secret_over", r: legacy, s: with(func(s *Sizes) { s.HubSecret = HubSecretBudget + 1 }), warn: true, warnAttr: "legacy_users"},
-		{name: "hub_secret_over_copied", r: copied, s: with(func(s *Sizes) { s.HubSecret = HubSecretBudget + 1 }), warn: true, warnAttr: "home_storage_settings"},
-		{name: "release_at_budget", r: legacy, s: with(func(s *Sizes) { s.HelmRelease = HelmReleaseBudget })},
-		{name: "release_over", r: legacy, s: with(func(s *Sizes) { s.HelmRelease = HelmReleaseBudget + 1 }), warn: true, warnAttr: "legacy_users"},
-		{name: "configmap_at_limit", r: legacy, s: with(func(s *Sizes) { s.ConfigMap = MaxObjectBytes })},
-		{name: "configmap_over", r: legacy, s: with(func(s *Sizes) { s.ConfigMap, s.DocumentJSON = MaxObjectBytes+1, 5<<20 }), errAttr: "legacy_users",
-			errDetails: []string{`ConfigMap "hub-files"`, "1024 KiB", "2 legacy user(s) and 0 copied home(s)", "5120 KiB as JSON", "at most 1024 KiB", `on_mode_change = "migrate"`}},
-		{name: "configmap_over_copied", r: copied, s: with(func(s *Sizes) { s.ConfigMap = 2 << 20 }), errAttr: "home_storage_settings",
-			errDetails: []string{"1 legacy user(s) and 3 copied home(s)"}},
+		{name: "small", r: hub, s: small},
+		{name: "hub_secret_at_budget", r: hub, s: with(func(s *Sizes) { s.HubSecret = HubSecretBudget })},
+		{name: "hub_secret_over", r: hub, s: with(func(s *Sizes) { s.HubSecret = HubSecretBudget + 1 }), warn: true, warnAttr: "profiles"},
+		{name: "release_at_budget", r: hub, s: with(func(s *Sizes) { s.HelmRelease = HelmReleaseBudget })},
+		{name: "release_over", r: hub, s: with(func(s *Sizes) { s.HelmRelease = HelmReleaseBudget + 1 }), warn: true, warnAttr: "profiles"},
+		{name: "configmap_at_limit", r: hub, s: with(func(s *Sizes) { s.ConfigMap = MaxObjectBytes })},
+		{name: "configmap_over", r: hub, s: with(func(s *Sizes) { s.ConfigMap, s.DocumentJSON = MaxObjectBytes+1, 5<<20 }), errAttr: "profiles",
+			errDetails: []string{`ConfigMap "hub-files"`, "1024 KiB", "4 profile(s)", "5120 KiB as JSON", "at most 1024 KiB", "extra_settings_json"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -296,14 +199,14 @@ func TestSpawnerSizeFindings(t *testing.T) {
 // file and the compressed document), and for the hub Secret the values
 // text besides the files.
 func TestSpawnerSizesOf(t *testing.T) {
-	r, _ := campus(t, 1000, 1000)
+	r := largeHub(t)
 	f := Render(r)
 	helm, err := HelmYAML(HelmValues(r, f))
 	if err != nil {
 		t.Fatal(err)
 	}
 	s := SizesOf(f, helm)
-	if s.ConfigMap != len(f.Python)+len(f.Document) || s.HubSecret != len(helm)+s.ConfigMap || s.DocumentJSON != len(JSON(r.Document())) {
+	if s.ConfigMap != len(f.Python)+len(f.Document) || s.HubSecret != len(helm)+len(f.PythonGzip)+len(f.Document) || s.DocumentJSON != len(JSON(r.Document())) {
 		t.Errorf("sizes %+v for a file of %d, a document of %d (%d as JSON) and values of %d bytes", s, len(f.Python), len(f.Document), len(JSON(r.Document())), len(helm))
 	}
 	// The release record holds the document three times as base64 of
@@ -318,7 +221,7 @@ func TestSpawnerSizesOf(t *testing.T) {
 // the file, the document (even one whose settings decode the same), the
 // plain document of earlier versions, a document that is not gzip, none.
 func TestSpawnerConfigMapChecksum(t *testing.T) {
-	r, _ := campus(t, 50, 20)
+	r := largeHub(t)
 	f := Render(r)
 	data := map[string]string{PythonFile: f.Python}
 	binary := map[string][]byte{DocumentFile: f.Document}

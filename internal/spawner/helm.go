@@ -28,9 +28,10 @@ const (
 // files instead of replacing their lists (hub.extraVolumes,
 // singleuser.profileList):
 //
-//   - hub.extraFiles carries the rendered file and its compressed
-//     document (binaryData, base64) into FilesDir (the chart keeps them in
-//     the hub Secret);
+//   - hub.extraFiles carries the rendered file and its document, both
+//     compressed with gzip (binaryData, base64), into FilesDir (the chart
+//     keeps them twice in the hub Secret, so compressed they take a third
+//     of the room); the hub.extraConfig entry decompresses the file;
 //   - hub.extraConfig runs the file after the chart's settings, every
 //     jupyterhub_config.d file and every other hub.extraConfig entry, so
 //     it composes with all of them (Python);
@@ -57,7 +58,7 @@ func HelmValues(r Result, f Files) map[string]any {
 	}
 	hub := map[string]any{
 		"extraFiles": map[string]any{
-			ExtraFilePython:   map[string]any{"mountPath": FilesDir + "/" + PythonFile, "stringData": f.Python},
+			ExtraFilePython:   map[string]any{"mountPath": FilesDir + "/" + PythonFile, "binaryData": base64.StdEncoding.EncodeToString(f.PythonGzip)},
 			ExtraFileDocument: map[string]any{"mountPath": FilesDir + "/" + DocumentFile, "binaryData": base64.StdEncoding.EncodeToString(f.Document)},
 		},
 		"extraConfig": map[string]any{ExtraConfigKey: ExtraConfig()},

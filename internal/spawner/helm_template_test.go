@@ -5,7 +5,6 @@ import (
 	"encoding/base64"
 	"errors"
 	"slices"
-	"strings"
 	"testing"
 
 	"sigs.k8s.io/yaml"
@@ -25,15 +24,14 @@ func helmTemplate(t *testing.T, chart string, values ...map[string]any) map[stri
 // The chart rendered with the data-science-pack's values and the
 // provider's helm_values: the hub Deployment keeps the pack's volumes and
 // mounts, mounts the provider's files where the hub.extraConfig entry
-// reads them, and carries the checksum, which changes when only the
-// legacy users change (so helm upgrade restarts the hub then) and only
-// then.
+// reads them, and carries the checksum, which changes when only a setting
+// changes (so helm upgrade restarts the hub then) and only then.
 func TestSpawnerHelm_templateWithThePack(t *testing.T) {
 	chart := z2jhChart(t)
 	pack := yamlRef(t, "nebari-data-science-pack", "values.yaml")
 	sub, _ := pack["jupyterhub"].(map[string]any)
-	cfg := Config{Home: homeSettings(RWX), LegacyUsers: []string{"alice"}, ColocationLabel: "nebari.dev/colocate-user",
-		Profiles: []map[string]any{gpuProfileDict()}}
+	cfg := Config{Home: homeSettings(RWX), ColocationLabel: "nebari.dev/colocate-user",
+		Profiles: []map[string]any{gpuProfileDict()}, Extra: map[string]any{"start_timeout": 600.0}}
 	var objs map[string]map[string]any
 	render := func(c Config) (map[string]any, map[string]any, Result) {
 		r := mustBuild(t, c)
@@ -84,22 +82,20 @@ func TestSpawnerHelm_templateWithThePack(t *testing.T) {
 		}
 	}
 	// The hub Secret holds the files' content as the hub reads it: the
-	// file as text (stringData), the compressed document as the Secret's
-	// base64 data.
-	data := map[string]string{}
-	for k, v := range dig(secret, "stringData").(map[string]any) {
-		data[k] = str(v)
-	}
+	// file and the document, each compressed, as the Secret's base64 data.
 	gz, err := base64.StdEncoding.DecodeString(str(dig(secret, "data."+ExtraFileDocument)))
-	// (A literal block scalar in the Secret ends the file with a newline.)
-	if err != nil || strings.TrimSuffix(data[ExtraFilePython], "\n") != strings.TrimSuffix(Python(), "\n") || !bytes.Equal(gz, Render(r).Document) {
-		t.Errorf("the hub Secret's files differ from the rendered file and document (%v)", err)
+	pyGz, perr := base64.StdEncoding.DecodeString(str(dig(secret, "data."+ExtraFilePython)))
+	if err != nil || perr != nil || !bytes.Equal(pyGz, Render(r).PythonGzip) || !bytes.Equal(gz, Render(r).Document) {
+		t.Errorf("the hub Secret's files differ from the rendered file and document (%v, %v)", err, perr)
 	}
-	if _, ok := data[ExtraFileDocument]; ok {
-		t.Errorf("the hub Secret carries the document as text too")
+	if py, err := inflate(pyGz); err != nil || string(py) != Python() {
+		t.Errorf("the hub Secret's file does not decompress to the rendered file (%v)", err)
+	}
+	if text, _ := dig(secret, "stringData").(map[string]any); text[ExtraFileDocument] != nil || text[ExtraFilePython] != nil {
+		t.Errorf("the hub Secret carries the files as text too")
 	}
 	var doc map[string]any
-	if err := DecodeDocumentFile(gz, &doc); err != nil || dig(doc, "colocation.users.alice") != "alice" {
+	if err := DecodeDocumentFile(gz, &doc); err != nil || dig(doc, "colocation.label") != "nebari.dev/colocate-user" {
 		t.Errorf("document %v: %v", err, dig(doc, "colocation"))
 	}
 
@@ -111,10 +107,10 @@ func TestSpawnerHelm_templateWithThePack(t *testing.T) {
 	if same, _, _ := render(cfg); stable(dig(same, "spec.template").(map[string]any)) != stable(pod) {
 		t.Error("the same configuration rendered another hub pod template: every helm upgrade would restart the hub")
 	}
-	cfg.LegacyUsers = []string{"alice", "bob"}
+	cfg.Extra = map[string]any{"start_timeout": 900.0}
 	moved, _, _ := render(cfg)
 	if dig(moved, "spec.template.metadata.annotations."+ChecksumAnnotation) == dig(pod, "metadata.annotations."+ChecksumAnnotation) {
-		t.Error("a new legacy user left the hub pod's checksum annotation unchanged: helm upgrade would not restart the hub")
+		t.Error("a new setting left the hub pod's checksum annotation unchanged: helm upgrade would not restart the hub")
 	}
 
 	// Every object the chart renders is accepted by the API server.
@@ -146,16 +142,15 @@ func TestSpawnerHelm_templateWithThePack(t *testing.T) {
 
 // What the size check counts of the hub Secret is what the chart puts
 // there: with the data-science-pack's values and helm_values, for a small
-// hub and for 10,000 users, the Secret's data (decoded) is at least the
+// hub and for a large one, the Secret's data (decoded) is at least the
 // check's count (less the small differences of the chart's re-encoding of
 // the values) and at most that plus the part of the Secret the budget
 // leaves to the chart.
 func TestSpawnerHelm_hubSecretSize(t *testing.T) {
 	chart := z2jhChart(t)
 	sub, _ := yamlRef(t, "nebari-data-science-pack", "values.yaml")["jupyterhub"].(map[string]any)
-	small := mustBuild(t, Config{Home: homeSettings(RWX), LegacyUsers: []string{"alice"}})
-	large, _ := campus(t, 5000, 5000)
-	for name, r := range map[string]Result{"small": small, "10000_users": large} {
+	small := mustBuild(t, Config{Home: homeSettings(RWX)})
+	for name, r := range map[string]Result{"small": small, "large": largeHub(t)} {
 		t.Run(name, func(t *testing.T) {
 			f := Render(r)
 			text, err := HelmYAML(HelmValues(r, f))
@@ -175,7 +170,8 @@ func TestSpawnerHelm_hubSecretSize(t *testing.T) {
 				}
 				total += len(b)
 			}
-			for _, v := range dig(secret, "stringData").(map[string]any) {
+			stringData, _ := dig(secret, "stringData").(map[string]any)
+			for _, v := range stringData {
 				total += len(str(v))
 			}
 			s := SizesOf(f, text)

@@ -143,7 +143,7 @@ func TestSpawnerHelm_valuesMatchTheChart(t *testing.T) {
 	schema, defaults := chartFile(t, "values.schema.yaml"), chartFile(t, "values.yaml")
 	cases := map[string]Result{
 		"rwo_with_profiles": mustBuild(t, Config{Home: homeSettings(RWO), Profiles: []map[string]any{gpuProfileDict()}, Extra: map[string]any{"start_timeout": 600.0}}),
-		"rwx_legacy":        mustBuild(t, Config{Home: homeSettings(RWX), LegacyUsers: []string{"alice"}, HomeMountPath: "/home/{username}"}),
+		"rwx_mount_path":    mustBuild(t, Config{Home: homeSettings(RWX), HomeMountPath: "/home/{username}"}),
 	}
 	for name, r := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -158,7 +158,7 @@ func TestSpawnerHelm_valuesMatchTheChart(t *testing.T) {
 				"hub.annotations." + ChecksumAnnotation:               Render(r).Checksum,
 				"hub.extraConfig." + ExtraConfigKey:                   ExtraConfig(),
 				"hub.extraFiles." + ExtraFilePython + ".mountPath":    FilesDir + "/" + PythonFile,
-				"hub.extraFiles." + ExtraFilePython + ".stringData":   Python(),
+				"hub.extraFiles." + ExtraFilePython + ".binaryData":   base64.StdEncoding.EncodeToString(Render(r).PythonGzip),
 				"hub.extraFiles." + ExtraFileDocument + ".mountPath":  FilesDir + "/" + DocumentFile,
 				"hub.extraFiles." + ExtraFileDocument + ".binaryData": base64.StdEncoding.EncodeToString(Render(r).Document),
 			}
@@ -183,27 +183,21 @@ func TestSpawnerHelm_valuesMatchTheChart(t *testing.T) {
 			walk("", v)
 		})
 	}
-	if r := cases["rwx_legacy"]; r.HomeMountPath != "/home/{username}" {
+	if r := cases["rwx_mount_path"]; r.HomeMountPath != "/home/{username}" {
 		t.Errorf("HomeMountPath = %q", r.HomeMountPath)
 	}
 }
 
-// The checksum changes exactly when what the hub reads changes: a legacy
-// user or a home claim (the ConfigMap only) changes it, the same inputs
-// give the same.
+// The checksum changes exactly when what the hub reads changes: a setting
+// changes it, the same inputs give the same.
 func TestSpawnerHelm_checksum(t *testing.T) {
-	base := Config{Home: homeSettings(RWX), LegacyUsers: []string{"alice"}}
+	base := Config{Home: homeSettings(RWX), Extra: map[string]any{"start_timeout": 600.0}}
 	sum := Render(mustBuild(t, base)).Checksum
-	if again := Render(mustBuild(t, Config{Home: homeSettings(RWX), LegacyUsers: []string{"alice", "alice"}})).Checksum; again != sum {
+	if again := Render(mustBuild(t, Config{Home: homeSettings(RWX), Extra: map[string]any{"start_timeout": 600.0}})).Checksum; again != sum {
 		t.Error("the same configuration gave another checksum")
 	}
-	if Render(mustBuild(t, Config{Home: homeSettings(RWX), LegacyUsers: []string{"alice", "bob"}})).Checksum == sum {
-		t.Error("a new legacy user left the checksum unchanged: the hub would not restart")
-	}
-	home := homeSettings(RWX)
-	home[HomeClaimsKey] = map[string]any{"carol": "home-carol"}
-	if Render(mustBuild(t, Config{Home: home, LegacyUsers: []string{"alice"}})).Checksum == sum {
-		t.Error("a new home claim left the checksum unchanged: the hub would not restart")
+	if Render(mustBuild(t, Config{Home: homeSettings(RWX), Extra: map[string]any{"start_timeout": 900.0}})).Checksum == sum {
+		t.Error("a new setting left the checksum unchanged: the hub would not restart")
 	}
 }
 

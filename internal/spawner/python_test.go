@@ -19,7 +19,10 @@ const python = "/usr/bin/python3"
 // driver loads the rendered file the way JupyterHub loads a config file:
 // c is a traitlets Config and the file runs with c in scope. pre.json holds
 // settings earlier configuration made (a chart's own file); pods.json holds
-// pods to run the hook on. It prints c.KubeSpawner and the hooked pods.
+// pods to run the hooks on, each with the access modes of the claim its
+// server mounts as the API answers the hooks (a claim that does not exist
+// without); spawn_test.go asks the test bed's API server instead. It
+// prints c.KubeSpawner, the claims the servers mount and the hooked pods.
 const driver = `
 import asyncio, json, os, sys, types
 import traitlets.config
@@ -35,11 +38,14 @@ if earlier_profiles is not None:
     async def per_user_profiles(spawner):
         return [{k: v for k, v in p.items() if k != "only"} for p in earlier_profiles if spawner.user.name in p.get("only", [spawner.user.name])]
     c.KubeSpawner.profile_list = per_user_profiles
-if previous == "1":
+if previous in ("1", "spawner-class"):
     def earlier_hook(spawner, pod):
         pod.metadata.labels["earlier-hook"] = "ran"
         return pod
-    c.KubeSpawner.modify_pod_hook = earlier_hook
+    if previous == "1":
+        c.KubeSpawner.modify_pod_hook = earlier_hook
+    else:  # on Spawner, as JupyterHub's documentation shows hooks
+        c.Spawner.modify_pod_hook = earlier_hook
 elif previous in ("colocate", "colocate-model"):
     # An earlier hook that pins every pod on nebari.dev/colocate-user, in
     # the dict form extra_pod_config gives or as kubernetes models.
@@ -59,6 +65,27 @@ elif previous in ("colocate", "colocate-model"):
                                    pod_affinity=ns(required_during_scheduling_ignored_during_execution=[term], preferred_during_scheduling_ignored_during_execution=None))
         return pod
     c.KubeSpawner.modify_pod_hook = earlier_hook
+class NotFound(Exception):
+    status = 404
+
+
+class Claims:
+    # What the API server answers the hooks: the server's claim, in the
+    # access modes given, or none (then no copy of it either).
+    def __init__(self, modes):
+        self.modes = modes
+
+    async def read_namespaced_persistent_volume_claim(self, name, namespace):
+        if self.modes is None:
+            raise NotFound()
+        ns = types.SimpleNamespace
+        return ns(metadata=ns(name=name, uid="uid-" + name, annotations={}, deletion_timestamp=None),
+                  spec=ns(access_modes=self.modes), status=ns(phase="Bound"))
+
+    async def list_namespaced_persistent_volume_claim(self, namespace, **kwargs):
+        return types.SimpleNamespace(items=[])
+
+
 for _ in range(runs):
     with open(path) as f:
         exec(compile(f.read(), path, "exec"), {"c": c, "__file__": path})
@@ -82,8 +109,10 @@ for p in json.load(open(os.path.join(d, "pods.json"))):
         # shaped like kubernetes_asyncio's V1Affinity, as KubeSpawner builds it
         affinity = types.SimpleNamespace(node_affinity="kept", pod_affinity=None, pod_anti_affinity=None)
     pod = types.SimpleNamespace(metadata=types.SimpleNamespace(name="jupyter-x", labels=dict(p["labels"])),
-                                spec=types.SimpleNamespace(affinity=affinity, containers=[]))
-    spawner = types.SimpleNamespace(user=types.SimpleNamespace(name=p["user"]), pvc_name="remembered-" + p["user"])
+                                spec=types.SimpleNamespace(affinity=affinity, containers=[], volumes=[]))
+    modes = c.KubeSpawner["storage_access_modes"] if "storage_access_modes" in c.KubeSpawner else ["ReadWriteOnce"]
+    spawner = types.SimpleNamespace(user=types.SimpleNamespace(name=p["user"]), pvc_name="remembered-" + p["user"],
+                                    namespace="jhub", api=Claims(p.get("modes")), storage_access_modes=modes)
     if pre_spawn is not None:
         r = pre_spawn(spawner)
         if asyncio.iscoroutine(r):
@@ -105,6 +134,9 @@ type pyPod struct {
 	Labels   map[string]string `json:"labels"`
 	Affinity map[string]any    `json:"affinity,omitempty"`
 	Model    bool              `json:"model,omitempty"`
+	// Modes are the access modes of the claim the server mounts; nil: no
+	// claim exists (KubeSpawner creates one in the configured mode).
+	Modes []string `json:"modes,omitempty"`
 }
 
 type pyOut struct {
@@ -138,7 +170,7 @@ func runPython(t *testing.T, r Result, pre map[string]any, pods []pyPod, runs in
 }
 
 // runPythonWith names the earlier hook: "0" none, "1" one that labels the
-// pod, "colocate" / "colocate-model" one that pins every pod on
+// pod ("spawner-class": the same, set on c.Spawner), "colocate" / "colocate-model" one that pins every pod on
 // nebari.dev/colocate-user (dicts / kubernetes models).
 func runPythonWith(t *testing.T, r Result, pre map[string]any, pods []pyPod, runs int, prev string) pyOut {
 	t.Helper()
@@ -221,10 +253,10 @@ func gpuProfileDict() map[string]any {
 // kubespawner_json, in each co-location mode.
 func TestSpawnerPython_loadsInTraitlets(t *testing.T) {
 	cases := map[string]Config{
-		"rwo":           {Home: homeSettings(RWO), Profiles: []map[string]any{gpuProfileDict()}},
-		"rwx":           {Home: homeSettings(RWX), Extra: map[string]any{"start_timeout": 600.0, "extra_labels": map[string]any{"team": "a"}}},
-		"rwx_legacy":    {Home: homeSettings(RWX), LegacyUsers: []string{"alice"}, ColocationLabel: "nebari.dev/colocate-user"},
-		"unicode_names": {Home: homeSettings(RWX), LegacyUsers: []string{"zoë@example.org"}, Extra: map[string]any{"environment": map[string]any{"GREETING": "héllo \"quoted\" \\ back"}}},
+		"rwo":       {Home: homeSettings(RWO), Profiles: []map[string]any{gpuProfileDict()}},
+		"rwx":       {Home: homeSettings(RWX), Extra: map[string]any{"start_timeout": 600.0, "extra_labels": map[string]any{"team": "a"}}},
+		"rwx_label": {Home: homeSettings(RWX), ColocationLabel: "nebari.dev/colocate-user"},
+		"unicode":   {Home: homeSettings(RWX), Extra: map[string]any{"environment": map[string]any{"GREETING": "héllo \"quoted\" \\ back"}}},
 	}
 	for name, cfg := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -237,8 +269,8 @@ func TestSpawnerPython_loadsInTraitlets(t *testing.T) {
 			if !reflect.DeepEqual(got.Settings, want) {
 				t.Fatalf("c.KubeSpawner after loading differs from kubespawner_json\n got: %s\nwant: %s", JSON(got.Settings), JSON(want))
 			}
-			if got.Hook != (r.Colocation.Mode != ColocateNone) {
-				t.Fatalf("modify_pod_hook installed = %v in mode %s", got.Hook, r.Colocation.Mode)
+			if !got.Hook {
+				t.Fatalf("no modify_pod_hook in mode %s: co-location is decided at each spawn", r.Colocation.Mode)
 			}
 		})
 	}
@@ -251,21 +283,25 @@ func colocationTerm(label, value string) map[string]any {
 	}
 }
 
-// Under keep_existing, a legacy user's pod gets the label and the required
-// affinity with the same label-safe value; a migrated user's pod is unchanged.
-func TestSpawnerPython_hookLegacyUsers(t *testing.T) {
+// Under ReadWriteMany homes, a server whose claim is still ReadWriteOnce
+// (a home kept or not yet migrated) gets the label and the required
+// affinity with the same label-safe value; a server on a ReadWriteMany
+// claim, or on none yet (KubeSpawner creates it ReadWriteMany), is
+// unchanged.
+func TestSpawnerPython_hookByClaim(t *testing.T) {
 	const email = "T.Potts@OpenTeams.com"
-	r := mustBuild(t, Config{Home: homeSettings(RWX), LegacyUsers: []string{email, "carol"}})
+	r := mustBuild(t, Config{Home: homeSettings(RWX)})
 	value, _ := kubespawner.UsernameLabel(email)
 	if value == "" || !kubespawner.IsValidLabelValue(value) {
 		t.Fatalf("label value %q", value)
 	}
 	got := runPython(t, r, nil, []pyPod{
-		{User: email, Labels: map[string]string{"hub.jupyter.org/username": value}},
-		{User: "bob", Labels: map[string]string{"hub.jupyter.org/username": "bob"}},
-		{User: "carol", Labels: map[string]string{}, Model: true},
+		{User: email, Labels: map[string]string{"hub.jupyter.org/username": value}, Modes: []string{RWO}},
+		{User: "bob", Labels: map[string]string{"hub.jupyter.org/username": "bob"}, Modes: []string{RWX}},
+		{User: "carol", Labels: map[string]string{"hub.jupyter.org/username": "carol"}, Model: true, Modes: []string{RWOP}},
+		{User: "dora", Labels: map[string]string{"hub.jupyter.org/username": "dora"}},
 	}, 1, false)
-	legacy, migrated, model := got.Pods[0], got.Pods[1], got.Pods[2]
+	legacy, migrated, model, created := got.Pods[0], got.Pods[1], got.Pods[2], got.Pods[3]
 	if legacy.Labels[DefaultColocationLabel] != value {
 		t.Errorf("legacy pod label = %q, want %q", legacy.Labels[DefaultColocationLabel], value)
 	}
@@ -275,6 +311,9 @@ func TestSpawnerPython_hookLegacyUsers(t *testing.T) {
 	}
 	if _, ok := migrated.Labels[DefaultColocationLabel]; ok || migrated.Affinity != nil {
 		t.Errorf("migrated user's pod was changed: %v %v", migrated.Labels, migrated.Affinity)
+	}
+	if _, ok := created.Labels[DefaultColocationLabel]; ok || created.Affinity != nil {
+		t.Errorf("a new user's pod was changed: %v %v", created.Labels, created.Affinity)
 	}
 	// An affinity KubeSpawner built as a model keeps its node affinity.
 	wantModel := map[string]any{"node_affinity": "kept", "pod_anti_affinity": nil,
@@ -329,8 +368,8 @@ func TestSpawnerPython_replacesEarlierColocation(t *testing.T) {
 	if want := map[string]any{"securityContext": map[string]any{"fsGroup": 100.0, "fsGroupChangePolicy": "OnRootMismatch"}}; !reflect.DeepEqual(got.Settings["extra_pod_config"], want) {
 		t.Errorf("extra_pod_config = %v, want %v", JSON(got.Settings["extra_pod_config"]), JSON(want))
 	}
-	if got.Hook || got.Pods[0].Affinity != nil || len(got.Pods[0].Labels) != 1 {
-		t.Errorf("a pod was pinned under ReadWriteMany: hook=%v %+v", got.Hook, got.Pods[0])
+	if got.Pods[0].Affinity != nil || len(got.Pods[0].Labels) != 1 {
+		t.Errorf("a pod was pinned under ReadWriteMany: %+v", got.Pods[0])
 	}
 }
 
@@ -345,33 +384,6 @@ func TestSpawnerPython_extraConfigCompiles(t *testing.T) {
 	cmd.Stdin = strings.NewReader(src)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("extraConfig does not compile: %v\n%s", err, out)
-	}
-}
-
-// A user whose home was copied to a new claim spawns on that claim, even
-// though KubeSpawner restored the remembered name; other users keep theirs;
-// home_claims never reaches c.KubeSpawner as a setting; loading twice
-// installs one hook, and without home_claims no hook is left behind.
-func TestSpawnerPython_homeClaims(t *testing.T) {
-	home := homeSettings(RWX)
-	home[HomeClaimsKey] = map[string]any{"alice": "home-alice"}
-	r := mustBuild(t, Config{Home: home})
-	if r.HomeClaims["alice"] != "home-alice" {
-		t.Fatalf("HomeClaims = %v", r.HomeClaims)
-	}
-	pods := []pyPod{{User: "alice", Labels: map[string]string{}}, {User: "bob", Labels: map[string]string{}}}
-	for _, runs := range []int{1, 2} {
-		got := runPython(t, r, nil, pods, runs, false)
-		if got.PVCNames["alice"] != "home-alice" || got.PVCNames["bob"] != "remembered-bob" {
-			t.Errorf("runs=%d: pvc names %v", runs, got.PVCNames)
-		}
-		if _, ok := got.Settings[HomeClaimsKey]; ok {
-			t.Errorf("home_claims was applied to c.KubeSpawner")
-		}
-	}
-	plain := mustBuild(t, Config{Home: homeSettings(RWX)})
-	if got := runPython(t, plain, nil, pods, 1, false); got.PVCNames["alice"] != "remembered-alice" {
-		t.Errorf("without home_claims: pvc names %v", got.PVCNames)
 	}
 }
 
@@ -478,8 +490,8 @@ func TestSpawnerPython_composesProfiles(t *testing.T) {
 func TestSpawnerPython_earlierHookColocation(t *testing.T) {
 	const label = "nebari.dev/colocate-user"
 	pods := []pyPod{
-		{User: "alice", Labels: map[string]string{"hub.jupyter.org/username": "alice"}},
-		{User: "bob", Labels: map[string]string{"hub.jupyter.org/username": "bob"}},
+		{User: "alice", Labels: map[string]string{"hub.jupyter.org/username": "alice"}, Modes: []string{RWX}},
+		{User: "bob", Labels: map[string]string{"hub.jupyter.org/username": "bob"}, Modes: []string{RWX}},
 	}
 	other := map[string]any{"labelSelector": map[string]any{"matchLabels": map[string]any{"team": "a"}}, "topologyKey": "kubernetes.io/hostname"}
 	for _, prev := range []string{"colocate", "colocate-model"} {
@@ -495,7 +507,9 @@ func TestSpawnerPython_earlierHookColocation(t *testing.T) {
 				t.Errorf("%s, none: affinity %s", prev, JSON(p.Affinity))
 			}
 		}
-		legacy := runPythonWith(t, mustBuild(t, Config{Home: homeSettings(RWX), ColocationLabel: label, LegacyUsers: []string{"alice"}}), nil, pods, 2, prev)
+		pods[0].Modes = []string{RWO} // alice's claim is still ReadWriteOnce
+		legacy := runPythonWith(t, mustBuild(t, Config{Home: homeSettings(RWX), ColocationLabel: label}), nil, pods, 2, prev)
+		pods[0].Modes = []string{RWX}
 		alice, bob := legacy.Pods[0], legacy.Pods[1]
 		if alice.Labels[label] != "alice" || !strings.Contains(JSON(alice.Affinity), JSON(colocationTerm(label, "alice"))) || strings.Count(JSON(alice.Affinity), label) != 1 {
 			t.Errorf("%s, legacy alice: %v %s", prev, alice.Labels, JSON(alice.Affinity))
@@ -503,5 +517,15 @@ func TestSpawnerPython_earlierHookColocation(t *testing.T) {
 		if _, ok := bob.Labels[label]; ok || strings.Contains(JSON(bob.Affinity), label) {
 			t.Errorf("%s, legacy bob pinned: %v %s", prev, bob.Labels, JSON(bob.Affinity))
 		}
+	}
+}
+
+// A modify_pod_hook earlier configuration set on c.Spawner (not
+// c.KubeSpawner) still runs before the file's own.
+func TestSpawnerPython_earlierHookOnSpawner(t *testing.T) {
+	r := mustBuild(t, Config{Home: homeSettings(RWO)})
+	got := runPythonWith(t, r, nil, []pyPod{{User: "ann", Labels: map[string]string{"hub.jupyter.org/username": "ann"}}}, 2, "spawner-class")
+	if p := got.Pods[0]; p.Labels["earlier-hook"] != "ran" || p.Labels[DefaultColocationLabel] != "ann" {
+		t.Errorf("labels %v: the earlier hook on c.Spawner did not run, or co-location is missing", p.Labels)
 	}
 }

@@ -30,17 +30,16 @@ type Sizes struct {
 	// HubSecret is what the helm values (HelmValues) add to the chart's hub Secret. The
 	// chart keeps every value there twice: once in its copy of the values
 	// (values.yaml, which z2jh's hub reads) and once as the files of
-	// hub.extraFiles, decoded.
+	// hub.extraFiles, decoded (the file and the document, compressed).
 	HubSecret int
 	// HelmRelease estimates what the helm values add to Helm's release
 	// record, which holds the values, the rendered hub Secret (with its
 	// base64 copy of the values) and the chart, compressed with gzip and
-	// base64-encoded twice (by Helm, then as Secret data). The document is
-	// compressed data already, and base64 of compressed data cannot be
-	// compressed below 3/4 of its length: each of its three copies costs
-	// at least its compressed size, four times that in the record, and
-	// about four and a half as measured. The file's copies cost about
-	// twice its size.
+	// base64-encoded twice (by Helm, then as Secret data). The document and
+	// the file are compressed data already, and base64 of compressed data
+	// cannot be compressed below 3/4 of its length: each of their three
+	// copies costs at least its compressed size, four times that in the
+	// record, and about four and a half as measured.
 	HelmRelease int
 	// DocumentJSON is the document's size before compression.
 	DocumentJSON int
@@ -50,8 +49,8 @@ type Sizes struct {
 func SizesOf(f Files, helmValues string) Sizes {
 	return Sizes{
 		ConfigMap:    len(f.Python) + len(f.Document),
-		HubSecret:    len(helmValues) + len(f.Python) + len(f.Document),
-		HelmRelease:  len(f.Document)*9/2 + 2*len(f.Python),
+		HubSecret:    len(helmValues) + len(f.PythonGzip) + len(f.Document),
+		HelmRelease:  (len(f.Document) + len(f.PythonGzip)) * 9 / 2,
 		DocumentJSON: f.DocumentJSONBytes,
 	}
 }
@@ -62,19 +61,14 @@ func SizesOf(f Files, helmValues string) Sizes {
 // Helm's release record than their budgets (helm upgrade would fail or
 // come close).
 func SizeFindings(r Result, s Sizes, configMap string) (errs, warnings []Finding) {
-	legacy, copied := len(r.Colocation.Users), len(r.HomeClaims)
-	content := fmt.Sprintf("the rendered file and the compressed document, which lists %d legacy user(s) and %d copied home(s)", legacy, copied)
-	// What grows with users is legacy_users, or the copied homes of
-	// home_storage_settings.
-	attr := "legacy_users"
-	if copied > legacy {
-		attr = "home_storage_settings"
-	}
+	// The document holds settings and profiles, no user: what grows is
+	// the profiles and extra_settings_json.
+	content := fmt.Sprintf("the rendered file and the compressed document of %d profile(s) and the settings", len(r.Profiles))
+	attr := "profiles"
 	if s.ConfigMap > MaxObjectBytes {
 		errs = append(errs, Finding{Attribute: attr, Summary: "The hub configuration does not fit in a ConfigMap",
 			Detail: fmt.Sprintf("ConfigMap %q would hold %s (%s, %s as JSON before compression); the API server accepts at most %s in one ConfigMap, so the apply would fail. "+
-				"Migrate legacy users' homes to ReadWriteMany (jupyter_home_storage on_mode_change = \"migrate\") so that fewer remain in legacy_users, "+
-				"or split the users across hubs (one jupyter_home_storage and jupyter_spawner_config each).",
+				"Move large values out of profiles and extra_settings_json (an image pull secret, a file the hub mounts instead).",
 				configMap, kib(s.ConfigMap), content, kib(s.DocumentJSON), kib(MaxObjectBytes))})
 	}
 	if s.HubSecret > HubSecretBudget || s.HelmRelease > HelmReleaseBudget {

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/acctest"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/hubtest"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/kubespawner"
 )
@@ -28,10 +29,11 @@ type userKind struct {
 	pinned     bool                              // co-located (a ReadWriteOnce claim)
 }
 
-// everyKindOfUser: alice keeps her ReadWriteOnce claim (legacy_users);
+// everyKindOfUser: alice keeps her ReadWriteOnce claim (keep_existing);
 // bob's claim was rebound to a ReadWriteMany volume under the same name;
-// carol's home was copied to home-carol (home_claims), her old claim kept;
-// dave is new.
+// carol's home was copied to home-carol and switched, her old claim kept;
+// dave is new. The hub finds each from the claims in the cluster
+// (seedEveryKindOfUser), not from its configuration.
 var everyKindOfUser = []userKind{
 	{user: "alice", kind: "legacy", claim: "claim-alice", live: corev1.ReadWriteOnce, pinned: true},
 	{user: "bob", kind: "migrated", claim: "claim-bob", live: corev1.ReadWriteMany},
@@ -247,8 +249,7 @@ func TestSpawnerCompose_everyKindOfUserWithThePack(t *testing.T) {
 	const label = "nebari.dev/colocate-user"
 	home := homeSettings(RWX)
 	home["slug_scheme"] = string(kubespawner.SchemeEscape)
-	home[HomeClaimsKey] = map[string]any{"carol": "home-carol"}
-	r := mustBuild(t, Config{Home: home, LegacyUsers: []string{"alice"}, ColocationLabel: label,
+	r := mustBuild(t, Config{Home: home, ColocationLabel: label,
 		Profiles: []map[string]any{providerCPUProfile(), providerGPUProfile()}})
 
 	pack := yamlRef(t, "nebari-data-science-pack", "values.yaml")
@@ -263,7 +264,14 @@ func TestSpawnerCompose_everyKindOfUserWithThePack(t *testing.T) {
 		{slug: "small-instance", cpuLimit: "1"}, {slug: "medium-instance", cpuLimit: "4"}, // the pack's
 		{slug: "cpu", cpuLimit: "2"}, {slug: "gpu", cpuLimit: "4", gpu: true}, // the provider's
 	}
-	got := runHub(t, values, configD, r, spawnsOf(profiles, map[string]any{"groups": []any{"/data-team"}}))
+	// The pack's workspace claims (its hook creates one when missing, as
+	// ReadWriteOnce, which would pin the user): ReadWriteMany here, so that
+	// only the home decides.
+	api := seedEveryKindOfUser(t)
+	for _, u := range everyKindOfUser {
+		seedClaim(t, acctest.Cluster(t).Admin(), api.Namespace, "nebi-workspaces-"+u.user, corev1.ReadWriteMany, nil, nil)
+	}
+	got := runHub(t, api, values, configD, spawnsOf(profiles, map[string]any{"groups": []any{"/data-team"}}))
 	checkEveryKindOfUser(t, got, profiles, label, func(string) string { return "/home/jovyan" },
 		[]string{"shared", "nebi-bin", "nebi-config", "singleuser-config"},
 		map[string]string{"/usr/local/bin/nebi": "nebi-bin", "/etc/nebi/config.yaml": "nebi-config", "/shared/data-team": "shared"})
@@ -274,8 +282,7 @@ func TestSpawnerCompose_everyKindOfUserWithThePack(t *testing.T) {
 // at home_mount_path.
 func TestSpawnerCompose_everyKindOfUserWithZ2jh(t *testing.T) {
 	home := homeSettings(RWX)
-	home[HomeClaimsKey] = map[string]any{"carol": "home-carol"}
-	r := mustBuild(t, Config{Home: home, LegacyUsers: []string{"alice"}, HomeMountPath: "/home/{username}",
+	r := mustBuild(t, Config{Home: home, HomeMountPath: "/home/{username}",
 		Profiles: []map[string]any{providerCPUProfile(), providerGPUProfile()}})
 	values := mergeValues(z2jhValues(t), map[string]any{"singleuser": map[string]any{
 		"cpu": map[string]any{"limit": 1},
@@ -290,7 +297,7 @@ func TestSpawnerCompose_everyKindOfUserWithZ2jh(t *testing.T) {
 		{slug: "default", cpuLimit: "1"},                                      // the deployer's
 		{slug: "cpu", cpuLimit: "2"}, {slug: "gpu", cpuLimit: "4", gpu: true}, // the provider's
 	}
-	got := runHub(t, values, t.TempDir(), r, spawnsOf(profiles, nil))
+	got := runHub(t, seedEveryKindOfUser(t), values, t.TempDir(), spawnsOf(profiles, nil))
 	checkEveryKindOfUser(t, got, profiles, DefaultColocationLabel, func(u string) string { return "/home/" + u },
 		[]string{"scratch"}, map[string]string{"/scratch": "scratch"})
 }
@@ -302,8 +309,7 @@ func TestSpawnerCompose_everyKindOfUserWithZ2jh(t *testing.T) {
 // claim as with hub.extraFiles.
 func TestSpawnerCompose_everyKindOfUserFromTheConfigMap(t *testing.T) {
 	home := homeSettings(RWX)
-	home[HomeClaimsKey] = map[string]any{"carol": "home-carol"}
-	r := mustBuild(t, Config{Home: home, LegacyUsers: []string{"alice"},
+	r := mustBuild(t, Config{Home: home,
 		Profiles: []map[string]any{providerCPUProfile(), providerGPUProfile()}})
 	own := helmValuesOf(t, r)
 	delete(own["hub"].(map[string]any), "extraFiles")
@@ -323,6 +329,6 @@ func TestSpawnerCompose_everyKindOfUserFromTheConfigMap(t *testing.T) {
 		}
 	}
 	profiles := []profileCase{{slug: "cpu", cpuLimit: "2"}, {slug: "gpu", cpuLimit: "4", gpu: true}}
-	got := hubtest.RunHub(t, values, configD, "", spawnsOf(profiles, nil))
+	got := hubtest.RunHub(t, seedEveryKindOfUser(t), values, configD, "", spawnsOf(profiles, nil))
 	checkEveryKindOfUser(t, got, profiles, DefaultColocationLabel, func(string) string { return "/home/jovyan" }, nil, nil)
 }

@@ -3,7 +3,6 @@
 resource "jupyter_spawner_config" "hub" {
   namespace             = "jhub"
   home_storage_settings = jupyter_home_storage.homes.spawner_settings
-  legacy_users          = jupyter_home_storage.homes.legacy_users
   profiles = [
     jupyter_spawner_profile.small.profile_json,
     jupyter_spawner_profile.gpu.profile_json,
@@ -11,13 +10,14 @@ resource "jupyter_spawner_config" "hub" {
   extra_settings_json = jsonencode({ start_timeout = 600 })
 }
 
-# Co-location is derived: "all" for ReadWriteOnce homes, "legacy" while some
-# users keep a ReadWriteOnce claim, "none" otherwise.
+# Co-location is derived: "all" for ReadWriteOnce homes; "by_claim" for
+# ReadWriteMany homes, where the hub pins a user's pods to one node only
+# while the claim a server mounts is still ReadWriteOnce (read at the spawn).
 output "colocation_mode" {
   value = jupyter_spawner_config.hub.colocation_mode
 }
 
-# The plan shows the settings (kubespawner_json), the co-location, the users
-# it concerns (legacy_users) and hub_checksum. The hub's file and document
+# The plan shows the settings (kubespawner_json), the co-location and
+# hub_checksum; it names no user: the hub decides each spawn from the cluster. The hub's file and document
 # are in the ConfigMap; a helm_release passes them to the chart with
 #   values = [provider::jupyter::helm_values(jupyter_spawner_config.hub)]

@@ -28,8 +28,9 @@ resource "jupyter_home_storage" "homes" {
   # The pack's homes are Longhorn block volumes (ReadWriteOnce), which pin
   # each user's pods to one node. Longhorn serves ReadWriteMany too (its
   # share manager exports a volume over NFS): new homes are ReadWriteMany,
-  # and users whose claims are ReadWriteOnce keep them, listed in
-  # legacy_users and co-located, until they are migrated.
+  # and users whose claims are ReadWriteOnce keep them (listed in
+  # legacy_users), their pods co-located by the hub at each spawn, until
+  # they are migrated.
   access_mode        = "ReadWriteMany"
   storage_class_name = "longhorn"
   on_mode_change     = "keep_existing"
@@ -66,7 +67,6 @@ resource "jupyter_spawner_profile" "gpu" {
 resource "jupyter_spawner_config" "hub" {
   namespace             = local.namespace
   home_storage_settings = jupyter_home_storage.homes.spawner_settings
-  legacy_users          = jupyter_home_storage.homes.legacy_users
   # Added to the pack's own profiles (jupyterhub.custom.profiles, still
   # filtered per user by its access keys); small-instance takes the place of
   # the pack's profile with that slug. These are offered to every user.

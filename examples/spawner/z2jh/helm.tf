@@ -1,7 +1,7 @@
-# The chart release (hashicorp/helm). A change of legacy_users alone (a
-# user's ReadWriteOnce claim appears or is migrated) changes the values
-# provider::jupyter::helm_values renders, hence the hub pod template, so
-# this release's `helm upgrade` restarts the hub, and nothing else does.
+# The chart release (hashicorp/helm). The values
+# provider::jupyter::helm_values renders change only with the hub's
+# settings, so `helm upgrade` restarts the hub then and only then; a home
+# that is migrated changes nothing here (the hub reads it at the spawn).
 
 provider "helm" {
   kubernetes = {

@@ -52,7 +52,6 @@ resource "jupyter_spawner_profile" "gpu" {
 resource "jupyter_spawner_config" "hub" {
   namespace             = "jhub"
   home_storage_settings = jupyter_home_storage.homes.spawner_settings
-  legacy_users          = jupyter_home_storage.homes.legacy_users
   profiles = [
     jupyter_spawner_profile.small.profile_json,
     jupyter_spawner_profile.gpu.profile_json,

@@ -9,16 +9,22 @@ Input (argv[1], JSON):
                   ("" when the hub mounts them from the ConfigMap into jupyterhub_config.d)
   files_dir       the folder holding those files here
   values          the Helm values the chart was rendered with (chart defaults merged)
-  users           [{name, auth_state, profile, id}]
+  users           [{name, auth_state, profile, id, server, state}]
+  api             {host, token, ca_file, namespace}: the API server the hub's
+                  KubeSpawner client asks (the test bed's), as the hub's
+                  ServiceAccount, and the hub's namespace
 
 It prints, per spawn (keyed by id, else by name: one user may spawn on
 several profiles), the profiles offered, the claim manifest and the pod
 manifest after pre_spawn_hook, load_user_options and modify_pod_hook, in
-the order the hub runs them.
+the order the hub runs them; or, when a hook refused the spawn, what the
+hub would tell the user.
 
 Only what the hub image has and Debian does not is stood in for:
-kubernetes_asyncio (python3-kubernetes' modules, whose generated models are
-the same; config loading is a no-op), oauthenticator and jhub_apps (classes
+kubernetes_asyncio (python3-kubernetes' generated models and API classes,
+whose methods are made coroutines that run the real request in a thread, so
+that an awaited request reaches the API server as with the real client; its
+kube config loads the given API server), oauthenticator and jhub_apps (classes
 and functions the configuration files import, doing nothing), and the
 mounted Secret and ConfigMap z2jh.py reads (the values given here).
 """
@@ -36,32 +42,89 @@ sys.stdout = sys.stderr
 # -- kubernetes_asyncio from python3-kubernetes ---------------------------
 import kubernetes
 import kubernetes.client
+import kubernetes.client.api_client
 import kubernetes.client.models
 import kubernetes.client.rest
 import kubernetes.config
 import kubernetes.watch
 
-for name, mod in {
-    "kubernetes_asyncio": kubernetes,
-    "kubernetes_asyncio.client": kubernetes.client,
-    "kubernetes_asyncio.client.models": kubernetes.client.models,
-    "kubernetes_asyncio.client.rest": kubernetes.client.rest,
-    "kubernetes_asyncio.config": kubernetes.config,
-    "kubernetes_asyncio.watch": kubernetes.watch,
-}.items():
-    sys.modules[name] = mod
+api = cfg["api"]
+
+
+class _AsyncApiClient:
+    # kubernetes_asyncio's ApiClient is an async context manager.
+    def __init__(self, sync):
+        self.sync = sync
+
+    async def __aenter__(self):
+        return self
+
+    async def __aexit__(self, *exc):
+        self.sync.close()
+
+    def __getattr__(self, name):
+        return getattr(self.sync, name)
+
+
+def _async_api(sync_class):
+    # kubernetes_asyncio's API classes: the same generated method names,
+    # each a coroutine; the request runs in a thread with the real client.
+    class AsyncApi:
+        def __init__(self, api_client=None):
+            self._sync = sync_class(api_client)
+            self.api_client = _AsyncApiClient(self._sync.api_client)
+
+        def __getattr__(self, name):
+            method = getattr(self._sync, name)
+            if not callable(method):
+                return method
+
+            async def call(*args, **kwargs):
+                return await asyncio.to_thread(method, *args, **kwargs)
+
+            return call
+
+    AsyncApi.__name__ = sync_class.__name__
+    return AsyncApi
+
+
+client = types.ModuleType("kubernetes_asyncio.client")
+client.__dict__.update({k: v for k, v in vars(kubernetes.client).items() if not k.startswith("__")})
+for name in ("CoreV1Api", "NetworkingV1Api", "RbacAuthorizationV1Api"):
+    setattr(client, name, _async_api(getattr(kubernetes.client, name)))
+client.api_client = kubernetes.client.api_client
+client.models = kubernetes.client.models
+client.rest = kubernetes.client.rest
 
 
 async def _load_kube_config(*args, **kwargs):
-    return None
+    conf = kubernetes.client.Configuration()
+    conf.host = api["host"]
+    conf.ssl_ca_cert = api["ca_file"]
+    conf.api_key = {"authorization": "Bearer " + api["token"]}
+    kubernetes.client.Configuration.set_default(conf)
 
 
 def _load_incluster_config(*args, **kwargs):
     raise kubernetes.config.ConfigException("not in a cluster")
 
 
-kubernetes.config.load_kube_config = _load_kube_config
-kubernetes.config.load_incluster_config = _load_incluster_config
+config = types.ModuleType("kubernetes_asyncio.config")
+config.ConfigException = kubernetes.config.ConfigException
+config.load_kube_config = _load_kube_config
+config.load_incluster_config = _load_incluster_config
+kubernetes_asyncio = types.ModuleType("kubernetes_asyncio")
+kubernetes_asyncio.client, kubernetes_asyncio.config, kubernetes_asyncio.watch = client, config, kubernetes.watch
+for name, mod in {
+    "kubernetes_asyncio": kubernetes_asyncio,
+    "kubernetes_asyncio.client": client,
+    "kubernetes_asyncio.client.api_client": kubernetes.client.api_client,
+    "kubernetes_asyncio.client.models": kubernetes.client.models,
+    "kubernetes_asyncio.client.rest": kubernetes.client.rest,
+    "kubernetes_asyncio.config": config,
+    "kubernetes_asyncio.watch": kubernetes.watch,
+}.items():
+    sys.modules[name] = mod
 
 # -- what the configuration files import that Debian lacks -----------------
 import traitlets.config
@@ -99,7 +162,7 @@ z2jh.get_name = lambda name: name
 z2jh.get_secret_value = lambda key, default="never-explicitly-set": "secret"
 os.environ.setdefault("HUB_SERVICE_PORT", "8081")
 os.environ.setdefault("PROXY_API_SERVICE_PORT", "8001")
-os.environ.setdefault("POD_NAMESPACE", "jupyter")
+os.environ["POD_NAMESPACE"] = api["namespace"]
 
 # -- the chart's jupyterhub_config.py, as the hub loads it -----------------
 c = traitlets.config.Config()
@@ -143,7 +206,11 @@ def plain(v):
 
 async def spawn(u):
     user = User(u["name"], u.get("auth_state"))
-    spawner = KubeSpawner(config=c, user=user, hub=Hub(), _mock=True)
+    # JupyterHub's Spawner.name is its ORM spawner's: the server's name.
+    orm_spawner = types.SimpleNamespace(name=u.get("server") or "", server=None, state=None)
+    spawner = KubeSpawner(config=c, user=user, hub=Hub(), _mock=True, orm_spawner=orm_spawner)
+    if u.get("state"):
+        spawner.load_state(u["state"])
     profiles = spawner.profile_list
     if callable(profiles):
         profiles = profiles(spawner)
@@ -155,9 +222,13 @@ async def spawn(u):
     # jhub-apps serves the profiles as JSON: they must stay serializable.
     served = json.loads(json.dumps(profiles or []))
     if spawner.pre_spawn_hook is not None:
-        r = spawner.pre_spawn_hook(spawner)
-        if asyncio.iscoroutine(r):
-            await r
+        try:
+            r = spawner.pre_spawn_hook(spawner)
+            if asyncio.iscoroutine(r):
+                await r
+        except Exception as e:
+            # JupyterHub shows the user jupyterhub_message, else the error.
+            return {"refused": getattr(e, "jupyterhub_message", str(e)), "refused_log": str(e)}
     spawner.user_options = {"profile": u["profile"]} if u.get("profile") else {}
     await spawner.load_user_options()
     pvc = plain(spawner.get_pvc_manifest())
