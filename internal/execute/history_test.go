@@ -1,6 +1,7 @@
 package execute
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -46,17 +47,21 @@ type mclaim struct {
 	vol *volume
 }
 
-type pod struct{ user, claim string }
+// pod is a server: who is the user, or "user/server" for a named server.
+type pod struct{ who, claim string }
 
 // world is the cluster and the hub, as the test models them.
 type world struct {
 	t       *testing.T
 	r       *rand.Rand
 	claims  map[string]*mclaim // by name (one namespace)
-	pods    map[string]pod
+	pods    map[string]pod     // by who
 	nextUID int
 	vols    []*volume // every volume ever made
 	hubMode string    // the access mode KubeSpawner uses: the last applied configuration's
+	// hubTemplate is the pvc_name_template KubeSpawner uses: the last
+	// applied configuration's ("" for claim-{username}).
+	hubTemplate string
 	// During an apply: the UIDs its plan showed deleted, and whether hub
 	// actions and a kill may interleave with its calls.
 	shownDeletes map[string]bool
@@ -65,6 +70,8 @@ type world struct {
 	calls        int
 	log          []string
 	failed       bool
+	// serverPlans counts plans that planned a named server's own claim.
+	serverPlans int
 }
 
 var errKilled = errors.New("killed")
@@ -97,10 +104,15 @@ func (w *world) between(hub ...bool) error {
 func (w *world) uid() string { w.nextUID++; return fmt.Sprintf("u%d", w.nextUID) }
 
 func (w *world) newClaim(user, mode string, size int64) *mclaim {
+	return w.newServerClaim(user, "", "claim-"+user, mode, size)
+}
+
+// newServerClaim is the claim KubeSpawner makes for a server (a named
+// server's when server is set).
+func (w *world) newServerClaim(user, server, name, mode string, size int64) *mclaim {
 	v := &volume{id: len(w.vols)}
 	w.vols = append(w.vols, v)
-	name := "claim-" + user
-	m := &mclaim{c: claims.Claim{Name: name, Namespace: hubNS, UID: w.uid(), Username: user, AccessModes: []string{mode},
+	m := &mclaim{c: claims.Claim{Name: name, Namespace: hubNS, UID: w.uid(), Username: user, Servername: server, AccessModes: []string{mode},
 		Requested: fmt.Sprintf("%dGi", size), RequestedBytes: size << 30, Phase: "Bound", VolumeName: fmt.Sprintf("pv-%d", v.id)}, vol: v}
 	w.claims[name] = m
 	return m
@@ -108,7 +120,7 @@ func (w *world) newClaim(user, mode string, size int64) *mclaim {
 
 // hubAction is one random thing the hub does.
 func (w *world) hubAction() {
-	user := []string{"alice", "bob", "carol"}[w.r.IntN(3)]
+	user := []string{"alice", "bob", "carol", "alice/gpu"}[w.r.IntN(4)]
 	switch w.r.IntN(4) {
 	case 3: // a short session: spawn, write, stop
 		if _, running := w.pods[user]; !running {
@@ -124,24 +136,29 @@ func (w *world) hubAction() {
 	}
 }
 
-// spawn: KubeSpawner makes the claim when missing, the server mounts it and writes.
-func (w *world) spawn(user string) {
-	name := "claim-" + user
-	{
-		if _, running := w.pods[user]; running {
-			return
-		}
-		m := w.claims[name]
-		if m == nil {
-			m = w.newClaim(user, w.hubMode, 1)
-			w.logf("hub: %s spawns, KubeSpawner creates %s (%s, %s)", user, name, m.c.UID, w.hubMode)
-		}
-		if m.c.Deleting {
-			return // the spawn fails on a terminating claim
-		}
-		w.pods[user] = pod{user, name}
-		w.write(user)
+// spawn: KubeSpawner makes the claim when missing, the server mounts it
+// and writes. who is a user, or "user/server" for a named server, whose
+// claim is its own where the hub's template names the server.
+func (w *world) spawn(who string) {
+	if _, running := w.pods[who]; running {
+		return
 	}
+	user, server, _ := strings.Cut(who, "/")
+	template := cmp.Or(w.hubTemplate, "claim-{username}")
+	name, err := kubespawner.Expand(template, user, server, kubespawner.SchemeSafe)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	m := w.claims[name]
+	if m == nil {
+		m = w.newServerClaim(user, server, name, w.hubMode, 1)
+		w.logf("hub: %s spawns, KubeSpawner creates %s (%s, %s)", who, name, m.c.UID, w.hubMode)
+	}
+	if m.c.Deleting {
+		return // the spawn fails on a terminating claim
+	}
+	w.pods[who] = pod{who, name}
+	w.write(who)
 }
 
 // stop: a claim deleted while mounted goes now (pvc-protection).
@@ -220,7 +237,7 @@ func (w *world) MountedBy(_ context.Context, _, claim, _ string) ([]string, erro
 	var out []string
 	for _, p := range w.pods {
 		if p.claim == claim {
-			out = append(out, "jupyter-"+p.user)
+			out = append(out, "jupyter-"+strings.ReplaceAll(p.who, "/", "--"))
 		}
 	}
 	return out, nil
@@ -240,10 +257,12 @@ func (w *world) RemoveClaim(_ context.Context, _, name, uid string) error {
 	if !w.shownDeletes[uid] {
 		w.violation("the apply deleted %s (%s), which its plan did not show deleted", name, uid)
 	}
-	if _, mounted := w.pods[m.c.Username]; mounted && w.pods[m.c.Username].claim == name {
-		w.violation("the apply deleted %s while a server mounts it", name)
-		m.c.Deleting = true // pvc-protection: it goes when the server stops
-		return nil
+	for _, p := range w.pods {
+		if p.claim == name {
+			w.violation("the apply deleted %s while a server mounts it", name)
+			m.c.Deleting = true // pvc-protection: it goes when the server stops
+			return nil
+		}
 	}
 	w.remove(m, "by the apply")
 	return nil
@@ -255,7 +274,7 @@ func (w *world) VerifyCopy(context.Context, string, string, string, string) (boo
 
 // cfg is one generated configuration.
 func genConfig(r *rand.Rand) safety.Config {
-	c := safety.Config{Namespace: hubNS, NameTemplate: "claim-{username}", Scheme: kubespawner.SchemeSafe,
+	c := safety.Config{Namespace: hubNS, NameTemplate: []string{"claim-{username}", "claim-{user_server}"}[r.IntN(2)], Scheme: kubespawner.SchemeSafe,
 		AccessMode:    []string{safety.RWO, safety.RWX}[r.IntN(2)],
 		OnModeChange:  []safety.OnModeChange{safety.OnModeChangeFail, safety.OnModeChangeKeepExisting, safety.OnModeChangeRecreate}[r.IntN(3)],
 		AllowDataLoss: r.IntN(2) == 0, DeletionPolicy: []string{safety.DeletionRetain, safety.DeletionDelete}[r.IntN(2)]}
@@ -279,6 +298,9 @@ type plan struct {
 
 func (w *world) plan(cfg safety.Config, prior *safety.Prior) (plan, bool) {
 	res := safety.Plan(cfg, prior, w.live())
+	if len(res.Servers) > 0 {
+		w.serverPlans++
+	}
 	return plan{cfg: cfg, prior: prior, res: res, changes: safety.ChangesOf(res).Encode()}, len(res.Errors) == 0
 }
 
@@ -352,7 +374,7 @@ func (w *world) apply(p plan, kill bool) bool {
 			return false
 		}
 	}
-	w.hubMode = p.cfg.AccessMode
+	w.hubMode, w.hubTemplate = p.cfg.AccessMode, p.cfg.NameTemplate
 	return len(sel.Refused) == 0
 }
 
@@ -455,11 +477,19 @@ func TestHistories(t *testing.T) {
 	if testing.Short() {
 		n = 200
 	}
+	withServers := 0
 	for i := range n {
 		seed := uint64(i) + 1
-		if w := runHistory(t, seed); w.failed {
+		w := runHistory(t, seed)
+		if w.failed {
 			t.Fatalf("history %d loses data:\n  %s\nrerun: go test ./internal/execute -run TestHistories -execute.histories=%d", seed, strings.Join(w.log, "\n  "), seed)
 		}
+		if w.serverPlans > 0 {
+			withServers++
+		}
+	}
+	if withServers < n/10 {
+		t.Errorf("only %d of %d histories planned a named server's own claim", withServers, n)
 	}
 }
 

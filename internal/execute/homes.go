@@ -39,18 +39,13 @@ func Select(res safety.Result, planned safety.Changes, known bool) Selection {
 	for _, k := range run {
 		runs[k] = true
 	}
-	for _, up := range res.Users {
+	for k, up := range res.Keyed() {
 		switch {
-		case !runs[up.User]:
+		case !runs[k]:
 		case up.Action == safety.ActionMigrate:
-			sel.Migrate[up.User] = true
-		default:
-			sel.Homes = append(sel.Homes, up)
-		}
-	}
-	for _, up := range res.Extra {
-		if k := safety.ExtraKey(up.User, up.ClaimName); runs[k] && up.Action == safety.ActionMigrate {
 			sel.Migrate[k] = true
+		default:
+			sel.Homes = append(sel.Homes, *up)
 		}
 	}
 	return sel
@@ -62,7 +57,7 @@ func Select(res safety.Result, planned safety.Changes, known bool) Selection {
 // after a verification made now: image is the copy image).
 // uid is the claim the plan showed.
 func Home(ctx context.Context, cl Cluster, up safety.UserPlan, uid, image string, create, resize func(context.Context) error) error {
-	step := safety.Step{Why: string(up.Action), User: up.User, Namespace: up.Namespace, Claim: up.ClaimName, UID: uid}
+	step := safety.Step{Why: string(up.Action), User: up.Who(), Namespace: up.Namespace, Claim: up.ClaimName, UID: uid}
 	switch up.Action {
 	case safety.ActionResize:
 		return resize(ctx)
@@ -75,7 +70,7 @@ func Home(ctx context.Context, cl Cluster, up safety.UserPlan, uid, image string
 		}
 	case safety.ActionCreate:
 	default:
-		return fmt.Errorf("user %q: %s is not a change of a home claim", up.User, up.Action)
+		return fmt.Errorf("%q: %s is not a change of a home claim", up.Who(), up.Action)
 	}
 	return create(ctx)
 }

@@ -54,11 +54,11 @@ func TestClaimsValue(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			for i := 0; i < 5; i++ { // map order must not show
-				if got := claimsValue(tc.ups, cfg, tc.final).ValueString(); got != tc.want {
+				if got := claimsValue(&safety.Result{Users: tc.ups}, cfg, tc.final).ValueString(); got != tc.want {
 					t.Fatalf("got  %s\nwant %s", got, tc.want)
 				}
 			}
-			if m, err := decodeClaims(claimsValue(tc.ups, cfg, tc.final).ValueString()); err != nil || len(tc.ups) > 1 && m["ann"]["name"] != "claim-ann" {
+			if m, err := decodeClaims(claimsValue(&safety.Result{Users: tc.ups}, cfg, tc.final).ValueString()); err != nil || len(tc.ups) > 1 && m["ann"]["name"] != "claim-ann" {
 				t.Fatalf("decodeClaims: %v %v", m, err)
 			}
 		})
@@ -91,7 +91,7 @@ func TestClaimsValueIsEncodingJSON(t *testing.T) {
 			rng.Shuffle(len(ups), func(a, b int) { ups[a], ups[b] = ups[b], ups[a] })
 		}
 		final := rng.IntN(2) == 0
-		if got, want := claimsValue(ups, cfg, final).ValueString(), claimsValueReference(ups, cfg, final); got != want {
+		if got, want := claimsValue(&safety.Result{Users: ups}, cfg, final).ValueString(), claimsValueReference(ups, cfg, final); got != want {
 			t.Fatalf("plan %d:\ngot  %s\nwant %s", i, got, want)
 		}
 	}

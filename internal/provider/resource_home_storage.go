@@ -299,7 +299,7 @@ func (r *homeStorageResource) Read(ctx context.Context, req resource.ReadRequest
 		return
 	}
 	res := safety.Plan(cfg, nil, live)
-	state.Claims = claimsValue(res.Users, cfg, true)
+	state.Claims = claimsValue(&res, cfg, true)
 	for _, v := range []*types.String{&state.MigrationPlan, &state.MigrationStatus, &state.Changes} {
 		if v.IsNull() || v.IsUnknown() {
 			*v = types.StringValue("{}") // imported, or written before these attributes existed

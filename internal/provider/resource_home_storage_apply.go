@@ -269,7 +269,7 @@ func runHomes(ctx context.Context, client *kube.Client, cfg safety.Config, sel e
 			created, err := client.CreateClaim(ctx, pvc)
 			if err == nil {
 				mu.Lock()
-				out.created[up.User] = created
+				out.created[up.Who()] = created
 				mu.Unlock()
 			}
 			return err
@@ -277,7 +277,7 @@ func runHomes(ctx context.Context, client *kube.Client, cfg safety.Config, sel e
 		resize := func(ctx context.Context) error {
 			return client.ResizeClaim(ctx, up.Namespace, up.Live.Name, cfg.Capacity)
 		}
-		return execute.Home(ctx, client, up, sel.Planned[up.User].UID, cfg.Migration.CopyImage, create, resize)
+		return execute.Home(ctx, client, up, sel.Planned[up.Who()].UID, cfg.Migration.CopyImage, create, resize)
 	})
 	if len(out.failed) == 0 {
 		return out
@@ -285,13 +285,13 @@ func runHomes(ctx context.Context, client *kube.Client, cfg safety.Config, sel e
 	var lines []string
 	notAttempted := 0
 	for i, err := range out.failed {
-		out.failedUsers[out.todo[i].User] = true
+		out.failedUsers[out.todo[i].Who()] = true
 		if errors.Is(err, kube.ErrNotAttempted) {
 			notAttempted++
 			continue
 		}
 		out.unreachable = out.unreachable || kube.Unreachable(err)
-		lines = append(lines, fmt.Sprintf("%s (%s, %s): %v", out.todo[i].User, out.todo[i].ClaimName, out.todo[i].Action, err))
+		lines = append(lines, fmt.Sprintf("%s (%s, %s): %v", out.todo[i].Who(), out.todo[i].ClaimName, out.todo[i].Action, err))
 	}
 	sort.Strings(lines)
 	list := safety.CutLines(lines)
@@ -356,7 +356,7 @@ func appliedClaims(before []claims.Claim, todo []safety.UserPlan, failed map[int
 		case safety.ActionRecreate, safety.ActionDeleteSource:
 			replaced[up.Live.Ref()] = true
 		}
-		if pvc := created[up.User]; pvc != nil {
+		if pvc := created[up.Who()]; pvc != nil {
 			out = append(out, kube.ClaimFromPVC(pvc))
 		}
 	}

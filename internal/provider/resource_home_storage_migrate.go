@@ -191,8 +191,9 @@ func migrationPlanValue(res safety.Result, cfg safety.Config) (v types.String, n
 }
 
 // migrationItem is one claim to migrate, keyed as in migration_plan and
-// migration_status: the username for a home, "user (claim)" for another
-// per-user claim (extra_user_volumes).
+// migration_status (safety.Result.Keyed): the username for a default
+// server's home, "user/server" for a named server's, "user (claim)" for
+// another per-user claim (extra_user_volumes).
 type migrationItem struct {
 	key string
 	up  safety.UserPlan
@@ -203,14 +204,9 @@ type migrationItem struct {
 // keep selects (toMigrate: those to migrate).
 func migrationItems(res safety.Result, keep func(*safety.UserPlan) bool) []migrationItem {
 	var out []migrationItem
-	for i := range res.Users {
-		if up := &res.Users[i]; keep(up) {
-			out = append(out, migrationItem{key: up.User, up: *up})
-		}
-	}
-	for i := range res.Extra {
-		if up := &res.Extra[i]; keep(up) {
-			out = append(out, migrationItem{key: safety.ExtraKey(up.User, up.ClaimName), up: *up})
+	for k, up := range res.Keyed() {
+		if keep(up) {
+			out = append(out, migrationItem{key: k, up: *up})
 		}
 	}
 	return out

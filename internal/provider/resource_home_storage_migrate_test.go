@@ -36,10 +36,17 @@ func migratingHomes(t *testing.T, cs kubernetes.Interface, ns, class string, use
 		seeds = append(seeds, acctest.SeedClaim{Name: "claim-" + u, Username: u, StorageClass: &class, Bound: true,
 			ReclaimPolicy: corev1.PersistentVolumeReclaimDelete})
 	}
+	return seedMigrating(t, cs, ns, seeds...)
+}
+
+// seedMigrating seeds claims as migratingHomes does and returns, by claim,
+// the volume and its volumeHandle.
+func seedMigrating(t *testing.T, cs kubernetes.Interface, ns string, seeds ...acctest.SeedClaim) map[string][2]string {
+	t.Helper()
 	acctest.Seed(t, cs, ns, seeds...)
 	out := map[string][2]string{}
-	for _, u := range users {
-		pvc, err := cs.CoreV1().PersistentVolumeClaims(ns).Get(context.Background(), "claim-"+u, metav1.GetOptions{})
+	for _, s := range seeds {
+		pvc, err := cs.CoreV1().PersistentVolumeClaims(ns).Get(context.Background(), s.Name, metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -550,6 +557,121 @@ resource "jupyter_home_storage" "forgotten" {
 						knownvalue.StringRegexp(regexp.MustCompile(`"dana":\{"action":"migrate"`))),
 				}},
 				Check: rebound(cs, ns, vols, old, "claim-dana"),
+			},
+			{ProtoV6ProviderFactories: protoV6ProviderFactories, Config: forgotten, PlanOnly: true},
+		},
+	})
+}
+
+// namedServerHomes seeds alice's default server's home (claim-alice) and
+// her named server gpu's own claim (claim-alice--gpu, as KubeSpawner names
+// it under pvc_name_template = "claim-{user_server}"), both ReadWriteOnce
+// on CSI volumes with reclaim policy Delete.
+func namedServerHomes(t *testing.T, cs kubernetes.Interface, ns, class string) map[string][2]string {
+	t.Helper()
+	return seedMigrating(t, cs, ns,
+		acctest.SeedClaim{Name: "claim-alice", Username: "alice", StorageClass: &class, Bound: true, ReclaimPolicy: corev1.PersistentVolumeReclaimDelete},
+		acctest.SeedClaim{Name: "claim-alice--gpu", Username: "alice", Servername: "gpu", StorageClass: &class, Bound: true, ReclaimPolicy: corev1.PersistentVolumeReclaimDelete})
+}
+
+func namedServersConfig(t *testing.T, ns, class, onModeChange string) string {
+	return acctest.AdminConfig(t, fmt.Sprintf(`
+resource "jupyter_home_storage" "homes" {
+  namespace          = %q
+  storage_class_name = %q
+  capacity           = "1Gi"
+  access_mode        = "ReadWriteMany"
+  pvc_name_template  = "claim-{user_server}"
+  users              = jsonencode({ alice = {} })
+  on_mode_change     = %q
+}
+`, ns, class, onModeChange))
+}
+
+// A named server's own claim is a home like the default server's: kept and
+// reported under "alice/gpu" (legacy_users, claims), then rebound in the
+// same apply as the default server's home, each on its own volume.
+func TestAccHomeStorage_namedServers(t *testing.T) {
+	cs := acctest.Cluster(t).Admin()
+	ns := acctest.Namespace(t)
+	class := "longhorn-" + ns
+	vols := namedServerHomes(t, cs, ns, class)
+	old := uids(t, cs, ns, "claim-alice", "claim-alice--gpu")
+	keep, move := namedServersConfig(t, ns, class, "keep_existing"), namedServersConfig(t, ns, class, "migrate")
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: protoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{
+				Config: keep,
+				Check: resource.ComposeAggregateTestCheckFunc(
+					checkLegacyUsers(hsAddr, map[string]string{"alice": "claim-alice,claim-alice--gpu"}),
+					checkClaim("alice/gpu", "name", "claim-alice--gpu"),
+					checkClaim("alice/gpu", "access_mode", "ReadWriteOnce"),
+					unchanged(cs, ns, old, "claim-alice--gpu"),
+				),
+			},
+			{
+				Config: move,
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					expectClass("safe"),
+					plancheck.ExpectKnownValue(hsAddr, tfjsonpath.New("migration_plan"), knownvalue.StringExact(fmt.Sprintf(
+						`{"alice":{"method":"rebind","claim":"claim-alice","volume":%q,"from":"ReadWriteOnce","to":"ReadWriteMany"},`+
+							`"alice/gpu":{"method":"rebind","claim":"claim-alice--gpu","volume":%q,"from":"ReadWriteOnce","to":"ReadWriteMany"}}`,
+						vols["claim-alice"][0], vols["claim-alice--gpu"][0]))),
+					plancheck.ExpectKnownValue(hsAddr, tfjsonpath.New("changes"), knownvalue.StringRegexp(regexp.MustCompile(
+						`"alice/gpu":\{"action":"migrate","namespace":"`+ns+`","claim":"claim-alice--gpu","uid":"`+old["claim-alice--gpu"]+`"`))),
+				}},
+				Check: resource.ComposeAggregateTestCheckFunc(
+					rebound(cs, ns, vols, old, "claim-alice", "claim-alice--gpu"),
+					checkLegacyUsers(hsAddr, map[string]string{}),
+					checkClaim("alice/gpu", "access_mode", "ReadWriteMany"),
+				),
+			},
+			{Config: move, PlanOnly: true},
+		},
+	})
+}
+
+// A rebind of a named server's claim stopped after the claim's deletion is
+// finished by the next apply, under a configuration that no longer says
+// "migrate" and a state that does not know it: the record on the volume
+// names the server, and the plan never reads the server's home as gone.
+func TestAccHomeStorage_namedServerRebindIsNeverForgotten(t *testing.T) {
+	cs := acctest.Cluster(t).Admin()
+	ns := acctest.Namespace(t)
+	class := "longhorn-" + ns
+	vols := seedMigrating(t, cs, ns, acctest.SeedClaim{Name: "claim-alice--gpu", Username: "alice", Servername: "gpu", StorageClass: &class, Bound: true,
+		ReclaimPolicy: corev1.PersistentVolumeReclaimDelete})
+	old := uids(t, cs, ns, "claim-alice--gpu")
+	stopped := false
+	hook := func(user string, op migration.Op) error {
+		if op == migration.OpDeleteClaim && !stopped {
+			stopped = true
+			return fmt.Errorf("apply stopped after step %s", op)
+		}
+		return nil
+	}
+	forgotten := strings.Replace(strings.Replace(namedServersConfig(t, ns, class, "fail"), `"homes"`, `"forgotten"`, 1), `jsonencode({ alice = {} })`, `jsonencode({})`, 1)
+	resource.Test(t, resource.TestCase{
+		Steps: []resource.TestStep{
+			{
+				ProtoV6ProviderFactories: afterStep(hook),
+				Config:                   namedServersConfig(t, ns, class, "migrate"),
+				ExpectError:              wrapRE(`apply stopped after step delete-claim`),
+			},
+			{
+				PreConfig: func() {
+					if _, err := cs.CoreV1().PersistentVolumeClaims(ns).Get(context.Background(), "claim-alice--gpu", metav1.GetOptions{}); err == nil {
+						t.Fatal("the claim still exists after the stop: the test does not reach the window it is about")
+					}
+				},
+				ProtoV6ProviderFactories: protoV6ProviderFactories,
+				Config:                   forgotten,
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectKnownValue("jupyter_home_storage.forgotten", tfjsonpath.New("changes"),
+						knownvalue.StringRegexp(regexp.MustCompile(`"alice/gpu":\{"action":"migrate"`))),
+				}},
+				Check: rebound(cs, ns, vols, old, "claim-alice--gpu"),
 			},
 			{ProtoV6ProviderFactories: protoV6ProviderFactories, Config: forgotten, PlanOnly: true},
 		},

@@ -116,8 +116,11 @@ func homeStorageSchema() schema.Schema {
 				MarkdownDescription: "Size of each home claim, a Kubernetes quantity such as `10Gi`. Growing it resizes managed claims in place when the class has `allowVolumeExpansion`; shrinking is refused.",
 				Validators:          []validator.String{quantityValidator{}}},
 			"pvc_name_template": schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString("claim-{username}"),
-				MarkdownDescription: "KubeSpawner's `pvc_name_template`. Default `claim-{username}`: one home per user, shared by all of the user's servers.",
-				Validators:          []validator.String{templateValidator{}}},
+				MarkdownDescription: "KubeSpawner's `pvc_name_template`. Default `claim-{username}`: one home per user, shared by all of the user's servers. " +
+					"A template that names the server (`{servername}`, `{user_server}`, e.g. `claim-{user_server}`) gives each named server a claim of its own: those claims are homes too, " +
+					"found in the cluster (KubeSpawner creates them at the server's first spawn; the provider never does), classified, migrated and reported like the default server's, " +
+					"keyed `user/server` in `changes`, `claims`, `migration_plan` and `migration_status`, and never recreated.",
+				Validators: []validator.String{templateValidator{}}},
 			"slug_scheme": schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString(string(kubespawner.SchemeSafe)),
 				MarkdownDescription: "KubeSpawner's `slug_scheme`: `safe` (default, KubeSpawner ≥ 7) or `escape` (older deployments; Nebari's data-science-pack pins it).",
 				Validators:          []validator.String{stringvalidator.OneOf(string(kubespawner.SchemeSafe), string(kubespawner.SchemeEscape))}},
@@ -161,29 +164,29 @@ func homeStorageSchema() schema.Schema {
 					"and only the claims the destroy plan listed (each still the object the plan read, with no pod mounting it). A replacement deletes no claim.",
 				Validators: []validator.String{stringvalidator.OneOf(safety.DeletionRetain, safety.DeletionDelete)}},
 			"change_class": computedStr("`none`, `safe` or `destructive`: what this plan does to home data, read from the live cluster. A plan that changes nothing keeps the value of the last apply (so that it stays empty)."),
-			"changes": computedStr("JSON object of what this plan does to claims, by username (`user (claim)` for a claim of `extra_user_volumes`): the `action` " +
+			"changes": computedStr("JSON object of what this plan does to claims, by username (`user/server` for a named server's own claim, `user (claim)` for a claim of `extra_user_volumes`): the `action` " +
 				"(`create`, `resize`, `recreate`, `delete-source` or `migrate`), the `claim`, the `uid` of the claim the plan read (the object the action is for) and, for `migrate`, the `method`. " +
 				"Apply does exactly these: OpenTofu plans again at apply, and when the cluster no longer gives the same changes (a user's server created a claim, a claim was replaced) " +
 				"it stops before anything is done with \"Provider produced inconsistent final plan\" naming `changes`; plan again. Each step that deletes a claim or copies into one " +
 				"checks again, right before it, that the claim is the object the plan showed and that no pod mounts it. Like `change_class`, a plan that changes nothing keeps the last value."),
 			"claims": schema.StringAttribute{Computed: true,
 				MarkdownDescription: "JSON of the home claims: the managed ones and those KubeSpawner made that match the template. " +
-					"`users` maps each username to its claim's `name` and the fields in which the claim differs from `default`, the most common claim " +
+					"`users` maps each username (`user/server` for a named server's own claim) to its claim's `name` and the fields in which the claim differs from `default`, the most common claim " +
 					"(`null` when there is none). The fields are `access_mode` (comma-separated when several), `storage_class_name` (empty when none is named), " +
 					"`capacity` (requested size), `phase` (`Pending`, `Bound` or `Lost`; empty for a claim apply has just created, until the next refresh) " +
 					"and `managed` (listed in `users`). A user whose home was copied to a new claim (`on_mode_change = \"migrate\"`) is listed with that claim. With `c = jsondecode(claims)`, every user's full claim is " +
 					"`{ for user, e in c.users : user => merge(c.default, e) }`; plans show changes to it user by user. " +
 					"(One compact string rather than a map of objects keeps plans fast at thousands of users.)"},
 			"legacy_users": schema.StringAttribute{Computed: true,
-				MarkdownDescription: "JSON object from each user kept on a claim that differs from the configuration (`keep_existing`) to that claim's name (comma-separated when both the home and a claim of " +
-					"`extra_user_volumes` differ), compact with the keys sorted, e.g. `{\"alice\":\"claim-alice\"}`; `{}` when there is none. Information only: the hub keeps co-location for them by reading, at each spawn, the claims a server mounts; " +
+				MarkdownDescription: "JSON object from each user kept on a claim that differs from the configuration (`keep_existing`) to that claim's name (comma-separated when several of the user's claims differ: " +
+					"the home, a named server's own claim, a claim of `extra_user_volumes`), compact with the keys sorted, e.g. `{\"alice\":\"claim-alice\"}`; `{}` when there is none. Information only: the hub keeps co-location for them by reading, at each spawn, the claims a server mounts; " +
 					"`keys(jsondecode(jupyter_home_storage.<name>.legacy_users))` lists the users. " +
 					"One string rather than a map keeps plans fast when every user is legacy, as after a switch to `ReadWriteMany` with `keep_existing` (see `users`)."},
 			"colocation_required": schema.BoolAttribute{Computed: true,
 				MarkdownDescription: "True while some user's home cannot be shared across nodes (the mode is not ReadWriteMany, or a legacy claim is not)."},
-			"migration_plan": computedStr("JSON object, by username, of what `on_mode_change = \"migrate\"` does in this apply: `method` (`rebind` or `copy`), `claim`, `volume` (rebind) or `target` (copy), `from` and `to` modes, " +
+			"migration_plan": computedStr("JSON object, by username (keyed as in `changes`), of what `on_mode_change = \"migrate\"` does in this apply: `method` (`rebind` or `copy`), `claim`, `volume` (rebind) or `target` (copy), `from` and `to` modes, " +
 				"or, for a user left for a later apply, `method` = `none` and the `reason` (a running server, `batch_size`). `{}` when nothing is migrated. Like `change_class`, a plan that changes nothing keeps the last value."),
-			"migration_status": computedStr("JSON object, by username, of the migrations the last apply ran: `method`, `volume` or `target`, the `step` reached (rebind: `done` when finished, " +
+			"migration_status": computedStr("JSON object, by username (keyed as in `changes`), of the migrations the last apply ran: `method`, `volume` or `target`, the `step` reached (rebind: `done` when finished, " +
 				"`pending`, `retained`, `released` or `rebound` when it stopped there; copy: `switched` when finished, `pending`, `target-created`, `copying` or `verified`) and `error` if it failed. " +
 				"A later apply resumes an unfinished migration from the cluster's record of it."),
 			"spawner_settings": computedStr("JSON object of the KubeSpawner settings this storage implies (`storage_access_modes`, `storage_class`, `storage_capacity`, `pvc_name_template`, `slug_scheme`, `storage_pvc_ensure`, the home `volumes` and `volume_mounts`)."),
@@ -210,7 +213,8 @@ func homeStorageSchema() schema.Schema {
 						Validators: []validator.String{stringvalidator.OneOf("auto", "rebind", "copy")}},
 					"copy_image": schema.StringAttribute{Optional: true, MarkdownDescription: "Image of the copy Job: it needs `sh` and `rsync` 3 (e.g. an Alpine image with rsync installed). Required when a home is copied.",
 						Validators: []validator.String{stringvalidator.LengthAtLeast(1)}},
-					"target_name_template": schema.StringAttribute{Optional: true, MarkdownDescription: "Name of a copied home's new claim, a KubeSpawner template such as `home-{username}`; it must differ from `pvc_name_template`. Required when a home is copied.",
+					"target_name_template": schema.StringAttribute{Optional: true, MarkdownDescription: "Name of a copied home's new claim, a KubeSpawner template such as `home-{username}`; it must differ from `pvc_name_template`. Required when a home is copied. " +
+						"Where named servers have claims of their own, it must name the server too (e.g. `home-{user_server}`): the plan refuses to copy two homes into one claim.",
 						Validators: []validator.String{templateValidator{}}},
 					"delete_copied_sources": schema.BoolAttribute{Optional: true, MarkdownDescription: "Delete the source claims of finished copies, the old homes (their data was copied and verified; the copies are the users' homes). " +
 						"Default `false`: sources are kept. Needs `allow_data_loss = true`; the plan is then `destructive` and lists them. " +

@@ -40,7 +40,7 @@ func planValues(plan, state *homeStorageModel, cfg safety.Config, res safety.Res
 		plan.Claims = state.Claims
 		plan.MigrationPlan = state.MigrationPlan
 	} else {
-		plan.Claims = claimsValue(res.Users, cfg, false)
+		plan.Claims = claimsValue(&res, cfg, false)
 	}
 	if nMigrations > 0 {
 		// Who ends up legacy, and the claims' new identities, are known once
@@ -61,7 +61,9 @@ type claimView struct {
 	Managed          bool   `json:"managed"`
 }
 
-// claimsValue is the `claims` attribute: every user's claim, as its name and
+// claimsValue is the `claims` attribute: every user's home claim (a named
+// server's keyed "user/server", as the jupyter_home_claims data source
+// keys it), as its name and
 // the fields that differ from the most common claim ("default"). A claim
 // that apply creates has an empty phase (and, on the cluster's default
 // class, an empty class) until the next refresh observes it.
@@ -75,17 +77,20 @@ type claimView struct {
 // OpenTofu and the provider decode, copy and compare it several times per
 // plan: at 5,000 users every field of every claim made 650 KB, names and
 // differences from the default make 225 KB.
-func claimsValue(ups []safety.UserPlan, cfg safety.Config, final bool) types.String {
-	entries := make([]userClaim, 0, len(ups))
+func claimsValue(res *safety.Result, cfg safety.Config, final bool) types.String {
+	entries := make([]userClaim, 0, len(res.Users)+len(res.Servers))
 	counts := map[claimView]int{}
 	capacity := canonicalQuantity(cfg.Capacity)
-	for _, up := range ups {
-		if up.Live == nil && (final || up.Action != safety.ActionCreate) {
-			continue
+	for _, list := range [2][]safety.UserPlan{res.Users, res.Servers} {
+		for i := range list {
+			up := &list[i]
+			if up.Live == nil && (final || up.Action != safety.ActionCreate) {
+				continue
+			}
+			e := claimEntryOf(*up, cfg, capacity)
+			entries = append(entries, userClaim{up.Who(), e})
+			counts[e.view]++
 		}
-		e := claimEntryOf(up, cfg, capacity)
-		entries = append(entries, userClaim{up.User, e})
-		counts[e.view]++
 	}
 	// The users sorted, as JSON writes a map's keys, and each once: the last
 	// entry of a user counts, as in a map. Plans list their users sorted, so
@@ -288,7 +293,8 @@ func binding(sc *scModel) string {
 // are recorded, not the planned ones).
 func recordApply(plan *homeStorageModel, cfg safety.Config, res safety.Result, live safety.Live, migrations, failures bool) {
 	if plan.Claims.IsUnknown() || failures {
-		plan.Claims = claimsValue(safety.Plan(cfg, nil, live).Users, cfg, true)
+		fresh := safety.Plan(cfg, nil, live)
+		plan.Claims = claimsValue(&fresh, cfg, true)
 	}
 	if plan.SpawnerSettings.IsUnknown() {
 		plan.SpawnerSettings = types.StringValue(spawnerSettings(plan))

@@ -18,7 +18,8 @@ type Change struct {
 	Method    string `json:"method,omitempty"` // migrate: rebind or copy
 }
 
-// Changes are a plan's changes by key: the username for a home, "user
+// Changes are a plan's changes by key (Result.Keyed): the username for a
+// default server's home, "user/server" for a named server's, "user
 // (claim)" for another per-user claim (extra_user_volumes).
 type Changes map[string]Change
 
@@ -35,6 +36,11 @@ func Changing(a Action) bool {
 // and migration_status.
 func ExtraKey(user, claim string) string { return fmt.Sprintf("%s (%s)", user, claim) }
 
+// ServerKey is the key of a named server's home in Changes, migration_plan
+// and migration_status, as the jupyter_home_claims data source keys its
+// claim.
+func ServerKey(user, server string) string { return user + "/" + server }
+
 // ChangesOf lists what r changes in the cluster.
 func ChangesOf(r Result) Changes {
 	out := Changes{}
@@ -48,11 +54,8 @@ func ChangesOf(r Result) Changes {
 		}
 		out[key] = c
 	}
-	for i := range r.Users {
-		add(r.Users[i].User, &r.Users[i])
-	}
-	for i := range r.Extra {
-		add(ExtraKey(r.Extra[i].User, r.Extra[i].ClaimName), &r.Extra[i])
+	for k, up := range r.Keyed() {
+		add(k, up)
 	}
 	return out
 }

@@ -40,7 +40,7 @@ func CutLines(lines []string) string {
 func describe(ups []UserPlan) string {
 	return Cut(len(ups), func(i int) string {
 		up := ups[i]
-		s := fmt.Sprintf("%s: %s", up.User, up.ClaimName)
+		s := fmt.Sprintf("%s: %s", up.Who(), up.ClaimName)
 		if up.Live != nil {
 			s += fmt.Sprintf(" (%s, class %q, %s)", strings.Join(up.Live.AccessModes, ","), up.Live.StorageClass, orDash(up.Live.Phase))
 		}
@@ -50,7 +50,7 @@ func describe(ups []UserPlan) string {
 
 // describeReasons lists users and claims with the reason of each one's action.
 func describeReasons(ups []UserPlan) string {
-	return Cut(len(ups), func(i int) string { return fmt.Sprintf("%s: %s (%s)", ups[i].User, ups[i].ClaimName, ups[i].Reason) })
+	return Cut(len(ups), func(i int) string { return fmt.Sprintf("%s: %s (%s)", ups[i].Who(), ups[i].ClaimName, ups[i].Reason) })
 }
 
 func classSuffix(class string) string {

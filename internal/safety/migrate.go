@@ -31,7 +31,7 @@ func (p *planner) pausedFindings() {
 	}
 	list := Cut(len(p.g.paused), func(i int) string {
 		w := p.g.paused[i]
-		return fmt.Sprintf("%s: %s, volume %s (step %s, reclaim policy before it: %s)", w.up.User, w.up.Ref(), w.ip.Volume, w.ip.Record.Step, orDash(w.ip.Record.ReclaimPolicy))
+		return fmt.Sprintf("%s: %s, volume %s (step %s, reclaim policy before it: %s)", w.up.Who(), w.up.Ref(), w.ip.Volume, w.ip.Record.Step, orDash(w.ip.Record.ReclaimPolicy))
 	})
 	p.warnf("on_mode_change", "Rebinds an earlier apply started are paused",
 		"%d home(s) are in the middle of a rebind to %s that an earlier apply started; on_mode_change no longer says \"migrate\", so nothing more is done to them, and each claim still holds its home:\n%s\n"+
@@ -50,7 +50,7 @@ func (p *planner) resume(up *UserPlan, ip InProgress) {
 		// (KubeSpawner, at a spawn) created it while the rebind had none.
 		up.Action, up.Volume = ActionKeep, ip.Volume
 		up.Reason = fmt.Sprintf("created during the rebind of volume %s", ip.Volume)
-		p.errorf("users", "A claim was created while its home was being rebound", "User %q: %v.", up.User,
+		p.errorf("users", "A claim was created while its home was being rebound", "%q: %v.", up.Who(),
 			migration.CreatedMeanwhile(&rec, ip.Volume, c.UID, c.VolumeName))
 		return
 	}
@@ -112,7 +112,7 @@ func (p *planner) migrate(up *UserPlan, extra bool) {
 func (p *planner) migrateByCopy(up *UserPlan, src migration.Source) {
 	c, m := up.Live, p.cfg.Migration
 	why := orDefault(whyNotRebind(src, p.cfg), "method = \"copy\"")
-	target, err := kubespawner.Expand(m.TargetTemplate, up.User, "", p.cfg.Scheme)
+	target, err := kubespawner.Expand(m.TargetTemplate, up.User, up.Server, p.cfg.Scheme)
 	switch {
 	case m.CopyImage == "" || m.TargetTemplate == "":
 		up.Reason += "; needs a copy (" + why + "): set migration.copy_image and migration.target_name_template"
@@ -124,9 +124,16 @@ func (p *planner) migrateByCopy(up *UserPlan, src migration.Source) {
 		return
 	}
 	at := claims.Ref{Namespace: up.Namespace, Name: target}
-	if other, ok := p.homeNames()[at]; ok && other != up.User {
+	if other, ok := p.homeNames()[at]; ok && other != up.Who() {
 		// KubeSpawner would mount that claim as other's home.
-		up.Reason += fmt.Sprintf("; migration.target_name_template gives %s, which is the home claim of user %q: choose a template no username can produce (e.g. a suffix with a character usernames cannot have after slugging)", at, other)
+		up.Reason += fmt.Sprintf("; migration.target_name_template gives %s, which is the home claim of user %q: choose a template no username or server name can produce (e.g. a suffix with a character usernames cannot have after slugging)", at, other)
+		p.g.refused = append(p.g.refused, *up)
+		return
+	}
+	if other, ok := p.idx.copyTargets[at]; ok {
+		// Two homes copied into one claim: the second would be refused at
+		// the target's creation, or worse, mounted by both.
+		up.Reason += fmt.Sprintf("; migration.target_name_template gives %s, the new claim of %q too: with named servers that have their own claims, the template must name the server ({servername} or {user_server})", at, other)
 		p.g.refused = append(p.g.refused, *up)
 		return
 	}
@@ -136,6 +143,7 @@ func (p *planner) migrateByCopy(up *UserPlan, src migration.Source) {
 		p.g.refused = append(p.g.refused, *up)
 		return
 	}
+	p.idx.copyTargets[at] = up.Who()
 	up.Action, up.Method, up.Target = ActionMigrate, migration.MethodCopy, target
 	up.Reason = fmt.Sprintf("copy to a new %s claim %s (%s); %s is kept", p.cfg.AccessMode, target, why, c.Name)
 	p.g.migrating = append(p.g.migrating, *up)
@@ -229,7 +237,6 @@ func (p *planner) copied(up *UserPlan) {
 	}
 	up.Target, up.CopyResume = rec.Target, rec
 	if rec.Step == migration.StepSwitched {
-		p.homeClaim(up.User, rec.Target)
 		up.Action = ActionCopied
 		up.Reason = fmt.Sprintf("copied to %s (%d files, %d bytes); %s is kept with the old data", rec.Target, rec.Files, rec.Bytes, c.Name)
 		if m := p.cfg.Migration; m.DeleteSources && p.cfg.AllowDataLoss && p.cfg.OnModeChange == OnModeChangeMigrate && up.TargetLive != nil {
@@ -250,8 +257,8 @@ func (p *planner) copied(up *UserPlan) {
 }
 
 // homeNames are the home claims the template names for every user the plan
-// knows of (listed, with a home, or managed by the last apply), by claim;
-// built once, on the first copy planned.
+// knows of (listed, with a home, or managed by the last apply) and the
+// named servers' homes, by claim; built once, on the first copy planned.
 func (p *planner) homeNames() map[claims.Ref]string {
 	if p.idx.homes != nil {
 		return p.idx.homes
@@ -275,14 +282,10 @@ func (p *planner) homeNames() map[claims.Ref]string {
 			add(c.Username)
 		}
 	}
-	return p.idx.homes
-}
-
-func (p *planner) homeClaim(user, claim string) {
-	if p.res.HomeClaims == nil {
-		p.res.HomeClaims = map[string]string{}
+	for _, c := range p.idx.servers {
+		p.idx.homes[p.cfg.ref(c)] = homeKey(c.Username, c.Servername)
 	}
-	p.res.HomeClaims[user] = claim
+	return p.idx.homes
 }
 
 // deleteSourceFindings reports deleting the sources of finished copies:

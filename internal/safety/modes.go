@@ -92,6 +92,11 @@ func (p *planner) modeFindings() {
 	case OnModeChangeKeepExisting, OnModeChangeMigrate:
 		return
 	case OnModeChangeRecreate:
+		if kept := p.g.serversKept; len(kept) > 0 {
+			p.warnf("on_mode_change", "Named servers' homes are not recreated",
+				"%d named server home(s) differ from the config; KubeSpawner creates these claims and the provider never deletes them, so they stay as they are (their users' pods that mount a ReadWriteOnce claim stay on one node):\n%s\n"+
+					"Use on_mode_change = \"migrate\" to move them keeping their data.", len(kept), describe(kept))
+		}
 		if len(unlisted) > 0 {
 			p.errorf("on_mode_change", "recreate only touches users listed in users",
 				"%d claim(s) that KubeSpawner created differ from the config, but their users are not in users, so this resource may not touch them:\n%s\n"+

@@ -105,9 +105,9 @@ func CheckPodSecurity(res *Result, levels map[string]PodSecurity) {
 			m[up.Namespace] = u
 		}
 		if up.Action == ActionDeleteSource {
-			u.verifies = append(u.verifies, up.User)
+			u.verifies = append(u.verifies, up.Who())
 		} else {
-			u.copies = append(u.copies, up.User)
+			u.copies = append(u.copies, up.Who())
 		}
 	}
 	line := func(m map[string]*users, ns string, label string) string {

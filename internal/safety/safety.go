@@ -204,7 +204,12 @@ const (
 
 // UserPlan is the plan for one user's home claim.
 type UserPlan struct {
-	User      string
+	User string
+	// Server is the named server whose home this is, where the name
+	// template gives each server its own claim ({servername},
+	// {user_server}); "" for the default server's home and for other
+	// per-user claims.
+	Server    string
 	ClaimName string
 	Managed   bool // listed in users
 	Action    Action
@@ -234,30 +239,64 @@ type Finding struct {
 
 // Result is the outcome of Plan or Destroy.
 type Result struct {
-	Class              Class
-	Users              []UserPlan        // sorted by user
-	LegacyUsers        []string          // users kept on a claim that differs from the config
-	ColocationRequired bool              // some user's home cannot be shared across nodes
-	HomeClaims         map[string]string // user -> claim, for homes copied to a new claim (the hub mounts it at the next spawn)
-	Extra              []UserPlan        // other per-user claims (Config.ExtraVolumes) that differ or migrate
+	Class Class
+	Users []UserPlan // the default servers' homes, sorted by user
+	// Servers are named servers' homes where the name template gives each
+	// server its own claim, found in the cluster (KubeSpawner creates
+	// them; the provider never does), sorted by user and server.
+	Servers            []UserPlan
+	LegacyUsers        []string   // users kept on a claim that differs from the config
+	ColocationRequired bool       // some user's home cannot be shared across nodes
+	Extra              []UserPlan // other per-user claims (Config.ExtraVolumes) that differ or migrate
 	Errors             []Finding
 	Warnings           []Finding
 }
 
-// All is every user plan, the homes' (Users) then the other claims'
-// (Extra), in place: a UserPlan is large, and copying tens of thousands
-// of them costs milliseconds per pass. The pointers are into r's slices:
-// read through them, never write.
+// All is every user plan, the homes' (Users, Servers) then the other
+// claims' (Extra), in place: a UserPlan is large, and copying tens of
+// thousands of them costs milliseconds per pass. The pointers are into r's
+// slices: read through them, never write.
 func (r *Result) All() iter.Seq[*UserPlan] {
 	return func(yield func(*UserPlan) bool) {
-		for _, list := range [2][]UserPlan{r.Users, r.Extra} {
-			for i := range list {
-				if !yield(&list[i]) {
-					return
-				}
+		for _, up := range r.Keyed() {
+			if !yield(up) {
+				return
 			}
 		}
 	}
+}
+
+// Keyed is All with each plan's key in changes, migration_plan and
+// migration_status: the username for a default server's home,
+// "user/server" for a named server's (ServerKey), "user (claim)" for
+// another per-user claim (ExtraKey).
+func (r *Result) Keyed() iter.Seq2[string, *UserPlan] {
+	return func(yield func(string, *UserPlan) bool) {
+		for i := range r.Users {
+			if !yield(r.Users[i].User, &r.Users[i]) {
+				return
+			}
+		}
+		for i := range r.Servers {
+			if up := &r.Servers[i]; !yield(ServerKey(up.User, up.Server), up) {
+				return
+			}
+		}
+		for i := range r.Extra {
+			if up := &r.Extra[i]; !yield(ExtraKey(up.User, up.ClaimName), up) {
+				return
+			}
+		}
+	}
+}
+
+// Who names the home in diagnostics as it is keyed: "alice", or
+// "alice/gpu" for alice's named server gpu.
+func (up *UserPlan) Who() string {
+	if up.Server != "" {
+		return ServerKey(up.User, up.Server)
+	}
+	return up.User
 }
 
 // Plan classifies the change from prior (nil on create) to cfg against the live claims.
@@ -289,19 +328,24 @@ type planner struct {
 type index struct {
 	managed map[string]bool          // listed in users
 	byUser  map[string]*claims.Claim // each user's home under the configured template
+	servers []*claims.Claim          // named servers' homes under the configured template
 	live    map[claims.Ref]*claims.Claim
 	targets map[claims.Ref]*claims.Claim // copies' new claims, by source claim (the target's namespace)
-	orphans map[string]*claims.Claim     // copies whose source claim is gone, by user
+	orphans map[string]*claims.Claim     // copies whose source claim is gone, by the home's key (Who)
 	// homes are the claims the template names for the users the plan
-	// knows of (listed, or with a claim): a copy's new claim must not be
-	// one of them.
+	// knows of (listed, or with a claim) and their named servers, by the
+	// home's key (Who): a copy's new claim must not be one of them.
 	homes map[claims.Ref]string
+	// copyTargets are the new claims of the copies this plan starts, by
+	// the home's key: two homes are never copied into one claim.
+	copyTargets map[claims.Ref]string
 }
 
 // groups are the users the plan's findings speak of, gathered while the
 // users are planned; the findings are made from them at the end.
 type groups struct {
 	mismatched, recreate, unlisted, mounted, gone []UserPlan
+	serversKept                                   []UserPlan // named servers' homes, which recreate never touches
 	migrating, running, refused                   []UserPlan
 	deleteSources                                 []UserPlan
 	// paused are rebinds an earlier apply started whose old claim is still
@@ -333,6 +377,7 @@ func (p *planner) run() Result {
 			p.res.Users = append(p.res.Users, up)
 		}
 	}
+	p.namedServers()
 	p.extraVolumes(names)
 	p.modeFindings()
 	p.migrationFindings()
@@ -354,7 +399,8 @@ func (p *planner) indexClaims() []claims.Claim {
 	// Sized once: at tens of thousands of users, growing these maps cost
 	// more than filling them.
 	p.idx = index{managed: make(map[string]bool, len(cfg.Users)), byUser: make(map[string]*claims.Claim, len(p.live.Claims)),
-		live: make(map[claims.Ref]*claims.Claim, len(p.live.Claims)), targets: map[claims.Ref]*claims.Claim{}, orphans: map[string]*claims.Claim{}}
+		live: make(map[claims.Ref]*claims.Claim, len(p.live.Claims)), targets: map[claims.Ref]*claims.Claim{}, orphans: map[string]*claims.Claim{},
+		copyTargets: map[claims.Ref]string{}}
 	for _, u := range cfg.Users {
 		p.idx.managed[u] = true
 	}
@@ -373,6 +419,8 @@ func (p *planner) indexClaims() []claims.Claim {
 		switch {
 		case err == nil && want == c.Name:
 			p.idx.byUser[c.Username] = c
+		case c.Servername != "" && p.isServerHome(c):
+			p.idx.servers = append(p.idx.servers, c)
 		case c.Servername == "" && !p.isExtra(c):
 			strays = append(strays, *c)
 		}
@@ -380,7 +428,7 @@ func (p *planner) indexClaims() []claims.Claim {
 	// A copy whose source claim was deleted: the target is the user's home.
 	for src, t := range p.idx.targets {
 		if p.idx.live[src] == nil && t.Username != "" {
-			p.idx.orphans[t.Username] = t
+			p.idx.orphans[homeKey(t.Username, t.Servername)] = t
 		}
 	}
 	return strays
@@ -392,9 +440,12 @@ func (p *planner) indexClaims() []claims.Claim {
 // may be gone).
 func (p *planner) userNames() []string {
 	users := make(map[string]bool, max(len(p.idx.byUser), len(p.idx.managed)))
-	for _, m := range []map[string]*claims.Claim{p.idx.orphans, p.idx.byUser} {
-		for u := range m {
-			users[u] = true
+	for u := range p.idx.byUser {
+		users[u] = true
+	}
+	for _, t := range p.idx.orphans {
+		if t.Servername == "" {
+			users[t.Username] = true
 		}
 	}
 	for u := range p.idx.managed {
@@ -406,7 +457,7 @@ func (p *planner) userNames() []string {
 		}
 	}
 	for _, ip := range p.live.InProgress {
-		if ip.Record.User != "" {
+		if ip.Record.User != "" && ip.Record.Annotations[kubespawner.AnnotationServername] == "" {
 			users[ip.Record.User] = true
 		}
 	}
@@ -420,6 +471,12 @@ func (p *planner) planUser(u string) (UserPlan, bool) {
 	if !ok {
 		return up, false
 	}
+	return p.planHome(up)
+}
+
+// planHome plans one home claim, a default server's or a named server's:
+// a copy, a migration in progress, or the claim as it is.
+func (p *planner) planHome(up UserPlan) (UserPlan, bool) {
 	c, t := up.Live, p.idx.targets[up.Ref()]
 	ip, resuming := p.live.InProgress[up.Ref()]
 	switch {
@@ -433,12 +490,11 @@ func (p *planner) planUser(u string) (UserPlan, bool) {
 		p.resume(&up, ip)
 	case c != nil && t != nil:
 		p.copyWithoutRecord(&up, t)
-	case c == nil && p.idx.orphans[u] != nil:
+	case c == nil && p.idx.orphans[up.Who()] != nil:
 		// Never a new, empty home under the old name: the copy is the home.
-		t = p.idx.orphans[u]
+		t = p.idx.orphans[up.Who()]
 		up.Action, up.Target, up.TargetLive = ActionCopied, t.Name, t
 		up.Reason = fmt.Sprintf("copied to %s; the source claim %s was deleted", t.Name, up.ClaimName)
-		p.homeClaim(u, t.Name)
 	default:
 		return p.planClaim(up)
 	}
@@ -491,6 +547,8 @@ func (p *planner) planClaim(up UserPlan) (UserPlan, bool) {
 		up.Reason = p.differs(c)
 		p.g.mismatched = append(p.g.mismatched, up)
 		p.onModeChange(&up)
+	case up.Server != "":
+		up.Action, up.Reason = ActionObserve, "a named server's home, created by KubeSpawner"
 	case !up.Managed:
 		up.Action, up.Reason = ActionObserve, "created by KubeSpawner; not listed in users"
 		if p.prior != nil && p.prior.Managed[u] != "" {
@@ -508,6 +566,9 @@ func (p *planner) onModeChange(up *UserPlan) {
 	switch {
 	case cfg.OnModeChange == OnModeChangeMigrate:
 		p.migrate(up, false)
+	case cfg.OnModeChange == OnModeChangeRecreate && up.Server != "":
+		up.Action = ActionLegacy
+		p.g.serversKept = append(p.g.serversKept, *up)
 	case cfg.OnModeChange == OnModeChangeRecreate && !up.Managed:
 		up.Action = ActionLegacy
 		p.g.unlisted = append(p.g.unlisted, *up)
@@ -529,7 +590,7 @@ func (p *planner) onModeChange(up *UserPlan) {
 // exists: KubeSpawner created it again after the copy, or the record was
 // removed. Nothing is ever copied over the copy.
 func (p *planner) copyWithoutRecord(up *UserPlan, t *claims.Claim) {
-	c, u := up.Live, up.User
+	c, u := up.Live, up.Who()
 	if t.Annotations[migration.CopySwitchedAnnotation] == "" && c.UID != "" && t.Annotations[migration.CopyOfUIDAnnotation] == c.UID {
 		// The very claim the copy started from (same UID), its record
 		// removed before the copy finished: the user was never switched.
@@ -542,7 +603,6 @@ func (p *planner) copyWithoutRecord(up *UserPlan, t *claims.Claim) {
 	// The copy stays the home.
 	up.Action, up.Target, up.TargetLive = ActionCopied, t.Name, t
 	up.Reason = fmt.Sprintf("%s is the copy of %s, which has no copy record: the copy stays the home", t.Name, c.Name)
-	p.homeClaim(u, t.Name)
 	p.warnf("migration", "A copied home's old claim has no copy record",
 		"Claim %s of user %q has no copy record, but %s is a copy of a claim of that name (KubeSpawner created %s again after the copy, or its record was removed). "+
 			"%s stays the user's home and nothing is copied over it; %s is left as it is. Check what %s holds before deleting it: a server started with an older hub configuration may have written to it.",

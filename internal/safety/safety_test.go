@@ -189,10 +189,14 @@ func dump(fs []Finding) string {
 	return b.String()
 }
 
+// actions are the homes' actions by key: the user for a default server's
+// home, "user/server" for a named server's.
 func actions(r Result) map[string]Action {
 	out := map[string]Action{}
-	for _, up := range r.Users {
-		out[up.User] = up.Action
+	for k, up := range r.Keyed() {
+		if up.Server != "" || up.User == k {
+			out[k] = up.Action
+		}
 	}
 	return out
 }
@@ -1090,13 +1094,51 @@ func checkInvariants(t *testing.T, c Config, pr *Prior, live Live, r Result) {
 	recreate := false
 	var legacy []string
 	colocation := c.AccessMode != RWX
-	for i, up := range r.Users {
-		if i > 0 && r.Users[i-1].User >= up.User {
-			t.Errorf("users not sorted and unique: %q before %q", r.Users[i-1].User, up.User)
+	targets := map[claims.Ref]string{} // new claims of copies, by home
+	homes := map[claims.Ref]string{}
+	for k, up := range r.Keyed() {
+		if up.Server != "" || up.User == k {
+			homes[up.Ref()] = k
+		}
+	}
+	for i, up := range r.Servers {
+		// A named server's home: found in the cluster, never created,
+		// resized, recreated or released by the provider.
+		if i > 0 && (r.Servers[i-1].User > up.User || r.Servers[i-1].User == up.User && r.Servers[i-1].Server >= up.Server) {
+			t.Errorf("servers not sorted and unique: %q before %q", r.Servers[i-1].Who(), up.Who())
+		}
+		if up.Server == "" || up.Managed || slices.Contains([]Action{ActionCreate, ActionResize, ActionRecreate, ActionRelease}, up.Action) {
+			t.Errorf("named server's home %q: %s, managed %v", up.Who(), up.Action, up.Managed)
+		}
+	}
+	for _, list := range [2][]UserPlan{r.Users, r.Servers} {
+		checkHomes(t, c, pr, live, r, list, &recreate, &legacy, &colocation, targets, homes)
+	}
+	checkRest(t, c, live, r, recreate, legacy, colocation)
+}
+
+// checkHomes checks the invariants of every home's plan in list.
+func checkHomes(t *testing.T, c Config, pr *Prior, live Live, r Result, list []UserPlan, recreate *bool, legacy *[]string, colocation *bool,
+	targets, homes map[claims.Ref]string) {
+	t.Helper()
+	for i, up := range list {
+		if up.Server == "" && i > 0 && list[i-1].User >= up.User {
+			t.Errorf("users not sorted and unique: %q before %q", list[i-1].User, up.User)
+		}
+		if up.Method == migration.MethodCopy && up.Action == ActionMigrate && up.CopyResume == nil {
+			// Two homes are never copied into one claim, nor into a home.
+			at := claims.Ref{Namespace: up.Namespace, Name: up.Target}
+			if other, dup := targets[at]; dup {
+				t.Errorf("%q and %q are both copied into %s", other, up.Who(), at)
+			}
+			if other, ok := homes[at]; ok {
+				t.Errorf("%q is copied into %s, the home of %q", up.Who(), at, other)
+			}
+			targets[at] = up.Who()
 		}
 		switch up.Action {
 		case ActionRecreate:
-			recreate = true
+			*recreate = true
 			if !c.AllowDataLoss {
 				t.Errorf("user %q is recreated without allow_data_loss", up.User)
 			}
@@ -1119,9 +1161,9 @@ func checkInvariants(t *testing.T, c Config, pr *Prior, live Live, r Result) {
 				t.Errorf("user %q resized: %+v", up.User, up)
 			}
 		case ActionLegacy:
-			legacy = append(legacy, up.User)
+			*legacy = append(*legacy, up.User)
 			if up.Live != nil && !slices.Contains(up.Live.AccessModes, RWX) {
-				colocation = true
+				*colocation = true
 			}
 		case ActionMigrate:
 			// Moving a home keeps its data: only asked for, only by rebind,
@@ -1153,11 +1195,11 @@ func checkInvariants(t *testing.T, c Config, pr *Prior, live Live, r Result) {
 			// The old name created again after a finished copy: the switched copy stays the home.
 			recreated := up.Live != nil && up.CopyResume == nil && up.TargetLive != nil && up.Action == ActionCopied &&
 				(up.TargetLive.Annotations[migration.CopySwitchedAnnotation] != "" || up.TargetLive.Annotations[migration.CopyOfUIDAnnotation] != up.Live.UID)
-			if !fromSource && !orphan && !recreated || r.HomeClaims[up.User] != up.Target || up.Target == "" {
+			if !fromSource && !orphan && !recreated || copiedTo(r, up.Who()) != up.Target || up.Target == "" {
 				t.Errorf("user %q copied: %+v", up.User, up)
 			}
 			if up.Action == ActionDeleteSource {
-				recreate = true // loses the old data
+				*recreate = true // loses the old data
 				if !c.AllowDataLoss || !c.Migration.DeleteSources || c.OnModeChange != OnModeChangeMigrate || !fromSource || up.TargetLive == nil {
 					t.Errorf("user %q: source deleted without delete_copied_sources and allow_data_loss, or without a copy: %+v", up.User, up)
 				}
@@ -1166,7 +1208,7 @@ func checkInvariants(t *testing.T, c Config, pr *Prior, live Live, r Result) {
 		default:
 			t.Errorf("user %q: unknown action %q", up.User, up.Action)
 		}
-		if up.Reason == "deleted outside Terraform" {
+		if up.Reason == "deleted outside Terraform" && up.Server == "" {
 			// Only a claim the state recorded and the cluster no longer has.
 			if pr == nil || pr.Managed[up.User] == "" || slices.ContainsFunc(live.Claims, func(c claims.Claim) bool { return c.Name == pr.Managed[up.User] }) {
 				t.Errorf("user %q: reported deleted outside Terraform, but its claim %q is live", up.User, pr.Managed[up.User])
@@ -1176,6 +1218,11 @@ func checkInvariants(t *testing.T, c Config, pr *Prior, live Live, r Result) {
 			t.Errorf("user %q: claim name %q, live claim %q", up.User, up.ClaimName, up.Live.Name)
 		}
 	}
+}
+
+// checkRest checks the other claims' plans and the result as a whole.
+func checkRest(t *testing.T, c Config, live Live, r Result, recreate bool, legacy []string, colocation bool) {
+	t.Helper()
 	for _, up := range r.Extra {
 		// Other per-user claims are kept (legacy) or rebound, nothing else.
 		switch {
@@ -1192,6 +1239,7 @@ func checkInvariants(t *testing.T, c Config, pr *Prior, live Live, r Result) {
 		}
 	}
 	slices.Sort(legacy)
+	legacy = slices.Compact(legacy)
 	// Destructive exactly when a plan that can be applied recreates a claim.
 	if (r.Class == ClassDestructive) != (recreate && len(r.Errors) == 0) {
 		t.Errorf("class %q, recreate %v, %d errors", r.Class, recreate, len(r.Errors))
@@ -1364,7 +1412,7 @@ func genConfig(r *rand.Rand, users []string) Config {
 	c.Migration = Migration{Method: pick(r, []migration.Method{migration.MethodAuto, migration.MethodRebind, migration.MethodCopy}),
 		BatchSize: r.IntN(3), SkipRunning: r.IntN(4) > 0}
 	if r.IntN(2) == 0 {
-		c.Migration.CopyImage, c.Migration.TargetTemplate = "rsync:3", pick(r, []string{"home-{username}", tmpl})
+		c.Migration.CopyImage, c.Migration.TargetTemplate = "rsync:3", pick(r, []string{"home-{username}", "home-{user_server}", tmpl})
 	}
 	c.Migration.DeleteSources = r.IntN(2) == 0
 	if r.IntN(3) == 0 {
@@ -1460,6 +1508,7 @@ func genCase(t testing.TB, seed uint64) genned {
 			g.live.Volumes[c.VolumeName] = Volume{CSIDriver: pick(r, genDrivers)}
 		}
 		g.live.Claims = append(g.live.Claims, c)
+		genNamedServer(r, &g, u, seen)
 	}
 	switch r.IntN(5) {
 	case 0:
@@ -1473,6 +1522,47 @@ func genCase(t testing.TB, seed uint64) genned {
 		g.live.Class = &StorageClass{Name: "shared", Provisioner: "rook-ceph.cephfs.csi.ceph.com", AllowExpansion: true, Exists: true}
 	}
 	return g
+}
+
+// genNamedServer adds, now and then, user's named server "gpu": its own
+// claim where the configured template gives it one (perhaps copied, its
+// source perhaps deleted since), or a rebind of it stopped after the
+// claim's deletion.
+func genNamedServer(r *rand.Rand, g *genned, u string, seen map[string]bool) {
+	n, err := kubespawner.Expand(g.cfg.NameTemplate, u, "gpu", g.cfg.Scheme)
+	if err != nil || seen[n] || r.IntN(2) == 0 {
+		return
+	}
+	seen[n] = true
+	ann := map[string]string{kubespawner.AnnotationUsername: u, kubespawner.AnnotationServername: "gpu"}
+	if r.IntN(5) == 0 {
+		if g.live.InProgress == nil {
+			g.live.InProgress = map[claims.Ref]InProgress{}
+		}
+		g.live.InProgress[at(n)] = InProgress{Volume: "pv-" + n, Record: migration.Record{Step: migration.StepReleased, User: u, Claim: n, Namespace: ns,
+			From: []string{RWO}, To: g.cfg.AccessMode, Annotations: ann}}
+		return
+	}
+	c := claims.Claim{Name: n, Username: u, Servername: "gpu", AccessModes: []string{pick(r, genModes)}, StorageClass: pick(r, genClasses),
+		RequestedBytes: 5 * gi, Requested: "5Gi", Phase: "Bound", VolumeName: "pv-" + n, UID: "uid-" + n, Annotations: ann}
+	if g.live.Volumes == nil {
+		g.live.Volumes = map[string]Volume{}
+	}
+	g.live.Volumes[c.VolumeName] = Volume{CSIDriver: pick(r, genDrivers)}
+	if r.IntN(4) == 0 {
+		g.live.Mounted[at(n)] = true
+	}
+	if r.IntN(4) == 0 {
+		step := pick(r, []migration.Step{migration.StepTargetCreated, migration.StepCopying, migration.StepSwitched})
+		c.Annotations = map[string]string{migration.CopyAnnotation: migration.CopyRecord{Step: step, User: u, Target: "home-" + n, To: RWX}.Encode(),
+			kubespawner.AnnotationServername: "gpu"}
+		g.live.Claims = append(g.live.Claims, claims.Claim{Name: "home-" + n, Username: u, Servername: "gpu", AccessModes: []string{RWX}, Phase: "Bound",
+			Annotations: map[string]string{migration.CopyOfAnnotation: n, kubespawner.AnnotationServername: "gpu"}})
+		if r.IntN(3) == 0 {
+			return // the source was deleted after the copy
+		}
+	}
+	g.live.Claims = append(g.live.Claims, c)
 }
 
 func deepCopyConfig(c Config) Config {
@@ -1509,12 +1599,16 @@ func TestPlanPropertiesCoverage(t *testing.T) {
 		for _, up := range r.Extra {
 			seen["extra "+string(up.Action)]++
 		}
+		for _, up := range r.Servers {
+			seen["server "+string(up.Action)]++
+		}
 		if len(r.Errors) > 0 {
 			seen["errors"]++
 		}
 	}
 	for _, k := range []string{"class none", "class safe", "class destructive", "errors",
-		"action keep", "action create", "action resize", "action legacy", "action recreate", "action release", "action observe", "action migrate", "action copied", "action delete-source", "extra legacy", "extra migrate"} {
+		"action keep", "action create", "action resize", "action legacy", "action recreate", "action release", "action observe", "action migrate", "action copied", "action delete-source", "extra legacy", "extra migrate",
+		"server observe", "server legacy", "server migrate", "server copied", "server delete-source"} {
 		if seen[k] == 0 {
 			t.Errorf("the generator never produced %s: %v", k, seen)
 		}
@@ -1811,8 +1905,8 @@ func TestPlanMigrateCopy(t *testing.T) {
 			class:   ClassNone,
 			actions: map[string]Action{"alice": ActionCopied},
 			checkResult: func(t *testing.T, r Result) {
-				if r.HomeClaims["alice"] != "home-alice" || !strings.Contains(r.Users[0].Reason, "3 files, 42 bytes") {
-					t.Errorf("home claims %v, reason %q", r.HomeClaims, r.Users[0].Reason)
+				if copiedTo(r, "alice") != "home-alice" || !strings.Contains(r.Users[0].Reason, "3 files, 42 bytes") {
+					t.Errorf("home claim %q, reason %q", copiedTo(r, "alice"), r.Users[0].Reason)
 				}
 			},
 		},
@@ -2000,8 +2094,8 @@ func TestPlanClaimsKnownByNamespace(t *testing.T) {
 				t.Errorf("bob's plan points at %+v in %s", up.TargetLive, up.Namespace)
 			}
 		}
-		if r.HomeClaims["bob"] != "" {
-			t.Errorf("the hub would mount %q as bob's home", r.HomeClaims["bob"])
+		if copiedTo(r, "bob") != "" {
+			t.Errorf("the hub would mount %q as bob's home", copiedTo(r, "bob"))
 		}
 	})
 	t.Run("another user's migration in progress is not this user's", func(t *testing.T) {
@@ -2150,8 +2244,8 @@ func TestPlanDeleteCopiedSources(t *testing.T) {
 			class:   ClassNone, // nothing changes in the cluster
 			actions: map[string]Action{"alice": ActionCopied},
 			checkResult: func(t *testing.T, r Result) {
-				if r.HomeClaims["alice"] != "home-alice" {
-					t.Errorf("home claims %v", r.HomeClaims)
+				if copiedTo(r, "alice") != "home-alice" {
+					t.Errorf("home claim %q", copiedTo(r, "alice"))
 				}
 			},
 		},
@@ -2220,4 +2314,16 @@ func TestResultAll(t *testing.T) {
 		}
 		break
 	}
+}
+
+// copiedTo is the claim that is the home of key (a user's default server,
+// or "user/server") after a copy (what the hub's spawn-time lookup
+// mounts), "" when not copied.
+func copiedTo(r Result, key string) string {
+	for k, up := range r.Keyed() {
+		if k == key && (up.Action == ActionCopied || up.Action == ActionDeleteSource) {
+			return up.Target
+		}
+	}
+	return ""
 }

@@ -84,8 +84,8 @@ func TestPlanCopyWithoutRecord(t *testing.T) {
 			actions:  map[string]Action{"alice": ActionCopied},
 			warnings: []want{{attr: "migration", has: []string{"has no copy record", "home-alice stays the user's home"}}},
 			checkResult: func(t *testing.T, r Result) {
-				if r.HomeClaims["alice"] != "home-alice" {
-					t.Errorf("home claims %v", r.HomeClaims)
+				if copiedTo(r, "alice") != "home-alice" {
+					t.Errorf("home claim %q", copiedTo(r, "alice"))
 				}
 				if c := ChangesOf(r); len(c) != 0 {
 					t.Errorf("changes %v", c)
