@@ -9,9 +9,12 @@
 package hubtest
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -20,8 +23,10 @@ import (
 	"runtime"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 )
 
@@ -185,6 +190,21 @@ type HubSpawn struct {
 	RefusedLog string `json:"refused_log,omitempty"`
 }
 
+// PodObject is the pod manifest as client-go's type; a field the type
+// does not know is an error (the manifest would lose it).
+func (s HubSpawn) PodObject() (*corev1.Pod, error) {
+	if s.Pod == nil {
+		return nil, fmt.Errorf("no pod was rendered (refused: %q, %s)", s.Refused, s.RefusedLog)
+	}
+	dec := json.NewDecoder(strings.NewReader(jsonText(s.Pod)))
+	dec.DisallowUnknownFields()
+	var pod corev1.Pod
+	if err := dec.Decode(&pod); err != nil {
+		return nil, fmt.Errorf("KubeSpawner's pod manifest: %w", err)
+	}
+	return &pod, nil
+}
+
 // RequireHub fails (never skips) without the Debian packages the driver needs.
 func RequireHub(t testing.TB) {
 	t.Helper()
@@ -204,6 +224,101 @@ func RequireHub(t testing.TB) {
 // The hub's KubeSpawner asks the test bed's API server as api says (its
 // hooks read the claims there), in api.Namespace.
 func RunHub(t testing.TB, api HubAPI, values map[string]any, configD, filesMount string, users []HubUser) map[string]HubSpawn {
+	t.Helper()
+	cmd := hubCommand(t, api, values, configD, filesMount, users, false)
+	out, err := cmd.Output()
+	if err != nil {
+		var stderr string
+		if ee, ok := err.(*exec.ExitError); ok {
+			stderr = string(ee.Stderr)
+		}
+		t.Fatalf("hub: %v\n%s", err, stderr)
+	}
+	var res map[string]HubSpawn
+	if err := json.Unmarshal(out, &res); err != nil {
+		t.Fatalf("driver output: %v\n%s", err, out)
+	}
+	return res
+}
+
+// Hub is a hub that loaded its configuration once and keeps running:
+// Spawn spawns users with that configuration, however the cluster changed
+// since, as a running hub does across migrations (no restart, nothing
+// rendered again).
+type Hub struct {
+	t      testing.TB
+	cmd    *exec.Cmd
+	in     io.WriteCloser
+	out    *bufio.Reader
+	stderr *lockedBuffer
+}
+
+// StartHub starts a hub as RunHub loads one (the same arguments, no users
+// yet); it stops when the test ends.
+func StartHub(t testing.TB, api HubAPI, values map[string]any, configD, filesMount string) *Hub {
+	t.Helper()
+	h := &Hub{t: t, cmd: hubCommand(t, api, values, configD, filesMount, nil, true), stderr: &lockedBuffer{}}
+	h.cmd.Stderr = h.stderr
+	in, err := h.cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := h.cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	h.in, h.out = in, bufio.NewReader(out)
+	t.Cleanup(h.stop)
+	return h
+}
+
+// Spawn spawns the users (as RunHub does) in the running hub.
+func (h *Hub) Spawn(users []HubUser) (map[string]HubSpawn, error) {
+	if _, err := h.in.Write(append([]byte(jsonText(users)), '\n')); err != nil {
+		return nil, fmt.Errorf("hub: %w\n%s", err, h.stderr.String())
+	}
+	line, err := h.out.ReadBytes('\n')
+	if err != nil {
+		return nil, fmt.Errorf("hub: %w\n%s", err, h.stderr.String())
+	}
+	var res map[string]HubSpawn
+	if err := json.Unmarshal(line, &res); err != nil {
+		return nil, fmt.Errorf("driver output: %w\n%s", err, line)
+	}
+	return res, nil
+}
+
+func (h *Hub) stop() {
+	_ = h.in.Close()
+	if err := h.cmd.Wait(); err != nil {
+		h.t.Errorf("hub: %v\n%s", err, h.stderr.String())
+	}
+}
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// hubCommand writes the driver's input and returns the command that runs
+// it (testdata/hub.py): with serve, a hub that spawns the users of each
+// line of its stdin.
+func hubCommand(t testing.TB, api HubAPI, values map[string]any, configD, filesMount string, users []HubUser, serve bool) *exec.Cmd {
 	t.Helper()
 	RequireHub(t)
 	dir := t.TempDir()
@@ -246,6 +361,7 @@ func RunHub(t testing.TB, api HubAPI, values map[string]any, configD, filesMount
 		"values":          values,
 		"users":           users,
 		"api":             api,
+		"serve":           serve,
 	}
 	inPath := filepath.Join(dir, "in.json")
 	if err := os.WriteFile(inPath, []byte(jsonText(in)), 0o600); err != nil {
@@ -254,19 +370,7 @@ func RunHub(t testing.TB, api HubAPI, values map[string]any, configD, filesMount
 	cmd := exec.Command(Python, filepath.Join(here(t), "testdata", "hub.py"), inPath)
 	cmd.Env = append(os.Environ(), "PYTHONNOUSERSITE=1")
 	cmd.Dir = dir
-	out, err := cmd.Output()
-	if err != nil {
-		var stderr string
-		if ee, ok := err.(*exec.ExitError); ok {
-			stderr = string(ee.Stderr)
-		}
-		t.Fatalf("hub: %v\n%s", err, stderr)
-	}
-	var res map[string]HubSpawn
-	if err := json.Unmarshal(out, &res); err != nil {
-		t.Fatalf("driver output: %v\n%s", err, out)
-	}
-	return res
+	return cmd
 }
 
 // HelmBinary is the test bed's Helm (tools/testbed/build.sh helm).

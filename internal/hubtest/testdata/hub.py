@@ -14,6 +14,10 @@ Input (argv[1], JSON):
                   KubeSpawner client asks (the test bed's), as the hub's
                   ServiceAccount, and the hub's namespace
 
+With serve true it loads the configuration once and then spawns, for each
+line of stdin (a JSON list of users), the users of that line, printing one
+line each: a hub that keeps running while its claims change.
+
 It prints, per spawn (keyed by id, else by name: one user may spawn on
 several profiles), the profiles offered, the claim manifest and the pod
 manifest after pre_spawn_hook, load_user_options and modify_pod_hook, in
@@ -240,11 +244,20 @@ async def spawn(u):
     return {"offered": offered, "served": served, "pvc": pvc, "pod": plain(pod), "pvc_name": spawner.pvc_name}
 
 
-async def main():
+async def main(users):
     out = {}
-    for u in cfg["users"]:
+    for u in users:
         out[u.get("id") or u["name"]] = await spawn(u)
     return out
 
 
-print(json.dumps(asyncio.run(main())), file=out_stream)
+if cfg.get("serve"):
+    # One hub serving spawns until stdin closes, its configuration loaded
+    # once: a JSON list of users per line in, their spawns per line out.
+    loop = asyncio.new_event_loop()
+    for line in sys.stdin:
+        if line.strip():
+            print(json.dumps(loop.run_until_complete(main(json.loads(line)))), file=out_stream, flush=True)
+    loop.close()
+else:
+    print(json.dumps(asyncio.run(main(cfg["users"]))), file=out_stream)
