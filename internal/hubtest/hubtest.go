@@ -188,6 +188,11 @@ type HubSpawn struct {
 	// spawn (then nothing else is rendered); RefusedLog what it logs.
 	Refused    string `json:"refused,omitempty"`
 	RefusedLog string `json:"refused_log,omitempty"`
+	// HookSeconds and HookRequests are what the pre_spawn_hook and the
+	// modify_pod_hook added to the spawn: their time, as the hub measured
+	// it, and the API requests they made.
+	HookSeconds  float64 `json:"hook_seconds"`
+	HookRequests int     `json:"hook_requests"`
 }
 
 // PodObject is the pod manifest as client-go's type; a field the type
@@ -376,6 +381,15 @@ func hubCommand(t testing.TB, api HubAPI, values map[string]any, configD, filesM
 // HelmBinary is the test bed's Helm (tools/testbed/build.sh helm).
 func HelmBinary(t testing.TB) string {
 	t.Helper()
+	p, err := HelmPath()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// HelmPath is the test bed's Helm, or an error saying how to build it.
+func HelmPath() (string, error) {
 	dir := os.Getenv("TESTBED_BIN_DIR")
 	if dir == "" {
 		home, _ := os.UserHomeDir()
@@ -383,19 +397,26 @@ func HelmBinary(t testing.TB) string {
 	}
 	p := filepath.Join(dir, "helm")
 	if _, err := os.Stat(p); err != nil {
-		t.Fatalf("the test bed's helm is needed (%v): run make testbed", err)
+		return "", fmt.Errorf("the test bed's helm is needed (%v): run make testbed", err)
 	}
-	return p
+	return p, nil
 }
 
 // Z2jhChart is the zero-to-jupyterhub chart from ../shared/reference/ in a
-// temporary directory, with values.schema.json converted from
-// values.schema.yaml as chartpress does at release, so that Helm validates
-// the values against it.
+// temporary directory, prepared by PrepareZ2jhChart.
 func Z2jhChart(t testing.TB) string {
 	t.Helper()
-	src := Reference(t, "z2jh", "chart")
 	dst := filepath.Join(t.TempDir(), "jupyterhub")
+	if err := PrepareZ2jhChart(Reference(t, "z2jh", "chart"), dst); err != nil {
+		t.Fatal(err)
+	}
+	return dst
+}
+
+// PrepareZ2jhChart copies the chart in src (../shared/reference/z2jh/chart)
+// to dst, with values.schema.json converted from values.schema.yaml as
+// chartpress does at release, so that Helm validates the values against it.
+func PrepareZ2jhChart(src, dst string) error {
 	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -411,20 +432,17 @@ func Z2jhChart(t testing.TB) string {
 		return os.WriteFile(filepath.Join(dst, rel), b, 0o600)
 	})
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
 	b, err := os.ReadFile(filepath.Join(src, "values.schema.yaml"))
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
 	js, err := yaml.YAMLToJSON(b)
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
-	if err := os.WriteFile(filepath.Join(dst, "values.schema.json"), js, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return dst
+	return os.WriteFile(filepath.Join(dst, "values.schema.json"), js, 0o600)
 }
 
 // HelmTemplate renders the chart as release hub in namespace jupyter with

@@ -28,7 +28,7 @@ func yamlRef(t *testing.T, parts ...string) map[string]any {
 
 func mergeValues(dst, src map[string]any) map[string]any { return hubtest.MergeValues(dst, src) }
 
-func z2jhValues(t *testing.T) map[string]any { t.Helper(); return hubtest.Z2jhValues(t) }
+func z2jhValues(t testing.TB) map[string]any { t.Helper(); return hubtest.Z2jhValues(t) }
 
 func packConfigD(t *testing.T, dir string) { t.Helper(); hubtest.PackConfigD(t, dir) }
 
@@ -55,7 +55,7 @@ func runHub(t *testing.T, api hubtest.HubAPI, values map[string]any, configD str
 }
 
 // helmValuesOf renders r's helm_values and reads them back as a values file.
-func helmValuesOf(t *testing.T, r Result) map[string]any {
+func helmValuesOf(t testing.TB, r Result) map[string]any {
 	t.Helper()
 	text, err := HelmYAML(HelmValues(r, Render(r)))
 	if err != nil {

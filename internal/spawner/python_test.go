@@ -233,7 +233,7 @@ func homeSettings(mode string) map[string]any {
 	return m
 }
 
-func mustBuild(t *testing.T, c Config) Result {
+func mustBuild(t testing.TB, c Config) Result {
 	t.Helper()
 	r, errs := Build(c)
 	if len(errs) > 0 {

@@ -16,7 +16,7 @@ import (
 
 // seededHub is a fresh namespace on the test bed holding claims (name ->
 // access mode) and the hub's identity there.
-func seededHub(t *testing.T, claims map[string]corev1.PersistentVolumeAccessMode) hubtest.HubAPI {
+func seededHub(t testing.TB, claims map[string]corev1.PersistentVolumeAccessMode) hubtest.HubAPI {
 	t.Helper()
 	ns := acctest.Namespace(t)
 	cs := acctest.Cluster(t).Admin()
@@ -40,7 +40,7 @@ func seedEveryKindOfUser(t *testing.T) hubtest.HubAPI {
 
 // seedSwitchedCopy creates source (ReadWriteOnce) and its verified copy
 // target (ReadWriteMany), and records the switch as the copy does.
-func seedSwitchedCopy(t *testing.T, cs kubernetes.Interface, ns, user, source, target string) (src, dst *corev1.PersistentVolumeClaim) {
+func seedSwitchedCopy(t testing.TB, cs kubernetes.Interface, ns, user, source, target string) (src, dst *corev1.PersistentVolumeClaim) {
 	t.Helper()
 	src = seedClaim(t, cs, ns, source, corev1.ReadWriteOnce, nil, nil)
 	dst = seedClaim(t, cs, ns, target, corev1.ReadWriteMany,
@@ -54,7 +54,7 @@ func seedSwitchedCopy(t *testing.T, cs kubernetes.Interface, ns, user, source, t
 
 // seedClaim creates a claim of the test bed's kind (no provisioner binds
 // it: it stays Pending, which the hub's lookup does not mind).
-func seedClaim(t *testing.T, cs kubernetes.Interface, ns, name string, mode corev1.PersistentVolumeAccessMode, labels, ann map[string]string) *corev1.PersistentVolumeClaim {
+func seedClaim(t testing.TB, cs kubernetes.Interface, ns, name string, mode corev1.PersistentVolumeAccessMode, labels, ann map[string]string) *corev1.PersistentVolumeClaim {
 	t.Helper()
 	class := "longhorn"
 	pvc := &corev1.PersistentVolumeClaim{
@@ -70,7 +70,7 @@ func seedClaim(t *testing.T, cs kubernetes.Interface, ns, name string, mode core
 }
 
 // annotateClaim sets one annotation on c.
-func annotateClaim(t *testing.T, cs kubernetes.Interface, c *corev1.PersistentVolumeClaim, key, value string) *corev1.PersistentVolumeClaim {
+func annotateClaim(t testing.TB, cs kubernetes.Interface, c *corev1.PersistentVolumeClaim, key, value string) *corev1.PersistentVolumeClaim {
 	t.Helper()
 	c = c.DeepCopy()
 	if c.Annotations == nil {

@@ -3,6 +3,7 @@ package spawner
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -129,6 +130,18 @@ func TestSpawnerSpawn_decidedFromTheCluster(t *testing.T) {
 			t.Errorf("%s: pinned = %v, want %v (labels %v)", id, pinned, want.pinned, f.Labels)
 		}
 	}
+	// The cost per spawn: the home is decided with one or two requests (the
+	// claim; its copy, or the copies of a claim of that name), and each
+	// other claim the pod mounts (the workspace) takes one more.
+	for id, s := range got {
+		others := 1
+		if s.Refused != "" {
+			others = 0 // refused before the pod is made
+		}
+		if s.HookRequests < 1 || s.HookRequests > 2+others {
+			t.Errorf("%s: the hooks made %d API requests, want 1 to %d", id, s.HookRequests, 2+others)
+		}
+	}
 	refused := map[string]string{
 		"erin": "being copied", "fay": "being rebound", "gus": "being deleted",
 		"ivy": "not switched", "jay": "does not exist",
@@ -198,7 +211,7 @@ func TestSpawnerSpawn_apiServerUnreachable(t *testing.T) {
 // deleteClaim deletes a claim and waits until it is gone. No pod uses it;
 // this package's test bed runs no controller-manager, so the test lets the
 // claim go as the claim protection controller would.
-func deleteClaim(t *testing.T, cs kubernetes.Interface, ns, name string) {
+func deleteClaim(t testing.TB, cs kubernetes.Interface, ns, name string) {
 	t.Helper()
 	ctx := context.Background()
 	if err := cs.CoreV1().PersistentVolumeClaims(ns).Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
@@ -230,5 +243,46 @@ func holdAndDelete(t *testing.T, cs kubernetes.Interface, ns, name string) {
 	})
 	if err := cs.CoreV1().PersistentVolumeClaims(ns).Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// BenchmarkSpawnHooks measures what the hooks add to a spawn with real
+// KubeSpawner and the test bed's API server (make bench reports it): the
+// time of the pre_spawn_hook and the modify_pod_hook as the hub measures
+// it, and their API requests, for a home kept, a home copied and switched,
+// the copy of a deleted claim (found by its label) and a new user.
+func BenchmarkSpawnHooks(b *testing.B) {
+	r := mustBuild(b, Config{Home: homeSettings(RWX)})
+	values := mergeValues(hubtest.Z2jhValues(b), helmValuesOf(b, r))
+	api := seededHub(b, nil)
+	cs := acctest.Cluster(b).Admin()
+	ns := api.Namespace
+	seedClaim(b, cs, ns, "claim-kept", corev1.ReadWriteOnce, nil, nil)
+	seedSwitchedCopy(b, cs, ns, "copied", "claim-copied", "home-copied")
+	seedSwitchedCopy(b, cs, ns, "moved", "claim-moved", "home-moved")
+	deleteClaim(b, cs, ns, "claim-moved")
+	hub := hubtest.StartHub(b, api, values, b.TempDir(), FilesDir)
+	for _, c := range []struct{ name, user, claim string }{
+		{"kept", "kept", "claim-kept"}, {"copied", "copied", "home-copied"}, {"source_deleted", "moved", "home-moved"}, {"new_user", "newcomer", "claim-newcomer"},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			var seconds []float64
+			requests := 0
+			for b.Loop() {
+				got, err := hub.Spawn([]hubtest.HubUser{{Name: c.user}})
+				if err != nil {
+					b.Fatal(err)
+				}
+				s := got[c.user]
+				if s.PVCName != c.claim {
+					b.Fatalf("%s mounts %q (%s), want %s", c.user, s.PVCName, s.RefusedLog, c.claim)
+				}
+				seconds = append(seconds, s.HookSeconds)
+				requests = max(requests, s.HookRequests)
+			}
+			slices.Sort(seconds)
+			b.ReportMetric(seconds[len(seconds)/2]*1000, "ms/hooks")
+			b.ReportMetric(float64(requests), "requests/spawn")
+		})
 	}
 }

@@ -36,6 +36,7 @@ import asyncio
 import json
 import os
 import sys
+import time
 import types
 
 cfg = json.load(open(sys.argv[1]))
@@ -70,6 +71,10 @@ class _AsyncApiClient:
         return getattr(self.sync, name)
 
 
+# The requests the API classes made (each call is one request).
+_requests = [0]
+
+
 def _async_api(sync_class):
     # kubernetes_asyncio's API classes: the same generated method names,
     # each a coroutine; the request runs in a thread with the real client.
@@ -84,6 +89,7 @@ def _async_api(sync_class):
                 return method
 
             async def call(*args, **kwargs):
+                _requests[0] += 1
                 return await asyncio.to_thread(method, *args, **kwargs)
 
             return call
@@ -225,6 +231,9 @@ async def spawn(u):
     offered = [p.get("slug") or p.get("display_name") for p in profiles or []]
     # jhub-apps serves the profiles as JSON: they must stay serializable.
     served = json.loads(json.dumps(profiles or []))
+    # What the hooks add to the spawn: their time and API requests.
+    hooks = {"seconds": 0.0, "requests": 0}
+    started, before = time.perf_counter(), _requests[0]
     if spawner.pre_spawn_hook is not None:
         try:
             r = spawner.pre_spawn_hook(spawner)
@@ -232,16 +241,23 @@ async def spawn(u):
                 await r
         except Exception as e:
             # JupyterHub shows the user jupyterhub_message, else the error.
-            return {"refused": getattr(e, "jupyterhub_message", str(e)), "refused_log": str(e)}
+            return {"refused": getattr(e, "jupyterhub_message", str(e)), "refused_log": str(e),
+                    "hook_seconds": time.perf_counter() - started, "hook_requests": _requests[0] - before}
+    hooks["seconds"] += time.perf_counter() - started
+    hooks["requests"] += _requests[0] - before
     spawner.user_options = {"profile": u["profile"]} if u.get("profile") else {}
     await spawner.load_user_options()
     pvc = plain(spawner.get_pvc_manifest())
     pod = await spawner.get_pod_manifest()
+    started, before = time.perf_counter(), _requests[0]
     if spawner.modify_pod_hook is not None:
         pod = spawner.modify_pod_hook(spawner, pod)
         if asyncio.iscoroutine(pod):
             pod = await pod
-    return {"offered": offered, "served": served, "pvc": pvc, "pod": plain(pod), "pvc_name": spawner.pvc_name}
+    hooks["seconds"] += time.perf_counter() - started
+    hooks["requests"] += _requests[0] - before
+    return {"offered": offered, "served": served, "pvc": pvc, "pod": plain(pod), "pvc_name": spawner.pvc_name,
+            "hook_seconds": hooks["seconds"], "hook_requests": hooks["requests"]}
 
 
 async def main(users):
