@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
@@ -91,15 +92,49 @@ func (s *APIServer) Create(ns string, obj map[string]any, dryRun bool) error {
 // run in full, nothing is stored.
 func (s *APIServer) DryRun(ns string, obj map[string]any) error { return s.Create(ns, obj, true) }
 
-// DryRunRendered submits every object helm template rendered with a
-// server-side dry run in a fresh namespace and fails the test for each one
-// the API server rejects or does not serve. It returns how many it accepted.
+// DryRunApply submits obj as a server-side apply in namespace ns
+// (namespaced kinds; the object's own namespace is replaced) with a
+// server-side dry run and strict field validation: an object that exists
+// (such as a cluster-scoped one a release installed) is checked as its
+// update, any other as its creation.
+func (s *APIServer) DryRunApply(ns string, obj map[string]any) error {
+	u := &unstructured.Unstructured{Object: deepCopy(obj)}
+	gvk := u.GroupVersionKind()
+	if gvk.Kind == "" || gvk.Version == "" {
+		return fmt.Errorf("no apiVersion or kind: %v", obj)
+	}
+	m, err := s.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	if meta.IsNoMatchError(err) {
+		return fmt.Errorf("%s: %w", gvk, ErrNotServed)
+	}
+	if err != nil {
+		return err
+	}
+	var r dynamic.ResourceInterface = s.Dyn.Resource(m.Resource)
+	if m.Scope.Name() == meta.RESTScopeNameNamespace {
+		u.SetNamespace(ns)
+		r = s.Dyn.Resource(m.Resource).Namespace(ns)
+	}
+	body, err := u.MarshalJSON()
+	if err != nil {
+		return err
+	}
+	force := true
+	_, err = r.Patch(context.Background(), u.GetName(), types.ApplyPatchType, body, metav1.PatchOptions{
+		FieldManager: "hubtest", Force: &force, DryRun: []string{metav1.DryRunAll}, FieldValidation: metav1.FieldValidationStrict,
+	})
+	return err
+}
+
+// DryRunRendered submits every object a chart rendered (DryRunApply) in a
+// fresh namespace and fails the test for each one the API server rejects
+// or does not serve. It returns how many it accepted.
 func (s *APIServer) DryRunRendered(t testing.TB, rendered map[string]map[string]any) int {
 	t.Helper()
 	ns := s.Namespace()
 	accepted := 0
 	for _, key := range SortedKeys(rendered) {
-		err := s.DryRun(ns, rendered[key])
+		err := s.DryRunApply(ns, rendered[key])
 		switch {
 		case errors.Is(err, ErrNotServed):
 			t.Errorf("the chart renders %s, a kind the API server does not serve", key)

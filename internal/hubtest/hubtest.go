@@ -117,17 +117,6 @@ func Z2jhValues(t testing.TB) map[string]any {
 	return v
 }
 
-// PackSubchartValues are the data-science-pack's values for its z2jh
-// subchart (its values.yaml's jupyterhub:).
-func PackSubchartValues(t testing.TB) map[string]any {
-	t.Helper()
-	sub, ok := YAMLRef(t, "nebari-data-science-pack", "values.yaml")["jupyterhub"].(map[string]any)
-	if !ok {
-		t.Fatal("the data-science-pack's values.yaml has no jupyterhub: map")
-	}
-	return sub
-}
-
 // PackConfigD writes the data-science-pack's jupyterhub_config.d files as
 // its templates/hub-config.yaml renders them: 00-chart-derived.py from the
 // template (its Helm expressions given test values), the others from
@@ -449,27 +438,15 @@ func PrepareZ2jhChart(src, dst string) error {
 // the values, in order, and returns the objects by kind/name.
 func HelmTemplate(t testing.TB, chart string, values ...map[string]any) map[string]map[string]any {
 	t.Helper()
-	var docs []string
-	for _, v := range values {
+	args := []string{"template", "hub", chart, "--namespace", "jupyter", "--kube-version", "1.35.0"}
+	dir := t.TempDir()
+	for i, v := range values {
 		b, err := yaml.Marshal(v)
 		if err != nil {
 			t.Fatal(err)
 		}
-		docs = append(docs, string(b))
-	}
-	return HelmTemplateFiles(t, chart, "hub", "jupyter", docs...)
-}
-
-// HelmTemplateFiles renders the chart as release in namespace with the
-// values files (their text, in order, as a helm_release's values list
-// passes them) and returns the objects by kind/name.
-func HelmTemplateFiles(t testing.TB, chart, release, namespace string, values ...string) map[string]map[string]any {
-	t.Helper()
-	args := []string{"template", release, chart, "--namespace", namespace, "--kube-version", "1.35.0"}
-	dir := t.TempDir()
-	for i, v := range values {
 		p := filepath.Join(dir, string(rune('a'+i))+".yaml")
-		if err := os.WriteFile(p, []byte(v), 0o600); err != nil {
+		if err := os.WriteFile(p, b, 0o600); err != nil {
 			t.Fatal(err)
 		}
 		args = append(args, "-f", p)
@@ -482,15 +459,22 @@ func HelmTemplateFiles(t testing.TB, chart, release, namespace string, values ..
 	if err != nil {
 		t.Fatalf("helm template: %v\n%s", err, stderr.String())
 	}
+	return Manifest(t, string(out))
+}
+
+// Manifest is the objects of a manifest as Helm renders it (YAML documents
+// separated by ---), by kind/name.
+func Manifest(t testing.TB, text string) map[string]map[string]any {
+	t.Helper()
 	objs := map[string]map[string]any{}
-	for _, doc := range strings.Split(string(out), "\n---") {
+	for _, doc := range strings.Split(text, "\n---") {
 		var m map[string]any
 		if err := yaml.Unmarshal([]byte(doc), &m); err != nil || m == nil {
 			continue
 		}
 		key := Str(m["kind"]) + "/" + Str(Dig(m, "metadata.name"))
 		if _, dup := objs[key]; dup {
-			t.Fatalf("helm template renders %s twice", key)
+			t.Fatalf("the manifest holds %s twice", key)
 		}
 		objs[key] = m
 	}

@@ -52,9 +52,18 @@ func HubIdentity(t testing.TB, ns string) HubAPI {
 	if _, err := cs.RbacV1().RoleBindings(ns).Create(ctx, binding, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	tok, err := cs.CoreV1().ServiceAccounts(ns).CreateToken(ctx, "hub", &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
+	return AccountAPI(t, ns, "hub")
+}
+
+// AccountAPI is the test bed's API server as the ServiceAccount account in
+// ns, which exists already (with the roles bound to it, such as those a
+// chart installed for its hub), in ns.
+func AccountAPI(t testing.TB, ns, account string) HubAPI {
+	t.Helper()
+	c := acctest.Cluster(t)
+	tok, err := c.Admin().CoreV1().ServiceAccounts(ns).CreateToken(context.Background(), account, &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("a token of the ServiceAccount %s/%s: %v", ns, account, err)
 	}
 	ca := filepath.Join(t.TempDir(), "ca.crt")
 	if err := os.WriteFile(ca, c.CAPEM, 0o600); err != nil {

@@ -14,9 +14,10 @@
 # Checked against the data-science-pack 0.1.4 (commit d98c4f9; its z2jh
 # subchart is 4.4.0, JupyterHub 5.4.3) with the zero-to-jupyterhub chart at
 # commit 48ea50e3 standing in for that subchart, and KubeSpawner 7.1.1.dev0
-# (commit 4161d54), rendered with Helm 4.3.2 and accepted by a Kubernetes
-# 1.37 API server: the provider's acceptance tests apply this file and
-# render helm.tf's values (internal/provider/examples_test.go).
+# (commit 4161d54), installed with the hashicorp/helm provider 3.1.2 on a
+# Kubernetes 1.37 API server: the provider's acceptance tests apply this
+# file and helm.tf as written and spawn users from the hub Helm installed
+# (internal/provider/examples_helm_test.go).
 
 locals {
   namespace = "nebari"

@@ -8,10 +8,11 @@
 # mount it themselves.
 #
 # Checked against the zero-to-jupyterhub chart at commit 48ea50e3 (main,
-# JupyterHub 5.5.0) and KubeSpawner 7.1.1.dev0 (commit 4161d54), rendered
-# with Helm 4.3.2 and accepted by a Kubernetes 1.37 API server: the
-# provider's acceptance tests apply this file and render helm.tf's values
-# (internal/provider/examples_test.go).
+# JupyterHub 5.5.0) and KubeSpawner 7.1.1.dev0 (commit 4161d54), installed
+# with the hashicorp/helm provider 3.1.2 on a Kubernetes 1.37 API server:
+# the provider's acceptance tests apply this file and helm.tf as written
+# and spawn users from the hub Helm installed
+# (internal/provider/examples_helm_test.go).
 
 resource "jupyter_home_storage" "homes" {
   namespace          = "jhub"
