@@ -79,7 +79,9 @@ output "values" {
 	if err != nil {
 		return s, err
 	}
-	release := "hub"
+	// The chart names its cluster-wide objects after the release: one
+	// release name per N.
+	release := fmt.Sprintf("hub-%d", n)
 	cmd := exec.CommandContext(ctx, helm, "install", release, chart, "--namespace", ns, "--kubeconfig", cluster.KubeconfigPath, "--no-hooks", "-f", valuesFile)
 	cmd.Env = append(os.Environ(), "HELM_CACHE_HOME="+dir, "HELM_CONFIG_HOME="+dir, "HELM_DATA_HOME="+dir)
 	if out, err := cmd.CombinedOutput(); err != nil {

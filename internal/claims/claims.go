@@ -40,6 +40,11 @@ type Claim struct {
 	Labels         map[string]string
 	Annotations    map[string]string
 	Deleting       bool // deletionTimestamp is set
+	// Resizing: an expansion has not finished (the claim requests more
+	// than its status capacity, or carries a Resizing or
+	// FileSystemResizePending condition); the node grows the filesystem
+	// at the next mount.
+	Resizing bool
 }
 
 // Ref identifies a claim: its namespace and its name. Names are unique

@@ -57,7 +57,7 @@ func rebindView(c *claims.Claim) *migration.Claim {
 		return nil
 	}
 	return &migration.Claim{UID: c.UID, Modes: c.AccessModes, Phase: c.Phase, VolumeName: c.VolumeName,
-		Deleting: c.Deleting, Annotations: c.Annotations}
+		Deleting: c.Deleting, Resizing: c.Resizing, Annotations: c.Annotations}
 }
 
 func (r Runner) rebindOp(ctx context.Context, job Rebind, op migration.Op, c *claims.Claim, v migration.Volume) error {

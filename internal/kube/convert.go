@@ -45,6 +45,14 @@ func convertClaim(p *corev1.PersistentVolumeClaim, in interner) claims.Claim {
 	}
 	if q, ok := p.Status.Capacity[corev1.ResourceStorage]; ok {
 		c.Capacity = in.str(q.String())
+		if r, ok := p.Spec.Resources.Requests[corev1.ResourceStorage]; ok && p.Status.Phase == corev1.ClaimBound && r.Cmp(q) > 0 {
+			c.Resizing = true
+		}
+	}
+	for _, cond := range p.Status.Conditions {
+		if (cond.Type == corev1.PersistentVolumeClaimResizing || cond.Type == corev1.PersistentVolumeClaimFileSystemResizePending) && cond.Status == corev1.ConditionTrue {
+			c.Resizing = true
+		}
 	}
 	return c
 }

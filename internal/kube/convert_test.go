@@ -201,3 +201,33 @@ func boundClaim(i int) corev1.PersistentVolumeClaim {
 			Capacity:    corev1.ResourceList{corev1.ResourceStorage: size}},
 	}
 }
+
+// A claim whose expansion has not finished is Resizing: it requests more
+// than its capacity, or carries a resize condition.
+func TestConvertClaimResizing(t *testing.T) {
+	claim := func(requested, capacity string, conds ...corev1.PersistentVolumeClaimConditionType) *corev1.PersistentVolumeClaim {
+		p := &corev1.PersistentVolumeClaim{
+			Spec:   corev1.PersistentVolumeClaimSpec{Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse(requested)}}},
+			Status: corev1.PersistentVolumeClaimStatus{Phase: corev1.ClaimBound, Capacity: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse(capacity)}},
+		}
+		for _, c := range conds {
+			p.Status.Conditions = append(p.Status.Conditions, corev1.PersistentVolumeClaimCondition{Type: c, Status: corev1.ConditionTrue})
+		}
+		return p
+	}
+	for _, tc := range []struct {
+		name string
+		pvc  *corev1.PersistentVolumeClaim
+		want bool
+	}{
+		{"as requested", claim("10Gi", "10Gi"), false},
+		{"more than requested", claim("10Gi", "12Gi"), false},
+		{"grown, not yet done", claim("20Gi", "10Gi"), true},
+		{"filesystem resize pending", claim("20Gi", "20Gi", corev1.PersistentVolumeClaimFileSystemResizePending), true},
+		{"resizing", claim("20Gi", "20Gi", corev1.PersistentVolumeClaimResizing), true},
+	} {
+		if got := ClaimFromPVC(tc.pvc).Resizing; got != tc.want {
+			t.Errorf("%s: Resizing = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}

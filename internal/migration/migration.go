@@ -253,6 +253,7 @@ type Claim struct {
 	Phase       string
 	VolumeName  string
 	Deleting    bool
+	Resizing    bool // an expansion has not finished (claims.Claim.Resizing)
 	Annotations map[string]string
 }
 
@@ -315,6 +316,10 @@ func NextRebind(c *Claim, v *Volume, to string) (Op, error) {
 		return OpRetain, nil
 	case c == nil:
 		return claimGone(v, rec)
+	case c.UID == v.ClaimRefUID && c.VolumeName == v.Name && !slices.Equal(c.Modes, []string{rec.To}) && c.Resizing && !c.Deleting:
+		// Expanded since it was retained: deleting it now would lose the
+		// pending resize. The volume stays retained with the record.
+		return "", errResizing(v.Name)
 	case c.UID == v.ClaimRefUID && c.VolumeName == v.Name && !slices.Equal(c.Modes, []string{rec.To}):
 		// Retained, the old claim still there (or being deleted: deleting
 		// again waits for it to go).
@@ -353,8 +358,20 @@ func notStarted(c *Claim, v *Volume, to string) (Op, error) {
 		return "", fmt.Errorf("the claim is not bound to volume %s (phase %s)", v.Name, orDash(c.Phase))
 	case slices.Equal(c.Modes, []string{to}):
 		return OpDone, nil
+	case c.Resizing:
+		return "", errResizing(v.Name)
 	}
 	return OpRetain, nil
+}
+
+// errResizing refuses to rebind a claim whose expansion has not finished:
+// the new claim would be bound to the grown volume with its filesystem
+// never grown (the node grows it at the next mount of the claim that asked
+// for it), or, before the volume grew, would ask for more than the volume
+// holds and never bind.
+func errResizing(volume string) error {
+	return fmt.Errorf("the claim is being expanded (it requests more than its capacity, or its filesystem resize waits for the next mount): "+
+		"a rebind now would lose the resize. Nothing more is done to volume %s now; start and stop the user's server once (the node grows the filesystem), then apply again", volume)
 }
 
 // claimGone is the next step once the old claim is deleted: the new claim

@@ -176,3 +176,27 @@ func TestNextRebind_refuses(t *testing.T) {
 		})
 	}
 }
+
+// A claim being expanded is never rebound: before the volume grew, the new
+// claim would ask for more than the volume holds and never bind; after, its
+// filesystem would never be grown (the node grows it at the next mount of
+// the claim that asked). Nothing is done before the retain; after it, the
+// claim is not deleted (unless it is already going).
+func TestNextRebind_resizing(t *testing.T) {
+	rec := &Record{Step: StepRetained, Claim: "claim-a", Namespace: "jhub", To: RWX, ReclaimPolicy: "Delete"}
+	resizing := &Claim{UID: "u1", Modes: []string{RWO}, Phase: "Bound", VolumeName: "pv1", Resizing: true}
+	bound := Volume{Name: "pv1", Phase: "Bound", ReclaimPolicy: "Delete", ClaimRefName: "claim-a", ClaimRefNS: "jhub", ClaimRefUID: "u1", Modes: []string{RWO}}
+	retained := bound
+	retained.ReclaimPolicy, retained.Record = "Retain", rec
+	for name, v := range map[string]Volume{"not started": bound, "retained": retained} {
+		op, err := NextRebind(resizing, &v, RWX)
+		if err == nil || !strings.Contains(err.Error(), "being expanded") || !strings.Contains(err.Error(), "pv1") {
+			t.Errorf("%s: NextRebind = %s, %v; want the rebind refused", name, op, err)
+		}
+	}
+	going := *resizing
+	going.Deleting = true
+	if op, err := NextRebind(&going, &retained, RWX); err != nil || op != OpDeleteClaim {
+		t.Errorf("a claim already being deleted: %s, %v; want its deletion waited for", op, err)
+	}
+}

@@ -272,7 +272,7 @@ func runMigrations(ctx context.Context, run execute.Runner, plan *homeStorageMod
 			if up.Method == migration.MethodCopy {
 				where = "copy to " + up.Target
 			}
-			lines = append(lines, fmt.Sprintf("%s (%s, %s, stopped at %s): %v", up.User, up.ClaimName, where, status[key].Step, err))
+			lines = append(lines, fmt.Sprintf("%s (%s, %s, stopped at %s): %v", key, up.ClaimName, where, status[key].Step, err))
 		}
 		sort.Strings(lines)
 		diags.AddError(fmt.Sprintf("%d of %d home migrations did not finish", len(failed), len(items)),

@@ -16,7 +16,9 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/acctest"
@@ -674,6 +676,77 @@ func TestAccHomeStorage_namedServerRebindIsNeverForgotten(t *testing.T) {
 				Check: rebound(cs, ns, vols, old, "claim-alice--gpu"),
 			},
 			{ProtoV6ProviderFactories: protoV6ProviderFactories, Config: forgotten, PlanOnly: true},
+		},
+	})
+}
+
+// A home whose expansion has not finished is not rebound: the new claim
+// would ask for more than the volume holds and never bind, or be bound with
+// the filesystem never grown. It waits, named, and is rebound by the apply
+// after the expansion finished (here the resizer's and the node's work is
+// done by hand: the volume grown, then the claim's capacity).
+func TestAccHomeStorage_migrateWaitsForAnExpansion(t *testing.T) {
+	cs := acctest.Cluster(t).Admin()
+	ns := acctest.Namespace(t)
+	ctx := context.Background()
+	class := "longhorn-" + ns
+	yes := true
+	if _, err := cs.StorageV1().StorageClasses().Create(ctx, &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: class},
+		Provisioner: "driver.longhorn.io", AllowVolumeExpansion: &yes}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cs.StorageV1().StorageClasses().Delete(context.Background(), class, metav1.DeleteOptions{})
+	})
+	vols := migratingHomes(t, cs, ns, class, "alice", "bob")
+	old := uids(t, cs, ns, "claim-alice", "claim-bob")
+	// alice's home is grown to 2Gi; no resizer runs here: it stays at 1Gi.
+	if _, err := cs.CoreV1().PersistentVolumeClaims(ns).Patch(ctx, "claim-alice", types.MergePatchType,
+		[]byte(`{"spec":{"resources":{"requests":{"storage":"2Gi"}}}}`), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	cfg := migrateConfig(t, ns, class, `jsonencode({})`)
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: protoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{
+				Config: cfg,
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectKnownValue(hsAddr, tfjsonpath.New("migration_plan"), knownvalue.StringRegexp(regexp.MustCompile(
+						`^\{"alice":\{"method":"none","claim":"claim-alice","reason":"[^"]*an expansion has not finished[^"]*"\},"bob":\{"method":"rebind"`))),
+				}},
+				Check: resource.ComposeAggregateTestCheckFunc(
+					unchanged(cs, ns, old, "claim-alice"),
+					rebound(cs, ns, vols, old, "claim-bob"),
+					checkLegacyUsers(hsAddr, map[string]string{"alice": "claim-alice"}),
+				),
+			},
+			{
+				// The expansion finishes: the volume grows, then the claim's capacity.
+				PreConfig: func() {
+					pv := vols["claim-alice"][0]
+					if _, err := cs.CoreV1().PersistentVolumes().Patch(ctx, pv, types.MergePatchType,
+						[]byte(`{"spec":{"capacity":{"storage":"2Gi"}}}`), metav1.PatchOptions{}); err != nil {
+						t.Fatal(err)
+					}
+					if _, err := cs.CoreV1().PersistentVolumeClaims(ns).Patch(ctx, "claim-alice", types.MergePatchType,
+						[]byte(`{"status":{"capacity":{"storage":"2Gi"}}}`), metav1.PatchOptions{}, "status"); err != nil {
+						t.Fatal(err)
+					}
+				},
+				Config: cfg,
+				Check: resource.ComposeAggregateTestCheckFunc(
+					rebound(cs, ns, vols, old, "claim-alice", "claim-bob"),
+					claimCheck(cs, ns, "claim-alice", func(pvc *corev1.PersistentVolumeClaim) error {
+						if q := pvc.Spec.Resources.Requests[corev1.ResourceStorage]; q.String() != "2Gi" {
+							return fmt.Errorf("the rebound claim requests %s, want the 2Gi it was grown to", q.String())
+						}
+						return nil
+					}),
+					checkLegacyUsers(hsAddr, map[string]string{}),
+				),
+			},
+			{Config: cfg, PlanOnly: true},
 		},
 	})
 }

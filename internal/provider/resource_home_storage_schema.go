@@ -127,6 +127,7 @@ func homeStorageSchema() schema.Schema {
 			"users": schema.StringAttribute{Optional: true,
 				MarkdownDescription: "JupyterHub users whose claims Terraform creates and manages, as one JSON object from each raw username to `{}` (no per-user settings yet): " +
 					"`users = jsonencode({ for u in var.users : u => {} })` for a list or set of names, or `jsonencode({ alice = {}, bob = {} })`. " +
+					"Names JupyterHub refuses (with a `/`, or white space at either end) are refused. " +
 					"Claims KubeSpawner made for other users are read and classified but never modified. " +
 					"Removing a user leaves the claim in place. Listing users is optional: with `storage_pvc_ensure` (in `spawner_settings`) KubeSpawner creates a missing home at the user's first spawn. " +
 					"Plans show a change of `users` user by user (`+ zed = {}`), the unchanged users hidden.\n\n" +

@@ -38,6 +38,13 @@ func Destroy(cfg Config, prior Prior, live Live) Result {
 		if c == nil {
 			continue
 		}
+		if c.Username != "" && c.Username != u || serverHomeUnder(cfg.NameTemplate, cfg.Scheme, c.Username, c.Servername, c.Name) {
+			// Not the home this resource made for u (a template that names
+			// another user's or a named server's claim alike): never deleted.
+			res.Warnings = append(res.Warnings, Finding{"deletion_policy", "A claim of a managed home's name belongs to someone else",
+				fmt.Sprintf("Claim %s has the name of user %q's home but belongs to %s: destroy leaves it as it is.", up.Ref(), u, ownerOf(c))})
+			continue
+		}
 		up.Live = c
 		if cfg.DeletionPolicy == DeletionDelete && cfg.AllowDataLoss {
 			up.Action, up.Reason = ActionRecreate, "deleted"

@@ -96,6 +96,10 @@ func (p *planner) migrate(up *UserPlan, extra bool) {
 		up.Reason += "; " + why
 		p.g.refused = append(p.g.refused, *up)
 		return
+	case method == migration.MethodRebind && c.Resizing:
+		up.Reason += "; an expansion has not finished (the node grows the filesystem when a server next mounts the claim): rebound by a later apply"
+		p.g.resizing = append(p.g.resizing, *up)
+		return
 	case m.BatchSize > 0 && len(p.g.migrating) >= m.BatchSize:
 		up.Reason += "; beyond batch_size: migrated by a later apply"
 		return
@@ -283,7 +287,7 @@ func (p *planner) homeNames() map[claims.Ref]string {
 		}
 	}
 	for _, c := range p.idx.servers {
-		p.idx.homes[p.cfg.ref(c)] = homeKey(c.Username, c.Servername)
+		p.idx.homes[p.cfg.ref(c)] = ServerKey(c.Username, c.Servername)
 	}
 	return p.idx.homes
 }
@@ -318,6 +322,12 @@ func whyNotRebind(src migration.Source, cfg Config) string {
 // migrationFindings reports the users a migration leaves for later or cannot move.
 func (p *planner) migrationFindings() {
 	running, refused := p.g.running, p.g.refused
+	if len(p.g.resizing) > 0 {
+		p.warnf("migration", "Claims being expanded are rebound later",
+			"%d claim(s) request more than their capacity, or wait for their filesystem to be grown: a rebind now would bind the new claim to the volume with the filesystem never grown (or, before the volume grew, never bind). "+
+				"They stay as they are (their users listed in legacy_users, still co-located) and are rebound by a later apply, once the expansion has finished; the node grows the filesystem when a server next mounts the claim:\n%s",
+			len(p.g.resizing), describe(p.g.resizing))
+	}
 	if len(refused) > 0 {
 		p.errorf("migration", "Some homes cannot be migrated without data loss",
 			"%d home claim(s) cannot be moved to %s:\n%s\n"+

@@ -347,6 +347,7 @@ type groups struct {
 	mismatched, recreate, unlisted, mounted, gone []UserPlan
 	serversKept                                   []UserPlan // named servers' homes, which recreate never touches
 	migrating, running, refused                   []UserPlan
+	resizing                                      []UserPlan // rebinds that wait for an expansion to finish
 	deleteSources                                 []UserPlan
 	// paused are rebinds an earlier apply started whose old claim is still
 	// there, while on_mode_change no longer says "migrate".
@@ -419,16 +420,25 @@ func (p *planner) indexClaims() []claims.Claim {
 		switch {
 		case err == nil && want == c.Name:
 			p.idx.byUser[c.Username] = c
-		case c.Servername != "" && p.isServerHome(c):
+		case p.isServerHome(c):
 			p.idx.servers = append(p.idx.servers, c)
-		case c.Servername == "" && !p.isExtra(c):
+		case c.Servername == "" && !p.isExtra(c), p.wasServerHome(c):
 			strays = append(strays, *c)
+		}
+	}
+	// The new claims of copies in progress: no other home is copied there.
+	for i := range p.live.Claims {
+		c := &p.live.Claims[i]
+		if v := c.Annotations[migration.CopyAnnotation]; v != "" {
+			if rec, err := migration.DecodeCopyRecord(v); err == nil && rec.Target != "" {
+				p.idx.copyTargets[cfg.Ref(c.Namespace, rec.Target)] = p.keyOf(c.Username, c.Servername, c.Name)
+			}
 		}
 	}
 	// A copy whose source claim was deleted: the target is the user's home.
 	for src, t := range p.idx.targets {
 		if p.idx.live[src] == nil && t.Username != "" {
-			p.idx.orphans[homeKey(t.Username, t.Servername)] = t
+			p.idx.orphans[p.keyOf(t.Username, t.Servername, src.Name)] = t
 		}
 	}
 	return strays
@@ -443,9 +453,9 @@ func (p *planner) userNames() []string {
 	for u := range p.idx.byUser {
 		users[u] = true
 	}
-	for _, t := range p.idx.orphans {
-		if t.Servername == "" {
-			users[t.Username] = true
+	for k, t := range p.idx.orphans {
+		if k == t.Username {
+			users[k] = true
 		}
 	}
 	for u := range p.idx.managed {
@@ -457,7 +467,7 @@ func (p *planner) userNames() []string {
 		}
 	}
 	for _, ip := range p.live.InProgress {
-		if ip.Record.User != "" && ip.Record.Annotations[kubespawner.AnnotationServername] == "" {
+		if u := ip.Record.User; u != "" && p.keyOf(u, ip.Record.Annotations[kubespawner.AnnotationServername], ip.Record.Claim) == u {
 			users[ip.Record.User] = true
 		}
 	}
@@ -528,6 +538,17 @@ func (p *planner) newUserPlan(u string) (UserPlan, bool) {
 // migration in progress.
 func (p *planner) planClaim(up UserPlan) (UserPlan, bool) {
 	c, u := up.Live, up.User
+	if other := p.idx.live[up.Ref()]; c == nil && other != nil {
+		// A claim of that name that is not this user's home: another
+		// user's, a named server's, or one without KubeSpawner's user.
+		// Never created over, never adopted.
+		up.Action, up.Reason = ActionKeep, "the claim of this name is not the user's home"
+		p.errorf("pvc_name_template", "A home's name is taken by another claim",
+			"pvc_name_template gives user %q the claim %s, which exists and is not that user's home: it belongs to %s. "+
+				"Nothing is created over it or adopted. Choose a template that gives every home its own name (e.g. claim-{user_server} rather than claim-{username}{servername}), or rename the user.",
+			u, up.Ref(), ownerOf(other))
+		return up, false
+	}
 	switch {
 	case c == nil && !up.Managed:
 		return up, false // was managed, is no longer listed and its claim is gone

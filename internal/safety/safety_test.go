@@ -1179,6 +1179,9 @@ func checkHomes(t *testing.T, c Config, pr *Prior, live Live, r Result, list []U
 				if up.Volume == "" {
 					t.Errorf("user %q rebound without a volume", up.User)
 				}
+				if up.Resume == nil && up.Live != nil && up.Live.Resizing {
+					t.Errorf("user %q: a claim being expanded is rebound", up.Who())
+				}
 			case migration.MethodCopy:
 				// A copy never touches the source: it needs a new claim of another name.
 				if up.Target == "" || up.Target == up.ClaimName || up.CopyResume == nil && c.Migration.CopyImage == "" {
@@ -1423,6 +1426,9 @@ func genConfig(r *rand.Rand, users []string) Config {
 
 func genCase(t testing.TB, seed uint64) genned {
 	r := rand.New(rand.NewPCG(seed, 0))
+	// side draws what was added to the generator later, so that the cases
+	// drawn from r stay the ones they were.
+	side := rand.New(rand.NewPCG(seed, 2))
 	pool := genUsers
 	if r.IntN(10) == 0 {
 		pool = append(slices.Clone(pool), "\xff") // a name Expand refuses
@@ -1470,6 +1476,7 @@ func genCase(t testing.TB, seed uint64) genned {
 		if r.IntN(6) == 0 {
 			c.AccessModes = []string{RWO, RWX}
 		}
+		c.Resizing = side.IntN(8) == 0
 		if r.IntN(3) > 0 { // mostly as configured, so that plans get through
 			c.AccessModes, c.StorageClass = []string{g.cfg.AccessMode}, g.cfg.StorageClass
 		}

@@ -8,6 +8,7 @@ package safety
 
 import (
 	"cmp"
+	"fmt"
 	"maps"
 	"slices"
 	"strings"
@@ -20,8 +21,40 @@ import (
 // name template gives the server its own claim ({servername},
 // {user_server}, ...), and c has that name.
 func (p *planner) isServerHome(c *claims.Claim) bool {
-	n, err := kubespawner.Expand(p.cfg.NameTemplate, c.Username, c.Servername, p.cfg.Scheme)
-	return err == nil && n == c.Name
+	return serverHomeUnder(p.cfg.NameTemplate, p.cfg.Scheme, c.Username, c.Servername, c.Name)
+}
+
+// serverHomeUnder reports whether name is the home of user's named server
+// under template and scheme: a claim of its own, not the default server's.
+// KubeSpawner annotates every claim with the server it was made for, also
+// a shared home (claim-{username}) a named server spawned first: the
+// annotation alone never makes a claim a named server's home.
+func serverHomeUnder(template string, scheme kubespawner.Scheme, user, server, name string) bool {
+	if server == "" {
+		return false
+	}
+	n, err := kubespawner.Expand(template, user, server, scheme)
+	if err != nil || n != name {
+		return false
+	}
+	d, err := kubespawner.Expand(template, user, "", scheme)
+	return err == nil && d != name
+}
+
+// keyOf is the key of the home whose claim is name (user and the server
+// its annotations name): "user/server" when the template gives that server
+// its own claim of that name, else the user's.
+func (p *planner) keyOf(user, server, name string) string {
+	if serverHomeUnder(p.cfg.NameTemplate, p.cfg.Scheme, user, server, name) {
+		return ServerKey(user, server)
+	}
+	return user
+}
+
+// wasServerHome reports whether c was a named server's home under the
+// template of the last apply (and is not under this one): a stray.
+func (p *planner) wasServerHome(c *claims.Claim) bool {
+	return p.prior != nil && serverHomeUnder(p.prior.Config.NameTemplate, p.prior.Config.Scheme, c.Username, c.Servername, c.Name)
 }
 
 // namedServers plans the named servers' homes: those in the cluster, the
@@ -41,13 +74,13 @@ func (p *planner) namedServers() {
 		add(c.Username, c.Servername, c.Namespace, c.Name, c)
 	}
 	for src, t := range p.idx.targets {
-		if p.idx.live[src] == nil && t.Servername != "" && t.Username != "" {
+		if p.idx.live[src] == nil && t.Username != "" && p.keyOf(t.Username, t.Servername, src.Name) != t.Username {
 			add(t.Username, t.Servername, src.Namespace, src.Name, nil)
 		}
 	}
 	for ref, ip := range p.live.InProgress {
 		server := ip.Record.Annotations[kubespawner.AnnotationServername]
-		if server != "" && ip.Record.User != "" && p.idx.live[ref] == nil {
+		if ip.Record.User != "" && p.idx.live[ref] == nil && p.keyOf(ip.Record.User, server, ref.Name) != ip.Record.User {
 			add(ip.Record.User, server, ref.Namespace, ref.Name, nil)
 		}
 	}
@@ -62,11 +95,13 @@ func (p *planner) namedServers() {
 	}
 }
 
-// homeKey is the key of a home: the username, "user/server" for a named
-// server's.
-func homeKey(user, server string) string {
-	if server != "" {
-		return ServerKey(user, server)
+// ownerOf says whose claim c is, for messages.
+func ownerOf(c *claims.Claim) string {
+	switch {
+	case c.Username == "":
+		return "no user (it has no hub.jupyter.org/username)"
+	case c.Servername != "":
+		return fmt.Sprintf("user %q, server %q", c.Username, c.Servername)
 	}
-	return user
+	return fmt.Sprintf("user %q", c.Username)
 }

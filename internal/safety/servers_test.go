@@ -217,3 +217,86 @@ func TestPlanNamedServersSharingTheHome(t *testing.T) {
 		t.Errorf("warnings %s", dump(r.Warnings))
 	}
 }
+
+// Under a template that gives named servers no claim of their own
+// (claim-{username}), KubeSpawner still annotates the shared home with the
+// server that spawned first, and a copy of it or a rebind record inherits
+// the annotation: the home stays the user's, never a named server's.
+func TestPlanSharedHomeAnnotatedWithAServer(t *testing.T) {
+	src := pvc(t, "alice", server("gpu"))
+	src.UID = "uid-src"
+	target := func(switched bool) claims.Claim {
+		c := claims.Claim{Name: "home-alice", Namespace: ns, Username: "alice", Servername: "gpu", AccessModes: []string{RWX}, StorageClass: "efs", Phase: "Bound",
+			Annotations: map[string]string{migration.CopyOfAnnotation: src.Name, migration.CopyOfUIDAnnotation: src.UID}}
+		if switched {
+			c.Annotations[migration.CopySwitchedAnnotation] = "x"
+		}
+		return c
+	}
+	c := cfg([]string{"alice"}, mode(RWX), sclass("efs"), migrate(migration.MethodAuto, 0, true), copyTo("rsync:3", "home-{username}"))
+	for _, switched := range []bool{true, false} {
+		// The source is gone: the copy is the home, never a new empty claim-alice.
+		r := Plan(c, prior(t, c), Live{Claims: []claims.Claim{target(switched)}})
+		if got := actions(r); len(got) != 1 || got["alice"] != ActionCopied || len(ChangesOf(r)) != 0 {
+			t.Errorf("switched %v: actions %v, changes %v", switched, got, ChangesOf(r))
+		}
+	}
+	// A rebind stopped after the claim's deletion is resumed once, as alice's.
+	home := src
+	home.VolumeName = "pv-a"
+	rec := migration.Record{Step: migration.StepReleased, User: "alice", Claim: home.Name, Namespace: ns, From: []string{RWO}, To: RWX, ReclaimPolicy: "Delete",
+		Annotations: map[string]string{kubespawner.AnnotationUsername: "alice", kubespawner.AnnotationServername: "gpu"}}
+	c = cfg([]string{"alice"}, mode(RWX), migrate(migration.MethodAuto, 0, true))
+	r := Plan(c, prior(t, c), Live{InProgress: map[claims.Ref]InProgress{at(home.Name): {Volume: "pv-a", Record: rec}}})
+	if ch := ChangesOf(r); len(ch) != 1 || ch["alice"].Action != ActionMigrate || ch["alice"].Claim != home.Name {
+		t.Errorf("changes %v, want alice's rebind resumed once", ch)
+	}
+}
+
+// A copy already under way keeps its new claim: no other home is planned
+// into it, whichever is planned first.
+func TestPlanCopyTargetOfACopyInProgress(t *testing.T) {
+	alice, gpu := defaultHome(t, "alice"), serverHome(t, "alice", "gpu")
+	alice.Annotations = map[string]string{migration.CopyAnnotation: migration.CopyRecord{Step: migration.StepPending, ID: "x1", User: "alice", Target: "home-alice", To: RWX}.Encode()}
+	c := serversCfg(nil, mode(RWX), sclass("efs"), migrate(migration.MethodAuto, 0, true), copyTo("rsync:3", "home-{username}"))
+	r := Plan(c, nil, Live{Claims: []claims.Claim{alice, gpu}, Volumes: vols("ebs.csi.aws.com", alice, gpu)})
+	if got := actions(r); got["alice"] != ActionMigrate || got["alice/gpu"] != ActionLegacy {
+		t.Errorf("actions %v", got)
+	}
+	checkFindings(t, "errors", r.Errors, []want{{attr: "migration", has: []string{"alice/gpu", "home-alice"}}})
+}
+
+// A template change leaves a named server's own claim where the new
+// template no longer looks: a stray, like a default server's home.
+func TestPlanTemplateChangeLeavesANamedServerHome(t *testing.T) {
+	gpu := serverHome(t, "alice", "gpu")
+	old := serversCfg(nil, mode(RWX))
+	c := old
+	c.NameTemplate = tmpl
+	r := Plan(c, prior(t, old), Live{Claims: []claims.Claim{defaultHome(t, "alice", modes(RWX)), gpu}})
+	checkFindings(t, "errors", r.Errors, []want{{attr: "pvc_name_template", has: []string{"claim-alice--gpu"}}})
+}
+
+// Under z2jh's old template claim-{username}{servername}, user "alicegpu"'s
+// home has the name of alice's server gpu's: it is never created over,
+// adopted, or deleted as alicegpu's.
+func TestPlanHomeNameTakenByANamedServer(t *testing.T) {
+	z := "claim-{username}{servername}"
+	c := cfg([]string{"alicegpu"}, template(z), policy(DeletionDelete), dataLoss())
+	gpu := pvc(t, "alice", named("claim-alicegpu"), server("gpu"))
+	gpu.UID = "uid-gpu"
+	r := Plan(c, nil, Live{Claims: []claims.Claim{gpu}})
+	if ch := ChangesOf(r); len(ch) != 0 || r.Class != ClassNone {
+		t.Errorf("changes %v, class %s", ch, r.Class)
+	}
+	checkFindings(t, "errors", r.Errors, []want{{attr: "pvc_name_template", has: []string{"alicegpu", "claim-alicegpu", `server "gpu"`}}})
+	d := Destroy(c, *prior(t, c), Live{Claims: []claims.Claim{gpu}})
+	for _, up := range d.Users {
+		if up.Action == ActionRecreate {
+			t.Errorf("destroy deletes %s (alice's server gpu) as %q's home", up.ClaimName, up.User)
+		}
+	}
+	if d.Class == ClassDestructive {
+		t.Errorf("destroy is destructive")
+	}
+}

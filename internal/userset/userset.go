@@ -32,10 +32,32 @@ const Fix = `users = jsonencode({ for u in var.users : u => {} })`
 // the name anywhere else in the configuration). The error names what is
 // wrong; the caller adds where and Fix.
 func Parse(s string) ([]string, error) {
-	if names, ok := parseCanonical(s); ok {
-		return names, nil
+	names, ok := parseCanonical(s)
+	if !ok {
+		var err error
+		if names, err = parseJSON(s); err != nil {
+			return nil, err
+		}
 	}
-	return parseJSON(s)
+	for _, n := range names {
+		if err := jupyterHubName(n); err != nil {
+			return nil, err
+		}
+	}
+	return names, nil
+}
+
+// jupyterHubName refuses what JupyterHub's validate_username refuses: a
+// "/" (a named server's home is keyed "user/server"), white space at
+// either end.
+func jupyterHubName(name string) error {
+	switch {
+	case strings.Contains(name, "/"):
+		return fmt.Errorf("has the username %q, which holds \"/\": JupyterHub refuses such usernames", name)
+	case strings.TrimSpace(name) != name:
+		return fmt.Errorf("has the username %q, which starts or ends with white space: JupyterHub refuses such usernames", name)
+	}
+	return nil
 }
 
 // Encode is the users value listing names, in the form jsonencode writes

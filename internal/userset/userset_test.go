@@ -75,6 +75,9 @@ func TestParseRefuses(t *testing.T) {
 		{"truncated", `{"alice":{}`, "is not valid JSON (it ends too early)"},
 		{"trailing", `{"alice":{}} {"bob":{}}`, "has more after its JSON object"},
 		{"trailing comma", `{"alice":{},}`, "is not valid JSON"},
+		{"slash", `{"alice":{},"alice/gpu":{}}`, `has the username "alice/gpu", which holds "/"`},
+		{"slash, not canonical", `{ "alice/gpu": {} }`, `which holds "/"`},
+		{"white space at an end", `{" bob":{}}`, "starts or ends with white space"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := Parse(tc.in)

@@ -1,0 +1,24 @@
+package safety
+
+import (
+	"testing"
+
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/claims"
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/migration"
+)
+
+// A home being expanded is not rebound now (its resize would be lost): it
+// stays as it is, named in a warning, and the others move.
+func TestPlanMigrateWaitsForAnExpansion(t *testing.T) {
+	growing := longhornRWO(t, "alice")
+	growing.Resizing = true
+	runPlanCases(t, []planCase{{
+		name:    "an expansion in progress waits; the other home is rebound",
+		cfg:     cfg(nil, mode(RWX), sclass("longhorn"), migrate(migration.MethodAuto, 0, true)),
+		live:    Live{Claims: []claims.Claim{growing, longhornRWO(t, "bob")}, Volumes: volumes(t, "driver.longhorn.io", "alice", "bob")},
+		class:   ClassSafe,
+		actions: map[string]Action{"alice": ActionLegacy, "bob": ActionMigrate},
+		legacy:  []string{"alice"}, colocation: true,
+		warnings: []want{{attr: "migration", has: []string{"alice: claim-alice", "expanded", "later apply"}}},
+	}})
+}
