@@ -243,6 +243,9 @@ func (p *planner) copied(up *UserPlan) {
 	if rec.Step == migration.StepSwitched {
 		up.Action = ActionCopied
 		up.Reason = fmt.Sprintf("copied to %s (%d files, %d bytes); %s is kept with the old data", rec.Target, rec.Files, rec.Bytes, c.Name)
+		if up.TargetLive == nil {
+			p.g.lostCopies = append(p.g.lostCopies, *up)
+		}
 		if m := p.cfg.Migration; m.DeleteSources && p.cfg.AllowDataLoss && p.cfg.OnModeChange == OnModeChangeMigrate && up.TargetLive != nil {
 			up.Action = ActionDeleteSource
 			up.Reason = fmt.Sprintf("delete %s, the old home: the user's home is %s, a verified copy (%d files, %d bytes)", c.Name, rec.Target, rec.Files, rec.Bytes)
@@ -322,6 +325,16 @@ func whyNotRebind(src migration.Source, cfg Config) string {
 // migrationFindings reports the users a migration leaves for later or cannot move.
 func (p *planner) migrationFindings() {
 	running, refused := p.g.running, p.g.refused
+	if lost := p.g.lostCopies; len(lost) > 0 {
+		list := Cut(len(lost), func(i int) string {
+			return fmt.Sprintf("%s: %s was switched to %s, which does not exist (or is not its copy)", lost[i].Who(), lost[i].ClaimName, lost[i].Target)
+		})
+		p.warnf("migration", "A copied home's new claim is gone",
+			"%d home(s) were copied and switched to a new claim that no longer exists:\n%s\n"+
+				"The hub refuses these servers' spawns (it never mounts the old home nor an empty claim in place of a switched copy). "+
+				"The old claim still holds the home as it was at the copy. To give it back: remove the annotation %s from the old claim; the next spawn mounts it.",
+			len(lost), list, migration.CopyAnnotation)
+	}
 	if len(p.g.resizing) > 0 {
 		p.warnf("migration", "Claims being expanded are rebound later",
 			"%d claim(s) request more than their capacity, or wait for their filesystem to be grown: a rebind now would bind the new claim to the volume with the filesystem never grown (or, before the volume grew, never bind). "+

@@ -22,3 +22,15 @@ func TestPlanMigrateWaitsForAnExpansion(t *testing.T) {
 		warnings: []want{{attr: "migration", has: []string{"alice: claim-alice", "expanded", "later apply"}}},
 	}})
 }
+
+// A switched copy whose new claim was deleted is named: the hub refuses the
+// user's spawns, and the old claim, which still holds the home, is how to
+// give it back.
+func TestPlanSwitchedCopyWhoseTargetIsGone(t *testing.T) {
+	c := cfg(nil, mode(RWX), sclass("efs"), migrate(migration.MethodAuto, 0, true), copyTo("rsync:3", "home-{username}"))
+	r := Plan(c, nil, Live{Claims: []claims.Claim{ebsRWO(t, "alice", withCopyRecord(migration.StepSwitched, "home-alice"))}})
+	if got := actions(r); got["alice"] != ActionCopied || len(ChangesOf(r)) != 0 {
+		t.Errorf("actions %v, changes %v", got, ChangesOf(r))
+	}
+	checkFindings(t, "warnings", r.Warnings, []want{{attr: "migration", has: []string{"alice: claim-alice was switched to home-alice", migration.CopyAnnotation}}})
+}

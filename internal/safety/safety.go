@@ -348,6 +348,7 @@ type groups struct {
 	serversKept                                   []UserPlan // named servers' homes, which recreate never touches
 	migrating, running, refused                   []UserPlan
 	resizing                                      []UserPlan // rebinds that wait for an expansion to finish
+	lostCopies                                    []UserPlan // switched copies whose new claim is gone
 	deleteSources                                 []UserPlan
 	// paused are rebinds an earlier apply started whose old claim is still
 	// there, while on_mode_change no longer says "migrate".
