@@ -524,6 +524,9 @@ output "claims" {
 		reads = append(reads, r.breakdownData.rpcs["ReadDataSource"])
 	}
 	r.readData = median(reads)
+	if r.hub, err = measureHub(ctx, ws, cluster, work, ns, n); err != nil {
+		return r, fmt.Errorf("hub: %w", err)
+	}
 	if !apply {
 		return r, nil
 	}
@@ -566,9 +569,6 @@ output "claims" {
 	}
 	if r.breakdownApply, err = traceTofu(ctx, ws, adir, "apply", "-auto-approve", "-no-color"); err != nil {
 		return r, fmt.Errorf("traced apply: %w", err)
-	}
-	if r.hub, err = measureHub(ctx, ws, cluster, work, ns, n); err != nil {
-		return r, fmt.Errorf("hub: %w", err)
 	}
 	return r, nil
 }
