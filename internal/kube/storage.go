@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/claims"
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/kubespawner"
 )
 
 // NewClaim is a claim object with meta, one access mode, a storage class
@@ -123,7 +124,9 @@ func (c *Client) DeleteStorageClass(ctx context.Context, name string) error {
 }
 
 // CreateClaim creates a claim. A claim of that name that already exists
-// (say KubeSpawner made it between plan and apply) is returned as it is.
+// for the same user and server (say KubeSpawner made it between plan and
+// apply) is returned as it is; one of another user or server is an error,
+// never taken for this one.
 func (c *Client) CreateClaim(ctx context.Context, pvc *corev1.PersistentVolumeClaim) (*corev1.PersistentVolumeClaim, error) {
 	var out *corev1.PersistentVolumeClaim
 	err := c.Backoff.Retry(ctx, func() (err error) {
@@ -133,6 +136,13 @@ func (c *Client) CreateClaim(ctx context.Context, pvc *corev1.PersistentVolumeCl
 		}
 		return err
 	})
+	if err == nil {
+		for _, k := range []string{kubespawner.AnnotationUsername, kubespawner.AnnotationServername} {
+			if want, got := pvc.Annotations[k], out.Annotations[k]; got != "" && got != want {
+				return nil, fmt.Errorf("claim %s/%s exists already and is not this home: its %s is %q, not %q; nothing was changed", pvc.Namespace, pvc.Name, k, got, want)
+			}
+		}
+	}
 	return out, explainIf(err, "create", "persistentvolumeclaims", pvc.Namespace)
 }
 

@@ -48,6 +48,14 @@ func (u userMap) Description(context.Context) string {
 func (u userMap) MarkdownDescription(ctx context.Context) string {
 	return u.Description(ctx)
 }
+
+// ValidateString checks a configured value: what the state holds is read
+// as it was written (names, not the rules configured values meet).
 func (u userMap) ValidateString(_ context.Context, req validator.StringRequest, resp *validator.StringResponse) {
-	u.read(req.ConfigValue, req.Path, &resp.Diagnostics)
+	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
+		return
+	}
+	if _, err := userset.ParseConfigured(req.ConfigValue.ValueString()); err != nil {
+		resp.Diagnostics.AddAttributeError(req.Path, "Invalid "+u.attr, u.attr+" "+err.Error()+". "+u.fix)
+	}
 }

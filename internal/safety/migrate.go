@@ -60,6 +60,14 @@ func (p *planner) resume(up *UserPlan, ip InProgress) {
 		p.g.running = append(p.g.running, *up)
 		return
 	}
+	if c := up.Live; c != nil && c.Resizing && !c.Deleting && !slices.Equal(c.AccessModes, []string{rec.To}) {
+		// The old claim is still there and being expanded: deleting it
+		// would lose the resize (migration.NextRebind refuses it too).
+		up.Action, up.Volume = ActionLegacy, ip.Volume
+		up.Reason = fmt.Sprintf("the rebind an earlier apply started (volume %s, step %s) waits: an expansion has not finished", ip.Volume, rec.Step)
+		p.g.resizing = append(p.g.resizing, *up)
+		return
+	}
 	up.Action, up.Method, up.Volume, up.Resume = ActionMigrate, migration.MethodRebind, ip.Volume, &rec
 	up.Reason = fmt.Sprintf("resume the rebind started by an earlier apply (volume %s, step %s)", ip.Volume, rec.Step)
 	if p.cfg.OnModeChange != OnModeChangeMigrate {
@@ -338,7 +346,8 @@ func (p *planner) migrationFindings() {
 	if len(p.g.resizing) > 0 {
 		p.warnf("migration", "Claims being expanded are rebound later",
 			"%d claim(s) request more than their capacity, or wait for their filesystem to be grown: a rebind now would bind the new claim to the volume with the filesystem never grown (or, before the volume grew, never bind). "+
-				"They stay as they are (their users listed in legacy_users, still co-located) and are rebound by a later apply, once the expansion has finished; the node grows the filesystem when a server next mounts the claim:\n%s",
+				"They stay as they are (their users listed in legacy_users, still co-located) and are rebound by a later apply, once the expansion has finished; the node grows the filesystem when a server next mounts the claim:\n%s\n"+
+				"An expansion that does not finish (no resizer serves the class, or the driver refused the size: see the claim's events and conditions) keeps them waiting: lower the claim's request back to its capacity, or finish the expansion, then apply again.",
 			len(p.g.resizing), describe(p.g.resizing))
 	}
 	if len(refused) > 0 {

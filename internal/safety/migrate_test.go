@@ -34,3 +34,17 @@ func TestPlanSwitchedCopyWhoseTargetIsGone(t *testing.T) {
 	}
 	checkFindings(t, "warnings", r.Warnings, []want{{attr: "migration", has: []string{"alice: claim-alice was switched to home-alice", migration.CopyAnnotation}}})
 }
+
+// A rebind an earlier apply retained whose old claim is now being expanded
+// waits, named, rather than failing every apply.
+func TestPlanRetainedRebindWaitsForAnExpansion(t *testing.T) {
+	a := longhornRWO(t, "alice")
+	a.Resizing = true
+	rec := migration.Record{Step: migration.StepRetained, User: "alice", Claim: a.Name, Namespace: ns, From: []string{RWO}, To: RWX}
+	r := Plan(cfg(nil, mode(RWX), sclass("longhorn"), migrate(migration.MethodAuto, 0, true)), nil,
+		Live{Claims: []claims.Claim{a}, Volumes: volumes(t, "driver.longhorn.io", "alice"), InProgress: map[claims.Ref]InProgress{at(a.Name): {Volume: a.VolumeName, Record: rec}}})
+	if got := actions(r); got["alice"] != ActionLegacy || len(ChangesOf(r)) != 0 {
+		t.Errorf("actions %v, changes %v", got, ChangesOf(r))
+	}
+	checkFindings(t, "warnings", r.Warnings, []want{{attr: "migration", has: []string{"alice: claim-alice", "wait for their filesystem to be grown"}}})
+}

@@ -539,7 +539,7 @@ func (p *planner) newUserPlan(u string) (UserPlan, bool) {
 // migration in progress.
 func (p *planner) planClaim(up UserPlan) (UserPlan, bool) {
 	c, u := up.Live, up.User
-	if other := p.idx.live[up.Ref()]; c == nil && other != nil {
+	if other := p.idx.live[up.Ref()]; c == nil && other != nil && up.Managed && !p.labelledFor(other, u) {
 		// A claim of that name that is not this user's home: another
 		// user's, a named server's, or one without KubeSpawner's user.
 		// Never created over, never adopted.

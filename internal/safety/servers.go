@@ -105,3 +105,18 @@ func ownerOf(c *claims.Claim) string {
 	}
 	return fmt.Sprintf("user %q", c.Username)
 }
+
+// labelledFor reports whether c carries no username annotation and the
+// username label KubeSpawner gives user (older KubeSpawner labelled claims
+// only, with the escaped name): it may be user's own home, read without
+// its raw name, and is not taken for someone else's.
+func (p *planner) labelledFor(c *claims.Claim, user string) bool {
+	if c.Annotations[kubespawner.AnnotationUsername] != "" || c.UsernameLabel == "" {
+		return false
+	}
+	if l, err := kubespawner.UsernameLabel(user); err == nil && l == c.UsernameLabel {
+		return true
+	}
+	escaped, err := kubespawner.Expand("{username}", user, "", kubespawner.SchemeEscape)
+	return err == nil && escaped == c.UsernameLabel
+}

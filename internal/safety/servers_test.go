@@ -300,3 +300,23 @@ func TestPlanHomeNameTakenByANamedServer(t *testing.T) {
 		t.Errorf("destroy is destructive")
 	}
 }
+
+// A user the last apply managed whose name is now another claim's is not
+// listed any more: the plan goes on (the state forgets the user); a claim
+// older KubeSpawner labelled with only the user's escaped name is not
+// taken for someone else's.
+func TestPlanHomeNameTakenNotForUnlistedOrLabelledUsers(t *testing.T) {
+	z := "claim-{username}{servername}"
+	gpu := pvc(t, "alice", named("claim-alicegpu"), server("gpu"))
+	r := Plan(cfg([]string{"alice"}, template(z)), prior(t, cfg([]string{"alice", "alicegpu"}, template(z))), Live{Claims: []claims.Claim{pvc(t, "alice"), gpu}})
+	if len(r.Errors) > 0 {
+		t.Errorf("errors for a user no longer listed: %s", dump(r.Errors))
+	}
+	labelled := claims.Claim{Name: "claim-alice-2esmith", Namespace: ns, Username: "alice-2esmith", UsernameLabel: "alice-2esmith", AccessModes: []string{RWO}, StorageClass: "gp3", Phase: "Bound"}
+	r = Plan(cfg([]string{"alice.smith"}, scheme(kubespawner.SchemeEscape), onChange(OnModeChangeKeepExisting)), nil, Live{Claims: []claims.Claim{labelled}})
+	for _, f := range r.Errors {
+		if strings.Contains(f.Summary, "name is taken") {
+			t.Errorf("a label-only claim of the user is taken for someone else's: %s", f.Detail)
+		}
+	}
+}

@@ -414,6 +414,29 @@ def _jupyter_spawner_config(c, here):
                 return claim
         raise moving(spawner, "claim %s is a copy of %s not yet switched to" % (claim.metadata.name, ann[copy_of]))
 
+    async def instead_of_missing(spawner, name):
+        # The claim KubeSpawner remembers (a copy it mounted, or a name of an
+        # older template) is gone. The claim the template names decides: its
+        # record switched to the missing claim refuses the spawn (never an
+        # empty claim in place of a copy); another record is followed; with
+        # none it is the home again. With no such claim, KubeSpawner creates
+        # the remembered one as for a new user.
+        base_name = spawner._expand_user_properties(spawner.pvc_name_template)
+        if not base_name or base_name == name:
+            return None
+        base = await read_claim(spawner, base_name)
+        if base is None:
+            return None
+        if copy_record in annotations(base):
+            step, target, _ = record_of(spawner, base)
+            if step == "switched" and target == name:
+                raise HomeUnavailable(
+                    "jupyter_spawner_config: %s/%s was switched to %s, which does not exist" % (spawner.namespace, base_name, name),
+                    "Your home directory was moved to claim %s, which is missing. Tell your administrator; nothing was created in its place." % name)
+            return await follow_copy(spawner, base)
+        check_mountable(spawner, base)
+        return base
+
     async def home_of(spawner):
         # The claim this server mounts (after following a copy), or None
         # when KubeSpawner creates it.
@@ -440,7 +463,7 @@ def _jupyter_spawner_config(c, here):
         if claim is None:
             if copies:
                 raise moving(spawner, "claim %s is gone and its copy %s was not switched to" % (name, copies[0].metadata.name))
-            return None
+            return await instead_of_missing(spawner, name)
         check_mountable(spawner, claim)
         return claim
 

@@ -92,6 +92,17 @@ func TestSpawnerSpawn_decidedFromTheCluster(t *testing.T) {
 		[]byte(`[{"op":"remove","path":"/metadata/annotations/jupyter-infra.github.io~1copy-switched"}]`), metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	// uma: KubeSpawner remembers her switched copy, which someone deleted:
+	// never an empty claim in its place. vic: the same, and the admin
+	// removed the record from the old claim: the old claim is her home.
+	seedSwitchedCopy(t, cs, ns, "uma", claimOf("uma", ""), "home-uma")
+	deleteClaim(t, cs, ns, "home-uma")
+	seedSwitchedCopy(t, cs, ns, "vic", claimOf("vic", ""), "home-vic")
+	deleteClaim(t, cs, ns, "home-vic")
+	if _, err := cs.CoreV1().PersistentVolumeClaims(ns).Patch(context.Background(), claimOf("vic", ""), types.JSONPatchType,
+		[]byte(`[{"op":"remove","path":"/metadata/annotations/`+strings.ReplaceAll(migration.CopyAnnotation, "/", "~1")+`"}]`), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	// lee: a ReadWriteOnce home kept; mo: new; pia: a ReadWriteMany home
 	// and a workspace claim still ReadWriteOnce, which pins her pods.
 	seedClaim(t, cs, ns, claimOf("lee", ""), corev1.ReadWriteOnce, nil, nil)
@@ -105,6 +116,8 @@ func TestSpawnerSpawn_decidedFromTheCluster(t *testing.T) {
 		{Name: "hal", ID: "hal/remembered", State: map[string]any{"pvc_name": hal.Name, "kubespawner_version": "7.0.0"}},
 		{Name: "ivy"}, {Name: "jay"}, {Name: "lee"}, {Name: "mo"}, {Name: "pia"}, {Name: "qin"},
 		{Name: "ron"}, {Name: "sam"}, {Name: "tia", State: map[string]any{"pvc_name": "home-tia", "kubespawner_version": "7.0.0"}},
+		{Name: "uma", State: map[string]any{"pvc_name": "home-uma", "kubespawner_version": "7.0.0"}},
+		{Name: "vic", State: map[string]any{"pvc_name": "home-vic", "kubespawner_version": "7.0.0"}},
 	})
 	mounts := map[string]struct {
 		claim  string
@@ -115,6 +128,7 @@ func TestSpawnerSpawn_decidedFromTheCluster(t *testing.T) {
 		"lee": {claimOf("lee", ""), true}, "mo": {claimOf("mo", ""), false},
 		"pia": {claimOf("pia", ""), true}, "qin": {"home-qin", false},
 		"ron": {claimOf("ron", ""), true}, "sam": {"home-sam", false}, "tia": {"home-tia", false},
+		"vic": {claimOf("vic", ""), true},
 	}
 	for id, want := range mounts {
 		s := got[id]
@@ -138,13 +152,16 @@ func TestSpawnerSpawn_decidedFromTheCluster(t *testing.T) {
 		if s.Refused != "" {
 			others = 0 // refused before the pod is made
 		}
+		if id == "uma" || id == "vic" {
+			others++ // the remembered claim is gone: the template's claim decides
+		}
 		if s.HookRequests < 1 || s.HookRequests > 2+others {
 			t.Errorf("%s: the hooks made %d API requests, want 1 to %d", id, s.HookRequests, 2+others)
 		}
 	}
 	refused := map[string]string{
 		"erin": "being copied", "fay": "being rebound", "gus": "being deleted",
-		"ivy": "not switched", "jay": "does not exist",
+		"ivy": "not switched", "jay": "does not exist", "uma": "does not exist",
 	}
 	for id, why := range refused {
 		s := got[id]

@@ -39,18 +39,29 @@ func Parse(s string) ([]string, error) {
 			return nil, err
 		}
 	}
+	return names, nil
+}
+
+// ParseConfigured is Parse for a value the configuration sets: it also
+// refuses what JupyterHub's validate_username refuses (CheckJupyterHub).
+// A state written before keeps what Parse reads.
+func ParseConfigured(s string) ([]string, error) {
+	names, err := Parse(s)
+	if err != nil {
+		return nil, err
+	}
 	for _, n := range names {
-		if err := jupyterHubName(n); err != nil {
+		if err := CheckJupyterHub(n); err != nil {
 			return nil, err
 		}
 	}
 	return names, nil
 }
 
-// jupyterHubName refuses what JupyterHub's validate_username refuses: a
+// CheckJupyterHub refuses what JupyterHub's validate_username refuses: a
 // "/" (a named server's home is keyed "user/server"), white space at
 // either end.
-func jupyterHubName(name string) error {
+func CheckJupyterHub(name string) error {
 	switch {
 	case strings.Contains(name, "/"):
 		return fmt.Errorf("has the username %q, which holds \"/\": JupyterHub refuses such usernames", name)

@@ -75,9 +75,6 @@ func TestParseRefuses(t *testing.T) {
 		{"truncated", `{"alice":{}`, "is not valid JSON (it ends too early)"},
 		{"trailing", `{"alice":{}} {"bob":{}}`, "has more after its JSON object"},
 		{"trailing comma", `{"alice":{},}`, "is not valid JSON"},
-		{"slash", `{"alice":{},"alice/gpu":{}}`, `has the username "alice/gpu", which holds "/"`},
-		{"slash, not canonical", `{ "alice/gpu": {} }`, `which holds "/"`},
-		{"white space at an end", `{" bob":{}}`, "starts or ends with white space"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := Parse(tc.in)
@@ -266,4 +263,27 @@ func BenchmarkParse(b *testing.B) {
 			}
 		}
 	})
+}
+
+// A configured value also meets JupyterHub's rules for usernames; what a
+// state written before holds is read as it is (Parse).
+func TestParseConfigured(t *testing.T) {
+	for _, tc := range []struct{ name, in, want string }{
+		{"slash", `{"alice":{},"alice/gpu":{}}`, `has the username "alice/gpu", which holds "/"`},
+		{"slash, not canonical", `{ "alice/gpu": {} }`, `which holds "/"`},
+		{"white space at an end", `{" bob":{}}`, "starts or ends with white space"},
+		{"not JSON", `alice`, "is not JSON"},
+	} {
+		if _, err := ParseConfigured(tc.in); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: ParseConfigured(%q): %v, want an error containing %q", tc.name, tc.in, err, tc.want)
+		}
+		if tc.name != "not JSON" {
+			if names, err := Parse(tc.in); err != nil || len(names) == 0 {
+				t.Errorf("%s: Parse(%q) = %q, %v: a state holding it must stay readable", tc.name, tc.in, names, err)
+			}
+		}
+	}
+	if names, err := ParseConfigured(`{"alice":{},"bob":{}}`); err != nil || len(names) != 2 {
+		t.Errorf("ParseConfigured = %q, %v", names, err)
+	}
 }
