@@ -112,7 +112,9 @@ for p in json.load(open(os.path.join(d, "pods.json"))):
                                 spec=types.SimpleNamespace(affinity=affinity, containers=[], volumes=[]))
     modes = c.KubeSpawner["storage_access_modes"] if "storage_access_modes" in c.KubeSpawner else ["ReadWriteOnce"]
     spawner = types.SimpleNamespace(user=types.SimpleNamespace(name=p["user"]), pvc_name="remembered-" + p["user"],
-                                    namespace="jhub", api=Claims(p.get("modes")), storage_access_modes=modes)
+                                    namespace="jhub", api=Claims(p.get("modes")), storage_access_modes=modes,
+                                    pvc_name_template="claim-{username}",
+                                    _expand_user_properties=lambda t, u=p["user"]: t.replace("{username}", u))
     if pre_spawn is not None:
         r = pre_spawn(spawner)
         if asyncio.iscoroutine(r):
