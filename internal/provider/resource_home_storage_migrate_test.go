@@ -522,14 +522,6 @@ func TestAccHomeStorage_migrationInFlightIsNeverForgotten(t *testing.T) {
 	class := "longhorn-" + ns
 	vols := migratingHomes(t, cs, ns, class, "dana")
 	old := uids(t, cs, ns, "claim-dana")
-	stopped := false
-	hook := func(user string, op migration.Op) error {
-		if op == migration.OpDeleteClaim && !stopped {
-			stopped = true
-			return fmt.Errorf("apply stopped after step %s", op)
-		}
-		return nil
-	}
 	forgotten := acctest.AdminConfig(t, fmt.Sprintf(`
 resource "jupyter_home_storage" "forgotten" {
   namespace          = %q
@@ -539,30 +531,8 @@ resource "jupyter_home_storage" "forgotten" {
   users              = jsonencode({ dana = {} })
 }
 `, ns, class))
-	resource.Test(t, resource.TestCase{
-		Steps: []resource.TestStep{
-			{
-				ProtoV6ProviderFactories: afterStep(hook),
-				Config:                   migrateConfig(t, ns, class, `jsonencode({ dana = {} })`),
-				ExpectError:              wrapRE(`apply stopped after step delete-claim`),
-			},
-			{
-				PreConfig: func() {
-					if _, err := cs.CoreV1().PersistentVolumeClaims(ns).Get(context.Background(), "claim-dana", metav1.GetOptions{}); err == nil {
-						t.Fatal("the claim still exists after the stop: the test does not reach the window it is about")
-					}
-				},
-				ProtoV6ProviderFactories: protoV6ProviderFactories,
-				Config:                   forgotten,
-				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
-					plancheck.ExpectKnownValue("jupyter_home_storage.forgotten", tfjsonpath.New("changes"),
-						knownvalue.StringRegexp(regexp.MustCompile(`"dana":\{"action":"migrate"`))),
-				}},
-				Check: rebound(cs, ns, vols, old, "claim-dana"),
-			},
-			{ProtoV6ProviderFactories: protoV6ProviderFactories, Config: forgotten, PlanOnly: true},
-		},
-	})
+	resource.Test(t, resource.TestCase{Steps: forgottenRebind(t, cs, ns, migrateConfig(t, ns, class, `jsonencode({ dana = {} })`),
+		forgotten, "jupyter_home_storage.forgotten", "claim-dana", "dana", rebound(cs, ns, vols, old, "claim-dana"))})
 }
 
 // namedServerHomes seeds alice's default server's home (claim-alice) and
@@ -645,39 +615,9 @@ func TestAccHomeStorage_namedServerRebindIsNeverForgotten(t *testing.T) {
 	vols := seedMigrating(t, cs, ns, acctest.SeedClaim{Name: "claim-alice--gpu", Username: "alice", Servername: "gpu", StorageClass: &class, Bound: true,
 		ReclaimPolicy: corev1.PersistentVolumeReclaimDelete})
 	old := uids(t, cs, ns, "claim-alice--gpu")
-	stopped := false
-	hook := func(user string, op migration.Op) error {
-		if op == migration.OpDeleteClaim && !stopped {
-			stopped = true
-			return fmt.Errorf("apply stopped after step %s", op)
-		}
-		return nil
-	}
 	forgotten := strings.Replace(strings.Replace(namedServersConfig(t, ns, class, "fail"), `"homes"`, `"forgotten"`, 1), `jsonencode({ alice = {} })`, `jsonencode({})`, 1)
-	resource.Test(t, resource.TestCase{
-		Steps: []resource.TestStep{
-			{
-				ProtoV6ProviderFactories: afterStep(hook),
-				Config:                   namedServersConfig(t, ns, class, "migrate"),
-				ExpectError:              wrapRE(`apply stopped after step delete-claim`),
-			},
-			{
-				PreConfig: func() {
-					if _, err := cs.CoreV1().PersistentVolumeClaims(ns).Get(context.Background(), "claim-alice--gpu", metav1.GetOptions{}); err == nil {
-						t.Fatal("the claim still exists after the stop: the test does not reach the window it is about")
-					}
-				},
-				ProtoV6ProviderFactories: protoV6ProviderFactories,
-				Config:                   forgotten,
-				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
-					plancheck.ExpectKnownValue("jupyter_home_storage.forgotten", tfjsonpath.New("changes"),
-						knownvalue.StringRegexp(regexp.MustCompile(`"alice/gpu":\{"action":"migrate"`))),
-				}},
-				Check: rebound(cs, ns, vols, old, "claim-alice--gpu"),
-			},
-			{ProtoV6ProviderFactories: protoV6ProviderFactories, Config: forgotten, PlanOnly: true},
-		},
-	})
+	resource.Test(t, resource.TestCase{Steps: forgottenRebind(t, cs, ns, namedServersConfig(t, ns, class, "migrate"),
+		forgotten, "jupyter_home_storage.forgotten", "claim-alice--gpu", "alice/gpu", rebound(cs, ns, vols, old, "claim-alice--gpu"))})
 }
 
 // A home whose expansion has not finished is not rebound: the new claim
@@ -749,4 +689,41 @@ func TestAccHomeStorage_migrateWaitsForAnExpansion(t *testing.T) {
 			{Config: cfg, PlanOnly: true},
 		},
 	})
+}
+
+// forgottenRebind are the steps of a rebind stopped right after the claim's
+// deletion under migrating, then applied under forgotten (at addr: another
+// resource, a configuration that no longer says "migrate"): the plan must
+// show key's migration and the apply finish it (check), then nothing more.
+func forgottenRebind(t *testing.T, cs kubernetes.Interface, ns, migrating, forgotten, addr, claim, key string, check resource.TestCheckFunc) []resource.TestStep {
+	stopped := false
+	hook := func(user string, op migration.Op) error {
+		if op == migration.OpDeleteClaim && !stopped {
+			stopped = true
+			return fmt.Errorf("apply stopped after step %s", op)
+		}
+		return nil
+	}
+	return []resource.TestStep{
+		{
+			ProtoV6ProviderFactories: afterStep(hook),
+			Config:                   migrating,
+			ExpectError:              wrapRE(`apply stopped after step delete-claim`),
+		},
+		{
+			PreConfig: func() {
+				if _, err := cs.CoreV1().PersistentVolumeClaims(ns).Get(context.Background(), claim, metav1.GetOptions{}); err == nil {
+					t.Fatal("the claim still exists after the stop: the test does not reach the window it is about")
+				}
+			},
+			ProtoV6ProviderFactories: protoV6ProviderFactories,
+			Config:                   forgotten,
+			ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+				plancheck.ExpectKnownValue(addr, tfjsonpath.New("changes"),
+					knownvalue.StringRegexp(regexp.MustCompile(regexp.QuoteMeta(`"`+key+`":{"action":"migrate"`)))),
+			}},
+			Check: check,
+		},
+		{ProtoV6ProviderFactories: protoV6ProviderFactories, Config: forgotten, PlanOnly: true},
+	}
 }
