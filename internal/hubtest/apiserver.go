@@ -63,15 +63,7 @@ func (s *APIServer) Namespace() string {
 // namespace is replaced) with dryRun set to "All" or not at all, and strict
 // field validation, so that an unknown or duplicate field is an error too.
 func (s *APIServer) Create(ns string, obj map[string]any, dryRun bool) error {
-	u := &unstructured.Unstructured{Object: deepCopy(obj)}
-	gvk := u.GroupVersionKind()
-	if gvk.Kind == "" || gvk.Version == "" {
-		return fmt.Errorf("no apiVersion or kind: %v", obj)
-	}
-	m, err := s.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
-	if meta.IsNoMatchError(err) {
-		return fmt.Errorf("%s: %w", gvk, ErrNotServed)
-	}
+	u, r, err := s.resource(ns, obj)
 	if err != nil {
 		return err
 	}
@@ -79,13 +71,31 @@ func (s *APIServer) Create(ns string, obj map[string]any, dryRun bool) error {
 	if dryRun {
 		opts.DryRun = []string{metav1.DryRunAll}
 	}
+	_, err = r.Create(context.Background(), u, opts)
+	return err
+}
+
+// resource is obj as an object to submit and the API resource it goes to:
+// in namespace ns for namespaced kinds (the object's own is replaced).
+func (s *APIServer) resource(ns string, obj map[string]any) (*unstructured.Unstructured, dynamic.ResourceInterface, error) {
+	u := &unstructured.Unstructured{Object: deepCopy(obj)}
+	gvk := u.GroupVersionKind()
+	if gvk.Kind == "" || gvk.Version == "" {
+		return nil, nil, fmt.Errorf("no apiVersion or kind: %v", obj)
+	}
+	m, err := s.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	if meta.IsNoMatchError(err) {
+		return nil, nil, fmt.Errorf("%s: %w", gvk, ErrNotServed)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
 	var r dynamic.ResourceInterface = s.Dyn.Resource(m.Resource)
 	if m.Scope.Name() == meta.RESTScopeNameNamespace {
 		u.SetNamespace(ns)
 		r = s.Dyn.Resource(m.Resource).Namespace(ns)
 	}
-	_, err = r.Create(context.Background(), u, opts)
-	return err
+	return u, r, nil
 }
 
 // DryRun submits obj with a server-side dry run: admission and validation
@@ -98,22 +108,9 @@ func (s *APIServer) DryRun(ns string, obj map[string]any) error { return s.Creat
 // (such as a cluster-scoped one a release installed) is checked as its
 // update, any other as its creation.
 func (s *APIServer) DryRunApply(ns string, obj map[string]any) error {
-	u := &unstructured.Unstructured{Object: deepCopy(obj)}
-	gvk := u.GroupVersionKind()
-	if gvk.Kind == "" || gvk.Version == "" {
-		return fmt.Errorf("no apiVersion or kind: %v", obj)
-	}
-	m, err := s.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
-	if meta.IsNoMatchError(err) {
-		return fmt.Errorf("%s: %w", gvk, ErrNotServed)
-	}
+	u, r, err := s.resource(ns, obj)
 	if err != nil {
 		return err
-	}
-	var r dynamic.ResourceInterface = s.Dyn.Resource(m.Resource)
-	if m.Scope.Name() == meta.RESTScopeNameNamespace {
-		u.SetNamespace(ns)
-		r = s.Dyn.Resource(m.Resource).Namespace(ns)
 	}
 	body, err := u.MarshalJSON()
 	if err != nil {
