@@ -62,7 +62,11 @@ func (r *homeStorageResource) ValidateConfig(ctx context.Context, req resource.V
 		return
 	}
 	validateDataLoss(&m, &resp.Diagnostics)
-	if m.AccessMode.ValueString() == safety.RWX && m.StorageClass == nil && m.StorageClassName.IsNull() {
+	if m.SharedHome != nil && !m.UserNamespaceTemplate.IsNull() {
+		resp.Diagnostics.AddAttributeError(path.Root("shared_home"), "shared_home cannot be used with user_namespace_template",
+			"A claim can be mounted only by pods in its own namespace, so one shared claim cannot hold the homes of servers in per-user namespaces. Remove user_namespace_template, or use per-user claims (remove shared_home).")
+	}
+	if m.AccessMode.ValueString() == safety.RWX && m.StorageClass == nil && m.StorageClassName.IsNull() && m.SharedHome == nil {
 		resp.Diagnostics.AddAttributeError(path.Root("storage_class_name"), "ReadWriteMany needs a storage class",
 			"The cluster's default class is usually a block-volume class that cannot serve ReadWriteMany. Name a class backed by a shared file system with storage_class_name, or create one with storage_class = { name = ..., provisioner = ... }.")
 	}

@@ -59,6 +59,11 @@ func (r *homeStorageResource) readLive(ctx context.Context, client *kube.Client,
 	if err := readInProgress(ctx, client, cfg, &live); err != nil {
 		return live, err
 	}
+	if cfg.Shared != nil {
+		if live.Shared, err = client.Claim(ctx, cfg.Namespace, cfg.Shared.Claim); err != nil {
+			return live, err
+		}
+	}
 	needPods := mode.pods || len(live.InProgress) > 0
 	if mode.migrations {
 		// Whether a server runs matters only for a claim a migration may

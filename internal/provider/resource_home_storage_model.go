@@ -36,6 +36,10 @@ func (m *homeStorageModel) config(ctx context.Context, diags *diag.Diagnostics) 
 	if !m.ExtraUserVolumes.IsNull() && !m.ExtraUserVolumes.IsUnknown() {
 		diags.Append(m.ExtraUserVolumes.ElementsAs(ctx, &cfg.ExtraVolumes, false)...)
 	}
+	cfg.OnLayoutChange = safety.OnLayoutChange(m.OnLayoutChange.ValueString())
+	if sh := m.SharedHome; sh != nil {
+		cfg.Shared = &safety.SharedHome{Claim: sh.ClaimName.ValueString(), SubPathTemplate: sh.SubPathTemplate.ValueString()}
+	}
 	if q, err := kresource.ParseQuantity(cfg.Capacity); err == nil {
 		cfg.CapacityBytes = q.Value()
 	}
@@ -58,6 +62,9 @@ func (m *homeStorageModel) className() string {
 func (m *homeStorageModel) prior(ctx context.Context, diags *diag.Diagnostics) *safety.Prior {
 	cfg := m.config(ctx, diags)
 	p := &safety.Prior{Config: cfg, Managed: map[string]string{}, ClassManaged: m.StorageClass != nil}
+	if cfg.Shared != nil {
+		return p // the shared layout manages no per-user claim
+	}
 	for _, u := range cfg.Users {
 		name, err := kubespawner.Expand(cfg.NameTemplate, u, "", cfg.Scheme)
 		if err == nil {

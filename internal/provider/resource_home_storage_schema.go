@@ -10,6 +10,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/booldefault"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/int64default"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringdefault"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
@@ -47,6 +48,17 @@ type homeStorageModel struct {
 	MigrationStatus       types.String    `tfsdk:"migration_status"`
 	ExtraUserVolumes      types.List      `tfsdk:"extra_user_volumes"`
 	UserNamespaceTemplate types.String    `tfsdk:"user_namespace_template"`
+	SharedHome            *sharedModel    `tfsdk:"shared_home"`
+	OnLayoutChange        types.String    `tfsdk:"on_layout_change"`
+}
+
+type sharedModel struct {
+	ClaimName       types.String `tfsdk:"claim_name"`
+	SubPathTemplate types.String `tfsdk:"sub_path_template"`
+	DirectoryUID    types.Int64  `tfsdk:"directory_uid"`
+	DirectoryGID    types.Int64  `tfsdk:"directory_gid"`
+	DirectoryMode   types.String `tfsdk:"directory_mode"`
+	InitImage       types.String `tfsdk:"init_image"`
 }
 
 type migrationModel struct {
@@ -191,6 +203,37 @@ func homeStorageSchema() schema.Schema {
 				"`pending`, `retained`, `released` or `rebound` when it stopped there; copy: `switched` when finished, `pending`, `target-created`, `copying` or `verified`) and `error` if it failed. " +
 				"A later apply resumes an unfinished migration from the cluster's record of it."),
 			"spawner_settings": computedStr("JSON object of the KubeSpawner settings this storage implies (`storage_access_modes`, `storage_class`, `storage_capacity`, `pvc_name_template`, `slug_scheme`, `storage_pvc_ensure`, the home `volumes` and `volume_mounts`)."),
+			"shared_home": schema.SingleNestedAttribute{Optional: true,
+				MarkdownDescription: "The shared layout: every user's home is a directory of one existing claim, as zero-to-jupyterhub's `singleuser.storage.type: static` " +
+					"and Nebari's classic deployments keep them, instead of a claim per user. Servers mount the user's directory (`sub_path_template`) of `claim_name`; an init container " +
+					"creates a missing directory with `directory_uid`, `directory_gid` and `directory_mode` (kubelet would create it owned by root) and leaves an existing one as it is. " +
+					"KubeSpawner creates no per-user claim (`storage_pvc_ensure = false`) and deletes none when a user or a named server is deleted (`delete_pvc = false`: with a template naming the shared claim it would delete everyone's homes). " +
+					"The provider never creates, changes or deletes the shared claim, and destroy deletes nothing in this layout.\n\n" +
+					"A change that moves users' homes (another `claim_name`, `sub_path_template` or `slug_scheme`, or a switch between this layout and per-user claims) fails the plan naming every listed user " +
+					"whose home moves, old and new, unless `on_layout_change = \"keep\"`. `access_mode` is the shared claim's mode (the plan checks it); it should be `ReadWriteMany`: a `ReadWriteOnce` claim works only on a one-node cluster (the plan warns). " +
+					"Not with `user_namespace_template` (a claim is mountable only in its namespace). The init container runs as root with only the CHOWN, FOWNER and DAC_OVERRIDE capabilities, " +
+					"which Pod Security's `baseline` level allows and `restricted` does not.",
+				Attributes: map[string]schema.Attribute{
+					"claim_name": schema.StringAttribute{Required: true, MarkdownDescription: "The claim holding every home, in `namespace` (z2jh's `singleuser.storage.static.pvcName`).",
+						Validators: []validator.String{stringvalidator.RegexMatches(dns1123Subdomain, "must be a claim name (a DNS subdomain), e.g. \"home-nfs\"")}},
+					"sub_path_template": schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString("{username}"),
+						MarkdownDescription: "The user's directory in the claim, a KubeSpawner template relative to the claim's root: `{username}` (default, z2jh's `static.subPath`), `home/{username}` (Nebari classic). " +
+							"`{username}` follows `slug_scheme`; `{escaped_username}` keeps the names KubeSpawner gave before version 7.",
+						Validators: []validator.String{subPathTemplateValidator{}}},
+					"directory_uid": schema.Int64Attribute{Optional: true, Computed: true, Default: int64default.StaticInt64(1000),
+						MarkdownDescription: "Owner of a directory the init container creates; default 1000 (jovyan).", Validators: []validator.Int64{int64validator.AtLeast(0)}},
+					"directory_gid": schema.Int64Attribute{Optional: true, Computed: true, Default: int64default.StaticInt64(100),
+						MarkdownDescription: "Group of a directory the init container creates; default 100 (users).", Validators: []validator.Int64{int64validator.AtLeast(0)}},
+					"directory_mode": schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString("0700"),
+						MarkdownDescription: "Mode of a directory the init container creates, in octal; default `0700`.",
+						Validators:          []validator.String{stringvalidator.RegexMatches(octalModeRE, "must be an octal mode such as \"0700\" or \"2775\"")}},
+					"init_image": schema.StringAttribute{Required: true,
+						MarkdownDescription: "Image of the init container that creates a missing directory; it needs `sh`, `mkdir`, `chown` and `chmod` (e.g. a busybox or Alpine image)."},
+				}},
+			"on_layout_change": schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString(string(safety.OnLayoutChangeFail)),
+				MarkdownDescription: "What to do when a change moves users' homes to other directories or claims (see `shared_home`): `fail` (default; the plan names every listed user whose home moves) " +
+					"or `keep` (apply it: the old directories and claims stay as they are, untouched and no longer mounted, and those users start in the new ones).",
+				Validators: []validator.String{stringvalidator.OneOf(string(safety.OnLayoutChangeFail), string(safety.OnLayoutChangeKeep))}},
 			"migration": schema.SingleNestedAttribute{Optional: true,
 				MarkdownDescription: "How `on_mode_change = \"migrate\"` moves users to the new mode without losing data.\n\n" +
 					"**Rebind** (zero copy) serves the same volume in the new mode. Per user, with the user's servers stopped: the volume's reclaim policy is set to `Retain` " +
@@ -373,5 +416,28 @@ func (namespaceTemplateValidator) ValidateString(_ context.Context, req validato
 	if err != nil {
 		resp.Diagnostics.AddAttributeError(req.Path, "Invalid user namespace template",
 			fmt.Sprintf("%v. Write it as KubeSpawner does, e.g. \"{hubnamespace}-{username}\" or \"jupyter-{username}\".", err))
+	}
+}
+
+// octalModeRE is a file mode in octal, with the setuid, setgid and sticky bits.
+var octalModeRE = regexp.MustCompile(`^0?[0-7]{3,4}$`)
+
+// subPathTemplateValidator checks shared_home.sub_path_template: a
+// KubeSpawner template naming a directory below the claim's root.
+type subPathTemplateValidator struct{}
+
+func (subPathTemplateValidator) Description(context.Context) string {
+	return "a KubeSpawner template of a relative directory"
+}
+func (v subPathTemplateValidator) MarkdownDescription(ctx context.Context) string {
+	return v.Description(ctx)
+}
+func (subPathTemplateValidator) ValidateString(_ context.Context, req validator.StringRequest, resp *validator.StringResponse) {
+	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
+		return
+	}
+	if err := kubespawner.CheckSubPathTemplate(req.ConfigValue.ValueString()); err != nil {
+		resp.Diagnostics.AddAttributeError(req.Path, "Invalid shared_home.sub_path_template",
+			fmt.Sprintf("%v. Write a directory relative to the claim's root with the user's name in it, e.g. \"{username}\" or \"home/{username}\".", err))
 	}
 }

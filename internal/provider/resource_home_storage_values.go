@@ -239,6 +239,10 @@ func spawnerSettings(m *homeStorageModel) string {
 		NameTemplate: m.PVCNameTemplate.ValueString(), Scheme: kubespawner.Scheme(m.SlugScheme.ValueString()),
 		UserNamespaceTemplate: m.UserNamespaceTemplate.ValueString(),
 	}
+	if sh := m.SharedHome; sh != nil {
+		h.Shared = &kubespawner.SharedHome{Claim: sh.ClaimName.ValueString(), SubPathTemplate: sh.SubPathTemplate.ValueString(),
+			UID: sh.DirectoryUID.ValueInt64(), GID: sh.DirectoryGID.ValueInt64(), Mode: sh.DirectoryMode.ValueString(), Image: sh.InitImage.ValueString()}
+	}
 	b, _ := json.Marshal(h.Settings())
 	return string(b)
 }

@@ -45,6 +45,9 @@ func requireClient(pd *providerData, diags *diag.Diagnostics) *kube.Client {
 
 var dns1123Label = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
 
+// dns1123Subdomain is an object name such as a claim's.
+var dns1123Subdomain = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`)
+
 func namespaceValidator() validator.String {
 	return stringvalidator.All(
 		stringvalidator.LengthBetween(1, 63),

@@ -14,6 +14,9 @@ import (
 func Destroy(cfg Config, prior Prior, live Live) Result {
 	var res Result
 	res.Class = ClassNone
+	if cfg.Shared != nil {
+		return res // the shared layout manages no per-user claim, and never deletes the shared one
+	}
 	var del, mounted []UserPlan
 	live.Claims = ownClaims(cfg, live.Claims)
 	byRef := make(map[claims.Ref]*claims.Claim, len(live.Claims))

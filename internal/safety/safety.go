@@ -85,6 +85,12 @@ type Config struct {
 	// every user's server and claims live in the user's own namespace
 	// (enable_user_namespaces); "" when they live in Namespace.
 	UserNamespaceTemplate string
+	// Shared, when set, keeps every home in a directory of one claim (the
+	// shared layout) instead of a claim per user.
+	Shared *SharedHome
+	// OnLayoutChange says what to do when a change moves users' homes to
+	// other directories or claims.
+	OnLayoutChange OnLayoutChange
 	// ClassReplaced names the settings of the StorageClass this resource
 	// manages that cannot change in place (apply deletes and creates it
 	// again); empty when none change.
@@ -155,6 +161,9 @@ type Live struct {
 	// Migrations in progress, by the claim they migrate (always read):
 	// the record on the volume, which outlives the claim.
 	InProgress map[claims.Ref]InProgress
+	// Shared is the shared layout's claim as read; nil when it does not
+	// exist (or the layout is not shared).
+	Shared *claims.Claim
 }
 
 // Ref is the identity of a claim as the plan reads it: a claim without a
@@ -301,6 +310,9 @@ func (up *UserPlan) Who() string {
 
 // Plan classifies the change from prior (nil on create) to cfg against the live claims.
 func Plan(cfg Config, prior *Prior, live Live) Result {
+	if cfg.Shared != nil {
+		return planShared(cfg, prior, live)
+	}
 	left := leftBehind(cfg, prior, live.Claims)
 	live.Claims = ownClaims(cfg, live.Claims)
 	p := planner{cfg: cfg, prior: prior, live: live, left: map[string]bool{}}
@@ -308,7 +320,9 @@ func Plan(cfg Config, prior *Prior, live Live) Result {
 		p.left[l.claim.Username] = true
 	}
 	p.checkLeftBehind(left)
-	return p.run()
+	res := p.run()
+	checkLayoutMoves(cfg, prior, &res)
+	return res
 }
 
 type planner struct {

@@ -69,17 +69,24 @@ type Result struct {
 	Profiles   []map[string]any // as in Settings["profile_list"]
 	// HomeMountPath is where the home volume is mounted.
 	HomeMountPath string
+	// SharedClaim is the claim holding every home in the shared layout;
+	// "" when each user has a claim.
+	SharedClaim string
 }
 
 // Document is the JSON kept beside the Python file in the ConfigMap: the
 // settings and the co-location label, no user.
 func (r Result) Document() map[string]any {
-	return map[string]any{"KubeSpawner": r.Settings, "colocation": r.Colocation}
+	d := map[string]any{"KubeSpawner": r.Settings, "colocation": r.Colocation}
+	if r.SharedClaim != "" {
+		d["home"] = map[string]any{"shared_claim": r.SharedClaim}
+	}
+	return d
 }
 
 // homeKeys are the settings jupyter_home_storage owns; extra settings may
 // not replace them (volumes and volume_mounts are appended to instead).
-var homeKeys = []string{"storage_pvc_ensure", "storage_access_modes", "storage_capacity", "storage_class",
+var homeKeys = []string{"storage_pvc_ensure", "delete_pvc", "storage_access_modes", "storage_capacity", "storage_class",
 	"enable_user_namespaces", "user_namespace_template",
 	"pvc_name_template", "slug_scheme", "storage_extra_labels"}
 
@@ -103,6 +110,7 @@ func Build(c Config) (Result, []Finding) {
 		r.Settings[k] = v
 	}
 	r.HomeMountPath = homeMountPath(r.Settings)
+	r.SharedClaim = sharedClaim(r.Settings)
 	if c.HomeMountPath != "" {
 		if f, ok := checkHomeMountPath(c.HomeMountPath); !ok {
 			errs = append(errs, f)
@@ -135,14 +143,14 @@ func Build(c Config) (Result, []Finding) {
 				errs = append(errs, f)
 				continue
 			}
-			if k != "volumes" && k != "volume_mounts" {
+			have, homeHas := r.Settings[k].([]any)
+			if !homeHas {
 				r.Settings[k] = v
 				continue
 			}
-			have, _ := r.Settings[k].([]any)
 			for _, e := range extra {
-				if n := nameOf(e); n != "" && slices.ContainsFunc(have, func(h any) bool { return nameOf(h) == n }) && k == "volumes" {
-					errs = append(errs, Finding{Attribute: "extra_settings_json", Summary: "Duplicate volume name", Detail: fmt.Sprintf("extra_settings_json.volumes names %q, which the home storage already uses. Choose another name.", n)})
+				if n := nameOf(e); n != "" && slices.ContainsFunc(have, func(h any) bool { return nameOf(h) == n }) && k != "volume_mounts" {
+					errs = append(errs, Finding{Attribute: "extra_settings_json", Summary: "Duplicate name in " + k, Detail: fmt.Sprintf("extra_settings_json.%s names %q, which the home storage already uses. Choose another name.", k, n)})
 				}
 			}
 			r.Settings[k] = append(have, extra...)
@@ -430,4 +438,21 @@ func cmpInt(a, b int64) int {
 		return 1
 	}
 	return 0
+}
+
+// sharedClaim is the claim the home volume names when it is not the
+// user's own ("{pvc_name}"): the shared layout's.
+func sharedClaim(settings map[string]any) string {
+	vols, _ := settings["volumes"].([]any)
+	for _, v := range vols {
+		vm, _ := v.(map[string]any)
+		if vm == nil || vm["name"] != kubespawner.HomeVolumeName {
+			continue
+		}
+		pvc, _ := vm["persistentVolumeClaim"].(map[string]any)
+		if name, _ := pvc["claimName"].(string); name != "" && name != "{pvc_name}" {
+			return name
+		}
+	}
+	return ""
 }

@@ -41,6 +41,9 @@ def _jupyter_spawner_config(c, here):
         raise RuntimeError("jupyter_spawner_config: cannot read %s: %s" % (path, e)) from e
     spawner = c.KubeSpawner
     colocation = doc["colocation"]
+    # The shared layout: every home is a directory of this claim (mounted by
+    # the home volume, whose mode the plan checked); no per-user claim.
+    shared_claim = (doc.get("home") or {}).get("shared_claim")
     key = colocation["label"]
     required = "requiredDuringSchedulingIgnoredDuringExecution"
     required_snake = "required_during_scheduling_ignored_during_execution"
@@ -477,7 +480,7 @@ def _jupyter_spawner_config(c, here):
             r = previous_pre(spawner)
             if inspect.isawaitable(r):
                 await r
-        if not spawner.pvc_name:  # no home claim configured
+        if not spawner.pvc_name or shared_claim:  # no per-user home claim
             spawner.jupyter_spawner_home = (spawner.pvc_name, access_modes(spawner, None))
             return
         claim = await home_of(spawner)
@@ -543,7 +546,7 @@ def _jupyter_spawner_config(c, here):
         for volume in pod.spec.volumes or []:
             pvc = field(volume, "persistentVolumeClaim", "persistent_volume_claim")
             name = field(pvc, "claimName", "claim_name") if pvc is not None else None
-            if name and name != spawner.pvc_name:
+            if name and name != spawner.pvc_name and name != shared_claim:
                 claim = await read_claim(spawner, name)
                 if claim is not None and claim.spec is not None and single_node(claim.spec.access_modes or []):
                     return True

@@ -247,7 +247,8 @@ async def spawn(u):
     hooks["requests"] += _requests[0] - before
     spawner.user_options = {"profile": u["profile"]} if u.get("profile") else {}
     await spawner.load_user_options()
-    pvc = plain(spawner.get_pvc_manifest())
+    # As KubeSpawner._start: a claim is made only with storage_pvc_ensure.
+    pvc = plain(spawner.get_pvc_manifest()) if spawner.storage_pvc_ensure else None
     pod = await spawner.get_pod_manifest()
     started, before = time.perf_counter(), _requests[0]
     if spawner.modify_pod_hook is not None:

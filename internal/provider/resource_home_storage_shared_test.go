@@ -1,0 +1,117 @@
+package provider
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"testing"
+
+	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
+	"github.com/hashicorp/terraform-plugin-testing/plancheck"
+	"github.com/hashicorp/terraform-plugin-testing/terraform"
+	corev1 "k8s.io/api/core/v1"
+	kresource "k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/acctest"
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/kubespawner"
+)
+
+func sharedHomeConfig(t *testing.T, ns, extra string) string {
+	return acctest.AdminConfig(t, fmt.Sprintf(`
+resource "jupyter_home_storage" "homes" {
+  namespace   = %q
+  access_mode = "ReadWriteMany"
+  capacity    = "1Gi"
+  users       = jsonencode({ alice = {}, "Bob" = {} })
+  shared_home = {
+    claim_name = "home-nfs"
+    init_image = "busybox:1.36"
+  }
+  deletion_policy = "delete"
+  allow_data_loss = true
+%s
+}
+`, ns, extra))
+}
+
+// The shared layout through OpenTofu: the plan fails while the shared
+// claim is missing; then the servers' settings mount each user's
+// directory; a change of slug_scheme fails naming, old and new, the user
+// whose directory moves (Bob; not alice), and applies with
+// on_layout_change = "keep"; a switch back to per-user claims names every
+// listed user; and destroy, even with deletion_policy = "delete", deletes
+// neither the shared claim nor a per-user claim found there.
+func TestAccHomeStorage_sharedLayout(t *testing.T) {
+	cs := acctest.Cluster(t).Admin()
+	ns := acctest.Namespace(t)
+	acctest.Seed(t, cs, ns, acctest.SeedClaim{Name: "claim-alice", Username: "alice", Modes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}, Size: "1Gi"})
+	createShared := func() {
+		pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "home-nfs", Namespace: ns},
+			Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany},
+				Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: kresource.MustParse("10Gi")}}}}
+		if _, err := cs.CoreV1().PersistentVolumeClaims(ns).Create(context.Background(), pvc, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bobSafe, _ := kubespawner.Expand("{username}", "Bob", "", kubespawner.SchemeSafe)
+	bobEscaped, _ := kubespawner.Expand("{username}", "Bob", "", kubespawner.SchemeEscape)
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: protoV6ProviderFactories,
+		CheckDestroy: func(*terraform.State) error {
+			if got := uids(t, cs, ns, "home-nfs", "claim-alice"); len(got) != 2 {
+				return fmt.Errorf("destroy deleted claims in the shared layout: left %v", got)
+			}
+			return nil
+		},
+		Steps: []resource.TestStep{
+			{
+				Config:      sharedHomeConfig(t, ns, ""),
+				ExpectError: regexp.MustCompile(`The shared home claim does not exist`),
+			},
+			{
+				PreConfig: createShared,
+				Config:    sharedHomeConfig(t, ns, ""),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(hsAddr, plancheck.ResourceActionCreate), expectClass("none"),
+				}},
+				Check: func(s *terraform.State) error {
+					var settings map[string]any
+					if err := json.Unmarshal([]byte(s.RootModule().Resources[hsAddr].Primary.Attributes["spawner_settings"]), &settings); err != nil {
+						return err
+					}
+					mounts, _ := settings["volume_mounts"].([]any)
+					if len(mounts) != 1 || mounts[0].(map[string]any)["subPath"] != "{username}" || settings["delete_pvc"] != false || settings["storage_pvc_ensure"] != false {
+						return fmt.Errorf("spawner_settings: %v", settings)
+					}
+					return nil
+				},
+			},
+			{
+				Config:      sharedHomeConfig(t, ns, `  slug_scheme = "escape"`),
+				ExpectError: wrapRE(fmt.Sprintf(`(?s)Users' home directories change.*Bob: directory %q of claim %s/home-nfs → directory %q`, bobSafe, ns, bobEscaped)),
+			},
+			{
+				Config: sharedHomeConfig(t, ns, `  slug_scheme = "escape"
+  on_layout_change = "keep"`),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{expectClass("safe")}},
+			},
+			{
+				Config: acctest.AdminConfig(t, fmt.Sprintf(`
+resource "jupyter_home_storage" "homes" {
+  namespace       = %q
+  access_mode     = "ReadWriteMany"
+  storage_class_name = "nfs"
+  capacity        = "1Gi"
+  slug_scheme     = "escape"
+  users           = jsonencode({ alice = {}, "Bob" = {} })
+  deletion_policy = "delete"
+  allow_data_loss = true
+}
+`, ns)),
+				ExpectError: wrapRE(fmt.Sprintf(`(?s)The layout of the homes changed.*Bob: directory %q of claim %s/home-nfs → claim %s/claim-`, bobEscaped, ns, ns)),
+			},
+		},
+	})
+}

@@ -1,0 +1,156 @@
+package safety
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/claims"
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/kubespawner"
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/migration"
+)
+
+func sharedConfig(tmpl string, scheme kubespawner.Scheme, users ...string) Config {
+	return Config{Namespace: "hub", AccessMode: RWX, Capacity: "10Gi", CapacityBytes: 10 << 30, NameTemplate: "claim-{username}",
+		Scheme: scheme, Users: users, Shared: &SharedHome{Claim: "home-nfs", SubPathTemplate: tmpl}}
+}
+
+func sharedLive(modes ...string) Live {
+	return Live{Shared: &claims.Claim{Namespace: "hub", Name: "home-nfs", UID: "s1", AccessModes: modes, Phase: "Bound"}}
+}
+
+func findingsText(fs []Finding) string {
+	var b strings.Builder
+	for _, f := range fs {
+		b.WriteString(f.Attribute + ": " + f.Summary + "\n" + f.Detail + "\n")
+	}
+	return b.String()
+}
+
+// A change of the slug scheme names, old and new, every listed user whose
+// directory moves, and fails unless on_layout_change = "keep"; a user whose
+// name is the same under both schemes is not named.
+func TestPlanShared_slugSchemeChangeNamesEveryMovedDirectory(t *testing.T) {
+	was := sharedConfig("{username}", kubespawner.SchemeEscape, "alice", "Bob", "chris.x@example.org")
+	now := was
+	now.Scheme = kubespawner.SchemeSafe
+	res := Plan(now, &Prior{Config: was}, sharedLive(RWX))
+	text := findingsText(res.Errors)
+	if len(res.Errors) != 1 || res.Errors[0].Attribute != "on_layout_change" {
+		t.Fatalf("errors:\n%s", text)
+	}
+	for _, u := range []string{"Bob", "chris.x@example.org"} {
+		was, _ := kubespawner.Expand("{username}", u, "", kubespawner.SchemeEscape)
+		now, _ := kubespawner.Expand("{username}", u, "", kubespawner.SchemeSafe)
+		if was == now || !strings.Contains(text, `directory "`+was+`" of claim hub/home-nfs → directory "`+now+`"`) {
+			t.Errorf("%s (%q → %q) not named:\n%s", u, was, now, text)
+		}
+	}
+	if strings.Contains(text, "alice:") {
+		t.Errorf("alice's directory does not move:\n%s", text)
+	}
+	now.OnLayoutChange = OnLayoutChangeKeep
+	res = Plan(now, &Prior{Config: was}, sharedLive(RWX))
+	if len(res.Errors) != 0 || !strings.Contains(findingsText(res.Warnings), "Bob:") || res.Class != ClassSafe {
+		t.Fatalf("keep: %s %s\n%s", res.Class, findingsText(res.Errors), findingsText(res.Warnings))
+	}
+}
+
+func TestPlanShared_subPathTemplateOrClaimChange(t *testing.T) {
+	was := sharedConfig("{username}", kubespawner.SchemeSafe, "alice")
+	now := was
+	now.Shared = &SharedHome{Claim: "home-nfs", SubPathTemplate: "home/{username}"}
+	if res := Plan(now, &Prior{Config: was}, sharedLive(RWX)); !strings.Contains(findingsText(res.Errors), `alice: directory "alice" of claim hub/home-nfs → directory "home/alice" of claim hub/home-nfs`) {
+		t.Fatalf("template change:\n%s", findingsText(res.Errors))
+	}
+	now.Shared = &SharedHome{Claim: "other", SubPathTemplate: "{username}"}
+	live := sharedLive(RWX)
+	live.Shared.Name = "other"
+	if res := Plan(now, &Prior{Config: was}, live); !strings.Contains(findingsText(res.Errors), "The layout of the homes changed") {
+		t.Fatalf("claim change:\n%s", findingsText(res.Errors))
+	}
+	if res := Plan(was, &Prior{Config: was}, sharedLive(RWX)); len(res.Errors)+len(res.Warnings) != 0 || res.Class != ClassNone {
+		t.Fatalf("no change: %s %s %s", res.Class, findingsText(res.Errors), findingsText(res.Warnings))
+	}
+}
+
+// Moving between the layouts without a migration leaves every listed
+// user's home behind: the plan fails naming them, both ways.
+func TestPlanShared_layoutSwitchFailsUnlessKept(t *testing.T) {
+	shared := sharedConfig("{username}", kubespawner.SchemeSafe, "alice", "bob")
+	perUser := shared
+	perUser.Shared = nil
+	alice := claims.Claim{Namespace: "hub", Name: "claim-alice", UID: "a1", Username: "alice", AccessModes: []string{RWX}, Phase: "Bound",
+		Requested: "10Gi", RequestedBytes: 10 << 30}
+	live := sharedLive(RWX)
+	live.Claims = []claims.Claim{alice}
+	res := Plan(shared, &Prior{Config: perUser, Managed: map[string]string{"alice": "claim-alice"}}, live)
+	if text := findingsText(res.Errors); !strings.Contains(text, `alice: claim hub/claim-alice → directory "alice" of claim hub/home-nfs`) ||
+		!strings.Contains(text, `bob: claim hub/claim-bob → directory "bob"`) {
+		t.Fatalf("per-user → shared:\n%s", text)
+	}
+	res = Plan(perUser, &Prior{Config: shared}, Live{Claims: []claims.Claim{alice}})
+	if text := findingsText(res.Errors); !strings.Contains(text, `bob: directory "bob" of claim hub/home-nfs → claim hub/claim-bob`) {
+		t.Fatalf("shared → per-user:\n%s", text)
+	}
+	perUser.OnLayoutChange = OnLayoutChangeKeep
+	if res = Plan(perUser, &Prior{Config: shared}, Live{Claims: []claims.Claim{alice}}); len(res.Errors) != 0 {
+		t.Fatalf("kept: %s", findingsText(res.Errors))
+	}
+}
+
+func TestPlanShared_claimMissingOrNotShared(t *testing.T) {
+	cfg := sharedConfig("{username}", kubespawner.SchemeSafe, "alice")
+	if res := Plan(cfg, nil, Live{}); len(res.Errors) != 1 || res.Errors[0].Attribute != "shared_home.claim_name" {
+		t.Fatalf("missing: %s", findingsText(res.Errors))
+	}
+	if res := Plan(cfg, nil, sharedLive(RWO)); len(res.Errors) != 1 || res.Errors[0].Attribute != "access_mode" {
+		t.Fatalf("RWO claim, RWX configured: %s", findingsText(res.Errors))
+	}
+	cfg.AccessMode = RWO
+	if res := Plan(cfg, nil, sharedLive(RWO)); len(res.Errors) != 0 || !strings.Contains(findingsText(res.Warnings), "Multi-Attach") {
+		t.Fatalf("RWO: %s %s", findingsText(res.Errors), findingsText(res.Warnings))
+	}
+}
+
+// A migration of per-user homes in flight is never left half-way by a
+// move to the shared layout, whatever on_layout_change says.
+func TestPlanShared_migrationInFlightFails(t *testing.T) {
+	cfg := sharedConfig("{username}", kubespawner.SchemeSafe, "alice")
+	cfg.OnLayoutChange = OnLayoutChangeKeep
+	rec := migration.CopyRecord{User: "alice", Target: "home-alice", To: RWX, Step: migration.StepCopying}.Encode()
+	live := sharedLive(RWX)
+	live.Claims = []claims.Claim{{Namespace: "hub", Name: "claim-alice", UID: "a1", Username: "alice", AccessModes: []string{RWO},
+		Annotations: map[string]string{migration.CopyAnnotation: rec}}}
+	if res := Plan(cfg, nil, live); !strings.Contains(findingsText(res.Errors), "claim-alice") {
+		t.Fatalf("copy in flight: %s", findingsText(res.Errors))
+	}
+	live = sharedLive(RWX)
+	live.InProgress = map[claims.Ref]InProgress{{Namespace: "hub", Name: "claim-bob"}: {Volume: "pv-1", Record: migration.Record{User: "bob"}}}
+	if res := Plan(cfg, nil, live); !strings.Contains(findingsText(res.Errors), "pv-1") {
+		t.Fatalf("rebind in flight: %s", findingsText(res.Errors))
+	}
+}
+
+// Adopting a shared layout names the users whose directory KubeSpawner
+// before version 7 named otherwise.
+func TestPlanShared_adoptionWarnsAboutOlderNames(t *testing.T) {
+	cfg := sharedConfig("{username}", kubespawner.SchemeSafe, "alice", "Bob")
+	res := Plan(cfg, nil, sharedLive(RWX))
+	if text := findingsText(res.Warnings); !strings.Contains(text, "Bob:") || strings.Contains(text, "alice:") {
+		t.Fatalf("adoption:\n%s", text)
+	}
+}
+
+// Destroy in the shared layout deletes nothing, whatever the state lists.
+func TestDestroyShared_deletesNothing(t *testing.T) {
+	cfg := sharedConfig("{username}", kubespawner.SchemeSafe, "alice")
+	cfg.DeletionPolicy, cfg.AllowDataLoss = DeletionDelete, true
+	live := sharedLive(RWX)
+	live.Claims = []claims.Claim{{Namespace: "hub", Name: "claim-alice", UID: "a1", Username: "alice", AccessModes: []string{RWX}}}
+	res := Destroy(cfg, Prior{Config: cfg, Managed: map[string]string{"alice": "claim-alice"}}, live)
+	for _, up := range res.Users {
+		if up.Action == ActionRecreate {
+			t.Fatalf("destroy deletes %s", up.ClaimName)
+		}
+	}
+}
