@@ -77,47 +77,68 @@ func (cfg Config) SharedDirectory(user string) (string, error) {
 
 // layoutMoves lists the listed users whose home is elsewhere under cfg than
 // under the prior configuration, when either is the shared layout: "user:
-// old → new" lines.
-func layoutMoves(cfg Config, prior *Prior) []string {
+// old → new" lines. others is such a line for a user who is not listed
+// (a probe name), when the change moves some users' homes: the plan cannot
+// see unlisted users' directories, so it must not pass because no listed
+// user happens to move.
+func layoutMoves(cfg Config, prior *Prior) (moves []string, others string) {
 	if prior == nil || (cfg.Shared == nil && prior.Config.Shared == nil) {
-		return nil
+		return nil, ""
 	}
-	var out []string
-	for _, u := range cfg.Users {
+	move := func(u string) string {
 		was, err1 := prior.Config.homeFor(u)
 		now, err2 := cfg.homeFor(u)
-		if err1 != nil || err2 != nil {
-			continue // the user's names are checked where they are expanded
+		if err1 != nil || err2 != nil || was == now {
+			return "" // a name that does not expand is reported where it is expanded
 		}
-		if was != now {
-			out = append(out, fmt.Sprintf("%s: %s → %s", u, was, now))
+		return fmt.Sprintf("%s: %s → %s", u, was, now)
+	}
+	for _, u := range cfg.Users {
+		if m := move(u); m != "" {
+			moves = append(moves, m)
 		}
 	}
-	return out
+	for _, u := range probeUsers {
+		if m := move(u); m != "" {
+			return moves, m
+		}
+	}
+	return moves, ""
 }
 
-// checkLayoutMoves fails the plan for users whose home the change moves,
+// probeUsers are names whose slugs differ between KubeSpawner's schemes
+// and between templates on the raw and escaped name.
+var probeUsers = []string{"jovyan", "Ada.Lovelace@Example.org", "user_1", "élodie", "a-very-long-user-name-that-kubespawner-must-shorten-with-a-hash-suffix"}
+
+// checkLayoutMoves fails the plan for a change that moves users' homes,
 // unless on_layout_change = "keep" (then a warning names them).
 func checkLayoutMoves(cfg Config, prior *Prior, res *Result) {
-	moves := layoutMoves(cfg, prior)
-	if len(moves) == 0 {
+	moves, others := layoutMoves(cfg, prior)
+	if len(moves) == 0 && others == "" {
 		return
 	}
 	what := "The layout of the homes changed"
 	if cfg.Shared != nil && prior.Config.Shared != nil && cfg.Shared.Claim == prior.Config.Shared.Claim {
 		what = "Users' home directories change"
 	}
+	list := CutLines(moves)
+	if len(moves) == 0 {
+		list = "  (no listed user)"
+	}
+	if others != "" {
+		list += "\nUsers not listed in users move too when their names differ under the two settings, for example a user\n  " + others
+	}
 	if cfg.OnLayoutChange == OnLayoutChangeKeep {
 		res.Warnings = append(res.Warnings, Finding{"on_layout_change", what,
 			fmt.Sprintf("With on_layout_change = \"keep\", %d listed user(s) start in a new home; their old ones stay where they are, untouched, and no longer mounted:\n%s",
-				len(moves), CutLines(moves))})
+				len(moves), list)})
 		return
 	}
 	res.Errors = append(res.Errors, Finding{"on_layout_change", what,
 		fmt.Sprintf("After this change %d listed user(s) would find their home somewhere else, and a new, empty one there; what they had stays where it was, no longer mounted:\n%s\n"+
 			"Keep the settings that name their homes (shared_home.claim_name, shared_home.sub_path_template, slug_scheme, pvc_name_template; a template on "+
 			"{escaped_username} keeps KubeSpawner's names from before version 7), or set on_layout_change = \"keep\" to apply the change and leave the old homes where they are.",
-			len(moves), CutLines(moves))})
+			len(moves), list)})
 }
 
 // planShared plans the shared layout: no per-user claim is created,

@@ -154,3 +154,22 @@ func TestDestroyShared_deletesNothing(t *testing.T) {
 		}
 	}
 }
+
+// A change of the naming fails the plan even when no listed user moves
+// (no users listed at all): the plan cannot see unlisted users'
+// directories. A change that moves nobody (a template on the escaped
+// name, under either scheme) passes.
+func TestPlanShared_namingChangeFailsWithoutListedUsers(t *testing.T) {
+	was := sharedConfig("{username}", kubespawner.SchemeEscape)
+	now := was
+	now.Scheme = kubespawner.SchemeSafe
+	if res := Plan(now, &Prior{Config: was}, sharedLive(RWX)); !strings.Contains(findingsText(res.Errors), "Users not listed in users move too") {
+		t.Fatalf("no listed user: %s", findingsText(res.Errors))
+	}
+	was = sharedConfig("{escaped_username}", kubespawner.SchemeEscape, "Bob")
+	now = was
+	now.Scheme = kubespawner.SchemeSafe
+	if res := Plan(now, &Prior{Config: was}, sharedLive(RWX)); len(res.Errors) != 0 {
+		t.Fatalf("a change that moves nobody: %s", findingsText(res.Errors))
+	}
+}
