@@ -494,6 +494,7 @@ func (w *world) strayWrite(user string) {
 		}
 		if v := w.volOf(ref); v != nil {
 			w.writeTo(v, user)
+			w.events["stray write on an old home"]++
 			w.logf("hub: a pod left on %s's old home %s writes there", user, ref)
 		}
 		return
@@ -524,6 +525,7 @@ func (w *world) followAdvice() {
 			continue
 		}
 		w.logf("operator: does what the error says with %s", ref)
+		w.events["operator did what an error says"]++
 		for who, p := range w.pods {
 			if p.ref == ref {
 				w.stop(who)

@@ -152,6 +152,8 @@ type world struct {
 	// serverPlans counts plans that planned a named server's own claim;
 	// migrations the migrations an apply started.
 	serverPlans, migrations int
+	// events counts what a history exercised (TestHistories requires each).
+	events map[string]int
 }
 
 var errKilled = errors.New("killed")
@@ -159,7 +161,7 @@ var errKilled = errors.New("killed")
 func newWorld(t *testing.T, r *rand.Rand) *world {
 	return &world{t: t, r: r, claims: map[claims.Ref]*mclaim{}, vols: map[string]*volume{}, pods: map[string]pod{}, jobs: map[claims.Ref]*wjob{},
 		hub: hubConfig{mode: safety.RWO}, superseded: map[string]bool{}, excused: map[string]bool{}, owner: map[string]string{},
-		backup: map[string]map[string]file{}, saveFor: map[string]string{}, binderRate: 2}
+		backup: map[string]map[string]file{}, saveFor: map[string]string{}, binderRate: 2, events: map[string]int{}}
 }
 
 func (w *world) logf(format string, a ...any) { w.log = append(w.log, fmt.Sprintf(format, a...)) }
@@ -291,6 +293,7 @@ func (w *world) spawn(who string) {
 	}
 	ref, create, refused := w.hubHome(who)
 	if refused != "" {
+		w.events["spawn refused"]++
 		w.logf("hub: %s's spawn refused: %s", who, refused)
 		return
 	}
@@ -362,6 +365,7 @@ func (w *world) writeTo(v *volume, who string) {
 	mtime := w.clock
 	if w.r.IntN(3) == 0 {
 		mtime = w.r.IntN(old.mtime + 1) // tar x, cp -p: an older time than the file had
+		w.events["rewrite with an older mtime"]++
 	}
 	v.files[path] = file{content, mtime}
 }
@@ -460,7 +464,9 @@ func (w *world) live(cfg safety.Config, prior *safety.Prior) safety.Live {
 	return l
 }
 
-func cmpRef(a, b claims.Ref) int { return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name)) }
+func cmpRef(a, b claims.Ref) int {
+	return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
+}
 
 // The Cluster the executor works on.
 
@@ -650,6 +656,7 @@ func (w *world) apply(p plan, kill bool) *safety.Prior {
 	for _, up := range sel.Homes {
 		err := w.runHome(ctx, p.cfg, up, sel.Planned[up.Who()].UID)
 		w.logf("apply: %s %s: %v", up.Action, up.Who(), err)
+		w.count(string(up.Action), err)
 		if err != nil {
 			w.errs = append(w.errs, err.Error())
 			failed[up.Who()] = true
@@ -665,6 +672,10 @@ func (w *world) apply(p plan, kill bool) *safety.Prior {
 		w.migrations++
 		step, err := w.runMigration(ctx, p.cfg, *up, sel.Planned[k].UID)
 		w.logf("apply: migrate %s by %s: step %s, %v", k, up.Method, step, err)
+		w.count(fmt.Sprintf("%s to %s", up.Method, step), err)
+		if p.cfg.OnModeChange != safety.OnModeChangeMigrate {
+			w.events["migration resumed under another on_mode_change"]++
+		}
 		if err != nil {
 			w.errs = append(w.errs, err.Error())
 		}
@@ -676,6 +687,24 @@ func (w *world) apply(p plan, kill bool) *safety.Prior {
 	cfg := p.cfg
 	cfg.Users = slices.DeleteFunc(slices.Clone(cfg.Users), func(u string) bool { return failed[u] })
 	return priorOf(cfg)
+}
+
+// count counts an apply's outcome.
+func (w *world) count(what string, err error) {
+	switch {
+	case err == nil:
+		w.events[what]++
+	case errors.Is(err, errKilled):
+		w.events["killed"]++
+	case strings.Contains(err.Error(), "created by someone else"):
+		w.events["claim created in the rebind's window"]++
+	case strings.Contains(err.Error(), "timed out"):
+		w.events["binder too slow"]++
+	case strings.Contains(err.Error(), "verifying it again"):
+		w.events["verification refused a delete"]++
+	default:
+		w.events[what+" failed"]++
+	}
 }
 
 // ownerOfChange is the user a plan shows a change of a claim for.
@@ -860,9 +889,13 @@ func TestHistories(t *testing.T) {
 		n = 200
 	}
 	withServers, withMigrations := 0, 0
+	events := map[string]int{}
 	for i := range n {
 		seed := uint64(i) + 1
 		w := runHistory(t, seed)
+		for k, v := range w.events {
+			events[k] += v
+		}
 		if w.failed {
 			t.Fatalf("history %d loses data:\n  %s\nrerun: go test ./internal/execute -run TestHistories -execute.histories=%d", seed, strings.Join(w.log, "\n  "), seed)
 		}
@@ -878,6 +911,17 @@ func TestHistories(t *testing.T) {
 	}
 	if withMigrations < n/3 {
 		t.Errorf("only %d of %d histories ran a migration", withMigrations, n)
+	}
+	t.Logf("%d histories: %v", n, events)
+	if n < 1000 {
+		return
+	}
+	for _, e := range []string{"rebind to done", "copy to switched", "delete-source", "verification refused a delete", "claim created in the rebind's window",
+		"binder too slow", "rewrite with an older mtime", "stray write on an old home", "migration resumed under another on_mode_change", "spawn refused",
+		"killed", "recreate", "operator did what an error says"} {
+		if events[e] == 0 {
+			t.Errorf("no history exercised %q", e)
+		}
 	}
 }
 
