@@ -580,7 +580,7 @@ func (w *world) settle(cfg safety.Config, state *safety.Prior) {
 		cfg.OnModeChange = safety.OnModeChangeKeepExisting
 	}
 	w.logf("settle: %s", describe(cfg))
-	w.calm = true
+	w.calm, w.binderRate, w.afterRemove = true, 1, nil
 	defer func() { w.calm = false }()
 	var last plan
 	for i := range 8 {

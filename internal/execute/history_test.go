@@ -131,7 +131,7 @@ type world struct {
 	shown      map[string]shown
 	planClass  safety.Class
 	interleave bool
-	calm       bool // settling: no hub actions, no kills; the binder acts at every call
+	calm       bool // no hub actions, no kills (settling, fixed histories)
 	killAt     int  // kill the apply at this call (0: never)
 	calls      int
 	killed     bool
@@ -152,6 +152,9 @@ type world struct {
 	// serverPlans counts plans that planned a named server's own claim;
 	// migrations the migrations an apply started.
 	serverPlans, migrations int
+	// afterRemove, when set, runs right after an apply deleted a claim
+	// (fixed histories act in the rebind's window with it).
+	afterRemove func()
 	// events counts what a history exercised (TestHistories requires each).
 	events map[string]int
 }
@@ -181,7 +184,9 @@ func (w *world) between(hub ...bool) error {
 		return errKilled
 	}
 	if w.calm {
-		w.binder()
+		if w.binderRate > 0 && w.r.IntN(w.binderRate) == 0 {
+			w.binder()
+		}
 		return nil
 	}
 	if !w.interleave {
@@ -539,6 +544,9 @@ func (w *world) RemoveClaim(_ context.Context, namespace, name, uid string) erro
 		return nil
 	}
 	w.deleteClaim(m, "by the apply")
+	if w.afterRemove != nil {
+		w.afterRemove()
+	}
 	return nil
 }
 
