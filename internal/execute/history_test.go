@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -13,68 +14,158 @@ import (
 
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/claims"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/kubespawner"
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/migration"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/safety"
 )
 
 // The no-data-loss property over histories: random sequences of operator
 // actions (plan; a saved plan applied later; an apply killed at any
-// cluster call; a replacement; a change of configuration; destroy) and hub
-// actions (a user spawns, and KubeSpawner creates the claim its template
-// names when missing; a user writes; a user stops), interleaved at every
-// call the executor makes. Each volume's content is the writes made to it.
+// cluster call; a replacement; a change of configuration, on_mode_change
+// "migrate" by rebind or copy among them, and its revert; state rm;
+// destroy; doing what an error says) and hub actions (a user spawns, and
+// the hub decides the claim as its pre_spawn_hook does, KubeSpawner
+// creating the claim its template names when missing; a user writes; a
+// user stops; a pod left on an old home writes there), interleaved at
+// every call the executor makes, with the controllers the migrations wait
+// for (a PV binder that may be slow or down, the Job controller). The
+// cluster may put every user in their own namespace, and the claim
+// template may have no user field ("home").
 //
-// The invariant: every write stays readable on a volume that exists, unless
-// an apply whose plan showed that claim's deletion (by UID, with
-// allow_data_loss) removed it; and no apply deletes a claim its plan did
-// not show, nor one a pod mounts.
+// Each volume holds files (path: content and mtime). A user's write adds
+// a file or rewrites one (sometimes with an older mtime, as tar x or cp -p
+// do); what it rewrote is the user's to lose.
+//
+// The invariants:
+//   - no apply deletes a claim its plan did not show (by UID: recreate,
+//     delete-source, destroy, or a rebind's own), nor one a pod mounts,
+//     nor a claim of another user than the one the plan showed it for;
+//   - no apply of a plan that was not destructive deletes a volume that
+//     holds data;
+//   - a file's content is never dropped (a volume deleted, a copy written
+//     over it) while no other volume holds it, unless an apply whose plan
+//     showed that claim's deletion for its user with allow_data_loss
+//     (recreate, destroy) removed it; deleting a copied home's old claim
+//     (delete-source) excuses nothing: the plan said the copy holds it;
+//   - no server mounts a volume that holds another user's files;
+//   - at the end, after a settle phase (servers stopped, the binder and
+//     the Job controller let act, plan and apply with the last
+//     configuration until nothing changes, what an error says done), every
+//     content a user wrote and did not rewrite is on the volume the hub
+//     gives that user as home, or on a volume or claim the last plan (or
+//     the last apply's errors) names. A retained volume with a rebind's
+//     record counts only so: a later plan must report or resume it.
 //
 // The planner (safety.Plan, safety.Destroy), the selection (Select), the
-// gate (Delete, Home) are the provider's own; OpenTofu is modelled by
-// what it does with the plan: it plans again at apply and stops when the
-// known values (change_class, changes) differ.
+// gate (Delete, Home) and the migrations (Runner.Rebind, Runner.Copy) are
+// the provider's own, called as internal/provider's apply calls them
+// (runHome, runMigration); OpenTofu is modelled by what it does with the
+// plan: it plans again at apply and stops when the known values
+// (change_class, changes) differ.
 
-var histories = flag.Int("execute.histories", 2000, "random histories TestHistories runs")
+var histories = flag.Int("execute.histories", 1500, "random histories TestHistories runs")
 
-const hubNS = "hub"
+const (
+	hubNS      = "hub"
+	userNSTmpl = "jupyter-{username}"
+	csiDriver  = "driver.longhorn.io" // rebinds to ReadWriteMany (migration.Choose)
+	copyImage  = "rsync"
+)
 
+type file struct {
+	content string
+	mtime   int
+}
+
+// volume is a PersistentVolume and the files on it.
 type volume struct {
-	id     int
-	writes []string
+	name    string
+	files   map[string]file
+	policy  string // reclaim policy: Delete or Retain
+	phase   string // Bound, Released
+	ref     claims.Ref
+	refUID  string // spec.claimRef
+	modes   []string
+	record  *migration.Record
+	rv      int
+	gone    bool
+	excused bool // its claim was deleted by an apply whose plan showed that, with allow_data_loss
 }
 
-type mclaim struct {
-	c   claims.Claim
-	vol *volume
-}
+type mclaim struct{ c claims.Claim }
 
 // pod is a server: who is the user, or "user/server" for a named server.
-type pod struct{ who, claim string }
+type pod struct {
+	who string
+	ref claims.Ref
+}
+
+// hubConfig is what KubeSpawner and the hub's hooks use: the last applied
+// configuration's.
+type hubConfig struct {
+	mode, template, nsTemplate string
+}
+
+// shown is one claim deletion an apply's plan showed.
+type shown struct {
+	user    string
+	excused bool // recreate or destroy with allow_data_loss: its data may go
+}
 
 // world is the cluster and the hub, as the test models them.
 type world struct {
 	t       *testing.T
 	r       *rand.Rand
-	claims  map[string]*mclaim // by name (one namespace)
-	pods    map[string]pod     // by who
+	claims  map[claims.Ref]*mclaim
+	vols    map[string]*volume
+	pods    map[string]pod // by who
+	jobs    map[claims.Ref]*wjob
 	nextUID int
-	vols    []*volume // every volume ever made
-	hubMode string    // the access mode KubeSpawner uses: the last applied configuration's
-	// hubTemplate is the pvc_name_template KubeSpawner uses: the last
-	// applied configuration's ("" for claim-{username}).
-	hubTemplate string
-	// During an apply: the UIDs its plan showed deleted, and whether hub
-	// actions and a kill may interleave with its calls.
-	shownDeletes map[string]bool
-	interleave   bool
-	killAt       int // kill the apply at this call (0: never)
-	calls        int
-	log          []string
-	failed       bool
-	// serverPlans counts plans that planned a named server's own claim.
-	serverPlans int
+	nextVol int
+	clock   int
+	hub     hubConfig
+	// The binder acts at a call with probability 1/binderRate (0: only
+	// when the history lets it).
+	binderRate int
+	// During an apply: the UIDs its plan showed deleted, its class, and
+	// whether hub actions and a kill may interleave with its calls.
+	shown      map[string]shown
+	planClass  safety.Class
+	interleave bool
+	calm       bool // no hub actions, no kills (settling, fixed histories)
+	killAt     int  // kill the apply at this call (0: never)
+	calls      int
+	killed     bool
+	// The oracle: contents a user rewrote, contents whose loss an apply
+	// was allowed, who wrote each content.
+	superseded map[string]bool
+	excused    map[string]bool
+	owner      map[string]string
+	// backup is what an operator saved, by user, to put back.
+	backup map[string]map[string]file
+	// saveFor names, by user, the volume saved files go back to.
+	saveFor map[string]string
+	// errs are the last apply's errors, and the plan errors seen since.
+	errs []string
+	log  []string
+	// failed: an invariant broke.
+	failed bool
+	// serverPlans counts plans that planned a named server's own claim;
+	// migrations the migrations an apply started.
+	serverPlans, migrations int
+	// afterRemove, when set, runs right after an apply deleted a claim
+	// (fixed histories act in the rebind's window with it).
+	afterRemove func()
+	// events counts what a history exercised (TestHistories requires each).
+	events map[string]int
 }
 
 var errKilled = errors.New("killed")
+
+func newWorld(t *testing.T, r *rand.Rand) *world {
+	return &world{t: t, r: r, claims: map[claims.Ref]*mclaim{}, vols: map[string]*volume{}, pods: map[string]pod{}, jobs: map[claims.Ref]*wjob{},
+		hub: hubConfig{mode: safety.RWO}, superseded: map[string]bool{}, excused: map[string]bool{}, owner: map[string]string{},
+		backup: map[string]map[string]file{}, saveFor: map[string]string{}, binderRate: 2, events: map[string]int{}}
+}
 
 func (w *world) logf(format string, a ...any) { w.log = append(w.log, fmt.Sprintf(format, a...)) }
 
@@ -83,18 +174,31 @@ func (w *world) violation(format string, a ...any) {
 	w.logf("VIOLATION: "+format, a...)
 }
 
-// between runs before each cluster call of an apply: maybe a hub action,
-// maybe the kill. Before a delete (hub false) no hub action runs: the gate
-// lists pods right before the delete, and a server that starts in the
-// milliseconds between the two is a window the gate cannot close (DESIGN.md).
+// between runs before each cluster call of an apply: maybe the binder and
+// the Job controller, maybe a hub action, maybe the kill. Before a delete
+// (hub false) no hub action runs: the gate lists pods right before the
+// delete, and a server that starts in the milliseconds between the two is
+// a window the gate cannot close (DESIGN.md).
 func (w *world) between(hub ...bool) error {
+	if w.killed {
+		return errKilled
+	}
+	if w.calm {
+		if w.binderRate > 0 && w.r.IntN(w.binderRate) == 0 {
+			w.binder()
+		}
+		return nil
+	}
 	if !w.interleave {
 		return nil
 	}
 	w.calls++
 	if w.killAt > 0 && w.calls >= w.killAt {
+		w.killed = true
+		w.logf("apply: killed at call %d", w.calls)
 		return errKilled
 	}
+	w.controllers()
 	if len(hub) == 0 && w.r.IntN(4) == 0 {
 		w.hubAction()
 	}
@@ -103,180 +207,355 @@ func (w *world) between(hub ...bool) error {
 
 func (w *world) uid() string { w.nextUID++; return fmt.Sprintf("u%d", w.nextUID) }
 
-func (w *world) newClaim(user, mode string, size int64) *mclaim {
-	return w.newServerClaim(user, "", "claim-"+user, mode, size)
+// newVolume is a provisioner's new, empty volume, bound to claim c.
+func (w *world) newVolume(c *claims.Claim) *volume {
+	w.nextVol++
+	v := &volume{name: fmt.Sprintf("pv-%d", w.nextVol), files: map[string]file{}, policy: "Delete", phase: "Bound",
+		ref: c.Ref(), refUID: c.UID, modes: slices.Clone(c.AccessModes)}
+	w.vols[v.name] = v
+	c.VolumeName, c.Phase = v.name, "Bound"
+	return v
 }
 
-// newServerClaim is the claim KubeSpawner makes for a server (a named
-// server's when server is set).
-func (w *world) newServerClaim(user, server, name, mode string, size int64) *mclaim {
-	v := &volume{id: len(w.vols)}
-	w.vols = append(w.vols, v)
-	m := &mclaim{c: claims.Claim{Name: name, Namespace: hubNS, UID: w.uid(), Username: user, Servername: server, AccessModes: []string{mode},
-		Requested: fmt.Sprintf("%dGi", size), RequestedBytes: size << 30, Phase: "Bound", VolumeName: fmt.Sprintf("pv-%d", v.id)}, vol: v}
-	w.claims[name] = m
+func (w *world) nsOf(user string) string {
+	cfg := safety.Config{Namespace: hubNS, UserNamespaceTemplate: w.hub.nsTemplate, Scheme: kubespawner.SchemeSafe}
+	ns, err := cfg.NamespaceOf(user)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	return ns
+}
+
+// newClaim is the claim KubeSpawner makes (or the provider, alike) for a
+// server (a named server's when server is set), bound to a new volume.
+func (w *world) newClaim(user, server string, ref claims.Ref, mode string, size int64) *mclaim {
+	ann := map[string]string{kubespawner.AnnotationUsername: user}
+	if server != "" {
+		ann[kubespawner.AnnotationServername] = server
+	}
+	m := &mclaim{c: claims.Claim{Name: ref.Name, Namespace: ref.Namespace, UID: w.uid(), Username: user, Servername: server, AccessModes: []string{mode},
+		Requested: fmt.Sprintf("%dGi", size), RequestedBytes: size << 30, Annotations: ann,
+		Labels: map[string]string{kubespawner.LabelUsername: user}}}
+	w.newVolume(&m.c)
+	w.claims[ref] = m
 	return m
 }
 
-// hubAction is one random thing the hub does.
+// homeClaim is a user's default server's home as KubeSpawner makes it
+// under the hub's settings.
+func (w *world) homeClaim(user string, mode string) *mclaim {
+	return w.newClaim(user, "", w.templateRef(user, ""), mode, 1)
+}
+
+func (w *world) templateRef(user, server string) claims.Ref {
+	name, err := kubespawner.Expand(cmp.Or(w.hub.template, "claim-{username}"), user, server, kubespawner.SchemeSafe)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	return claims.Ref{Namespace: w.nsOf(user), Name: name}
+}
+
+func (w *world) volOf(ref claims.Ref) *volume {
+	m := w.claims[ref]
+	if m == nil || m.c.Phase != "Bound" {
+		return nil
+	}
+	if v := w.vols[m.c.VolumeName]; v != nil && !v.gone && v.refUID == m.c.UID {
+		return v
+	}
+	return nil
+}
+
+var hubUsers = []string{"alice", "bob", "carol", "alice/gpu"}
+
+// hubAction is one random thing the hub (or a user) does.
 func (w *world) hubAction() {
-	user := []string{"alice", "bob", "carol", "alice/gpu"}[w.r.IntN(4)]
-	switch w.r.IntN(4) {
-	case 3: // a short session: spawn, write, stop
-		if _, running := w.pods[user]; !running {
-			w.spawn(user)
-			w.stop(user)
+	who := hubUsers[w.r.IntN(len(hubUsers))]
+	switch w.r.IntN(9) {
+	case 0, 1: // spawn: the server mounts its home and writes
+		w.spawn(who)
+	case 2, 3:
+		w.write(who)
+	case 4, 5:
+		w.stop(who)
+	case 6: // a short session: spawn, write, stop
+		if _, running := w.pods[who]; !running {
+			w.spawn(who)
+			w.stop(who)
 		}
-	case 0: // spawn: KubeSpawner makes the claim when missing, the server mounts it and writes
-		w.spawn(user)
-	case 1:
-		w.write(user)
-	case 2:
-		w.stop(user)
+	case 7: // a pod left on the old home of a copied user writes there
+		w.strayWrite(strings.Split(who, "/")[0])
+	case 8:
+		w.binder()
 	}
 }
 
-// spawn: KubeSpawner makes the claim when missing, the server mounts it
-// and writes. who is a user, or "user/server" for a named server, whose
-// claim is its own where the hub's template names the server.
+// spawn: the hub decides the claim (hubHome), KubeSpawner creates it when
+// missing, the server mounts it and writes.
 func (w *world) spawn(who string) {
 	if _, running := w.pods[who]; running {
 		return
 	}
+	ref, create, refused := w.hubHome(who)
+	if refused != "" {
+		w.events["spawn refused"]++
+		w.logf("hub: %s's spawn refused: %s", who, refused)
+		return
+	}
 	user, server, _ := strings.Cut(who, "/")
-	template := cmp.Or(w.hubTemplate, "claim-{username}")
-	name, err := kubespawner.Expand(template, user, server, kubespawner.SchemeSafe)
-	if err != nil {
-		w.t.Fatal(err)
+	if create {
+		m := w.newClaim(user, server, ref, w.hub.mode, 1)
+		w.logf("hub: %s spawns, KubeSpawner creates %s (%s, %s)", who, ref, m.c.UID, w.hub.mode)
 	}
-	m := w.claims[name]
-	if m == nil {
-		m = w.newServerClaim(user, server, name, w.hubMode, 1)
-		w.logf("hub: %s spawns, KubeSpawner creates %s (%s, %s)", who, name, m.c.UID, w.hubMode)
+	m := w.claims[ref]
+	if m.c.Deleting || w.volOf(ref) == nil {
+		return // the pod waits, or fails on a terminating claim
 	}
-	if m.c.Deleting {
-		return // the spawn fails on a terminating claim
+	for _, f := range w.volOf(ref).files {
+		if o := w.owner[f.content]; o != "" && strings.Split(o, "/")[0] != user {
+			w.violation("%s's server mounts %s, which holds %s's files", who, ref, o)
+			break
+		}
 	}
-	w.pods[who] = pod{who, name}
+	w.pods[who] = pod{who, ref}
 	w.write(who)
 }
 
 // stop: a claim deleted while mounted goes now (pvc-protection).
-func (w *world) stop(user string) {
-	p, running := w.pods[user]
+func (w *world) stop(who string) {
+	p, running := w.pods[who]
 	if !running {
 		return
 	}
-	delete(w.pods, user)
-	if m := w.claims[p.claim]; m != nil && m.c.Deleting {
-		w.remove(m, "after its server stopped")
+	delete(w.pods, who)
+	if m := w.claims[p.ref]; m != nil && m.c.Deleting && len(w.mounts(p.ref, "")) == 0 {
+		w.deleteClaim(m, "after its server stopped")
 	}
 }
 
-func (w *world) write(user string) {
-	p, ok := w.pods[user]
+// write adds a file to the server's home, or rewrites one (sometimes with
+// an older mtime).
+func (w *world) write(who string) {
+	p, ok := w.pods[who]
 	if !ok {
 		return
 	}
-	m := w.claims[p.claim]
-	if m == nil || m.c.Deleting {
+	if m := w.claims[p.ref]; m == nil || m.c.Deleting {
 		return
 	}
-	m.vol.writes = append(m.vol.writes, fmt.Sprintf("%s#%d", user, len(m.vol.writes)))
-}
-
-// remove deletes a claim and its volume (reclaim policy Delete).
-func (w *world) remove(m *mclaim, why string) {
-	delete(w.claims, m.c.Name)
-	w.logf("cluster: %s (%s) deleted %s, %d write(s) on it", m.c.Name, m.c.UID, why, len(m.vol.writes))
-	if len(m.vol.writes) > 0 && !w.shownDeletes[m.c.UID] {
-		w.violation("%s (%s) was deleted with data, and no plan showed its deletion", m.c.Name, m.c.UID)
+	if v := w.volOf(p.ref); v != nil {
+		w.writeTo(v, who)
 	}
-	m.vol.writes = nil
-	m.vol.id = -1
 }
 
-// live is what a plan reads.
-func (w *world) live() safety.Live {
+func (w *world) writeTo(v *volume, who string) {
+	w.clock++
+	content := fmt.Sprintf("%s@%d", who, w.clock)
+	w.owner[content] = who
+	user := strings.Split(who, "/")[0]
+	var mine []string
+	for path := range v.files {
+		if strings.HasPrefix(path, user+"-") {
+			mine = append(mine, path)
+		}
+	}
+	slices.Sort(mine)
+	if len(mine) == 0 || w.r.IntN(2) == 0 {
+		v.files[fmt.Sprintf("%s-f%d", user, w.clock)] = file{content, w.clock}
+		return
+	}
+	path := mine[w.r.IntN(len(mine))]
+	old := v.files[path]
+	w.superseded[old.content] = true
+	mtime := w.clock
+	if w.r.IntN(3) == 0 {
+		mtime = w.r.IntN(old.mtime + 1) // tar x, cp -p: an older time than the file had
+		w.events["rewrite with an older mtime"]++
+	}
+	v.files[path] = file{content, mtime}
+}
+
+// deleteClaim removes a claim; the binder releases its volume later (or
+// deletes it with its files under reclaim policy Delete).
+func (w *world) deleteClaim(m *mclaim, why string) {
+	delete(w.claims, m.c.Ref())
+	v := w.vols[m.c.VolumeName]
+	n := 0
+	if v != nil && v.refUID == m.c.UID {
+		n = len(v.files)
+	}
+	w.logf("cluster: %s (%s) deleted %s, %d file(s) on its volume", m.c.Ref(), m.c.UID, why, n)
+}
+
+// dropped checks contents a volume no longer holds (deleted, or written
+// over by a copy): each must be held elsewhere, rewritten by its user, or
+// allowed to go.
+func (w *world) dropped(contents []string, excused bool, why string) {
+	held := w.held()
+	for _, c := range contents {
+		switch {
+		case held[c] || w.superseded[c] || w.excused[c]:
+		case excused:
+			w.excused[c] = true
+		default:
+			w.violation("%s's file content %s is lost: %s", w.owner[c], c, why)
+		}
+	}
+}
+
+// held is every content an existing volume or an operator's backup holds.
+func (w *world) held() map[string]bool {
+	out := map[string]bool{}
+	for _, v := range w.vols {
+		for _, f := range v.files {
+			if !v.gone {
+				out[f.content] = true
+			}
+		}
+	}
+	for _, b := range w.backup {
+		for _, f := range b {
+			out[f.content] = true
+		}
+	}
+	return out
+}
+
+func contentsOf(files map[string]file) []string {
+	var out []string
+	for _, f := range files {
+		out = append(out, f.content)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// live is what a plan reads, as the provider's readLive reads it: the
+// claims (cluster-wide under per-user namespaces, now or in the state),
+// the rebinds in progress (always), the volumes' drivers when migrating,
+// the mounted claims.
+func (w *world) live(cfg safety.Config, prior *safety.Prior) safety.Live {
 	var l safety.Live
-	names := make([]string, 0, len(w.claims))
-	for n := range w.claims {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	for _, n := range names {
-		c := w.claims[n].c
-		c.AccessModes = slices.Clone(c.AccessModes)
+	all := cfg.UserNamespaceTemplate != "" || prior != nil && prior.Config.UserNamespaceTemplate != ""
+	for _, ref := range slices.SortedFunc(maps.Keys(w.claims), cmpRef) {
+		if !all && ref.Namespace != cfg.Namespace {
+			continue
+		}
+		c := w.claims[ref].c
+		c.AccessModes, c.Annotations, c.Labels = slices.Clone(c.AccessModes), maps.Clone(c.Annotations), maps.Clone(c.Labels)
 		l.Claims = append(l.Claims, c)
+	}
+	l.InProgress = map[claims.Ref]safety.InProgress{}
+	for _, v := range w.vols {
+		if v.gone || v.record == nil {
+			continue
+		}
+		rec := *v.record
+		if ns, err := cfg.NamespaceOf(rec.User); err != nil || ns != rec.Namespace {
+			continue // another deployment's migration
+		}
+		l.InProgress[claims.Ref{Namespace: rec.Namespace, Name: rec.Claim}] = safety.InProgress{Volume: v.name, Record: rec}
+	}
+	if cfg.OnModeChange == safety.OnModeChangeMigrate || prior != nil && prior.Config.OnModeChange == safety.OnModeChangeMigrate {
+		l.Volumes = map[string]safety.Volume{}
+		for _, v := range w.vols {
+			l.Volumes[v.name] = safety.Volume{CSIDriver: csiDriver}
+		}
 	}
 	l.Mounted = map[claims.Ref]bool{}
 	for _, p := range w.pods {
-		l.Mounted[claims.Ref{Namespace: hubNS, Name: p.claim}] = true
+		l.Mounted[p.ref] = true
 	}
 	return l
 }
 
+func cmpRef(a, b claims.Ref) int {
+	return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
+}
+
 // The Cluster the executor works on.
 
-func (w *world) Claim(_ context.Context, _, name string) (*claims.Claim, error) {
+func (w *world) Claim(_ context.Context, namespace, name string) (*claims.Claim, error) {
 	if err := w.between(); err != nil {
 		return nil, err
 	}
-	m := w.claims[name]
+	m := w.claims[claims.Ref{Namespace: namespace, Name: name}]
 	if m == nil {
 		return nil, nil
 	}
 	c := m.c
+	c.AccessModes, c.Annotations, c.Labels = slices.Clone(c.AccessModes), maps.Clone(c.Annotations), maps.Clone(c.Labels)
 	return &c, nil
 }
 
-func (w *world) MountedBy(_ context.Context, _, claim, _ string) ([]string, error) {
-	if err := w.between(); err != nil {
-		return nil, err
-	}
+// mounts lists the pods that mount ref: servers, and the copy Jobs' pods
+// while they run (but exceptJob's).
+func (w *world) mounts(ref claims.Ref, exceptJob string) []string {
 	var out []string
 	for _, p := range w.pods {
-		if p.claim == claim {
+		if p.ref == ref {
 			out = append(out, "jupyter-"+strings.ReplaceAll(p.who, "/", "--"))
 		}
 	}
-	return out, nil
+	for jref, j := range w.jobs {
+		if j.running() && (j.src == ref || j.dst == ref) && jref.Name != exceptJob {
+			out = append(out, jref.Name+"-pod")
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
-func (w *world) RemoveClaim(_ context.Context, _, name, uid string) error {
+func (w *world) MountedBy(_ context.Context, namespace, claim, exceptJob string) ([]string, error) {
+	if err := w.between(); err != nil {
+		return nil, err
+	}
+	return w.mounts(claims.Ref{Namespace: namespace, Name: claim}, exceptJob), nil
+}
+
+func (w *world) RemoveClaim(_ context.Context, namespace, name, uid string) error {
 	if err := w.between(false); err != nil {
 		return err
 	}
-	m := w.claims[name]
+	ref := claims.Ref{Namespace: namespace, Name: name}
+	m := w.claims[ref]
 	if m == nil {
 		return nil
 	}
 	if m.c.UID != uid {
 		return fmt.Errorf("precondition failed: uid %s, now %s", uid, m.c.UID)
 	}
-	if !w.shownDeletes[uid] {
-		w.violation("the apply deleted %s (%s), which its plan did not show deleted", name, uid)
+	s, ok := w.shown[uid]
+	switch {
+	case !ok:
+		w.violation("the apply deleted %s (%s), which its plan did not show deleted", ref, uid)
+	case s.user != m.c.Username:
+		w.violation("the apply deleted %s (%s), %q's claim, which its plan showed as %q's", ref, uid, m.c.Username, s.user)
 	}
-	for _, p := range w.pods {
-		if p.claim == name {
-			w.violation("the apply deleted %s while a server mounts it", name)
-			m.c.Deleting = true // pvc-protection: it goes when the server stops
-			return nil
+	if v := w.vols[m.c.VolumeName]; v != nil && v.refUID == m.c.UID && !v.gone {
+		v.excused = ok && s.excused && s.user == m.c.Username
+		if v.policy == "Delete" && len(v.files) > 0 && w.planClass != safety.ClassDestructive {
+			w.violation("the apply of a %s plan deleted %s, whose volume %s (reclaim policy Delete) holds %d file(s)", w.planClass, ref, v.name, len(v.files))
 		}
 	}
-	w.remove(m, "by the apply")
+	if pods := w.mounts(ref, ""); len(pods) > 0 {
+		w.violation("the apply deleted %s while %v mount it", ref, pods)
+		m.c.Deleting = true // pvc-protection: it goes when the pods stop
+		return nil
+	}
+	w.deleteClaim(m, "by the apply")
+	if w.afterRemove != nil {
+		w.afterRemove()
+	}
 	return nil
 }
 
-func (w *world) VerifyCopy(context.Context, string, string, string, string) (bool, string, error) {
-	return false, "not modelled", nil
-}
-
-// cfg is one generated configuration.
-func genConfig(r *rand.Rand) safety.Config {
-	c := safety.Config{Namespace: hubNS, NameTemplate: []string{"claim-{username}", "claim-{user_server}"}[r.IntN(2)], Scheme: kubespawner.SchemeSafe,
+// genConfig is one generated configuration, in the history's layout (the
+// namespaces and the template it mostly keeps).
+func genConfig(r *rand.Rand, l layout) safety.Config {
+	c := safety.Config{Namespace: hubNS, NameTemplate: l.template, UserNamespaceTemplate: l.nsTemplate, Scheme: kubespawner.SchemeSafe,
 		AccessMode:    []string{safety.RWO, safety.RWX}[r.IntN(2)],
-		OnModeChange:  []safety.OnModeChange{safety.OnModeChangeFail, safety.OnModeChangeKeepExisting, safety.OnModeChangeRecreate}[r.IntN(3)],
+		OnModeChange:  []safety.OnModeChange{safety.OnModeChangeFail, safety.OnModeChangeKeepExisting, safety.OnModeChangeRecreate, safety.OnModeChangeMigrate, safety.OnModeChangeMigrate}[r.IntN(5)],
 		AllowDataLoss: r.IntN(2) == 0, DeletionPolicy: []string{safety.DeletionRetain, safety.DeletionDelete}[r.IntN(2)]}
 	c.CapacityBytes = int64(1+r.IntN(2)) << 30
 	c.Capacity = fmt.Sprintf("%dGi", c.CapacityBytes>>30)
@@ -285,7 +564,26 @@ func genConfig(r *rand.Rand) safety.Config {
 			c.Users = append(c.Users, u)
 		}
 	}
+	c.Migration = safety.Migration{Method: []migration.Method{migration.MethodAuto, migration.MethodRebind, migration.MethodCopy, migration.MethodCopy}[r.IntN(4)],
+		SkipRunning: true, CopyImage: copyImage, TargetTemplate: l.target, DeleteSources: r.IntN(2) == 0}
+	if r.IntN(6) == 0 {
+		// A target template that gives a named server's copy its user's home.
+		c.Migration.TargetTemplate = "claim-{username}"
+	}
 	return c
+}
+
+// layout is where a history's homes live: the namespaces, the claim
+// template, the copies' target template.
+type layout struct{ nsTemplate, template, target string }
+
+func genLayout(r *rand.Rand) layout {
+	if r.IntN(2) == 0 {
+		// Per-user namespaces; a template without a user field names every
+		// user's home alike.
+		return []layout{{userNSTmpl, "home", "home-new"}, {userNSTmpl, "home", "home-{username}"}, {userNSTmpl, "claim-{user_server}", "new-{user_server}"}}[r.IntN(3)]
+	}
+	return []layout{{"", "claim-{username}", "home-{username}"}, {"", "claim-{user_server}", "home-{user_server}"}}[r.IntN(2)]
 }
 
 // plan is what an operator's plan shows, as OpenTofu keeps it.
@@ -297,99 +595,179 @@ type plan struct {
 }
 
 func (w *world) plan(cfg safety.Config, prior *safety.Prior) (plan, bool) {
-	res := safety.Plan(cfg, prior, w.live())
+	res := safety.Plan(cfg, prior, w.live(cfg, prior))
 	if len(res.Servers) > 0 {
 		w.serverPlans++
+	}
+	for _, f := range res.Errors {
+		w.errs = append(w.errs, f.Summary+": "+f.Detail)
 	}
 	return plan{cfg: cfg, prior: prior, res: res, changes: safety.ChangesOf(res).Encode()}, len(res.Errors) == 0
 }
 
 // apply applies a (possibly saved) plan: OpenTofu plans again and stops if
 // the known values differ; then the provider's apply reads the cluster,
-// selects what the plan showed, and runs each user's change.
-func (w *world) apply(p plan, kill bool) bool {
+// selects what the plan showed, runs each home's change and the planned
+// migrations. It returns the state the apply records (nil: none; the
+// apply stopped before changing anything, or was killed).
+func (w *world) apply(p plan, kill bool) *safety.Prior {
 	again, ok := w.plan(p.cfg, p.prior)
 	if !ok || again.changes != p.changes || again.res.Class != p.res.Class {
 		w.logf("apply: OpenTofu stops (the plan made again differs)")
-		return false
+		return nil
 	}
 	planned, _ := safety.DecodeChanges(p.changes)
-	w.shownDeletes = map[string]bool{}
-	if p.res.Class == safety.ClassDestructive && p.cfg.AllowDataLoss {
-		for _, c := range planned {
-			if c.Action == safety.ActionRecreate || c.Action == safety.ActionDeleteSource {
-				w.shownDeletes[c.UID] = true
-			}
+	w.shown, w.planClass = map[string]shown{}, p.res.Class
+	for _, c := range planned {
+		switch {
+		case c.Action == safety.ActionRecreate && p.res.Class == safety.ClassDestructive && p.cfg.AllowDataLoss:
+			w.shown[c.UID] = shown{user: ownerOfChange(p.res, c), excused: true}
+		case c.Action == safety.ActionDeleteSource && p.res.Class == safety.ClassDestructive && p.cfg.AllowDataLoss,
+			c.Action == safety.ActionMigrate && c.Method == string(migration.MethodRebind):
+			w.shown[c.UID] = shown{user: ownerOfChange(p.res, c)}
 		}
 	}
-	w.interleave, w.calls, w.killAt = true, 0, 0
+	w.interleave, w.calls, w.killAt, w.killed = true, 0, 0, false
 	if kill {
-		w.killAt = 1 + w.r.IntN(8)
+		w.killAt = 1 + w.r.IntN(30)
 	}
-	defer func() { w.interleave = false }()
-	for range w.r.IntN(4) {
-		// Between OpenTofu's plan and the provider's read: often a whole
-		// short session (KubeSpawner creates a missing claim, the user
-		// writes and stops), which leaves no pod for the gate to see.
-		if w.r.IntN(2) == 0 {
-			u := []string{"alice", "bob", "carol"}[w.r.IntN(3)]
-			if _, running := w.pods[u]; !running {
-				w.spawn(u)
-				w.stop(u)
+	defer func() { w.interleave, w.killed = false, false }()
+	if !w.calm {
+		for range w.r.IntN(4) {
+			// Between OpenTofu's plan and the provider's read: often a whole
+			// short session (KubeSpawner creates a missing claim, the user
+			// writes and stops), which leaves no pod for the gate to see.
+			if w.r.IntN(2) == 0 {
+				u := hubUsers[w.r.IntN(3)]
+				if _, running := w.pods[u]; !running {
+					w.spawn(u)
+					w.stop(u)
+				}
+			} else {
+				w.hubAction()
 			}
-		} else {
-			w.hubAction()
 		}
 	}
-	res := safety.Plan(p.cfg, p.prior, w.live())
+	res := safety.Plan(p.cfg, p.prior, w.live(p.cfg, p.prior))
 	if len(res.Errors) > 0 {
 		w.logf("apply: stops on the fresh classification")
-		return false
+		return nil
 	}
+	w.errs = nil
 	sel := Select(res, planned, true)
+	failed := map[string]bool{}
 	for _, m := range sel.Refused {
 		w.logf("apply: refused %s", m)
+		failed[m.Key] = true
 	}
 	ctx := context.Background()
 	for _, up := range sel.Homes {
-		err := Home(ctx, w, up, planned[up.User].UID, "", func(context.Context) error {
-			if err := w.between(); err != nil {
-				return err
-			}
-			if w.claims[up.ClaimName] == nil {
-				w.newClaim(up.User, p.cfg.AccessMode, p.cfg.CapacityBytes>>30)
-			}
+		err := w.runHome(ctx, p.cfg, up, sel.Planned[up.Who()].UID)
+		w.logf("apply: %s %s: %v", up.Action, up.Who(), err)
+		w.count(string(up.Action), err)
+		if err != nil {
+			w.errs = append(w.errs, err.Error())
+			failed[up.Who()] = true
+		}
+		if w.killed {
 			return nil
-		}, func(context.Context) error {
-			if err := w.between(); err != nil {
-				return err
-			}
-			if m := w.claims[up.ClaimName]; m != nil && m.c.UID == planned[up.User].UID {
-				m.c.Requested, m.c.RequestedBytes = p.cfg.Capacity, p.cfg.CapacityBytes
-			}
-			return nil
-		})
-		w.logf("apply: %s %s: %v", up.Action, up.User, err)
-		if errors.Is(err, errKilled) {
-			return false
 		}
 	}
-	w.hubMode, w.hubTemplate = p.cfg.AccessMode, p.cfg.NameTemplate
-	return len(sel.Refused) == 0
+	for k, up := range res.Keyed() {
+		if up.Action != safety.ActionMigrate || !sel.Migrate[k] {
+			continue
+		}
+		w.migrations++
+		step, err := w.runMigration(ctx, p.cfg, *up, sel.Planned[k].UID)
+		w.logf("apply: migrate %s by %s: step %s, %v", k, up.Method, step, err)
+		w.count(fmt.Sprintf("%s to %s", up.Method, step), err)
+		if p.cfg.OnModeChange != safety.OnModeChangeMigrate {
+			w.events["migration resumed under another on_mode_change"]++
+		}
+		if err != nil {
+			w.errs = append(w.errs, err.Error())
+		}
+		if w.killed {
+			return nil
+		}
+	}
+	w.hub = hubConfig{mode: p.cfg.AccessMode, template: p.cfg.NameTemplate, nsTemplate: p.cfg.UserNamespaceTemplate}
+	cfg := p.cfg
+	cfg.Users = slices.DeleteFunc(slices.Clone(cfg.Users), func(u string) bool { return failed[u] })
+	return priorOf(cfg)
+}
+
+// count counts an apply's outcome.
+func (w *world) count(what string, err error) {
+	switch {
+	case err == nil:
+		w.events[what]++
+	case errors.Is(err, errKilled):
+		w.events["killed"]++
+	case strings.Contains(err.Error(), "created by someone else"):
+		w.events["claim created in the rebind's window"]++
+	case strings.Contains(err.Error(), "timed out"):
+		w.events["binder too slow"]++
+	case strings.Contains(err.Error(), "verifying it again"):
+		w.events["verification refused a delete"]++
+	default:
+		w.events[what+" failed"]++
+	}
+}
+
+// ownerOfChange is the user a plan shows a change of a claim for.
+func ownerOfChange(res safety.Result, c safety.Change) string {
+	for up := range res.All() {
+		if up.Namespace == c.Namespace && up.ClaimName == c.Claim && up.Live != nil && up.Live.UID == c.UID {
+			return up.User
+		}
+	}
+	return ""
+}
+
+// runHome is the provider's runHomes for one home: execute.Home with the
+// provider's create (which adopts a claim of that name unless another
+// user's or server's) and resize.
+func (w *world) runHome(ctx context.Context, cfg safety.Config, up safety.UserPlan, uid string) error {
+	create := func(context.Context) error {
+		if err := w.between(); err != nil {
+			return err
+		}
+		ref := up.Ref()
+		if m := w.claims[ref]; m != nil {
+			if m.c.Username != up.User || m.c.Servername != up.Server {
+				return fmt.Errorf("claim %s exists already and is not this home", ref)
+			}
+			return nil
+		}
+		m := w.newClaim(up.User, up.Server, ref, cfg.AccessMode, cfg.CapacityBytes>>30)
+		w.logf("apply: created %s (%s)", ref, m.c.UID)
+		return nil
+	}
+	resize := func(context.Context) error {
+		if err := w.between(); err != nil {
+			return err
+		}
+		if m := w.claims[up.Ref()]; m != nil && m.c.UID == uid {
+			m.c.Requested, m.c.RequestedBytes = cfg.Capacity, cfg.CapacityBytes
+		}
+		return nil
+	}
+	return Home(ctx, w, up, uid, cfg.Migration.CopyImage, create, resize)
 }
 
 // destroy plans and applies a destroy (or, when replacing, a destroy the
 // plan never classified: it deletes nothing).
 func (w *world) destroy(cfg safety.Config, prior safety.Prior, replacing bool) {
-	d := safety.Destroy(cfg, prior, w.live())
+	d := safety.Destroy(cfg, prior, w.live(cfg, &prior))
 	if len(d.Errors) > 0 || replacing {
 		return
 	}
-	w.shownDeletes = map[string]bool{}
+	w.shown, w.planClass = map[string]shown{}, d.Class
 	var del []safety.UserPlan
 	for _, up := range d.Users {
 		if up.Action == safety.ActionRecreate {
-			w.shownDeletes[up.Live.UID] = true
+			w.shown[up.Live.UID] = shown{user: up.User, excused: true}
 			del = append(del, up)
 		}
 	}
@@ -404,71 +782,112 @@ func (w *world) destroy(cfg safety.Config, prior safety.Prior, replacing bool) {
 	}
 }
 
+// priorOf is the state an apply of cfg records.
 func priorOf(cfg safety.Config) *safety.Prior {
 	p := &safety.Prior{Config: cfg, Managed: map[string]string{}}
 	for _, u := range cfg.Users {
-		p.Managed[u] = "claim-" + u
+		if name, err := kubespawner.Expand(cfg.NameTemplate, u, "", cfg.Scheme); err == nil {
+			p.Managed[u] = name
+		}
 	}
 	return p
 }
 
+func describe(cfg safety.Config) string {
+	s := fmt.Sprintf("%s %s allow_data_loss=%v users=%v ns=%q template=%q", cfg.AccessMode, cfg.OnModeChange, cfg.AllowDataLoss, cfg.Users, cfg.UserNamespaceTemplate, cfg.NameTemplate)
+	if cfg.OnModeChange == safety.OnModeChangeMigrate {
+		s += fmt.Sprintf(" method=%s target=%q delete_sources=%v", cfg.Migration.Method, cfg.Migration.TargetTemplate, cfg.Migration.DeleteSources)
+	}
+	return s
+}
+
 func runHistory(t *testing.T, seed uint64) *world {
 	r := rand.New(rand.NewPCG(seed, 7))
-	w := &world{t: t, r: r, claims: map[string]*mclaim{}, pods: map[string]pod{}, hubMode: safety.RWO}
-	for range r.IntN(3) {
+	w := newWorld(t, r)
+	w.binderRate = []int{0, 1, 3, 8}[r.IntN(4)]
+	l := genLayout(r)
+	w.hub.template, w.hub.nsTemplate = l.template, l.nsTemplate
+	for range r.IntN(4) {
 		w.hubAction()
 	}
 	var state *safety.Prior // nil: no resource
 	var saved *plan
-	for range 12 {
-		switch op := r.IntN(10); {
-		case op < 3: // plan and apply
-			cfg := genConfig(r)
+	last := genConfig(r, l)
+	for range 14 {
+		w.putBack()
+		switch op := r.IntN(16); {
+		case op < 4: // plan and apply
+			cfg := genConfig(r, l)
+			last = cfg
 			p, ok := w.plan(cfg, state)
-			w.logf("operator: plan %s %s allow_data_loss=%v users=%v: %s %s", cfg.AccessMode, cfg.OnModeChange, cfg.AllowDataLoss, cfg.Users, p.res.Class, p.changes)
-			if ok && w.apply(p, false) {
-				state = priorOf(cfg)
+			w.logf("operator: plan %s: %s %s", describe(cfg), p.res.Class, p.changes)
+			if ok {
+				if s := w.apply(p, false); s != nil {
+					state = s
+				}
 			}
-		case op < 5: // plan -out, to be applied later
-			cfg := genConfig(r)
+		case op < 6: // plan -out, to be applied later
+			cfg := genConfig(r, l)
 			if p, ok := w.plan(cfg, state); ok {
 				saved = &p
-				w.logf("operator: plan -out %s %s allow_data_loss=%v users=%v: %s %s", cfg.AccessMode, cfg.OnModeChange, cfg.AllowDataLoss, cfg.Users, p.res.Class, p.changes)
+				w.logf("operator: plan -out %s: %s %s", describe(cfg), p.res.Class, p.changes)
 			}
-		case op < 6 && saved != nil: // apply the saved plan
+		case op < 7 && saved != nil: // apply the saved plan
 			w.logf("operator: apply the saved plan")
-			if w.apply(*saved, false) {
-				state = priorOf(saved.cfg)
+			if s := w.apply(*saved, false); s != nil {
+				state, last = s, saved.cfg
 			}
 			saved = nil
-		case op < 7 && state != nil: // an apply killed part-way
-			cfg := genConfig(r)
+		case op < 9: // an apply killed part-way
+			cfg := genConfig(r, l)
 			if p, ok := w.plan(cfg, state); ok {
-				w.logf("operator: apply (killed) %s %s: %s %s", cfg.AccessMode, cfg.OnModeChange, p.res.Class, p.changes)
+				w.logf("operator: apply (killed) %s: %s %s", describe(cfg), p.res.Class, p.changes)
+				last = cfg
 				w.apply(p, true)
 			}
-		case op < 8 && state != nil: // -replace: destroy (never classified) then create
+		case op < 10 && state != nil: // revert on_mode_change (and perhaps the mode)
+			cfg := state.Config
+			cfg.OnModeChange = []safety.OnModeChange{safety.OnModeChangeFail, safety.OnModeChangeKeepExisting}[r.IntN(2)]
+			if r.IntN(2) == 0 {
+				cfg.AccessMode = safety.RWO
+			}
+			last = cfg
+			p, ok := w.plan(cfg, state)
+			w.logf("operator: revert, plan %s: %s %s", describe(cfg), p.res.Class, p.changes)
+			if ok {
+				if s := w.apply(p, r.IntN(3) == 0); s != nil {
+					state = s
+				}
+			}
+		case op < 11 && state != nil: // state rm
+			w.logf("operator: state rm")
+			state = nil
+		case op < 12 && state != nil: // -replace: destroy (never classified) then create
 			w.logf("operator: apply -replace")
 			w.destroy(state.Config, *state, true)
-			cfg := genConfig(r)
-			if p, ok := w.plan(cfg, nil); ok && w.apply(p, false) {
-				state = priorOf(cfg)
-			} else {
-				state = nil
+			cfg := genConfig(r, l)
+			last = cfg
+			state = nil
+			if p, ok := w.plan(cfg, nil); ok {
+				w.logf("operator: plan %s: %s %s", describe(cfg), p.res.Class, p.changes)
+				state = w.apply(p, r.IntN(3) == 0)
 			}
-		case op < 9 && state != nil: // destroy
+		case op < 13 && state != nil: // destroy
 			w.logf("operator: destroy (deletion_policy %s, allow_data_loss %v)", state.Config.DeletionPolicy, state.Config.AllowDataLoss)
 			w.destroy(state.Config, *state, false)
 			state = nil
+		case op < 14: // the operator does what the last error says
+			w.followAdvice()
 		default:
 			for range 1 + r.IntN(3) {
 				w.hubAction()
 			}
 		}
 		if w.failed {
-			break
+			return w
 		}
 	}
+	w.settle(last, state)
 	return w
 }
 
@@ -477,48 +896,84 @@ func TestHistories(t *testing.T) {
 	if testing.Short() {
 		n = 200
 	}
-	withServers := 0
+	withServers, withMigrations := 0, 0
+	events := map[string]int{}
 	for i := range n {
 		seed := uint64(i) + 1
 		w := runHistory(t, seed)
+		for k, v := range w.events {
+			events[k] += v
+		}
 		if w.failed {
 			t.Fatalf("history %d loses data:\n  %s\nrerun: go test ./internal/execute -run TestHistories -execute.histories=%d", seed, strings.Join(w.log, "\n  "), seed)
 		}
 		if w.serverPlans > 0 {
 			withServers++
 		}
+		if w.migrations > 0 {
+			withMigrations++
+		}
 	}
 	if withServers < n/10 {
 		t.Errorf("only %d of %d histories planned a named server's own claim", withServers, n)
 	}
+	if withMigrations < n/3 {
+		t.Errorf("only %d of %d histories ran a migration", withMigrations, n)
+	}
+	t.Logf("%d histories: %v", n, events)
+	if n < 1000 {
+		return
+	}
+	for _, e := range []string{"rebind to done", "copy to switched", "delete-source", "verification refused a delete", "claim created in the rebind's window",
+		"binder too slow", "rewrite with an older mtime", "stray write on an old home", "migration resumed under another on_mode_change", "spawn refused",
+		"killed", "recreate", "operator did what an error says"} {
+		if events[e] == 0 {
+			t.Errorf("no history exercised %q", e)
+		}
+	}
 }
+
+func fixedWorld(t *testing.T) *world {
+	w := newWorld(t, rand.New(rand.NewPCG(1, 1)))
+	w.hub.template = "claim-{username}"
+	return w
+}
+
+func mustApply(t *testing.T, w *world, p plan) *safety.Prior {
+	t.Helper()
+	s := w.apply(p, false)
+	if s == nil || w.failed {
+		t.Fatalf("apply:\n%s", strings.Join(w.log, "\n"))
+	}
+	return s
+}
+
+func hubRef(name string) claims.Ref { return claims.Ref{Namespace: hubNS, Name: name} }
 
 // The six sequences of issue-style reports that motivated the executor's
 // checks, as fixed histories at the core.
 func TestHistory_savedPlanThenSpawn(t *testing.T) {
-	w := &world{t: t, r: rand.New(rand.NewPCG(1, 1)), claims: map[string]*mclaim{}, pods: map[string]pod{}, hubMode: safety.RWO}
+	w := fixedWorld(t)
 	cfg := safety.Config{Namespace: hubNS, NameTemplate: "claim-{username}", Scheme: kubespawner.SchemeSafe, AccessMode: safety.RWX,
 		OnModeChange: safety.OnModeChangeRecreate, AllowDataLoss: true, Users: []string{"alice", "bob"}, Capacity: "1Gi", CapacityBytes: 1 << 30}
-	w.newClaim("alice", safety.RWO, 1) // alice: recreated, as the plan shows
+	w.homeClaim("alice", safety.RWO) // alice: recreated, as the plan shows
 	p, ok := w.plan(cfg, nil)
 	if !ok || !strings.Contains(p.changes, `"bob":{"action":"create"`) {
 		t.Fatalf("plan: %v %s", ok, p.changes)
 	}
 	// bob spawns before the saved plan is applied: KubeSpawner makes his
 	// claim in the old mode and he writes to it.
-	w.pods["bob"] = pod{"bob", "claim-bob"}
-	w.newClaim("bob", safety.RWO, 1)
-	w.write("bob")
-	bob := w.claims["claim-bob"].c.UID
+	w.spawn("bob")
+	bob := w.claims[hubRef("claim-bob")].c.UID
 	// OpenTofu's plan at apply differs: it stops.
-	if w.apply(p, false) {
+	if w.apply(p, false) != nil {
 		t.Fatalf("the saved plan was applied although bob's claim appeared:\n%s", strings.Join(w.log, "\n"))
 	}
 	// And had it not stopped (the claim appeared after OpenTofu's check),
 	// the executor does only what the plan showed.
 	planned, _ := safety.DecodeChanges(p.changes)
-	delete(w.pods, "bob") // even with his server stopped
-	res := safety.Plan(cfg, nil, w.live())
+	w.stop("bob") // even with his server stopped
+	res := safety.Plan(cfg, nil, w.live(cfg, nil))
 	sel := Select(res, planned, true)
 	for _, up := range sel.Homes {
 		if up.User == "bob" {
@@ -528,13 +983,9 @@ func TestHistory_savedPlanThenSpawn(t *testing.T) {
 	if len(sel.Refused) != 1 || sel.Refused[0].Key != "bob" {
 		t.Fatalf("refused %v", sel.Refused)
 	}
-	if m := w.claims["claim-bob"]; m == nil || m.c.UID != bob || len(m.vol.writes) != 1 {
+	if m := w.claims[hubRef("claim-bob")]; m == nil || m.c.UID != bob || len(w.volOf(m.c.Ref()).files) != 1 {
 		t.Fatalf("bob's home changed")
 	}
-}
-
-func fixedWorld(t *testing.T) *world {
-	return &world{t: t, r: rand.New(rand.NewPCG(1, 1)), claims: map[string]*mclaim{}, pods: map[string]pod{}, hubMode: safety.RWO}
 }
 
 // A replacement with deletion_policy = "delete": its destroy was never
@@ -545,30 +996,28 @@ func TestHistory_replaceThenDestroy(t *testing.T) {
 	cfg := safety.Config{Namespace: hubNS, NameTemplate: "claim-{username}", Scheme: kubespawner.SchemeSafe, AccessMode: safety.RWO,
 		OnModeChange: safety.OnModeChangeFail, AllowDataLoss: true, DeletionPolicy: safety.DeletionDelete, Users: []string{"alice", "bob"}, Capacity: "1Gi", CapacityBytes: 1 << 30}
 	p, _ := w.plan(cfg, nil)
-	if !w.apply(p, false) {
-		t.Fatalf("apply: %s", strings.Join(w.log, "\n"))
-	}
+	mustApply(t, w, p)
 	w.spawn("alice")
 	w.stop("alice")
 	w.destroy(cfg, *priorOf(cfg), true) // -replace
-	if m := w.claims["claim-alice"]; m == nil || len(m.vol.writes) != 1 {
+	if v := w.volOf(hubRef("claim-alice")); v == nil || len(v.files) != 1 {
 		t.Fatalf("the replacement deleted alice's home:\n%s", strings.Join(w.log, "\n"))
 	}
 	// The destroy plan lists alice's and bob's claims; before it is applied,
 	// bob's claim is deleted and KubeSpawner creates it again, and bob writes.
-	d := safety.Destroy(cfg, *priorOf(cfg), w.live())
-	w.remove(w.claims["claim-bob"], "by someone else")
+	d := safety.Destroy(cfg, *priorOf(cfg), w.live(cfg, priorOf(cfg)))
+	w.deleteClaim(w.claims[hubRef("claim-bob")], "by someone else")
 	w.spawn("bob")
 	w.stop("bob")
-	w.shownDeletes = map[string]bool{}
+	w.shown, w.planClass = map[string]shown{}, d.Class
 	for _, up := range d.Users {
-		w.shownDeletes[up.Live.UID] = true
+		w.shown[up.Live.UID] = shown{user: up.User, excused: true}
 		err := Delete(context.Background(), w, safety.Step{Why: "destroy", User: up.User, Namespace: hubNS, Claim: up.ClaimName, UID: up.Live.UID})
 		if up.User == "bob" && (err == nil || !strings.Contains(err.Error(), "not the claim the plan showed")) {
 			t.Errorf("bob's new claim: %v", err)
 		}
 	}
-	if w.claims["claim-alice"] != nil || w.claims["claim-bob"] == nil || len(w.claims["claim-bob"].vol.writes) != 1 || w.failed {
+	if w.claims[hubRef("claim-alice")] != nil || w.volOf(hubRef("claim-bob")) == nil || len(w.volOf(hubRef("claim-bob")).files) != 1 || w.failed {
 		t.Fatalf("destroy:\n%s", strings.Join(w.log, "\n"))
 	}
 }
@@ -577,7 +1026,7 @@ func TestHistory_replaceThenDestroy(t *testing.T) {
 // home: the gate lists the pods right before the delete.
 func TestHistory_serverStartsAfterThePlan(t *testing.T) {
 	w := fixedWorld(t)
-	w.newClaim("alice", safety.RWO, 1)
+	w.homeClaim("alice", safety.RWO)
 	cfg := safety.Config{Namespace: hubNS, NameTemplate: "claim-{username}", Scheme: kubespawner.SchemeSafe, AccessMode: safety.RWX,
 		OnModeChange: safety.OnModeChangeRecreate, AllowDataLoss: true, Users: []string{"alice"}, Capacity: "1Gi", CapacityBytes: 1 << 30}
 	p, ok := w.plan(cfg, nil)
@@ -591,7 +1040,7 @@ func TestHistory_serverStartsAfterThePlan(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "jupyter-alice") {
 		t.Fatalf("recreate under a running server: %v", err)
 	}
-	if m := w.claims["claim-alice"]; m == nil || len(m.vol.writes) != 1 {
+	if v := w.volOf(hubRef("claim-alice")); v == nil || len(v.files) != 1 {
 		t.Fatalf("alice's home changed")
 	}
 }
