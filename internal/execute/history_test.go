@@ -352,7 +352,7 @@ func (w *world) apply(p plan, kill bool) bool {
 	}
 	ctx := context.Background()
 	for _, up := range sel.Homes {
-		err := Home(ctx, w, up, planned[up.User].UID, "", func(context.Context) error {
+		_, err := Home(ctx, writes{w, func(context.Context) error {
 			if err := w.between(); err != nil {
 				return err
 			}
@@ -368,7 +368,7 @@ func (w *world) apply(p plan, kill bool) bool {
 				m.c.Requested, m.c.RequestedBytes = p.cfg.Capacity, p.cfg.CapacityBytes
 			}
 			return nil
-		})
+		}}, up, planned[up.User].UID, "", ClaimSpec{})
 		w.logf("apply: %s %s: %v", up.Action, up.User, err)
 		if errors.Is(err, errKilled) {
 			return false
@@ -587,7 +587,7 @@ func TestHistory_serverStartsAfterThePlan(t *testing.T) {
 	planned, _ := safety.DecodeChanges(p.changes)
 	w.spawn("alice") // after OpenTofu's checks, before the delete
 	up := p.res.Users[0]
-	err := Home(context.Background(), w, up, planned["alice"].UID, "", func(context.Context) error { return nil }, nil)
+	_, err := Home(context.Background(), writes{w, func(context.Context) error { return nil }, nil}, up, planned["alice"].UID, "", ClaimSpec{})
 	if err == nil || !strings.Contains(err.Error(), "jupyter-alice") {
 		t.Fatalf("recreate under a running server: %v", err)
 	}
