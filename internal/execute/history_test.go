@@ -753,7 +753,8 @@ func (w *world) runHome(ctx context.Context, cfg safety.Config, up safety.UserPl
 		}
 		return nil
 	}
-	return Home(ctx, w, up, uid, cfg.Migration.CopyImage, create, resize)
+	_, err := Home(ctx, writes{w, create, resize}, up, uid, cfg.Migration.CopyImage, ClaimSpec{})
+	return err
 }
 
 // destroy plans and applies a destroy (or, when replacing, a destroy the
@@ -1036,7 +1037,7 @@ func TestHistory_serverStartsAfterThePlan(t *testing.T) {
 	planned, _ := safety.DecodeChanges(p.changes)
 	w.spawn("alice") // after OpenTofu's checks, before the delete
 	up := p.res.Users[0]
-	err := Home(context.Background(), w, up, planned["alice"].UID, "", func(context.Context) error { return nil }, nil)
+	_, err := Home(context.Background(), writes{w, func(context.Context) error { return nil }, nil}, up, planned["alice"].UID, "", ClaimSpec{})
 	if err == nil || !strings.Contains(err.Error(), "jupyter-alice") {
 		t.Fatalf("recreate under a running server: %v", err)
 	}

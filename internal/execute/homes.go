@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/claims"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/safety"
 )
 
@@ -51,26 +52,71 @@ func Select(res safety.Result, planned safety.Changes, known bool) Selection {
 	return sel
 }
 
-// Home makes one user's selected change: a resize (resize), a create
-// (create), a recreate (the old claim deleted through the gate, then
-// create) or the deletion of a copied home's old claim (through the gate,
+// ClaimSpec is a home claim to create. The cluster's client builds the
+// claim as KubeSpawner would (its labels and annotations for User and
+// Server, then Labels and Annotations), so that KubeSpawner adopts it at
+// spawn.
+type ClaimSpec struct {
+	Namespace string
+	Name      string
+	User      string
+	Server    string // "" for the default server's home
+	Mode      string // its one access mode
+	Class     string // its storage class; "" for the cluster's default
+	Size      string // the requested storage, a quantity
+	// Labels and Annotations are the configuration's, added to KubeSpawner's.
+	Labels      map[string]string
+	Annotations map[string]string
+}
+
+// For is s for the claim of up: its namespace, name, user and server.
+func (s ClaimSpec) For(up safety.UserPlan) ClaimSpec {
+	s.Namespace, s.Name, s.User, s.Server = up.Namespace, up.ClaimName, up.User, up.Server
+	return s
+}
+
+// Claims is what a home change writes besides the gate's delete.
+// internal/kube implements it.
+type Claims interface {
+	// CreateHome creates the claim spec describes and returns it as
+	// created. A claim of that name that exists already for the same user
+	// and server (KubeSpawner made it since the plan) is returned as it is;
+	// one of another user or server is an error, never taken for this one.
+	CreateHome(ctx context.Context, spec ClaimSpec) (claims.Claim, error)
+	// ResizeClaim asks for size in the claim's request.
+	ResizeClaim(ctx context.Context, namespace, name, size string) error
+}
+
+// Homes is what a home change reads (the gate's facts) and writes.
+type Homes interface {
+	Cluster
+	Claims
+}
+
+// Home makes one user's selected change: a resize (to spec.Size), a create
+// (of spec), a recreate (the old claim deleted through the gate, then spec
+// created) or the deletion of a copied home's old claim (through the gate,
 // after a verification made now: image is the copy image).
-// uid is the claim the plan showed.
-func Home(ctx context.Context, cl Cluster, up safety.UserPlan, uid, image string, create, resize func(context.Context) error) error {
+// uid is the claim the plan showed. It returns the claim it created, if any.
+func Home(ctx context.Context, cl Homes, up safety.UserPlan, uid, image string, spec ClaimSpec) (*claims.Claim, error) {
 	step := safety.Step{Why: string(up.Action), User: up.Who(), Namespace: up.Namespace, Claim: up.ClaimName, UID: uid}
 	switch up.Action {
 	case safety.ActionResize:
-		return resize(ctx)
+		return nil, cl.ResizeClaim(ctx, up.Namespace, up.Live.Name, spec.Size)
 	case safety.ActionDeleteSource:
 		step.Verify, step.Target, step.Image = true, up.Target, image
-		return Delete(ctx, cl, step)
+		return nil, Delete(ctx, cl, step)
 	case safety.ActionRecreate:
 		if err := Delete(ctx, cl, step); err != nil {
-			return err
+			return nil, err
 		}
 	case safety.ActionCreate:
 	default:
-		return fmt.Errorf("%q: %s is not a change of a home claim", up.Who(), up.Action)
+		return nil, fmt.Errorf("%q: %s is not a change of a home claim", up.Who(), up.Action)
 	}
-	return create(ctx)
+	c, err := cl.CreateHome(ctx, spec)
+	if err != nil {
+		return nil, err
+	}
+	return &c, nil
 }

@@ -2,14 +2,13 @@ package kube
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"sync"
+
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/execute"
 )
 
 // ErrNotAttempted is the error of an item ForEach did not start because the
-// API server could not be reached by an earlier one.
-var ErrNotAttempted = errors.New("not attempted")
+// API server could not be reached by an earlier one (execute.ErrNotAttempted).
+var ErrNotAttempted = execute.ErrNotAttempted
 
 // ForEach runs fn for every item with at most Parallelism at once and
 // returns the error of each item that failed, by index.
@@ -17,50 +16,12 @@ var ErrNotAttempted = errors.New("not attempted")
 // When an item fails because the API server cannot be reached (Unreachable),
 // the items still running are cancelled at their next retry and the ones
 // not started yet are not attempted: their error wraps ErrNotAttempted and
-// the cause. Waiting out every item's retries would only make the caller
-// wait minutes for the same answer.
+// the cause (execute.ForEach).
 func ForEach[T any](ctx context.Context, items []T, fn func(context.Context, T) error) map[int]error {
 	return ForEachN(ctx, items, Parallelism, fn)
 }
 
 // ForEachN is ForEach with at most n items at once.
 func ForEachN[T any](ctx context.Context, items []T, n int, fn func(context.Context, T) error) map[int]error {
-	if n < 1 {
-		n = 1
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var mu sync.Mutex
-	errs := map[int]error{}
-	var down error // the first Unreachable error
-	sem := make(chan struct{}, n)
-	var wg sync.WaitGroup
-	for i, it := range items {
-		sem <- struct{}{}
-		mu.Lock()
-		stop := down
-		mu.Unlock()
-		if stop != nil {
-			<-sem
-			mu.Lock()
-			errs[i] = fmt.Errorf("%w: the API server could not be reached: %w", ErrNotAttempted, stop)
-			mu.Unlock()
-			continue
-		}
-		wg.Add(1)
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			if err := fn(ctx, it); err != nil {
-				mu.Lock()
-				errs[i] = err
-				if down == nil && Unreachable(err) {
-					down = err
-					cancel()
-				}
-				mu.Unlock()
-			}
-		}()
-	}
-	wg.Wait()
-	return errs
+	return execute.ForEach(ctx, items, n, Unreachable, fn)
 }

@@ -5,24 +5,14 @@ package provider
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"sort"
-	"strings"
-	"sync"
 
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/types"
-	corev1 "k8s.io/api/core/v1"
-	storagev1 "k8s.io/api/storage/v1"
-	kresource "k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/claims"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/execute"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/kube"
-	"github.com/jupyter-infra/terraform-provider-jupyter/internal/kubespawner"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/safety"
 )
 
@@ -156,9 +146,15 @@ func (r *homeStorageResource) apply(ctx context.Context, plan, state *homeStorag
 	if diags.HasError() {
 		return false
 	}
+	ex := &execute.Apply{Cluster: client, Parallel: kube.Parallelism, Unreachable: kube.Unreachable, AfterStep: r.data.AfterStep}
 	if plan.StorageClass != nil {
-		if err := r.ensureClass(ctx, client, plan, state); err != nil {
-			diags.AddAttributeError(path.Root("storage_class"), "Cannot create the StorageClass", err.Error())
+		var prior *execute.StorageClass
+		if state != nil && state.StorageClass != nil {
+			c := classOf(state.StorageClass)
+			prior = &c
+		}
+		if !ex.Class(ctx, classOf(plan.StorageClass), prior) {
+			reportOutcome(diags, ex.Outcome)
 			return false
 		}
 	}
@@ -191,9 +187,11 @@ func (r *homeStorageResource) apply(ctx context.Context, plan, state *homeStorag
 	sel := execute.Select(res, planned, known)
 	reportReconcile(diags, sel.Refused, sel.Moot)
 	labels, annotations := stringMap(ctx, plan.Labels, diags), stringMap(ctx, plan.Annotations, diags)
-	out := runHomes(ctx, client, cfg, sel, labels, annotations, diags)
-	run := execute.Runner{Cluster: client, AfterStep: r.data.AfterStep}
-	hadMigrations, migrated := runPlannedMigrations(ctx, run, plan, state, cfg, res, sel, labels, !out.unreachable, diags)
+	ex.Homes(ctx, sel, execute.ClaimSpec{Mode: cfg.AccessMode, Class: cfg.StorageClass, Size: cfg.Capacity, Labels: labels, Annotations: annotations},
+		cfg.Migration.CopyImage)
+	out := homesOutcomeOf(sel, ex.Outcome)
+	hadMigrations, migrated := runPlannedMigrations(ctx, ex, plan, state, cfg, res, sel, labels, !out.unreachable)
+	reportOutcome(diags, ex.Outcome)
 	if len(out.failedUsers) > 0 {
 		var kept []string
 		for _, u := range cfg.Users {
@@ -212,8 +210,8 @@ func (r *homeStorageResource) apply(ctx context.Context, plan, state *homeStorag
 // runPlannedMigrations runs the migrations the plan showed (when the API
 // server can be reached) and sets migration_status. It reports whether
 // the plan showed any, and whether they ran.
-func runPlannedMigrations(ctx context.Context, run execute.Runner, plan, state *homeStorageModel, cfg safety.Config, res safety.Result,
-	sel execute.Selection, labels map[string]string, reachable bool, diags *diag.Diagnostics) (planned, ran bool) {
+func runPlannedMigrations(ctx context.Context, ex *execute.Apply, plan, state *homeStorageModel, cfg safety.Config, res safety.Result,
+	sel execute.Selection, labels map[string]string, reachable bool) (planned, ran bool) {
 	var migrations []migrationItem
 	for _, it := range migrationItems(res, toMigrate) {
 		if sel.Migrate[it.key] {
@@ -223,7 +221,7 @@ func runPlannedMigrations(ctx context.Context, run execute.Runner, plan, state *
 	}
 	ran = len(migrations) > 0 && reachable
 	if ran {
-		plan.MigrationStatus = runMigrations(ctx, run, plan, migrations, cfg, labels, diags)
+		plan.MigrationStatus = runMigrations(ctx, ex, plan, migrations, cfg, labels)
 	}
 	if plan.MigrationStatus.IsUnknown() {
 		plan.MigrationStatus = types.StringValue("{}")
@@ -248,68 +246,25 @@ func plannedChanges(plan *homeStorageModel, diags *diag.Diagnostics) (safety.Cha
 	return planned, true, true
 }
 
-// homesOutcome is what the home changes of an apply came to.
+// homesOutcome is what the home changes of an apply came to, as the state
+// records it.
 type homesOutcome struct {
-	todo        []safety.UserPlan
-	failed      map[int]error                            // by index in todo
-	created     map[string]*corev1.PersistentVolumeClaim // by user
-	failedUsers map[string]bool                          // failed, or refused because the claim changed since the plan
+	homes       []execute.HomeOutcome
+	failedUsers map[string]bool // failed, or refused because the claim changed since the plan
 	unreachable bool
 }
 
-// runHomes makes the selected home changes in parallel, each destructive
-// step through the gate (execute.Home), and reports those that failed.
-func runHomes(ctx context.Context, client *kube.Client, cfg safety.Config, sel execute.Selection, labels, annotations map[string]string, diags *diag.Diagnostics) homesOutcome {
-	out := homesOutcome{todo: sel.Homes, created: map[string]*corev1.PersistentVolumeClaim{}, failedUsers: map[string]bool{}}
+// homesOutcomeOf is the home changes' part of an apply's outcome.
+func homesOutcomeOf(sel execute.Selection, o execute.Outcome) homesOutcome {
+	out := homesOutcome{homes: o.Homes, failedUsers: map[string]bool{}, unreachable: o.Unreachable}
 	for _, m := range sel.Refused {
 		out.failedUsers[m.Key] = true
 	}
-	var mu sync.Mutex
-	out.failed = kube.ForEach(ctx, out.todo, func(ctx context.Context, up safety.UserPlan) error {
-		create := func(ctx context.Context) error {
-			pvc, err := newClaim(cfg, up, labels, annotations)
-			if err != nil {
-				return err
-			}
-			created, err := client.CreateClaim(ctx, pvc)
-			if err == nil {
-				mu.Lock()
-				out.created[up.Who()] = created
-				mu.Unlock()
-			}
-			return err
+	for _, h := range o.Homes {
+		if h.Err != nil {
+			out.failedUsers[h.Plan.Who()] = true
 		}
-		resize := func(ctx context.Context) error {
-			return client.ResizeClaim(ctx, up.Namespace, up.Live.Name, cfg.Capacity)
-		}
-		return execute.Home(ctx, client, up, sel.Planned[up.Who()].UID, cfg.Migration.CopyImage, create, resize)
-	})
-	if len(out.failed) == 0 {
-		return out
 	}
-	var lines []string
-	notAttempted := 0
-	for i, err := range out.failed {
-		out.failedUsers[out.todo[i].Who()] = true
-		if errors.Is(err, kube.ErrNotAttempted) {
-			notAttempted++
-			continue
-		}
-		out.unreachable = out.unreachable || kube.Unreachable(err)
-		lines = append(lines, fmt.Sprintf("%s (%s, %s): %v", out.todo[i].Who(), out.todo[i].ClaimName, out.todo[i].Action, err))
-	}
-	sort.Strings(lines)
-	list := safety.CutLines(lines)
-	if notAttempted > 0 {
-		list = strings.TrimLeft(list+fmt.Sprintf("\n  %d more not attempted: the API server could not be reached", notAttempted), "\n")
-	}
-	summary := fmt.Sprintf("%d of %d home claim changes failed", len(out.failed), len(out.todo))
-	if out.unreachable {
-		summary += ": the API server could not be reached"
-	}
-	diags.AddError(summary,
-		"These users' claims were not changed as planned:\n"+list+
-			fmt.Sprintf("\n%d change(s) were made; the state records them. Apply again to converge. No claim was deleted except by on_mode_change = \"recreate\".", len(out.todo)-len(out.failed)))
 	return out
 }
 
@@ -342,27 +297,28 @@ func (r *homeStorageResource) liveAfterApply(ctx context.Context, client *kube.C
 	if !plan.Claims.IsUnknown() && len(out.failedUsers) == 0 {
 		return before
 	}
-	before.Claims = appliedClaims(before.Claims, out.todo, out.failed, out.created, cfg)
+	before.Claims = appliedClaims(before.Claims, out.homes, cfg)
 	return before
 }
 
 // appliedClaims is the live claims read before apply with the changes that
 // succeeded: created claims added, recreated ones replaced, resized ones grown.
-func appliedClaims(before []claims.Claim, todo []safety.UserPlan, failed map[int]error, created map[string]*corev1.PersistentVolumeClaim, cfg safety.Config) []claims.Claim {
+func appliedClaims(before []claims.Claim, homes []execute.HomeOutcome, cfg safety.Config) []claims.Claim {
 	resized, replaced := map[claims.Ref]bool{}, map[claims.Ref]bool{} // names repeat across namespaces
 	var out []claims.Claim
-	for i, up := range todo {
-		if failed[i] != nil {
+	for _, h := range homes {
+		if h.Err != nil {
 			continue
 		}
+		up := h.Plan
 		switch up.Action {
 		case safety.ActionResize:
 			resized[up.Live.Ref()] = true
 		case safety.ActionRecreate, safety.ActionDeleteSource:
 			replaced[up.Live.Ref()] = true
 		}
-		if pvc := created[up.Who()]; pvc != nil {
-			out = append(out, kube.ClaimFromPVC(pvc))
+		if h.Created != nil {
+			out = append(out, *h.Created)
 		}
 	}
 	for _, c := range before {
@@ -375,62 +331,4 @@ func appliedClaims(before []claims.Claim, todo []safety.UserPlan, failed map[int
 		out = append(out, c)
 	}
 	return out
-}
-
-func (r *homeStorageResource) ensureClass(ctx context.Context, client *kube.Client, plan, state *homeStorageModel) error {
-	sc := plan.StorageClass
-	name := sc.Name.ValueString()
-	existing, err := client.GetStorageClass(ctx, name)
-	if err != nil {
-		return err
-	}
-	expand := sc.AllowVolumeExpansion.IsNull() || sc.AllowVolumeExpansion.ValueBool()
-	var mountOptions []string
-	if !sc.MountOptions.IsNull() {
-		sc.MountOptions.ElementsAs(ctx, &mountOptions, false)
-	}
-	replace := state != nil && state.StorageClass != nil && len(immutableClassChanges(state.StorageClass, sc)) > 0
-	if existing != nil && !replace {
-		return client.UpdateStorageClass(ctx, name, expand, mountOptions, map[string]string{kubespawner.LabelAppManagedBy: claims.ManagedBy})
-	}
-	if existing != nil {
-		if err := client.DeleteStorageClass(ctx, name); err != nil {
-			return err
-		}
-	}
-	if replace && !state.StorageClass.Name.Equal(sc.Name) {
-		_ = client.DeleteStorageClass(ctx, state.StorageClass.Name.ValueString())
-	}
-	params := map[string]string{}
-	if !sc.Parameters.IsNull() {
-		sc.Parameters.ElementsAs(ctx, &params, false)
-	}
-	reclaimPolicy := corev1.PersistentVolumeReclaimPolicy(reclaim(sc))
-	mode := storagev1.VolumeBindingMode(binding(sc))
-	return client.CreateStorageClass(ctx, &storagev1.StorageClass{
-		ObjectMeta:           metav1.ObjectMeta{Name: name, Labels: map[string]string{kubespawner.LabelAppManagedBy: claims.ManagedBy}},
-		Provisioner:          sc.Provisioner.ValueString(),
-		Parameters:           params,
-		ReclaimPolicy:        &reclaimPolicy,
-		VolumeBindingMode:    &mode,
-		AllowVolumeExpansion: &expand,
-		MountOptions:         mountOptions,
-	})
-}
-
-// newClaim builds a home claim the way KubeSpawner would, so that it adopts it on spawn.
-func newClaim(cfg safety.Config, up safety.UserPlan, labels, annotations map[string]string) (*corev1.PersistentVolumeClaim, error) {
-	meta := kubespawner.PVCMetadata{Username: up.User, ExtraLabels: labels, ExtraAnnotations: annotations}
-	l, err := kubespawner.PVCLabels(meta)
-	if err != nil {
-		return nil, err
-	}
-	a := kubespawner.PVCAnnotations(meta)
-	l[kubespawner.LabelAppManagedBy] = claims.ManagedBy
-	size, err := kresource.ParseQuantity(cfg.Capacity)
-	if err != nil {
-		return nil, err
-	}
-	return kube.NewClaim(metav1.ObjectMeta{Name: up.ClaimName, Namespace: up.Namespace, Labels: l, Annotations: a},
-		cfg.AccessMode, cfg.StorageClass, size), nil
 }

@@ -13,10 +13,13 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"github.com/hashicorp/terraform-plugin-testing/plancheck"
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
+	corev1 "k8s.io/api/core/v1"
+	kresource "k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/acctest"
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/migration"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/userset"
 )
 
@@ -235,6 +238,83 @@ resource "jupyter_home_storage" "homes" {
 				},
 			},
 			{Config: cfg, PlanOnly: true},
+		},
+	})
+}
+
+// A home claim's create and a migration fail in the same apply: one error
+// names both, each with what was done and what to do; the state drops the
+// user whose claim was not created, and the next apply converges.
+func TestAccHomeStorage_oneFailureReport(t *testing.T) {
+	cs := acctest.Cluster(t).Admin()
+	ns := acctest.Namespace(t)
+	class := "longhorn-" + ns
+	vols := migratingHomes(t, cs, ns, class, "dana")
+	old := uids(t, cs, ns, "claim-dana")
+	// A quota of one claim, used up by dana's (its status written here: the
+	// test bed runs no quota controller): admission refuses every new claim
+	// in the namespace (erin's create) until the quota is deleted.
+	one := corev1.ResourceList{corev1.ResourcePersistentVolumeClaims: kresource.MustParse("1")}
+	quota, err := cs.CoreV1().ResourceQuotas(ns).Create(context.Background(), &corev1.ResourceQuota{
+		ObjectMeta: metav1.ObjectMeta{Name: "one-claim", Namespace: ns}, Spec: corev1.ResourceQuotaSpec{Hard: one}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	quota.Status = corev1.ResourceQuotaStatus{Hard: one, Used: one}
+	if _, err := cs.CoreV1().ResourceQuotas(ns).UpdateStatus(context.Background(), quota, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	stopped := false
+	stopping := afterStep(func(user string, op migration.Op) error {
+		if op == migration.OpRetain && !stopped {
+			stopped = true
+			return fmt.Errorf("apply stopped after step %s", op)
+		}
+		return nil
+	})
+	cfg := migrateConfig(t, ns, class, `jsonencode({ dana = {}, erin = {} })`)
+	resource.Test(t, resource.TestCase{
+		Steps: []resource.TestStep{
+			{
+				ProtoV6ProviderFactories: stopping,
+				Config:                   cfg,
+				// One diagnostic: its summary names both failures, its detail
+				// each user's, with what was done and what to do.
+				ExpectError: wrapRE(fmt.Sprintf(`(?s)Error: 1 of 1 home claim changes failed; 1 of 1 home migrations did not finish.*`+
+					`1 of 1 home claim changes failed These users' claims were not changed as planned:.*erin \(claim-erin, create\):.*quota.*`+
+					`0 change\(s\) were made; the state records them\. Apply again to converge\. No claim was deleted except by on_mode_change = "recreate"\..*`+
+					`1 of 1 home migrations did not finish These users' homes were not fully migrated:.*dana \(claim-dana, volume %s, stopped at .*apply stopped after step retain.*No data was lost.*Apply again to resume`,
+					vols["claim-dana"][0])),
+			},
+			{
+				PreConfig: func() {
+					if !stopped {
+						t.Fatal("the migration never reached its first step")
+					}
+					if err := cs.CoreV1().ResourceQuotas(ns).Delete(context.Background(), quota.Name, metav1.DeleteOptions{}); err != nil {
+						t.Fatal(err)
+					}
+				},
+				ProtoV6ProviderFactories: protoV6ProviderFactories,
+				Config:                   cfg,
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					priorCheck{func(before map[string]any, _ *tfjson.ResourceChange) error {
+						recorded, err := recordedUsers(before["users"])
+						if err != nil {
+							return err
+						}
+						if strings.Join(recorded, ",") != "dana" {
+							return fmt.Errorf("after the failed apply the state records users %v, want dana only (erin's claim was not created)", recorded)
+						}
+						return nil
+					}},
+				}},
+				Check: resource.ComposeAggregateTestCheckFunc(
+					rebound(cs, ns, vols, old, "claim-dana"),
+					checkClaim("erin", "access_mode", "ReadWriteMany"),
+				),
+			},
+			{ProtoV6ProviderFactories: protoV6ProviderFactories, Config: cfg, PlanOnly: true},
 		},
 	})
 }

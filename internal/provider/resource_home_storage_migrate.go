@@ -3,11 +3,8 @@ package provider
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"sort"
 	"strings"
-	"sync"
 
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
@@ -223,25 +220,23 @@ type migrationStatusEntry struct {
 	Error  string `json:"error,omitempty"`
 }
 
-// runMigrations rebinds the planned users, max_parallel at a time, and
-// returns migration_status. Failures are reported per user; no data is lost
+// runMigrations runs the planned users' migrations (execute.Apply.Migrate),
+// max_parallel at a time, and returns migration_status. Failures are
+// reported with the apply's other failures (reportOutcome); no data is lost
 // by a failure at any step (the volume is retained from the first step on).
-func runMigrations(ctx context.Context, run execute.Runner, plan *homeStorageModel, items []migrationItem, cfg safety.Config, labels map[string]string, diags *diag.Diagnostics) types.String {
-	status := map[string]migrationStatusEntry{}
-	var mu sync.Mutex
-	failed := kube.ForEachN(ctx, items, plan.maxParallel(), func(ctx context.Context, it migrationItem) error {
+func runMigrations(ctx context.Context, ex *execute.Apply, plan *homeStorageModel, items []migrationItem, cfg safety.Config, labels map[string]string) types.String {
+	ms := make([]execute.Migration, len(items))
+	for i, it := range items {
 		up := it.up
-		var step migration.Step
-		var err error
-		e := migrationStatusEntry{Method: string(up.Method), Volume: up.Volume, Target: up.Target}
+		ms[i] = execute.Migration{Key: it.key, Plan: up}
 		switch up.Method {
 		case migration.MethodCopy:
 			to := cfg.AccessMode
 			if up.CopyResume != nil {
 				to = up.CopyResume.To
 			}
-			step, err = run.Copy(ctx, execute.Copy{User: up.User, Namespace: up.Namespace, Source: up.ClaimName, Target: up.Target, To: to,
-				StorageClass: cfg.StorageClass, Capacity: cfg.Capacity, Image: cfg.Migration.CopyImage, ExtraLabels: labels})
+			ms[i].Copy = &execute.Copy{User: up.User, Namespace: up.Namespace, Source: up.ClaimName, Target: up.Target, To: to,
+				StorageClass: cfg.StorageClass, Capacity: cfg.Capacity, Image: cfg.Migration.CopyImage, ExtraLabels: labels}
 		default:
 			job := execute.Rebind{User: up.User, Namespace: up.Namespace, Claim: up.ClaimName, Volume: up.Volume, To: cfg.AccessMode, UID: it.uid}
 			if up.Resume != nil {
@@ -250,35 +245,18 @@ func runMigrations(ctx context.Context, run execute.Runner, plan *homeStorageMod
 			if up.Resize {
 				job.Resize = cfg.Capacity
 			}
-			step, err = run.Rebind(ctx, job)
+			ms[i].Rebind = &job
 		}
-		e.Step = string(step)
-		if err != nil {
-			e.Error = err.Error()
+	}
+	ex.Migrate(ctx, ms, plan.maxParallel())
+	status := map[string]migrationStatusEntry{}
+	for _, m := range ex.Outcome.Migrations {
+		up := m.Plan
+		e := migrationStatusEntry{Method: string(up.Method), Volume: up.Volume, Target: up.Target, Step: string(m.Step)}
+		if m.Err != nil {
+			e.Error = m.Err.Error()
 		}
-		mu.Lock()
-		status[it.key] = e
-		mu.Unlock()
-		return err
-	})
-	if len(failed) > 0 {
-		var lines []string
-		for i, err := range failed {
-			up, key := items[i].up, items[i].key
-			if errors.Is(err, kube.ErrNotAttempted) {
-				status[key] = migrationStatusEntry{Method: string(up.Method), Volume: up.Volume, Target: up.Target, Step: string(migration.StepPending), Error: err.Error()}
-			}
-			where := "volume " + up.Volume
-			if up.Method == migration.MethodCopy {
-				where = "copy to " + up.Target
-			}
-			lines = append(lines, fmt.Sprintf("%s (%s, %s, stopped at %s): %v", key, up.ClaimName, where, status[key].Step, err))
-		}
-		sort.Strings(lines)
-		diags.AddError(fmt.Sprintf("%d of %d home migrations did not finish", len(failed), len(items)),
-			"These users' homes were not fully migrated:\n"+safety.CutLines(lines)+
-				"\nNo data was lost: a rebound volume is retained from the first step on (its record is an annotation on the volume), and a copied home's source claim is never changed but for its record annotation. "+
-				"Apply again to resume from the step reached; these users stay in legacy_users (co-located) until then.")
+		status[m.Key] = e
 	}
 	b, _ := json.Marshal(status)
 	return types.StringValue(string(b))

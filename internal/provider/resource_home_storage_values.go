@@ -12,6 +12,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	kresource "k8s.io/apimachinery/pkg/api/resource"
 
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/execute"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/kubespawner"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/safety"
 )
@@ -247,31 +248,11 @@ func spawnerSettings(m *homeStorageModel) string {
 	return string(b)
 }
 
+// immutableClassChanges lists the fields of storage_class that cannot
+// change in place and differ from the last apply's: the plan shows them, and
+// apply deletes and creates the class again (execute.DecideClass).
 func immutableClassChanges(was, now *scModel) []string {
-	var out []string
-	if !was.Provisioner.Equal(now.Provisioner) {
-		out = append(out, "provisioner")
-	}
-	if !mapsEqual(was.Parameters, now.Parameters) {
-		out = append(out, "parameters")
-	}
-	if reclaim(was) != reclaim(now) {
-		out = append(out, "reclaim_policy")
-	}
-	if binding(was) != binding(now) {
-		out = append(out, "volume_binding_mode")
-	}
-	if !was.Name.Equal(now.Name) {
-		out = append(out, "name")
-	}
-	return out
-}
-
-func mapsEqual(a, b types.Map) bool {
-	if len(a.Elements()) == 0 && len(b.Elements()) == 0 {
-		return true
-	}
-	return a.Equal(b)
+	return execute.ImmutableClassChanges(classOf(was), classOf(now))
 }
 
 func reclaim(sc *scModel) string {

@@ -1,0 +1,122 @@
+package execute
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/claims"
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/migration"
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/safety"
+)
+
+// applyFake is the migrations' modelled cluster with the writes of the
+// home changes and the StorageClass.
+type applyFake struct {
+	*fake
+	*fakeClasses
+	specs  []ClaimSpec
+	refuse map[string]error // a create's answer, by claim
+}
+
+func (f *applyFake) CreateHome(_ context.Context, spec ClaimSpec) (claims.Claim, error) {
+	f.specs = append(f.specs, spec)
+	if err := f.refuse[spec.Name]; err != nil {
+		return claims.Claim{}, err
+	}
+	c := claims.Claim{Name: spec.Name, Namespace: spec.Namespace, UID: f.newUID(), Username: spec.User, AccessModes: []string{spec.Mode},
+		Requested: spec.Size, Labels: spec.Labels, Annotations: spec.Annotations}
+	f.claims[spec.Name] = &c
+	return c, nil
+}
+
+func newApplyFake() *applyFake {
+	return &applyFake{fake: newFake(), fakeClasses: &fakeClasses{classes: map[string]*StorageClass{}}, refuse: map[string]error{}}
+}
+
+func creates(users ...string) Selection {
+	sel := Selection{Planned: safety.Changes{}}
+	for _, u := range users {
+		sel.Homes = append(sel.Homes, safety.UserPlan{User: u, ClaimName: "claim-" + u, Namespace: ns, Managed: true, Action: safety.ActionCreate})
+	}
+	return sel
+}
+
+// One outcome gathers the StorageClass, each home change and each
+// migration: what was done and what failed.
+func TestApply_oneOutcome(t *testing.T) {
+	f := newApplyFake()
+	f.home("dana", "claim-dana", map[string]string{"a": "a"})
+	f.refuse["claim-bob"] = errors.New("exceeded quota")
+	a := &Apply{Cluster: f, Parallel: 1, AfterStep: func(user string, op migration.Op) error {
+		if op == migration.OpDeleteClaim {
+			return fmt.Errorf("stopped after %s", op)
+		}
+		return nil
+	}}
+	ctx := context.Background()
+	if !a.Class(ctx, testClass(), nil) {
+		t.Fatalf("class: %v", a.Outcome.Class.Err)
+	}
+	spec := ClaimSpec{Mode: claims.RWX, Class: "homes", Size: "10Gi", Labels: map[string]string{"team": "a"}}
+	a.Homes(ctx, creates("alice", "bob"), spec, "")
+	a.Migrate(ctx, []Migration{{Key: "dana", Rebind: &Rebind{User: "dana", Namespace: ns, Claim: "claim-dana", Volume: "pv-claim-dana",
+		To: claims.RWX, UID: f.claims["claim-dana"].UID}}}, 1)
+
+	o := a.Outcome
+	switch {
+	case !o.Failed():
+		t.Fatal("the outcome shows no failure")
+	case o.Class == nil || o.Class.Err != nil || strings.Join(o.Class.Done, ";") != "created":
+		t.Fatalf("class outcome %+v", o.Class)
+	case len(o.Homes) != 2 || o.Homes[0].Err != nil || o.Homes[0].Created == nil || o.Homes[0].Created.Name != "claim-alice":
+		t.Fatalf("alice's outcome %+v", o.Homes)
+	case o.Homes[1].Err == nil || o.Homes[1].Created != nil || o.Homes[1].Plan.User != "bob":
+		t.Fatalf("bob's outcome %+v", o.Homes[1])
+	case o.Unreachable:
+		t.Fatal("unreachable, though the API server answered")
+	case len(o.Migrations) != 1 || o.Migrations[0].Key != "dana" || o.Migrations[0].Step != migration.StepRetained ||
+		!strings.Contains(fmt.Sprint(o.Migrations[0].Err), "stopped after delete-claim"):
+		t.Fatalf("dana's outcome %+v", o.Migrations)
+	}
+	// Each create is the spec for its own claim and user.
+	if len(f.specs) != 2 || f.specs[0].Name != "claim-alice" || f.specs[0].User != "alice" || f.specs[0].Namespace != ns ||
+		f.specs[0].Size != "10Gi" || f.specs[0].Mode != claims.RWX || f.specs[0].Labels["team"] != "a" || f.specs[1].User != "bob" {
+		t.Fatalf("specs %+v", f.specs)
+	}
+}
+
+// Once a change finds the API server unreachable, the changes not started
+// are not attempted, and the outcome says so.
+func TestApply_unreachable(t *testing.T) {
+	f := newApplyFake()
+	down := errors.New("connection refused")
+	f.refuse["claim-alice"] = down
+	a := &Apply{Cluster: f, Parallel: 1, Unreachable: func(err error) bool { return errors.Is(err, down) }}
+	a.Homes(context.Background(), creates("alice", "bob", "carol"), ClaimSpec{Size: "1Gi"}, "")
+	o := a.Outcome
+	if !o.Unreachable || !errors.Is(o.Homes[0].Err, down) || errors.Is(o.Homes[0].Err, ErrNotAttempted) {
+		t.Fatalf("alice: %+v", o)
+	}
+	for _, h := range o.Homes[1:] {
+		if !errors.Is(h.Err, ErrNotAttempted) {
+			t.Fatalf("%s attempted after the API server was found unreachable: %v", h.Plan.User, h.Err)
+		}
+	}
+	if len(f.specs) != 1 {
+		t.Fatalf("%d creates, want 1", len(f.specs))
+	}
+}
+
+// A StorageClass that cannot be made is in the outcome; Class says no claim
+// may be changed.
+func TestApply_classFails(t *testing.T) {
+	f := newApplyFake()
+	f.fakeClasses.fail = map[string]error{"create homes": errors.New("forbidden")}
+	a := &Apply{Cluster: f}
+	if a.Class(context.Background(), testClass(), nil) || !a.Outcome.Failed() || a.Outcome.Class.Name != "homes" {
+		t.Fatalf("outcome %+v", a.Outcome.Class)
+	}
+}

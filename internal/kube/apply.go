@@ -1,0 +1,105 @@
+package kube
+
+import (
+	"context"
+
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/claims"
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/execute"
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/kubespawner"
+)
+
+// Client makes every change an apply makes (execute.Apply).
+var _ execute.Changes = (*Client)(nil)
+
+// CreateHome creates the home claim spec describes (execute.Claims), built
+// by HomeClaim, and returns it as created (CreateClaim).
+func (c *Client) CreateHome(ctx context.Context, spec execute.ClaimSpec) (claims.Claim, error) {
+	pvc, err := HomeClaim(spec)
+	if err != nil {
+		return claims.Claim{}, err
+	}
+	created, err := c.CreateClaim(ctx, pvc)
+	if err != nil {
+		return claims.Claim{}, err
+	}
+	return ClaimFromPVC(created), nil
+}
+
+// HomeClaim is the claim spec describes, built the way KubeSpawner builds a
+// home claim (kubespawner.PVCLabels, kubespawner.PVCAnnotations, with
+// spec's labels and annotations as storage_extra_labels and
+// storage_extra_annotations), so that KubeSpawner adopts it on spawn, and
+// labelled as managed by this provider.
+func HomeClaim(spec execute.ClaimSpec) (*corev1.PersistentVolumeClaim, error) {
+	meta := kubespawner.PVCMetadata{Username: spec.User, Servername: spec.Server, ExtraLabels: spec.Labels, ExtraAnnotations: spec.Annotations}
+	l, err := kubespawner.PVCLabels(meta)
+	if err != nil {
+		return nil, err
+	}
+	a := kubespawner.PVCAnnotations(meta)
+	l[kubespawner.LabelAppManagedBy] = claims.ManagedBy
+	size, err := resource.ParseQuantity(spec.Size)
+	if err != nil {
+		return nil, err
+	}
+	return NewClaim(metav1.ObjectMeta{Name: spec.Name, Namespace: spec.Namespace, Labels: l, Annotations: a},
+		spec.Mode, spec.Class, size), nil
+}
+
+// GetClass returns the named class (execute.Classes); nil when it does not
+// exist.
+func (c *Client) GetClass(ctx context.Context, name string) (*execute.StorageClass, error) {
+	sc, err := c.GetStorageClass(ctx, name)
+	if err != nil || sc == nil {
+		return nil, err
+	}
+	out := &execute.StorageClass{Name: sc.Name, Provisioner: sc.Provisioner, Parameters: sc.Parameters,
+		MountOptions: sc.MountOptions, Labels: sc.Labels}
+	if sc.ReclaimPolicy != nil {
+		out.ReclaimPolicy = string(*sc.ReclaimPolicy)
+	}
+	if sc.VolumeBindingMode != nil {
+		out.BindingMode = string(*sc.VolumeBindingMode)
+	}
+	out.AllowExpansion = sc.AllowVolumeExpansion != nil && *sc.AllowVolumeExpansion
+	return out, nil
+}
+
+// CreateClass creates a class (execute.Classes); one that exists already is
+// an error.
+func (c *Client) CreateClass(ctx context.Context, sc execute.StorageClass) error {
+	return c.CreateStorageClass(ctx, StorageClassOf(sc))
+}
+
+// StorageClassOf is the StorageClass object of sc.
+func StorageClassOf(sc execute.StorageClass) *storagev1.StorageClass {
+	reclaim := corev1.PersistentVolumeReclaimPolicy(sc.ReclaimPolicy)
+	mode := storagev1.VolumeBindingMode(sc.BindingMode)
+	expand := sc.AllowExpansion
+	return &storagev1.StorageClass{
+		ObjectMeta:           metav1.ObjectMeta{Name: sc.Name, Labels: sc.Labels},
+		Provisioner:          sc.Provisioner,
+		Parameters:           sc.Parameters,
+		ReclaimPolicy:        &reclaim,
+		VolumeBindingMode:    &mode,
+		AllowVolumeExpansion: &expand,
+		MountOptions:         sc.MountOptions,
+	}
+}
+
+// UpdateClass sets the fields of a class that change in place
+// (execute.Classes): volume expansion, mount options, labels.
+func (c *Client) UpdateClass(ctx context.Context, sc execute.StorageClass) error {
+	return c.UpdateStorageClass(ctx, sc.Name, sc.AllowExpansion, sc.MountOptions, sc.Labels)
+}
+
+// DeleteClass deletes a class (execute.Classes); a missing one is not an
+// error.
+func (c *Client) DeleteClass(ctx context.Context, name string) error {
+	return c.DeleteStorageClass(ctx, name)
+}
