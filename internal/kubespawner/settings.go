@@ -47,16 +47,36 @@ const sharedRoot = "/mnt/homes"
 // initContainer creates the user's directory when it is missing, with the
 // owner and mode configured; an existing directory is left as it is. The
 // path comes in through the environment (KubeSpawner expands the
-// template there as in the mount), so no user name is ever shell text.
+// template there as in the mount), so no user name is ever shell text. No
+// component of the path may be a symbolic link (a user could point one of
+// their own directories at another user's home), and the directory is
+// made under a temporary name, given its owner and mode, then renamed into
+// place: a failed chown (root-squashed NFS) leaves no root-owned home
+// that the next spawn would take as made. KubeSpawner formats the script
+// with str.format, so it holds no braces.
 func (s SharedHome) initContainer() map[string]any {
-	script := `set -eu
-case "$HOME_DIRECTORY" in ""|/*|..|../*|*/..|*/../*) echo "refusing home directory '$HOME_DIRECTORY'" >&2; exit 1;; esac
-d="` + sharedRoot + `/$HOME_DIRECTORY"
-if [ ! -e "$d" ]; then
-  mkdir -p "$d"
-  chown "$HOME_UID:$HOME_GID" "$d"
-  chmod "$HOME_MODE" "$d"
-fi`
+	script := `set -euf
+case "$HOME_DIRECTORY" in
+""|/*|*/|.|./*|*/.|*/./*|..|../*|*/..|*/../*|*//*) echo "refusing home directory '$HOME_DIRECTORY'" >&2; exit 1;;
+esac
+d="` + sharedRoot + `"
+IFS=/
+for c in $HOME_DIRECTORY; do
+  d="$d/$c"
+  if [ -L "$d" ]; then echo "refusing home directory: $d is a symbolic link" >&2; exit 1; fi
+done
+if [ -e "$d" ]; then
+  if [ ! -d "$d" ]; then echo "refusing home directory: $d is not a directory" >&2; exit 1; fi
+  exit 0
+fi
+p=$(dirname "$d")
+mkdir -p "$p"
+t="$p/.home-directory-$$"
+rm -rf "$t"
+mkdir "$t"
+chown "$HOME_UID:$HOME_GID" "$t"
+chmod "$HOME_MODE" "$t"
+mv "$t" "$d"`
 	return map[string]any{
 		"name":    SharedInitContainer,
 		"image":   s.Image,
@@ -118,18 +138,19 @@ func (h HomeStorage) Settings() map[string]any {
 
 // sharedSettings mounts the user's directory of the shared claim as the
 // home. KubeSpawner creates no claim for the user (storage_pvc_ensure) and
-// never deletes one when a user or a named server is deleted (delete_pvc:
-// with a template that names the shared claim it would delete everyone's
-// homes). pvc_name_template stays the per-user claims' template, which a
-// move to per-user claims creates.
+// deletes none when a user or a named server is deleted (delete_pvc: the
+// per-user claims of an earlier layout, kept, are homes too); user
+// namespaces are off (the claim is mountable in its namespace only).
+// pvc_name_template stays the per-user claims' template.
 func (h HomeStorage) sharedSettings(mount string) map[string]any {
 	s := map[string]any{
-		"storage_pvc_ensure":   false,
-		"delete_pvc":           false,
-		"storage_access_modes": []string{h.AccessMode},
-		"storage_capacity":     h.Capacity,
-		"pvc_name_template":    h.NameTemplate,
-		"slug_scheme":          string(h.Scheme),
+		"storage_pvc_ensure":     false,
+		"delete_pvc":             false,
+		"enable_user_namespaces": false,
+		"storage_access_modes":   []string{h.AccessMode},
+		"storage_capacity":       h.Capacity,
+		"pvc_name_template":      h.NameTemplate,
+		"slug_scheme":            string(h.Scheme),
 		"volumes": []map[string]any{{
 			"name":                  HomeVolumeName,
 			"persistentVolumeClaim": map[string]any{"claimName": h.Shared.Claim},
@@ -148,28 +169,44 @@ func (h HomeStorage) sharedSettings(mount string) map[string]any {
 
 // CheckSubPathTemplate checks a shared layout's sub-path template: a valid
 // template that gives each user a directory of their own below the
-// claim's root (relative, without "." or ".." components).
+// claim's root (relative, without "." or ".." components), never the
+// same directory to two users or to a user and another's named server,
+// and not on the raw name (users "bob" and "bob-" would share one, as
+// KubeSpawner strips a trailing "-", and a user "." would get the root).
 func CheckSubPathTemplate(t string) error {
 	if err := ValidateTemplate(t); err != nil {
 		return err
 	}
-	var dirs []string
-	for _, u := range []string{"jovyan", "Ada.Lovelace@example.org"} {
-		for _, scheme := range []Scheme{SchemeSafe, SchemeEscape} {
-			d, err := Expand(t, u, "", scheme)
+	if strings.Contains(t, "unescaped_") {
+		return fmt.Errorf("%q uses a raw name ({unescaped_...}): two users may get one directory (KubeSpawner strips a trailing \"-\") and a name such as \".\" is no directory of its own; use {username} or {escaped_username}", t)
+	}
+	type who struct{ user, server string }
+	probes := []who{{"jovyan", ""}, {"Ada.Lovelace@Example.org", ""}, {"alice", "gpu"}, {"alicegpu", ""}, {"alice-gpu", ""}, {"alice", ""}}
+	for _, scheme := range []Scheme{SchemeSafe, SchemeEscape} {
+		owner := map[string]who{}
+		for _, p := range probes {
+			d, err := Expand(t, p.user, p.server, scheme)
 			if err != nil {
 				return err
 			}
 			if err := checkRelative(d); err != nil {
-				return fmt.Errorf("%q gives %q for user %s: %w", t, d, u, err)
+				return fmt.Errorf("%q gives %q for user %s: %w", t, d, p.user, err)
 			}
-			dirs = append(dirs, d)
+			if o, seen := owner[d]; seen && o.user != p.user {
+				return fmt.Errorf("%q gives user %q%s and user %q%s the same directory %q: it must name the user ({username}, {escaped_username}, ...), and a server's name must be set apart from the user's ({user_server})",
+					t, o.user, serverPart(o.server), p.user, serverPart(p.server), d)
+			}
+			owner[d] = p
 		}
 	}
-	if dirs[0] == dirs[2] {
-		return fmt.Errorf("%q gives every user the same directory %q: it must name the user ({username}, {escaped_username}, ...)", t, dirs[0])
-	}
 	return nil
+}
+
+func serverPart(s string) string {
+	if s == "" {
+		return ""
+	}
+	return "'s server " + s
 }
 
 func checkRelative(d string) error {

@@ -62,6 +62,10 @@ func (r *homeStorageResource) ValidateConfig(ctx context.Context, req resource.V
 		return
 	}
 	validateDataLoss(&m, &resp.Diagnostics)
+	if sh := m.SharedHome; sh != nil && !sh.ClaimName.IsUnknown() && !m.PVCNameTemplate.IsUnknown() && sh.ClaimName.ValueString() == m.PVCNameTemplate.ValueString() {
+		resp.Diagnostics.AddAttributeError(path.Root("pvc_name_template"), "pvc_name_template names the shared home claim",
+			"pvc_name_template is the name of a user's own claim; naming the claim that holds every home with it would make KubeSpawner treat that claim as each user's own. Keep the default claim-{username}.")
+	}
 	if m.SharedHome != nil && !m.UserNamespaceTemplate.IsNull() {
 		resp.Diagnostics.AddAttributeError(path.Root("shared_home"), "shared_home cannot be used with user_namespace_template",
 			"A claim can be mounted only by pods in its own namespace, so one shared claim cannot hold the homes of servers in per-user namespaces. Remove user_namespace_template, or use per-user claims (remove shared_home).")
@@ -115,7 +119,7 @@ func (r *homeStorageResource) ModifyPlan(ctx context.Context, req resource.Modif
 	// destroy, never classified, deletes none.
 	resp.Diagnostics.Append(resp.Private.SetKey(ctx, destroyKey, nil)...)
 	plan.ID = plan.Namespace
-	if !plan.Capacity.IsUnknown() && !plan.AccessMode.IsUnknown() && !plan.PVCNameTemplate.IsUnknown() && !plan.SlugScheme.IsUnknown() {
+	if !plan.Capacity.IsUnknown() && !plan.AccessMode.IsUnknown() && !plan.PVCNameTemplate.IsUnknown() && !plan.SlugScheme.IsUnknown() && plan.sharedKnown() {
 		// Known from the configuration alone: it names no user, so no
 		// migration changes it.
 		plan.SpawnerSettings = types.StringValue(spawnerSettings(&plan))

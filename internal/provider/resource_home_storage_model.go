@@ -106,15 +106,41 @@ func plannable(m *homeStorageModel) bool {
 			}
 		}
 	}
+	return !m.OnLayoutChange.IsUnknown() && m.sharedKnown()
+}
+
+// sharedKnown reports whether shared_home is known (or not set).
+func (m *homeStorageModel) sharedKnown() bool {
+	sh := m.SharedHome
+	if sh == nil {
+		return true
+	}
+	for _, v := range []attr.Value{sh.ClaimName, sh.SubPathTemplate, sh.DirectoryUID, sh.DirectoryGID, sh.DirectoryMode, sh.InitImage} {
+		if v.IsUnknown() {
+			return false
+		}
+	}
 	return true
+}
+
+// sameShared reports whether a and b set the same shared_home.
+func sameShared(a, b *sharedModel) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return a.ClaimName.Equal(b.ClaimName) && a.SubPathTemplate.Equal(b.SubPathTemplate) && a.DirectoryUID.Equal(b.DirectoryUID) &&
+		a.DirectoryGID.Equal(b.DirectoryGID) && a.DirectoryMode.Equal(b.DirectoryMode) && a.InitImage.Equal(b.InitImage)
 }
 
 // sameArguments reports whether plan and state agree on every argument.
 func sameArguments(a, b *homeStorageModel) bool {
+	if !sameShared(a.SharedHome, b.SharedHome) {
+		return false
+	}
 	av := []attr.Value{a.Namespace, a.AccessMode, a.StorageClassName, a.Capacity, a.PVCNameTemplate, a.SlugScheme,
-		a.Users, a.Labels, a.Annotations, a.OnModeChange, a.AllowDataLoss, a.DeletionPolicy, a.ExtraUserVolumes, a.UserNamespaceTemplate}
+		a.Users, a.Labels, a.Annotations, a.OnModeChange, a.AllowDataLoss, a.DeletionPolicy, a.ExtraUserVolumes, a.UserNamespaceTemplate, a.OnLayoutChange}
 	bv := []attr.Value{b.Namespace, b.AccessMode, b.StorageClassName, b.Capacity, b.PVCNameTemplate, b.SlugScheme,
-		b.Users, b.Labels, b.Annotations, b.OnModeChange, b.AllowDataLoss, b.DeletionPolicy, b.ExtraUserVolumes, b.UserNamespaceTemplate}
+		b.Users, b.Labels, b.Annotations, b.OnModeChange, b.AllowDataLoss, b.DeletionPolicy, b.ExtraUserVolumes, b.UserNamespaceTemplate, b.OnLayoutChange}
 	for i := range av {
 		if !av[i].Equal(bv[i]) {
 			return false

@@ -207,10 +207,13 @@ func homeStorageSchema() schema.Schema {
 				MarkdownDescription: "The shared layout: every user's home is a directory of one existing claim, as zero-to-jupyterhub's `singleuser.storage.type: static` " +
 					"and Nebari's classic deployments keep them, instead of a claim per user. Servers mount the user's directory (`sub_path_template`) of `claim_name`; an init container " +
 					"creates a missing directory with `directory_uid`, `directory_gid` and `directory_mode` (kubelet would create it owned by root) and leaves an existing one as it is. " +
-					"KubeSpawner creates no per-user claim (`storage_pvc_ensure = false`) and deletes none when a user or a named server is deleted (`delete_pvc = false`: with a template naming the shared claim it would delete everyone's homes). " +
-					"The provider never creates, changes or deletes the shared claim, and destroy deletes nothing in this layout.\n\n" +
-					"A change that moves users' homes (another `claim_name`, `sub_path_template` or `slug_scheme`, or a switch between this layout and per-user claims) fails the plan naming every listed user " +
-					"whose home moves, old and new, unless `on_layout_change = \"keep\"`. `access_mode` is the shared claim's mode (the plan checks it); it should be `ReadWriteMany`: a `ReadWriteOnce` claim works only on a one-node cluster (the plan warns). " +
+					"KubeSpawner creates no per-user claim (`storage_pvc_ensure = false`) and deletes none when a user or a named server is deleted (`delete_pvc = false`: per-user claims of an earlier layout, kept, are homes too). No other mount of the home volume, mount over the home's path or volume of the shared claim is accepted from `jupyter_spawner_config` (every server would get every home). " +
+					"The provider never creates, changes or deletes the shared claim, and destroy deletes no claim in this layout.\n\n" +
+					"A change that moves homes (another `claim_name`, `sub_path_template`, `slug_scheme` or `namespace`, or a switch between this layout and per-user claims, also onto listed users' claims when the resource is new) " +
+					"fails the plan naming, old and new, every listed user whose default server's home moves, and an example of an unlisted user's or a named server's home that moves, " +
+					"unless `on_layout_change = \"keep\"`; a change that would give a user the directory holding the old homes (`home/{username}` to `{username}`: a user named `home`) fails even then. " +
+					"When the resource is new the plan cannot see which directories the hub mounts now: `sub_path_template` and `slug_scheme` must be what it uses (the plan warns). " +
+					"`access_mode` is the shared claim's mode (the plan checks it); it should be `ReadWriteMany`: a `ReadWriteOnce` claim works only on a one-node cluster (the plan warns). " +
 					"Not with `user_namespace_template` (a claim is mountable only in its namespace). The init container runs as root with only the CHOWN, FOWNER and DAC_OVERRIDE capabilities, " +
 					"which Pod Security's `baseline` level allows and `restricted` does not.",
 				Attributes: map[string]schema.Attribute{

@@ -37,7 +37,8 @@ resource "jupyter_home_storage" "homes" {
 }
 
 // The shared layout through OpenTofu: the plan fails while the shared
-// claim is missing; then the servers' settings mount each user's
+// claim is missing, and over alice's claim of the per-user layout unless
+// on_layout_change = "keep"; then the servers' settings mount each user's
 // directory; a change of slug_scheme fails naming, old and new, the user
 // whose directory moves (Bob; not alice), and applies with
 // on_layout_change = "keep"; a switch back to per-user claims names every
@@ -71,8 +72,14 @@ func TestAccHomeStorage_sharedLayout(t *testing.T) {
 				ExpectError: regexp.MustCompile(`The shared home claim does not exist`),
 			},
 			{
-				PreConfig: createShared,
-				Config:    sharedHomeConfig(t, ns, ""),
+				// alice's claim of the per-user layout is her home now: the
+				// new resource would move her to a directory.
+				PreConfig:   createShared,
+				Config:      sharedHomeConfig(t, ns, ""),
+				ExpectError: wrapRE(fmt.Sprintf(`(?s)The layout of the homes changed.*alice: claim %s/claim-alice → directory "alice" of claim %s/home-nfs`, ns, ns)),
+			},
+			{
+				Config: sharedHomeConfig(t, ns, `  on_layout_change = "keep"`),
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 					plancheck.ExpectResourceAction(hsAddr, plancheck.ResourceActionCreate), expectClass("none"),
 				}},

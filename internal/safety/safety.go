@@ -313,6 +313,7 @@ func Plan(cfg Config, prior *Prior, live Live) Result {
 	if cfg.Shared != nil {
 		return planShared(cfg, prior, live)
 	}
+	shared := live // the claims as read: the layout check looks at every one
 	left := leftBehind(cfg, prior, live.Claims)
 	live.Claims = ownClaims(cfg, live.Claims)
 	p := planner{cfg: cfg, prior: prior, live: live, left: map[string]bool{}}
@@ -321,7 +322,7 @@ func Plan(cfg Config, prior *Prior, live Live) Result {
 	}
 	p.checkLeftBehind(left)
 	res := p.run()
-	checkLayoutMoves(cfg, prior, &res)
+	checkLayoutMoves(cfg, prior, shared, &res)
 	return res
 }
 

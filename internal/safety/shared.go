@@ -13,6 +13,7 @@ package safety
 import (
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/claims"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/kubespawner"
@@ -38,8 +39,8 @@ const (
 	OnLayoutChangeKeep OnLayoutChange = "keep"
 )
 
-// homeOf is where a user's default server finds its home under cfg: the
-// claim, and the directory in it ("" for a claim of its own).
+// homeOf is where a server finds its home under cfg: the claim, and the
+// directory in it ("" for a claim of its own).
 type homeOf struct {
 	claim claims.Ref
 	dir   string
@@ -52,17 +53,18 @@ func (h homeOf) String() string {
 	return fmt.Sprintf("directory %q of claim %s", h.dir, h.claim)
 }
 
-// homeFor is user's home under cfg.
-func (cfg Config) homeFor(user string) (homeOf, error) {
+// homeFor is the home of user's server (the default server for "") under
+// cfg.
+func (cfg Config) homeFor(user, server string) (homeOf, error) {
 	if cfg.Shared != nil {
-		dir, err := kubespawner.Expand(cfg.Shared.SubPathTemplate, user, "", cfg.Scheme)
+		dir, err := kubespawner.Expand(cfg.Shared.SubPathTemplate, user, server, cfg.Scheme)
 		return homeOf{claim: claims.Ref{Namespace: cfg.Namespace, Name: cfg.Shared.Claim}, dir: dir}, err
 	}
 	ns, err := cfg.NamespaceOf(user)
 	if err != nil {
 		return homeOf{}, err
 	}
-	name, err := kubespawner.Expand(cfg.NameTemplate, user, "", cfg.Scheme)
+	name, err := kubespawner.Expand(cfg.NameTemplate, user, server, cfg.Scheme)
 	return homeOf{claim: claims.Ref{Namespace: ns, Name: name}}, err
 }
 
@@ -71,74 +73,147 @@ func (cfg Config) SharedDirectory(user string) (string, error) {
 	if cfg.Shared == nil {
 		return "", fmt.Errorf("not the shared layout")
 	}
-	h, err := cfg.homeFor(user)
+	h, err := cfg.homeFor(user, "")
 	return h.dir, err
 }
 
-// layoutMoves lists the listed users whose home is elsewhere under cfg than
-// under the prior configuration, when either is the shared layout: "user:
-// old → new" lines. others is such a line for a user who is not listed
-// (a probe name), when the change moves some users' homes: the plan cannot
-// see unlisted users' directories, so it must not pass because no listed
-// user happens to move.
-func layoutMoves(cfg Config, prior *Prior) (moves []string, others string) {
-	if prior == nil || (cfg.Shared == nil && prior.Config.Shared == nil) {
-		return nil, ""
-	}
-	move := func(u string) string {
-		was, err1 := prior.Config.homeFor(u)
-		now, err2 := cfg.homeFor(u)
-		if err1 != nil || err2 != nil || was == now {
-			return "" // a name that does not expand is reported where it is expanded
-		}
-		return fmt.Sprintf("%s: %s → %s", u, was, now)
-	}
-	for _, u := range cfg.Users {
-		if m := move(u); m != "" {
-			moves = append(moves, m)
-		}
-	}
-	for _, u := range probeUsers {
-		if m := move(u); m != "" {
-			return moves, m
-		}
-	}
-	return moves, ""
+// probeUsers are names whose slugs differ between KubeSpawner's schemes
+// and between templates on the raw and escaped name; probeServer is a
+// named server's name for the same purpose.
+var probeUsers = []string{"jovyan", "j", "Ada.Lovelace@Example.org", "user_1", "élodie", "a-very-long-user-name-that-kubespawner-must-shorten-with-a-hash-suffix"}
+
+const probeServer = "gpu"
+
+// moves is what a change does to homes where either side is the shared
+// layout.
+type moves struct {
+	listed []string // "user: old → new" for listed users' default servers
+	// example is such a line for a user not listed or a named server, when
+	// the change moves such homes: the plan cannot see unlisted users'
+	// directories, so it must not pass because no listed user happens to move.
+	example string
+	// relayout: the layout or the shared claim changes, so every home moves.
+	relayout bool
+	// parent names an old home's parent directory that the new settings
+	// give to a user: that user's server would mount every old home.
+	parent string
 }
 
-// probeUsers are names whose slugs differ between KubeSpawner's schemes
-// and between templates on the raw and escaped name.
-var probeUsers = []string{"jovyan", "Ada.Lovelace@Example.org", "user_1", "élodie", "a-very-long-user-name-that-kubespawner-must-shorten-with-a-hash-suffix"}
+// layoutMoves compares where homes are under the prior configuration and
+// under cfg, when either is the shared layout. With no prior (the resource
+// is new, or its state was removed) the homes found are compared: a listed
+// user's claim of the per-user layout is a home the shared layout leaves.
+func layoutMoves(cfg Config, prior *Prior, live Live) moves {
+	var m moves
+	if prior == nil {
+		if cfg.Shared == nil {
+			return m
+		}
+		for _, u := range cfg.Users {
+			was, err1 := (Config{Namespace: cfg.Namespace, NameTemplate: cfg.NameTemplate, Scheme: cfg.Scheme}).homeFor(u, "")
+			now, err2 := cfg.homeFor(u, "")
+			if err1 == nil && err2 == nil && slices.ContainsFunc(live.Claims, func(c claims.Claim) bool { return c.Ref() == was.claim && c.Username != "" }) {
+				m.listed = append(m.listed, fmt.Sprintf("%s: %s → %s", u, was, now))
+			}
+		}
+		m.relayout = len(m.listed) > 0
+		return m
+	}
+	was := prior.Config
+	if cfg.Shared == nil && was.Shared == nil {
+		return m
+	}
+	m.relayout = cfg.Shared == nil || was.Shared == nil || cfg.Shared.Claim != was.Shared.Claim || cfg.Namespace != was.Namespace
+	move := func(u, server string) string {
+		from, err1 := was.homeFor(u, server)
+		to, err2 := cfg.homeFor(u, server)
+		if err1 != nil || err2 != nil || from == to {
+			return "" // a name that does not expand is reported where it is expanded
+		}
+		if server != "" {
+			u += "'s server " + server
+		}
+		return fmt.Sprintf("%s: %s → %s", u, from, to)
+	}
+	for _, u := range cfg.Users {
+		if l := move(u, ""); l != "" {
+			m.listed = append(m.listed, l)
+		}
+	}
+	for _, u := range append(slices.Clone(cfg.Users), probeUsers...) {
+		for _, server := range []string{"", probeServer} {
+			if l := move(u, server); l != "" && (server != "" || !slices.Contains(cfg.Users, u)) && m.example == "" {
+				m.example = l
+			}
+		}
+	}
+	if m.example == "" && len(m.listed) == 0 && !m.relayout && cfg.Shared.SubPathTemplate != was.Shared.SubPathTemplate {
+		m.example = fmt.Sprintf("the template changed from %q to %q; no name the plan tried moves, but it cannot tell for every name", was.Shared.SubPathTemplate, cfg.Shared.SubPathTemplate)
+	}
+	if !m.relayout {
+		m.parent = parentGiven(was, cfg)
+	}
+	return m
+}
+
+// parentGiven returns a directory that holds old homes (a literal parent
+// such as "home" of "home/{username}") and that the new settings give a
+// user of that very name as their home; "" when none.
+func parentGiven(was, now Config) string {
+	for _, u := range append(slices.Clone(now.Users), probeUsers...) {
+		old, err := was.homeFor(u, "")
+		if err != nil {
+			continue
+		}
+		parts := strings.Split(old.dir, "/")
+		for i := 1; i < len(parts); i++ {
+			parent := strings.Join(parts[:i], "/")
+			if h, err := now.homeFor(parent, ""); err == nil && (h.dir == parent || strings.HasPrefix(old.dir, h.dir+"/")) {
+				return parent
+			}
+		}
+	}
+	return ""
+}
 
 // checkLayoutMoves fails the plan for a change that moves users' homes,
-// unless on_layout_change = "keep" (then a warning names them).
-func checkLayoutMoves(cfg Config, prior *Prior, res *Result) {
-	moves, others := layoutMoves(cfg, prior)
-	if len(moves) == 0 && others == "" {
+// unless on_layout_change = "keep" (then a warning names them); a change
+// that would give a user a directory holding the old homes fails even then.
+func checkLayoutMoves(cfg Config, prior *Prior, live Live, res *Result) {
+	m := layoutMoves(cfg, prior, live)
+	if m.parent != "" {
+		res.Errors = append(res.Errors, Finding{"shared_home.sub_path_template", "A user would get the directory that holds the old homes",
+			fmt.Sprintf("Under the new settings a user named %q gets directory %q of the shared claim, which holds the homes of the old settings: that user's server would mount all of them. "+
+				"Choose a sub_path_template that keeps the old homes out of every user's directory (e.g. keep the \"%s/\" prefix). on_layout_change cannot allow this.", m.parent, m.parent, m.parent)})
+	}
+	if len(m.listed) == 0 && m.example == "" {
 		return
 	}
 	what := "The layout of the homes changed"
-	if cfg.Shared != nil && prior.Config.Shared != nil && cfg.Shared.Claim == prior.Config.Shared.Claim {
+	if !m.relayout {
 		what = "Users' home directories change"
 	}
-	list := CutLines(moves)
-	if len(moves) == 0 {
+	list := CutLines(m.listed)
+	if len(m.listed) == 0 {
 		list = "  (no listed user)"
 	}
-	if others != "" {
-		list += "\nUsers not listed in users move too when their names differ under the two settings, for example a user\n  " + others
+	switch {
+	case m.relayout && prior != nil:
+		list += "\nEvery user's home moves, listed or not."
+	case m.example != "":
+		list += "\nHomes of users not listed in users, and of named servers, move too when their names differ under the two settings, for example\n  " + m.example
 	}
 	if cfg.OnLayoutChange == OnLayoutChangeKeep {
 		res.Warnings = append(res.Warnings, Finding{"on_layout_change", what,
-			fmt.Sprintf("With on_layout_change = \"keep\", %d listed user(s) start in a new home; their old ones stay where they are, untouched, and no longer mounted:\n%s",
-				len(moves), list)})
+			fmt.Sprintf("With on_layout_change = \"keep\", %d listed user(s) start in another home (new and empty unless it exists); their old ones stay where they are, untouched, and no longer mounted:\n%s",
+				len(m.listed), list)})
 		return
 	}
 	res.Errors = append(res.Errors, Finding{"on_layout_change", what,
-		fmt.Sprintf("After this change %d listed user(s) would find their home somewhere else, and a new, empty one there; what they had stays where it was, no longer mounted:\n%s\n"+
-			"Keep the settings that name their homes (shared_home.claim_name, shared_home.sub_path_template, slug_scheme, pvc_name_template; a template on "+
+		fmt.Sprintf("After this change %d listed user(s) would find their home somewhere else (a new, empty one unless it exists); what they had stays where it was, no longer mounted:\n%s\n"+
+			"Keep the settings that name their homes (namespace, shared_home.claim_name, shared_home.sub_path_template, slug_scheme, pvc_name_template; a template on "+
 			"{escaped_username} keeps KubeSpawner's names from before version 7), or set on_layout_change = \"keep\" to apply the change and leave the old homes where they are.",
-			len(moves), list)})
+			len(m.listed), list)})
 }
 
 // planShared plans the shared layout: no per-user claim is created,
@@ -164,7 +239,7 @@ func planShared(cfg Config, prior *Prior, live Live) Result {
 			fmt.Sprintf("Claim %s/%s is %v: every user's server mounts it, so all servers must run on the node it is attached to. That works on a one-node cluster; "+
 				"elsewhere servers on other nodes fail with Multi-Attach errors. Use a ReadWriteMany claim on a shared file system.", cfg.Namespace, sh.Claim, c.AccessModes)})
 	}
-	checkLayoutMoves(cfg, prior, &res)
+	checkLayoutMoves(cfg, prior, live, &res)
 	// Per-user homes the template names: the layout does not mount them.
 	var kept, moving []string
 	for i := range live.Claims {
@@ -194,6 +269,10 @@ func planShared(cfg Config, prior *Prior, live Live) Result {
 	}
 	switch {
 	case prior == nil:
+		res.Warnings = append(res.Warnings, Finding{"shared_home.sub_path_template", "The plan cannot see which directories the hub mounts now",
+			fmt.Sprintf("This resource is new (or its state was removed), so nothing says where servers find their homes today. shared_home.claim_name, sub_path_template (%q) and slug_scheme (%q) "+
+				"must be what the hub uses now (zero-to-jupyterhub: singleuser.storage.static.pvcName and .subPath; Nebari classic: home/{username}); otherwise users start in new, empty directories.",
+				sh.SubPathTemplate, cfg.Scheme)})
 		res.Warnings = append(res.Warnings, adoptionWarning(cfg)...)
 	case !sameConfig(prior.Config, cfg) || prior.Config.Shared == nil || *prior.Config.Shared != *sh:
 		res.Class = ClassSafe // the hub's settings change; no claim does

@@ -163,7 +163,7 @@ func TestPlanShared_namingChangeFailsWithoutListedUsers(t *testing.T) {
 	was := sharedConfig("{username}", kubespawner.SchemeEscape)
 	now := was
 	now.Scheme = kubespawner.SchemeSafe
-	if res := Plan(now, &Prior{Config: was}, sharedLive(RWX)); !strings.Contains(findingsText(res.Errors), "Users not listed in users move too") {
+	if res := Plan(now, &Prior{Config: was}, sharedLive(RWX)); !strings.Contains(findingsText(res.Errors), "Homes of users not listed in users") {
 		t.Fatalf("no listed user: %s", findingsText(res.Errors))
 	}
 	was = sharedConfig("{escaped_username}", kubespawner.SchemeEscape, "Bob")
@@ -171,5 +171,50 @@ func TestPlanShared_namingChangeFailsWithoutListedUsers(t *testing.T) {
 	now.Scheme = kubespawner.SchemeSafe
 	if res := Plan(now, &Prior{Config: was}, sharedLive(RWX)); len(res.Errors) != 0 {
 		t.Fatalf("a change that moves nobody: %s", findingsText(res.Errors))
+	}
+}
+
+// Adopting the shared layout (no prior state) over listed users' claims of
+// the per-user layout fails as a move does: their servers would mount
+// new directories.
+func TestPlanShared_adoptionOverPerUserClaims(t *testing.T) {
+	cfg := sharedConfig("{username}", kubespawner.SchemeSafe, "alice", "bob")
+	live := sharedLive(RWX)
+	live.Claims = []claims.Claim{{Namespace: "hub", Name: "claim-alice", UID: "a1", Username: "alice", AccessModes: []string{RWO}, Phase: "Bound"}}
+	res := Plan(cfg, nil, live)
+	if text := findingsText(res.Errors); !strings.Contains(text, `alice: claim hub/claim-alice → directory "alice" of claim hub/home-nfs`) || strings.Contains(text, "bob:") {
+		t.Fatalf("adoption over alice's claim:\n%s", text)
+	}
+	cfg.OnLayoutChange = OnLayoutChangeKeep
+	if res := Plan(cfg, nil, live); len(res.Errors) != 0 {
+		t.Fatalf("kept: %s", findingsText(res.Errors))
+	}
+}
+
+// A change that moves only named servers' homes fails too.
+func TestPlanShared_namedServersMove(t *testing.T) {
+	was := sharedConfig("{username}", kubespawner.SchemeSafe, "alice")
+	now := was
+	now.Shared = &SharedHome{Claim: "home-nfs", SubPathTemplate: "{user_server}"}
+	res := Plan(now, &Prior{Config: was}, sharedLive(RWX))
+	if text := findingsText(res.Errors); !strings.Contains(text, "server gpu") {
+		t.Fatalf("named servers move:\n%s", text)
+	}
+}
+
+// No setting gives a user the directory that holds the old homes, not even
+// with on_layout_change = "keep".
+func TestPlanShared_parentOfOldHomesNeverAHome(t *testing.T) {
+	was := sharedConfig("home/{username}", kubespawner.SchemeSafe, "alice")
+	now := was
+	now.Shared = &SharedHome{Claim: "home-nfs", SubPathTemplate: "{username}"}
+	now.OnLayoutChange = OnLayoutChangeKeep
+	res := Plan(now, &Prior{Config: was}, sharedLive(RWX))
+	if text := findingsText(res.Errors); !strings.Contains(text, `a user named "home" gets directory "home"`) {
+		t.Fatalf("home/{username} → {username}:\n%s", text)
+	}
+	now.Shared = &SharedHome{Claim: "home-nfs", SubPathTemplate: "homes/{username}"}
+	if res := Plan(now, &Prior{Config: was}, sharedLive(RWX)); len(res.Errors) != 0 {
+		t.Fatalf("home/{username} → homes/{username} (kept): %s", findingsText(res.Errors))
 	}
 }

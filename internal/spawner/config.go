@@ -86,7 +86,7 @@ func (r Result) Document() map[string]any {
 
 // homeKeys are the settings jupyter_home_storage owns; extra settings may
 // not replace them (volumes and volume_mounts are appended to instead).
-var homeKeys = []string{"storage_pvc_ensure", "delete_pvc", "storage_access_modes", "storage_capacity", "storage_class",
+var homeKeys = []string{"storage_pvc_ensure", "storage_access_modes", "storage_capacity", "storage_class",
 	"enable_user_namespaces", "user_namespace_template",
 	"pvc_name_template", "slug_scheme", "storage_extra_labels"}
 
@@ -131,7 +131,7 @@ func Build(c Config) (Result, []Finding) {
 			errs = append(errs, Finding{Attribute: "extra_settings_json", Summary: "profile_list is set by profiles", Detail: "Remove profile_list from extra_settings_json and pass the profiles' profile_json in profiles."})
 		case k == "modify_pod_hook":
 			errs = append(errs, Finding{Attribute: "extra_settings_json", Summary: "modify_pod_hook cannot be JSON", Detail: "A hook is Python; put it in hub.extraConfig. The rendered file keeps any hook set before it and runs it first."})
-		case slices.Contains(homeKeys, k):
+		case slices.Contains(homeKeys, k) || k == "delete_pvc" && r.SharedClaim != "":
 			errs = append(errs, Finding{Attribute: "extra_settings_json", Summary: fmt.Sprintf("%s is set by the home storage", k), Detail: fmt.Sprintf("Remove %s from extra_settings_json; it comes from jupyter_home_storage's spawner_settings. Change it there, where the plan checks it against the live claims.", k)})
 		case slices.Contains(NamedLists, k):
 			extra, ok := v.([]any)
@@ -140,6 +140,10 @@ func Build(c Config) (Result, []Finding) {
 				continue
 			}
 			if f, ok := checkIdentities(k, extra); !ok {
+				errs = append(errs, f)
+				continue
+			}
+			if f, ok := r.checkSharedHome("extra_settings_json", k, extra); !ok {
 				errs = append(errs, f)
 				continue
 			}
@@ -174,6 +178,14 @@ func Build(c Config) (Result, []Finding) {
 		}
 		if _, ok := p["display_name"].(string); !ok {
 			errs = append(errs, Finding{Attribute: "profiles", Summary: "Not a profile", Detail: fmt.Sprintf("profiles[%d] has no display_name; pass the profile_json of a jupyter_spawner_profile.", i)})
+		}
+		override, _ := p["kubespawner_override"].(map[string]any)
+		for _, k := range []string{"volumes", "volume_mounts"} {
+			if items, _ := override[k].([]any); len(items) > 0 {
+				if f, ok := r.checkSharedHome("profiles", k, items); !ok {
+					errs = append(errs, f)
+				}
+			}
 		}
 		withGlobalVolumes(p, r.Settings)
 		r.Profiles = append(r.Profiles, p)
@@ -455,4 +467,34 @@ func sharedClaim(settings map[string]any) string {
 		}
 	}
 	return ""
+}
+
+// checkSharedHome refuses, in the shared layout, a volume of the shared
+// claim or a mount of the home volume besides the home's own: either
+// would give every user's server every user's home.
+func (r Result) checkSharedHome(attr, kind string, items []any) (Finding, bool) {
+	if r.SharedClaim == "" {
+		return Finding{}, true
+	}
+	for _, it := range items {
+		m, _ := it.(map[string]any)
+		if m == nil {
+			continue
+		}
+		switch kind {
+		case "volumes":
+			pvc, _ := m["persistentVolumeClaim"].(map[string]any)
+			if name, _ := pvc["claimName"].(string); name == r.SharedClaim {
+				return Finding{Attribute: attr, Summary: "The shared home claim mounted whole",
+					Detail: fmt.Sprintf("%s mounts claim %s, which holds every user's home: every server would see, change and delete every home. The home storage mounts each user's directory of it; remove this volume.", attr, r.SharedClaim)}, false
+			}
+		case "volume_mounts":
+			path, _ := m["mountPath"].(string)
+			if nameOf(m) == kubespawner.HomeVolumeName || path == r.HomeMountPath {
+				return Finding{Attribute: attr, Summary: "Another mount of the home",
+					Detail: fmt.Sprintf("%s mounts volume %q at %q. In the shared layout the home volume is the claim of every user's home, mounted at the user's directory only: another mount of it (or over the home's path) would give every server every home. Remove this mount.", attr, nameOf(m), path)}, false
+			}
+		}
+	}
+	return Finding{}, true
 }

@@ -86,6 +86,10 @@ def _jupyter_spawner_config(c, here):
     # the provider defines or dropped, go too. Everything else stays, in the
     # form (list or dict) earlier configuration chose.
     home_claims_names = {"{pvc_name}"}
+    if shared_claim:
+        # Every home is on it: earlier configuration's volumes of it (and
+        # their mounts) go, so that no server gets every user's home.
+        home_claims_names.add(shared_claim)
 
     def ident(kind, item):
         if not isinstance(item, dict):

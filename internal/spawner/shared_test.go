@@ -59,8 +59,13 @@ func TestBuild_sharedLayout(t *testing.T) {
 // not pinned to a node, and the hooks ask nothing about per-user claims.
 func TestSpawnerSpawn_sharedLayout(t *testing.T) {
 	r := mustBuild(t, Config{Home: settingsOf(t, sharedHome(RWX))})
+	// Earlier configuration also mounts the whole shared claim, and the
+	// home volume a second time: neither may reach a server.
 	static := map[string]any{"singleuser": map[string]any{"storage": map[string]any{"type": "static",
-		"static": map[string]any{"pvcName": "chart-static", "subPath": "{username}"}}}}
+		"static":            map[string]any{"pvcName": "chart-static", "subPath": "{username}"},
+		"extraVolumes":      map[string]any{"all": map[string]any{"name": "all", "persistentVolumeClaim": map[string]any{"claimName": "home-nfs"}}},
+		"extraVolumeMounts": map[string]any{"all": map[string]any{"name": "all", "mountPath": "/mnt/all"}, "again": map[string]any{"name": "home", "mountPath": "/mnt/again"}},
+	}}}
 	values := mergeValues(mergeValues(z2jhValues(t), static), helmValuesOf(t, r))
 	api := seededHub(t, nil)
 	seedClaim(t, acctest.Cluster(t).Admin(), api.Namespace, "home-nfs", corev1.ReadWriteMany, nil, nil)
@@ -92,10 +97,18 @@ func TestSpawnerSpawn_sharedLayout(t *testing.T) {
 		if home == nil || home.PersistentVolumeClaim == nil || home.PersistentVolumeClaim.ClaimName != "home-nfs" {
 			t.Errorf("%s: home volume %+v", id, home)
 		}
+		for _, v := range pod.Spec.Volumes {
+			if v.PersistentVolumeClaim != nil && v.PersistentVolumeClaim.ClaimName == "home-nfs" && v.Name != kubespawner.HomeVolumeName {
+				t.Errorf("%s: volume %s mounts the shared claim whole", id, v.Name)
+			}
+		}
 		var sub string
 		for _, m := range pod.Spec.Containers[0].VolumeMounts {
-			if m.Name == kubespawner.HomeVolumeName && m.MountPath == DefaultHomeMountPath {
+			switch {
+			case m.Name == kubespawner.HomeVolumeName && m.MountPath == DefaultHomeMountPath:
 				sub = m.SubPath
+			case m.Name == kubespawner.HomeVolumeName || m.Name == "all":
+				t.Errorf("%s: %s mounted at %s", id, m.Name, m.MountPath)
 			}
 		}
 		if sub != want {
@@ -124,5 +137,29 @@ func TestSpawnerSpawn_sharedLayout(t *testing.T) {
 		if s.HookRequests != 0 {
 			t.Errorf("%s: the hooks made %d API requests, want none", id, s.HookRequests)
 		}
+	}
+}
+
+// In the shared layout no other mount of the home volume, mount over the
+// home's path or volume of the shared claim gets through (every server
+// would get every home); delete_pvc stays a per-user layout's setting.
+func TestBuild_sharedLayoutRefusesWholeClaimMounts(t *testing.T) {
+	home := settingsOf(t, sharedHome(RWX))
+	for name, extra := range map[string]map[string]any{
+		"home volume elsewhere":    {"volume_mounts": []any{map[string]any{"name": "home", "mountPath": "/mnt/all"}}},
+		"over the home's path":     {"volume_mounts": []any{map[string]any{"name": "data", "mountPath": DefaultHomeMountPath}}},
+		"the shared claim again":   {"volumes": []any{map[string]any{"name": "all", "persistentVolumeClaim": map[string]any{"claimName": "home-nfs"}}}},
+		"delete_pvc in the layout": {"delete_pvc": true},
+	} {
+		if _, errs := Build(Config{Home: home, Extra: extra}); len(errs) != 1 {
+			t.Errorf("%s: %v", name, errs)
+		}
+	}
+	profile := map[string]any{"display_name": "p", "kubespawner_override": map[string]any{"volume_mounts": []any{map[string]any{"name": "home", "mountPath": "/all"}}}}
+	if _, errs := Build(Config{Home: home, Profiles: []map[string]any{profile}}); len(errs) != 1 {
+		t.Errorf("a profile's mount of the home volume: %v", errs)
+	}
+	if _, errs := Build(Config{Home: homeSettings(RWX), Extra: map[string]any{"delete_pvc": false}}); len(errs) != 0 {
+		t.Errorf("delete_pvc in the per-user layout: %v", errs)
 	}
 }

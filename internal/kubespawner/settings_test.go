@@ -1,0 +1,91 @@
+package kubespawner
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestCheckSubPathTemplate(t *testing.T) {
+	for _, ok := range []string{"{username}", "home/{username}", "{escaped_username}", "{user_server}", "homes/{safe_username}"} {
+		if err := CheckSubPathTemplate(ok); err != nil {
+			t.Errorf("%s: %v", ok, err)
+		}
+	}
+	for bad, why := range map[string]string{
+		"home":                         "same directory",
+		"/home/{username}":             "absolute",
+		"../{username}":                `".."`,
+		"{username}{servername}":       "same directory",
+		"home/{unescaped_username}":    "raw name",
+		"{username}/../{username}":     `".."`,
+		"home/{username}/{servername}": "empty", // the default server's directory ends in "/"
+	} {
+		if err := CheckSubPathTemplate(bad); err == nil || !strings.Contains(err.Error(), why) {
+			t.Errorf("%s: %v, want an error about %s", bad, err, why)
+		}
+	}
+}
+
+// The init container's script, run by sh on real directories: a missing
+// directory is made with the owner and mode (renamed into place), an
+// existing one is left as it is, and a path through a symbolic link, a
+// file in the way or a "." component is refused. KubeSpawner formats it
+// with str.format: it holds no braces.
+func TestSharedInitScript(t *testing.T) {
+	s := SharedHome{Claim: "home", SubPathTemplate: "{username}", UID: int64(os.Getuid()), GID: int64(os.Getgid()), Mode: "0710", Image: "x"}
+	c := s.initContainer()
+	script := c["command"].([]string)[2]
+	if strings.ContainsAny(script, "{}") {
+		t.Fatalf("the script has braces, which KubeSpawner's str.format would expand:\n%s", script)
+	}
+	root := t.TempDir()
+	run := func(dir string) (string, error) {
+		cmd := exec.Command("sh", "-c", strings.ReplaceAll(script, sharedRoot, root))
+		cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME_DIRECTORY=" + dir, "HOME_UID=" + fmt.Sprint(s.UID), "HOME_GID=" + fmt.Sprint(s.GID), "HOME_MODE=" + s.Mode}
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	if out, err := run("home/alice"); err != nil {
+		t.Fatalf("alice: %v %s", err, out)
+	}
+	fi, err := os.Stat(filepath.Join(root, "home/alice"))
+	if err != nil || !fi.IsDir() || fi.Mode().Perm() != 0o710 {
+		t.Fatalf("alice's directory: %v %v", fi, err)
+	}
+	if entries, _ := os.ReadDir(filepath.Join(root, "home")); len(entries) != 1 {
+		t.Errorf("left behind: %v", entries)
+	}
+	// An existing directory keeps its mode and content.
+	bob := filepath.Join(root, "home/bob")
+	if err := os.MkdirAll(bob, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(bob, "notes"), []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := run("home/bob"); err != nil {
+		t.Fatalf("bob: %v %s", err, out)
+	}
+	if fi, _ := os.Stat(bob); fi.Mode().Perm() != 0o755 {
+		t.Errorf("bob's existing directory changed mode: %v", fi.Mode())
+	}
+	// A symbolic link on the way (alice's own directory pointing at bob's).
+	if err := os.Symlink(bob, filepath.Join(root, "home/alice/work")); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := run("home/alice/work"); err == nil || !strings.Contains(out, "symbolic link") {
+		t.Errorf("through a symbolic link: %v %s", err, out)
+	}
+	if err := os.WriteFile(filepath.Join(root, "home/file"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, dir := range []string{"home/file", "home/.", "./home", "", "/etc", "home//x", "../x"} {
+		if out, err := run(dir); err == nil {
+			t.Errorf("%q was accepted: %s", dir, out)
+		}
+	}
+}
