@@ -89,6 +89,13 @@ const maxOps = 20
 // operation decided; done when finished).
 func (r Runner) run(user, what string, stepOf func(migration.Op) migration.Step, done migration.Step,
 	next func() (migration.Op, func() error, error)) (migration.Step, error) {
+	return runSteps(r.AfterStep, user, what, stepOf, done, next)
+}
+
+// runSteps is Runner.run for any kind of migration; afterStep is
+// Runner.AfterStep.
+func runSteps(afterStep func(string, migration.Op) error, user, what string, stepOf func(migration.Op) migration.Step, done migration.Step,
+	next func() (migration.Op, func() error, error)) (migration.Step, error) {
 	step := migration.StepPending
 	for range maxOps {
 		op, run, err := next()
@@ -104,8 +111,8 @@ func (r Runner) run(user, what string, stepOf func(migration.Op) migration.Step,
 		} else if err != nil {
 			return step, fmt.Errorf("%s: %w", op, err)
 		}
-		if r.AfterStep != nil {
-			if err := r.AfterStep(user, op); err != nil {
+		if afterStep != nil {
+			if err := afterStep(user, op); err != nil {
 				return step, err
 			}
 		}

@@ -229,3 +229,26 @@ func NextSplit(rec SplitRecord, v *SplitVolume, c *SplitClaim, prepared bool) (O
 	}
 	return OpDone, nil
 }
+
+// Steps of a split, as migration_status shows them: the step reached when
+// an apply stopped before the next operation.
+const (
+	StepDirectoryReady Step = "directory-ready"
+	StepVolumeCreated  Step = "volume-created"
+	StepClaimCreated   Step = "claim-created"
+)
+
+// SplitStepOf is the step a split has reached when op is next.
+func SplitStepOf(op Op) Step {
+	switch op {
+	case OpCreateVolume:
+		return StepDirectoryReady
+	case OpCreateSplitClaim:
+		return StepVolumeCreated
+	case OpWaitSplitBound:
+		return StepClaimCreated
+	case OpDone:
+		return StepDone
+	}
+	return StepPending
+}
