@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	pathpkg "path"
 	"slices"
 	"strconv"
 	"strings"
@@ -493,7 +494,7 @@ func (w *world) strayWrite(user string) {
 			continue
 		}
 		if v := w.volOf(ref); v != nil {
-			w.writeTo(v, user)
+			w.writeTo(v, "", user)
 			w.events["stray write on an old home"]++
 			w.logf("hub: a pod left on %s's old home %s writes there", user, ref)
 		}
@@ -643,22 +644,34 @@ func (w *world) reachable(last plan) {
 		}
 		return false
 	}
-	homes := map[string]*volume{} // by user
-	for _, who := range hubUsers {
-		if ref, create, refused := w.hubHome(who); !create && refused == "" {
-			if v := w.volOf(ref); v != nil {
-				homes[who] = v
-			}
+	homes := map[string]loc{} // by server
+	for _, who := range w.users {
+		if at, create, refused := w.hubLoc(who); !create && refused == "" && w.volOf(at.ref) != nil {
+			homes[who] = at
 		}
 	}
-	where := map[string][]*volume{}
+	type place struct {
+		v    *volume
+		path string
+	}
+	where := map[string][]place{}
 	for _, v := range w.sortedVols() {
 		if v.gone {
 			continue
 		}
-		for _, f := range v.files {
-			where[f.content] = append(where[f.content], v)
+		for path, f := range v.files {
+			where[f.content] = append(where[f.content], place{v, path})
 		}
+	}
+	// A directory of the shared claim is named by a plan as such.
+	mentionedDir := func(path string) bool {
+		dir := pathpkg.Dir(path)
+		for _, t := range texts {
+			if strings.Contains(t, fmt.Sprintf("directory %q", dir)) {
+				return true
+			}
+		}
+		return false
 	}
 	for _, b := range w.backup {
 		for _, f := range b {
@@ -666,24 +679,31 @@ func (w *world) reachable(last plan) {
 		}
 	}
 	for _, c := range slices.Sorted(maps.Keys(w.owner)) {
-		vs := where[c]
+		ps := where[c]
 		if w.superseded[c] || w.excused[c] {
 			continue
 		}
-		if len(vs) == 0 {
+		if len(ps) == 0 {
 			w.violation("%s's content %s is on no volume", w.owner[c], c)
 			continue
 		}
-		ok := false
+		ok := w.reported[c]
 		user := strings.Split(w.owner[c], "/")[0]
-		for _, v := range vs {
-			for who, h := range homes {
-				ok = ok || h == v && strings.Split(who, "/")[0] == user
+		for _, p := range ps {
+			for _, h := range w.reportedHomes {
+				ok = ok || w.in(h, p.v, p.path)
 			}
-			ok = ok || mentioned(v)
+			for who, h := range homes {
+				ok = ok || w.in(h, p.v, p.path) && strings.Split(who, "/")[0] == user
+			}
+			if p.v.dirs != nil {
+				ok = ok || mentionedDir(p.path) // the shared claim: every home is on it
+			} else {
+				ok = ok || mentioned(p.v)
+			}
 		}
 		if !ok {
-			w.violation("%s's content %s is on %s, which is neither the user's home nor named by the last plan", w.owner[c], c, vs[0].name)
+			w.violation("%s's content %s is on %s (%s), which is neither the user's home nor named by the last plan", w.owner[c], c, ps[0].v.name, ps[0].path)
 		}
 	}
 }

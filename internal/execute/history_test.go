@@ -55,6 +55,15 @@ import (
 //     the last apply's errors) names. A retained volume with a rebind's
 //     record counts only so: a later plan must report or resume it.
 //
+// Half the histories also have a shared claim, and their configurations
+// switch to and from the shared layout (history_shared_test.go, which
+// states the invariants added for it: the shared claim and its
+// directories never go, a destroy in that layout deletes no claim, and no
+// apply moves a listed user's home without on_layout_change = "keep").
+// A saved plan is refused once the state changed since it was made, as
+// OpenTofu refuses a stale plan; a killed apply that got past its last
+// call records its state.
+//
 // The planner (safety.Plan, safety.Destroy), the selection (Select), the
 // gate (Delete, Home) and the migrations (Runner.Rebind, Runner.Copy) are
 // the provider's own, called as internal/provider's apply calls them
@@ -89,6 +98,9 @@ type volume struct {
 	rv      int
 	gone    bool
 	excused bool // its claim was deleted by an apply whose plan showed that, with allow_data_loss
+	// dirs are the directories made on the shared claim's volume (the
+	// init container's); a file of a home there has the path dir/name.
+	dirs map[string]bool
 }
 
 type mclaim struct{ c claims.Claim }
@@ -97,12 +109,17 @@ type mclaim struct{ c claims.Claim }
 type pod struct {
 	who string
 	ref claims.Ref
+	dir string // the home's directory on the shared claim; "" for a claim of its own
 }
 
 // hubConfig is what KubeSpawner and the hub's hooks use: the last applied
 // configuration's.
 type hubConfig struct {
 	mode, template, nsTemplate string
+	// shared: the shared layout's claim and sub-path template, expanded
+	// under scheme (the per-user layout's claims are always "safe").
+	shared *safety.SharedHome
+	scheme kubespawner.Scheme
 }
 
 // shown is one claim deletion an apply's plan showed.
@@ -157,6 +174,21 @@ type world struct {
 	afterRemove func()
 	// events counts what a history exercised (TestHistories requires each).
 	events map[string]int
+	// users are the hub's users and servers (hubUsers, or sharedUsers).
+	users []string
+	// The shared claim (zero Ref: none in this history), its UID, and every
+	// directory ever made on it (none may go).
+	sharedRef  claims.Ref
+	sharedUID  string
+	sharedDirs map[string]bool
+	// reported are contents a layout change left in an old home that its
+	// plan named (on_layout_change = "keep"), or that a plan could not see
+	// (sharedLimit); they must stay on some volume.
+	reported      map[string]bool
+	reportedHomes []loc
+	// fresh is the last apply's own classification (its warnings are not
+	// shown: the provider's apply reports only its errors).
+	fresh safety.Result
 }
 
 var errKilled = errors.New("killed")
@@ -164,7 +196,8 @@ var errKilled = errors.New("killed")
 func newWorld(t *testing.T, r *rand.Rand) *world {
 	return &world{t: t, r: r, claims: map[claims.Ref]*mclaim{}, vols: map[string]*volume{}, pods: map[string]pod{}, jobs: map[claims.Ref]*wjob{},
 		hub: hubConfig{mode: safety.RWO}, superseded: map[string]bool{}, excused: map[string]bool{}, owner: map[string]string{},
-		backup: map[string]map[string]file{}, saveFor: map[string]string{}, binderRate: 2, events: map[string]int{}}
+		backup: map[string]map[string]file{}, saveFor: map[string]string{}, binderRate: 2, events: map[string]int{}, users: hubUsers,
+		sharedDirs: map[string]bool{}, reported: map[string]bool{}}
 }
 
 func (w *world) logf(format string, a ...any) { w.log = append(w.log, fmt.Sprintf(format, a...)) }
@@ -248,7 +281,7 @@ func (w *world) homeClaim(user string, mode string) *mclaim {
 }
 
 func (w *world) templateRef(user, server string) claims.Ref {
-	name, err := kubespawner.Expand(cmp.Or(w.hub.template, "claim-{username}"), user, server, kubespawner.SchemeSafe)
+	name, err := kubespawner.Expand(cmp.Or(w.hub.template, "claim-{username}"), user, server, cmp.Or(w.hub.scheme, kubespawner.SchemeSafe))
 	if err != nil {
 		w.t.Fatal(err)
 	}
@@ -270,7 +303,7 @@ var hubUsers = []string{"alice", "bob", "carol", "alice/gpu"}
 
 // hubAction is one random thing the hub (or a user) does.
 func (w *world) hubAction() {
-	who := hubUsers[w.r.IntN(len(hubUsers))]
+	who := w.users[w.r.IntN(len(w.users))]
 	switch w.r.IntN(9) {
 	case 0, 1: // spawn: the server mounts its home and writes
 		w.spawn(who)
@@ -296,6 +329,10 @@ func (w *world) spawn(who string) {
 	if _, running := w.pods[who]; running {
 		return
 	}
+	if w.hub.shared != nil {
+		w.spawnShared(who)
+		return
+	}
 	ref, create, refused := w.hubHome(who)
 	if refused != "" {
 		w.events["spawn refused"]++
@@ -317,7 +354,7 @@ func (w *world) spawn(who string) {
 			break
 		}
 	}
-	w.pods[who] = pod{who, ref}
+	w.pods[who] = pod{who, ref, ""}
 	w.write(who)
 }
 
@@ -344,24 +381,29 @@ func (w *world) write(who string) {
 		return
 	}
 	if v := w.volOf(p.ref); v != nil {
-		w.writeTo(v, who)
+		w.writeTo(v, p.dir, who)
 	}
 }
 
-func (w *world) writeTo(v *volume, who string) {
+// writeTo writes into volume v, in directory dir of it when set.
+func (w *world) writeTo(v *volume, dir, who string) {
 	w.clock++
 	content := fmt.Sprintf("%s@%d", who, w.clock)
 	w.owner[content] = who
 	user := strings.Split(who, "/")[0]
+	prefix := ""
+	if dir != "" {
+		prefix = dir + "/"
+	}
 	var mine []string
 	for path := range v.files {
-		if strings.HasPrefix(path, user+"-") {
+		if strings.HasPrefix(path, prefix+user+"-") {
 			mine = append(mine, path)
 		}
 	}
 	slices.Sort(mine)
 	if len(mine) == 0 || w.r.IntN(2) == 0 {
-		v.files[fmt.Sprintf("%s-f%d", user, w.clock)] = file{content, w.clock}
+		v.files[fmt.Sprintf("%s%s-f%d", prefix, user, w.clock)] = file{content, w.clock}
 		return
 	}
 	path := mine[w.r.IntN(len(mine))]
@@ -438,8 +480,8 @@ func (w *world) live(cfg safety.Config, prior *safety.Prior) safety.Live {
 	var l safety.Live
 	all := cfg.UserNamespaceTemplate != "" || prior != nil && prior.Config.UserNamespaceTemplate != ""
 	for _, ref := range slices.SortedFunc(maps.Keys(w.claims), cmpRef) {
-		if !all && ref.Namespace != cfg.Namespace {
-			continue
+		if !all && ref.Namespace != cfg.Namespace || ref == w.sharedRef {
+			continue // the shared claim carries no home's labels: the provider's list does not see it
 		}
 		c := w.claims[ref].c
 		c.AccessModes, c.Annotations, c.Labels = slices.Clone(c.AccessModes), maps.Clone(c.Annotations), maps.Clone(c.Labels)
@@ -465,6 +507,13 @@ func (w *world) live(cfg safety.Config, prior *safety.Prior) safety.Live {
 	l.Mounted = map[claims.Ref]bool{}
 	for _, p := range w.pods {
 		l.Mounted[p.ref] = true
+	}
+	if cfg.Shared != nil {
+		if m := w.claims[claims.Ref{Namespace: cfg.Namespace, Name: cfg.Shared.Claim}]; m != nil {
+			c := m.c
+			c.AccessModes = slices.Clone(c.AccessModes)
+			l.Shared = &c
+		}
 	}
 	return l
 }
@@ -525,6 +574,9 @@ func (w *world) RemoveClaim(_ context.Context, namespace, name, uid string) erro
 	if m.c.UID != uid {
 		return fmt.Errorf("precondition failed: uid %s, now %s", uid, m.c.UID)
 	}
+	if ref == w.sharedRef {
+		w.violation("the apply deleted the shared claim %s, which holds every home", ref)
+	}
 	s, ok := w.shown[uid]
 	switch {
 	case !ok:
@@ -570,20 +622,26 @@ func genConfig(r *rand.Rand, l layout) safety.Config {
 		// A target template that gives a named server's copy its user's home.
 		c.Migration.TargetTemplate = "claim-{username}"
 	}
+	if l.shared {
+		genShared(r, &c)
+	}
 	return c
 }
 
 // layout is where a history's homes live: the namespaces, the claim
 // template, the copies' target template.
-type layout struct{ nsTemplate, template, target string }
+type layout struct {
+	nsTemplate, template, target string
+	shared                       bool // configurations switch to and from the shared layout
+}
 
 func genLayout(r *rand.Rand) layout {
 	if r.IntN(2) == 0 {
 		// Per-user namespaces; a template without a user field names every
 		// user's home alike.
-		return []layout{{userNSTmpl, "home", "home-new"}, {userNSTmpl, "home", "home-{username}"}, {userNSTmpl, "claim-{user_server}", "new-{user_server}"}}[r.IntN(3)]
+		return []layout{{userNSTmpl, "home", "home-new", false}, {userNSTmpl, "home", "home-{username}", false}, {userNSTmpl, "claim-{user_server}", "new-{user_server}", false}}[r.IntN(3)]
 	}
-	return []layout{{"", "claim-{username}", "home-{username}"}, {"", "claim-{user_server}", "home-{user_server}"}}[r.IntN(2)]
+	return []layout{{"", "claim-{username}", "home-{username}", false}, {"", "claim-{user_server}", "home-{user_server}", false}}[r.IntN(2)]
 }
 
 // plan is what an operator's plan shows, as OpenTofu keeps it.
@@ -602,6 +660,7 @@ func (w *world) plan(cfg safety.Config, prior *safety.Prior) (plan, bool) {
 	for _, f := range res.Errors {
 		w.errs = append(w.errs, f.Summary+": "+f.Detail)
 	}
+	w.countPlan(res)
 	return plan{cfg: cfg, prior: prior, res: res, changes: safety.ChangesOf(res).Encode()}, len(res.Errors) == 0
 }
 
@@ -638,7 +697,7 @@ func (w *world) apply(p plan, kill bool) *safety.Prior {
 			// short session (KubeSpawner creates a missing claim, the user
 			// writes and stops), which leaves no pod for the gate to see.
 			if w.r.IntN(2) == 0 {
-				u := hubUsers[w.r.IntN(3)]
+				u := w.users[w.r.IntN(3)]
 				if _, running := w.pods[u]; !running {
 					w.spawn(u)
 					w.stop(u)
@@ -653,6 +712,7 @@ func (w *world) apply(p plan, kill bool) *safety.Prior {
 		w.logf("apply: stops on the fresh classification")
 		return nil
 	}
+	w.fresh = res
 	w.errs = nil
 	sel := Select(res, planned, true)
 	failed := map[string]bool{}
@@ -691,7 +751,19 @@ func (w *world) apply(p plan, kill bool) *safety.Prior {
 			return nil
 		}
 	}
-	w.hub = hubConfig{mode: p.cfg.AccessMode, template: p.cfg.NameTemplate, nsTemplate: p.cfg.UserNamespaceTemplate}
+	// The hub switches to the applied configuration: what each home holds
+	// now must be in the home the hub gives after (checkMoves).
+	before, old, was := w.homesNow(), w.hub, w.hubLayout()
+	w.hub = hubConfig{mode: p.cfg.AccessMode, template: p.cfg.NameTemplate, nsTemplate: p.cfg.UserNamespaceTemplate, scheme: p.cfg.Scheme}
+	if p.cfg.Shared != nil {
+		sh := *p.cfg.Shared
+		w.hub.shared = &sh
+	}
+	if now := w.hubLayout(); now != was {
+		w.logf("hub: %s → %s", was, now)
+	}
+	w.checkMoves(p, before, old)
+	w.checkShared("the apply")
 	cfg := p.cfg
 	cfg.Users = slices.DeleteFunc(slices.Clone(cfg.Users), func(u string) bool { return failed[u] })
 	return priorOf(cfg)
@@ -760,6 +832,9 @@ func (w *world) runHome(ctx context.Context, cfg safety.Config, up safety.UserPl
 // destroy plans and applies a destroy (or, when replacing, a destroy the
 // plan never classified: it deletes nothing).
 func (w *world) destroy(cfg safety.Config, prior safety.Prior, replacing bool) {
+	if cfg.Shared != nil {
+		defer w.checkSharedDestroy(w.claimUIDs())
+	}
 	d := safety.Destroy(cfg, prior, w.live(cfg, &prior))
 	if len(d.Errors) > 0 || replacing {
 		return
@@ -783,9 +858,13 @@ func (w *world) destroy(cfg safety.Config, prior safety.Prior, replacing bool) {
 	}
 }
 
-// priorOf is the state an apply of cfg records.
+// priorOf is the state an apply of cfg records, as the provider's prior()
+// reads it: the shared layout manages no per-user claim.
 func priorOf(cfg safety.Config) *safety.Prior {
 	p := &safety.Prior{Config: cfg, Managed: map[string]string{}}
+	if cfg.Shared != nil {
+		return p
+	}
 	for _, u := range cfg.Users {
 		if name, err := kubespawner.Expand(cfg.NameTemplate, u, "", cfg.Scheme); err == nil {
 			p.Managed[u] = name
@@ -799,6 +878,12 @@ func describe(cfg safety.Config) string {
 	if cfg.OnModeChange == safety.OnModeChangeMigrate {
 		s += fmt.Sprintf(" method=%s target=%q delete_sources=%v", cfg.Migration.Method, cfg.Migration.TargetTemplate, cfg.Migration.DeleteSources)
 	}
+	if cfg.Shared != nil {
+		s += fmt.Sprintf(" shared=%s:%q scheme=%s", cfg.Shared.Claim, cfg.Shared.SubPathTemplate, cfg.Scheme)
+	}
+	if cfg.OnLayoutChange != "" {
+		s += " on_layout_change=" + string(cfg.OnLayoutChange)
+	}
 	return s
 }
 
@@ -808,10 +893,20 @@ func runHistory(t *testing.T, seed uint64) *world {
 	w.binderRate = []int{0, 1, 3, 8}[r.IntN(4)]
 	l := genLayout(r)
 	w.hub.template, w.hub.nsTemplate = l.template, l.nsTemplate
+	if seed%2 == 0 {
+		// Half the histories have a shared claim, and configurations switch
+		// to and from the shared layout; the hub may start in it.
+		l.shared = true
+		w.startShared()
+	}
 	for range r.IntN(4) {
 		w.hubAction()
 	}
 	var state *safety.Prior // nil: no resource
+	// serial counts the state's changes: OpenTofu refuses a saved plan
+	// made before the last one ("saved plan is stale").
+	serial, savedAt := 0, 0
+	setState := func(s *safety.Prior) { state = s; serial++ }
 	var saved *plan
 	last := genConfig(r, l)
 	for range 14 {
@@ -824,19 +919,23 @@ func runHistory(t *testing.T, seed uint64) *world {
 			w.logf("operator: plan %s: %s %s", describe(cfg), p.res.Class, p.changes)
 			if ok {
 				if s := w.apply(p, false); s != nil {
-					state = s
+					setState(s)
 				}
 			}
 		case op < 6: // plan -out, to be applied later
 			cfg := genConfig(r, l)
 			if p, ok := w.plan(cfg, state); ok {
-				saved = &p
+				saved, savedAt = &p, serial
 				w.logf("operator: plan -out %s: %s %s", describe(cfg), p.res.Class, p.changes)
 			}
+		case op < 7 && saved != nil && savedAt != serial:
+			w.logf("operator: apply the saved plan; OpenTofu refuses it, the state changed since")
+			saved = nil
 		case op < 7 && saved != nil: // apply the saved plan
 			w.logf("operator: apply the saved plan")
 			if s := w.apply(*saved, false); s != nil {
-				state, last = s, saved.cfg
+				setState(s)
+				last = saved.cfg
 			}
 			saved = nil
 		case op < 9: // an apply killed part-way
@@ -844,7 +943,9 @@ func runHistory(t *testing.T, seed uint64) *world {
 			if p, ok := w.plan(cfg, state); ok {
 				w.logf("operator: apply (killed) %s: %s %s", describe(cfg), p.res.Class, p.changes)
 				last = cfg
-				w.apply(p, true)
+				if s := w.apply(p, true); s != nil {
+					setState(s) // the kill came after the apply's last call
+				}
 			}
 		case op < 10 && state != nil: // revert on_mode_change (and perhaps the mode)
 			cfg := state.Config
@@ -857,26 +958,26 @@ func runHistory(t *testing.T, seed uint64) *world {
 			w.logf("operator: revert, plan %s: %s %s", describe(cfg), p.res.Class, p.changes)
 			if ok {
 				if s := w.apply(p, r.IntN(3) == 0); s != nil {
-					state = s
+					setState(s)
 				}
 			}
 		case op < 11 && state != nil: // state rm
 			w.logf("operator: state rm")
-			state = nil
+			setState(nil)
 		case op < 12 && state != nil: // -replace: destroy (never classified) then create
 			w.logf("operator: apply -replace")
 			w.destroy(state.Config, *state, true)
 			cfg := genConfig(r, l)
 			last = cfg
-			state = nil
+			setState(nil)
 			if p, ok := w.plan(cfg, nil); ok {
 				w.logf("operator: plan %s: %s %s", describe(cfg), p.res.Class, p.changes)
-				state = w.apply(p, r.IntN(3) == 0)
+				setState(w.apply(p, r.IntN(3) == 0))
 			}
 		case op < 13 && state != nil: // destroy
 			w.logf("operator: destroy (deletion_policy %s, allow_data_loss %v)", state.Config.DeletionPolicy, state.Config.AllowDataLoss)
 			w.destroy(state.Config, *state, false)
-			state = nil
+			setState(nil)
 		case op < 14: // the operator does what the last error says
 			w.followAdvice()
 		default:
@@ -889,6 +990,7 @@ func runHistory(t *testing.T, seed uint64) *world {
 		}
 	}
 	w.settle(last, state)
+	w.checkShared("the settle phase")
 	return w
 }
 
@@ -927,7 +1029,9 @@ func TestHistories(t *testing.T) {
 	}
 	for _, e := range []string{"rebind to done", "copy to switched", "delete-source", "verification refused a delete", "claim created in the rebind's window",
 		"binder too slow", "rewrite with an older mtime", "stray write on an old home", "migration resumed under another on_mode_change", "spawn refused",
-		"killed", "recreate", "operator did what an error says"} {
+		"killed", "recreate", "operator did what an error says",
+		"shared: plan refused a layout move", "shared: keep left an old home, reported", "shared: plan refused, a migration in flight",
+		"shared: init container made a directory", "shared: destroy", "shared: layout switched with the homes in place"} {
 		if events[e] == 0 {
 			t.Errorf("no history exercised %q", e)
 		}

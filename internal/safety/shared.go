@@ -110,10 +110,14 @@ func layoutMoves(cfg Config, prior *Prior, live Live) moves {
 			return m
 		}
 		for _, u := range cfg.Users {
-			was, err1 := (Config{Namespace: cfg.Namespace, NameTemplate: cfg.NameTemplate, Scheme: cfg.Scheme}).homeFor(u, "")
-			now, err2 := cfg.homeFor(u, "")
-			if err1 == nil && err2 == nil && slices.ContainsFunc(live.Claims, func(c claims.Claim) bool { return c.Ref() == was.claim && c.Username != "" }) {
-				m.listed = append(m.listed, fmt.Sprintf("%s: %s → %s", u, was, now))
+			now, err := cfg.homeFor(u, "")
+			if err != nil {
+				continue
+			}
+			for i := range live.Claims {
+				if c := &live.Claims[i]; perUserHomeOf(cfg, c, u) {
+					m.listed = append(m.listed, fmt.Sprintf("%s: %s → %s", u, homeOf{claim: cfg.ref(c)}, now))
+				}
 			}
 		}
 		m.relayout = len(m.listed) > 0
@@ -154,6 +158,31 @@ func layoutMoves(cfg Config, prior *Prior, live Live) moves {
 		m.parent = parentGiven(was, cfg)
 	}
 	return m
+}
+
+// perUserHomeOf reports whether c is a home claim of user u's default
+// server in the deployment's namespace: the one pvc_name_template names
+// under slug_scheme, or any claim labelled with u, since the hub may have
+// named it under the other scheme (KubeSpawner before version 7) or it may
+// be a copy's new claim. Named servers' claims and other per-user claims
+// (extra_user_volumes) are not.
+func perUserHomeOf(cfg Config, c *claims.Claim, u string) bool {
+	ref := cfg.ref(c)
+	if ref.Namespace != cfg.Namespace || ref.Name == cfg.Shared.Claim || c.Username == "" {
+		return false
+	}
+	if name, err := kubespawner.Expand(cfg.NameTemplate, u, "", cfg.Scheme); err == nil && name == c.Name {
+		return true
+	}
+	if c.Username != u || c.Servername != "" {
+		return false
+	}
+	for _, t := range cfg.ExtraVolumes {
+		if n, err := kubespawner.Expand(t, u, "", cfg.Scheme); err == nil && n == c.Name {
+			return false
+		}
+	}
+	return true
 }
 
 // parentGiven returns a directory that holds old homes (a literal parent

@@ -191,6 +191,42 @@ func TestPlanShared_adoptionOverPerUserClaims(t *testing.T) {
 	}
 }
 
+// Adopting the shared layout counts every listed user's home claim in the
+// namespace, found by the user's label, not only the one the template
+// names under slug_scheme: a claim KubeSpawner named under the other
+// scheme (before version 7), or a copy's new claim whose old claim is
+// gone, is a home the shared layout leaves too. An unlisted user's claim,
+// a named server's and another per-user claim (extra_user_volumes) are not.
+func TestPlanShared_adoptionOverHomesNamedOtherwise(t *testing.T) {
+	cfg := sharedConfig("{username}", kubespawner.SchemeEscape, "Bob", "alice")
+	cfg.ExtraVolumes = []string{"workspace-{username}"}
+	live := sharedLive(RWX)
+	live.Claims = []claims.Claim{
+		{Namespace: "hub", Name: "claim-bob---cd9fb1e1", UID: "b1", Username: "Bob", AccessModes: []string{RWO}, Phase: "Bound"},
+		{Namespace: "hub", Name: "home-alice", UID: "a2", Username: "alice", AccessModes: []string{RWX}, Phase: "Bound",
+			Annotations: map[string]string{migration.CopyOfAnnotation: "claim-alice", migration.CopySwitchedAnnotation: "true"}},
+		{Namespace: "hub", Name: "claim-alice-gpu", UID: "a3", Username: "alice", Servername: "gpu", AccessModes: []string{RWO}, Phase: "Bound"},
+		{Namespace: "hub", Name: "workspace-alice", UID: "a4", Username: "alice", AccessModes: []string{RWO}, Phase: "Bound"},
+		{Namespace: "hub", Name: "claim-carol", UID: "c1", Username: "carol", AccessModes: []string{RWO}, Phase: "Bound"},
+	}
+	res := Plan(cfg, nil, live)
+	text := findingsText(res.Errors)
+	for _, want := range []string{`Bob: claim hub/claim-bob---cd9fb1e1 → directory "-42ob" of claim hub/home-nfs`, `alice: claim hub/home-alice → directory "alice"`} {
+		if !strings.Contains(text, want) {
+			t.Errorf("%q not named:\n%s", want, text)
+		}
+	}
+	for _, not := range []string{"claim-alice-gpu →", "workspace-alice →", "carol:"} {
+		if strings.Contains(text, not) {
+			t.Errorf("%q named:\n%s", not, text)
+		}
+	}
+	cfg.OnLayoutChange = OnLayoutChangeKeep
+	if res := Plan(cfg, nil, live); len(res.Errors) != 0 || !strings.Contains(findingsText(res.Warnings), "Bob: claim hub/claim-bob---cd9fb1e1") {
+		t.Fatalf("kept: %s\n%s", findingsText(res.Errors), findingsText(res.Warnings))
+	}
+}
+
 // A change that moves only named servers' homes fails too.
 func TestPlanShared_namedServersMove(t *testing.T) {
 	was := sharedConfig("{username}", kubespawner.SchemeSafe, "alice")
