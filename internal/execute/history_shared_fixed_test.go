@@ -138,18 +138,3 @@ func TestHistory_sharedNewResourceOverClaimOfTheOtherScheme(t *testing.T) {
 	w.session("Bob")
 	w.done(t, cfg, state)
 }
-
-// Known gap, not fixed: a new resource (no state) in the shared layout on
-// a hub whose per-user homes are in users' own namespaces. The plan reads
-// claims in its namespace only (the shared layout has no
-// user_namespace_template), so alice's claim jupyter-alice/claim-alice is
-// not seen: the plan passes and alice starts in a new, empty directory.
-// TestHistories counts it ("GAP: ...").
-func TestHistory_sharedNewResourceOverUserNamespaces(t *testing.T) {
-	t.Skip("known gap: the shared layout without a state does not read users' namespaces")
-	w := sharedWorld(t)
-	w.hub.nsTemplate = userNSTmpl
-	w.session("alice")
-	cfg := sharedCfg("{username}", kubespawner.SchemeSafe, "alice")
-	w.mustRefuse(t, cfg, nil, "alice: claim jupyter-alice/claim-alice")
-}
