@@ -65,6 +65,7 @@ type Claims interface {
 type Volumes interface {
 	Get(ctx context.Context, name string, opts metav1.GetOptions) (*corev1.PersistentVolume, error)
 	List(ctx context.Context, opts metav1.ListOptions) (*corev1.PersistentVolumeList, error)
+	Create(ctx context.Context, pv *corev1.PersistentVolume, opts metav1.CreateOptions) (*corev1.PersistentVolume, error)
 	Patch(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, subresources ...string) (*corev1.PersistentVolume, error)
 }
 

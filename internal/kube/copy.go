@@ -222,7 +222,7 @@ var JobCapabilities = []corev1.Capability{"CHOWN", "DAC_OVERRIDE", "FOWNER", "FS
 // /src, the target at /dst, migration.CopyScript run as root with only
 // JobCapabilities.
 func CopyJob(job Copy) *batchv1.Job {
-	backoff, root, no, yes := int32(2), int64(0), false, true
+	backoff := int32(2)
 	return &batchv1.Job{
 		ObjectMeta: metav1.ObjectMeta{Name: migration.JobName(job.Source), Namespace: job.Namespace,
 			Labels:      map[string]string{kubespawner.LabelAppManagedBy: claims.ManagedBy, kubespawner.LabelAppComponent: "home-copy"},
@@ -242,13 +242,7 @@ func CopyJob(job Copy) *batchv1.Job {
 							{Name: "dst", MountPath: "/dst"},
 						},
 						TerminationMessagePolicy: corev1.TerminationMessageReadFile,
-						SecurityContext: &corev1.SecurityContext{
-							RunAsUser: &root, RunAsNonRoot: &no, AllowPrivilegeEscalation: &no, ReadOnlyRootFilesystem: &yes,
-							Capabilities: &corev1.Capabilities{
-								Drop: []corev1.Capability{"ALL"},
-								Add:  slices.Clone(JobCapabilities),
-							},
-						},
+						SecurityContext:          rootJobSecurity(JobCapabilities),
 						Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
 							corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("128Mi")}},
 					}},
@@ -259,6 +253,17 @@ func CopyJob(job Copy) *batchv1.Job {
 				},
 			},
 		},
+	}
+}
+
+// rootJobSecurity is the security context of the provider's Jobs: root
+// with only caps (every other capability dropped), no privilege
+// escalation, a read-only root file system.
+func rootJobSecurity(caps []corev1.Capability) *corev1.SecurityContext {
+	root, no, yes := int64(0), false, true
+	return &corev1.SecurityContext{
+		RunAsUser: &root, RunAsNonRoot: &no, AllowPrivilegeEscalation: &no, ReadOnlyRootFilesystem: &yes,
+		Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}, Add: slices.Clone(caps)},
 	}
 }
 

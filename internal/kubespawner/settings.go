@@ -41,25 +41,38 @@ type SharedHome struct {
 // user's missing directory on the shared claim.
 const SharedInitContainer = "home-directory"
 
-// sharedRoot is where the init container mounts the shared claim.
-const sharedRoot = "/mnt/homes"
+// SharedRoot is where the init container, and any other pod that makes a
+// user's directory (SharedDirectoryCommand), mounts the shared claim.
+const SharedRoot = "/mnt/homes"
 
-// initContainer creates the user's directory when it is missing, with the
-// owner and mode configured; an existing directory is left as it is. The
-// path comes in through the environment (KubeSpawner expands the
-// template there as in the mount), so no user name is ever shell text. No
-// component of the path may be a symbolic link (a user could point one of
-// their own directories at another user's home), and the directory is
-// made under a temporary name, given its owner and mode, then renamed into
-// place: a failed chown (root-squashed NFS) leaves no root-owned home
-// that the next spawn would take as made. KubeSpawner formats the script
-// with str.format, so it holds no braces.
-func (s SharedHome) initContainer() map[string]any {
+// SharedDirectoryCapabilities are the only capabilities of the root that
+// makes a user's directory (all others dropped, no privilege escalation):
+// CHOWN gives it its owner, FOWNER its mode, and DAC_OVERRIDE lets root
+// walk and write directories it does not own.
+var SharedDirectoryCapabilities = []string{"CHOWN", "FOWNER", "DAC_OVERRIDE"}
+
+// EnvVar is one variable of a container's environment.
+type EnvVar struct{ Name, Value string }
+
+// SharedDirectoryCommand is the command that makes directory dir of the
+// shared claim mounted at SharedRoot when it is missing, owned by uid:gid
+// with mode (octal, e.g. "0700"), and its environment: dir may also be a
+// KubeSpawner template, which KubeSpawner expands in the environment. An
+// existing directory is left as it is. No component of the path may be a
+// symbolic link (a user could point one of their own directories at
+// another user's home), and the directory is made under a temporary name,
+// given its owner and mode, then renamed into place: a failed chown
+// (root-squashed NFS) leaves no root-owned home that the next spawn would
+// take as made. KubeSpawner formats the script with str.format, so it
+// holds no braces. The layout's init container runs it, and so does the
+// Job that makes a user's directory before their home moves to a claim of
+// its own.
+func SharedDirectoryCommand(dir string, uid, gid int64, mode string) ([]string, []EnvVar) {
 	script := `set -euf
 case "$HOME_DIRECTORY" in
 ""|/*|*/|.|./*|*/.|*/./*|..|../*|*/..|*/../*|*//*) echo "refusing home directory '$HOME_DIRECTORY'" >&2; exit 1;;
 esac
-d="` + sharedRoot + `"
+d="` + SharedRoot + `"
 IFS=/
 for c in $HOME_DIRECTORY; do
   d="$d/$c"
@@ -77,21 +90,33 @@ mkdir "$t"
 chown "$HOME_UID:$HOME_GID" "$t"
 chmod "$HOME_MODE" "$t"
 mv "$t" "$d"`
+	return []string{"sh", "-c", script}, []EnvVar{
+		{"HOME_DIRECTORY", dir},
+		{"HOME_UID", fmt.Sprint(uid)},
+		{"HOME_GID", fmt.Sprint(gid)},
+		{"HOME_MODE", mode},
+	}
+}
+
+// initContainer creates the user's directory when it is missing, with the
+// owner and mode configured (SharedDirectoryCommand on the sub-path
+// template); an existing directory is left as it is.
+func (s SharedHome) initContainer() map[string]any {
+	cmd, vars := SharedDirectoryCommand(s.SubPathTemplate, s.UID, s.GID, s.Mode)
+	env := make([]map[string]any, 0, len(vars))
+	for _, v := range vars {
+		env = append(env, map[string]any{"name": v.Name, "value": v.Value})
+	}
 	return map[string]any{
 		"name":    SharedInitContainer,
 		"image":   s.Image,
-		"command": []string{"sh", "-c", script},
-		"env": []map[string]any{
-			{"name": "HOME_DIRECTORY", "value": s.SubPathTemplate},
-			{"name": "HOME_UID", "value": fmt.Sprint(s.UID)},
-			{"name": "HOME_GID", "value": fmt.Sprint(s.GID)},
-			{"name": "HOME_MODE", "value": s.Mode},
-		},
+		"command": cmd,
+		"env":     env,
 		"securityContext": map[string]any{
 			"runAsUser": 0, "runAsGroup": 0, "runAsNonRoot": false, "allowPrivilegeEscalation": false,
-			"capabilities": map[string]any{"drop": []string{"ALL"}, "add": []string{"CHOWN", "FOWNER", "DAC_OVERRIDE"}},
+			"capabilities": map[string]any{"drop": []string{"ALL"}, "add": append([]string(nil), SharedDirectoryCapabilities...)},
 		},
-		"volumeMounts": []map[string]any{{"name": HomeVolumeName, "mountPath": sharedRoot}},
+		"volumeMounts": []map[string]any{{"name": HomeVolumeName, "mountPath": SharedRoot}},
 	}
 }
 

@@ -44,7 +44,7 @@ func TestSharedInitScript(t *testing.T) {
 	}
 	root := t.TempDir()
 	run := func(dir string) (string, error) {
-		cmd := exec.Command("sh", "-c", strings.ReplaceAll(script, sharedRoot, root))
+		cmd := exec.Command("sh", "-c", strings.ReplaceAll(script, SharedRoot, root))
 		cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME_DIRECTORY=" + dir, "HOME_UID=" + fmt.Sprint(s.UID), "HOME_GID=" + fmt.Sprint(s.GID), "HOME_MODE=" + s.Mode}
 		out, err := cmd.CombinedOutput()
 		return string(out), err
