@@ -23,14 +23,15 @@ type Splits interface {
 	SplitVolume(ctx context.Context, name string) (*migration.SplitVolume, error)
 	// CreateSplitVolume creates volume rec.Volume on src: reclaim policy
 	// Retain, mode spec.Mode, capacity spec.Size, no storage class, a
-	// claimRef to rec's claim by namespace and name, and the record. A
-	// volume of that name that exists is ErrExists.
-	CreateSplitVolume(ctx context.Context, rec migration.SplitRecord, src migration.VolumeSource, spec ClaimSpec) error
+	// claimRef to rec's claim by namespace, name and claimUID (the binder
+	// gives it to no other claim), and the record. A volume of that name
+	// that exists is ErrExists.
+	CreateSplitVolume(ctx context.Context, rec migration.SplitRecord, src migration.VolumeSource, spec ClaimSpec, claimUID string) error
 	// SplitClaim returns the user's claim as the split sees it; nil when none.
 	SplitClaim(ctx context.Context, namespace, name string) (*migration.SplitClaim, error)
 	// CreateSplitClaim creates the claim spec describes, naming volume
-	// rec.Volume, with no storage class and the record. ErrExists when a
-	// claim of that name exists.
+	// rec.Volume (made after it, for it alone), with no storage class and
+	// the record. ErrExists when a claim of that name exists.
 	CreateSplitClaim(ctx context.Context, rec migration.SplitRecord, spec ClaimSpec) error
 	// WaitBound waits until the claim is Bound.
 	WaitBound(ctx context.Context, namespace, claim string) error
@@ -59,8 +60,9 @@ type SplitRunner struct {
 }
 
 // Split moves one user's home from its directory of the shared claim to a
-// claim of its own on a volume on that directory. Nothing is copied or
-// deleted. It returns the step reached.
+// claim of its own on a volume on that directory, made after the claim and
+// reserved for it by UID. Nothing is copied or deleted. It returns the
+// step reached.
 func (r SplitRunner) Split(ctx context.Context, job Split) (migration.Step, error) {
 	ns := job.Spec.Namespace
 	src, uid, err := r.Cluster.SharedSource(ctx, ns, job.Shared)
@@ -83,11 +85,12 @@ func (r SplitRunner) Split(ctx context.Context, job Split) (migration.Step, erro
 			return "", nil, err
 		}
 		op, err := migration.NextSplit(rec, v, c, prepared)
-		return op, func() error { return r.splitOp(ctx, job, rec, src, op, &prepared) }, err
+		return op, func() error { return r.splitOp(ctx, job, rec, src, op, c, &prepared) }, err
 	})
 }
 
-func (r SplitRunner) splitOp(ctx context.Context, job Split, rec migration.SplitRecord, shared migration.VolumeSource, op migration.Op, prepared *bool) error {
+func (r SplitRunner) splitOp(ctx context.Context, job Split, rec migration.SplitRecord, shared migration.VolumeSource, op migration.Op,
+	claim *migration.SplitClaim, prepared *bool) error {
 	switch op {
 	case migration.OpPrepareDirectory:
 		if err := r.Cluster.PrepareDirectory(ctx, job); err != nil {
@@ -100,7 +103,7 @@ func (r SplitRunner) splitOp(ctx context.Context, job Split, rec migration.Split
 		if err != nil {
 			return err
 		}
-		return changedIfExists(r.Cluster.CreateSplitVolume(ctx, rec, src, job.Spec))
+		return changedIfExists(r.Cluster.CreateSplitVolume(ctx, rec, src, job.Spec, claim.UID))
 	case migration.OpCreateSplitClaim:
 		return changedIfExists(r.Cluster.CreateSplitClaim(ctx, rec, job.Spec))
 	case migration.OpWaitSplitBound:

@@ -15,6 +15,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/claims"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/execute"
@@ -273,12 +274,12 @@ func splitRecordOf(ann map[string]string) *migration.SplitRecord {
 
 // CreateSplitVolume creates volume rec.Volume on src (execute.Splits):
 // reclaim policy Retain, mode spec.Mode, capacity spec.Size, no storage
-// class, a claimRef to rec's claim by namespace and name, the record, and
+// class, a claimRef to rec's claim by namespace, name and UID, the record, and
 // what else the shared volume says about mounting the same file system
 // (mount options, node affinity, a CSI volume's fsType and secrets). A
 // host path must be a directory that exists: kubelet then refuses to
 // mount a missing one instead of the container runtime making it empty.
-func (c *Client) CreateSplitVolume(ctx context.Context, rec migration.SplitRecord, src migration.VolumeSource, spec execute.ClaimSpec) error {
+func (c *Client) CreateSplitVolume(ctx context.Context, rec migration.SplitRecord, src migration.VolumeSource, spec execute.ClaimSpec, claimUID string) error {
 	size, err := resource.ParseQuantity(spec.Size)
 	if err != nil {
 		return fmt.Errorf("the size %q of %s/%s: %w", spec.Size, rec.Namespace, rec.Claim, err)
@@ -290,7 +291,7 @@ func (c *Client) CreateSplitVolume(ctx context.Context, rec migration.SplitRecor
 	if string(sharedPVC.UID) != rec.SharedUID {
 		return fmt.Errorf("the shared claim %s/%s was made again since the move of %s began (UID %s, then %s); no volume was made", rec.Namespace, rec.Shared, rec.Claim, sharedPVC.UID, rec.SharedUID)
 	}
-	pv := SplitPersistentVolume(rec, src, spec.Mode, size, shared)
+	pv := SplitPersistentVolume(rec, src, spec.Mode, size, shared, claimUID)
 	if pv == nil {
 		return fmt.Errorf("volume %s: no source for directory %q", rec.Volume, rec.Directory)
 	}
@@ -310,10 +311,10 @@ func (c *Client) CreateSplitVolume(ctx context.Context, rec migration.SplitRecor
 }
 
 // SplitPersistentVolume is the split's volume on src, reserved for rec's
-// claim by namespace and name; shared, the shared claim's volume, gives
+// claim by namespace, name and UID; shared, the shared claim's volume, gives
 // the mount options, node affinity and CSI settings of the same file
 // system. Nil when src is empty.
-func SplitPersistentVolume(rec migration.SplitRecord, src migration.VolumeSource, mode string, size resource.Quantity, shared *corev1.PersistentVolume) *corev1.PersistentVolume {
+func SplitPersistentVolume(rec migration.SplitRecord, src migration.VolumeSource, mode string, size resource.Quantity, shared *corev1.PersistentVolume, claimUID string) *corev1.PersistentVolume {
 	var s corev1.PersistentVolumeSource
 	switch {
 	case src.HostPath != "":
@@ -344,8 +345,9 @@ func SplitPersistentVolume(rec migration.SplitRecord, src migration.VolumeSource
 			VolumeMode:                    &fs,
 			MountOptions:                  slices.Clone(shared.Spec.MountOptions),
 			NodeAffinity:                  shared.Spec.NodeAffinity.DeepCopy(),
-			ClaimRef:                      &corev1.ObjectReference{Kind: "PersistentVolumeClaim", APIVersion: "v1", Namespace: rec.Namespace, Name: rec.Claim},
-			PersistentVolumeSource:        s,
+			ClaimRef: &corev1.ObjectReference{Kind: "PersistentVolumeClaim", APIVersion: "v1", Namespace: rec.Namespace, Name: rec.Claim,
+				UID: types.UID(claimUID)},
+			PersistentVolumeSource: s,
 		},
 	}
 }

@@ -8,12 +8,13 @@ package migration
 //	prepare       a Job makes the directory if it is missing (a volume on
 //	              a missing directory would not mount), as the layout's init
 //	              container does
+//	claim         the user's claim, naming the volume to come, with
+//	              KubeSpawner's labels and the record (Pending)
 //	volume        a PersistentVolume on the directory: reclaim policy
 //	              Retain (deleting it must never delete the directory), a
 //	              volume handle of its own (kubernetes/kubernetes#91556), and
-//	              a claimRef to the user's claim by namespace and name
-//	claim         the user's claim, naming the volume, with KubeSpawner's
-//	              labels and the record
+//	              a claimRef to the user's claim by namespace, name and UID,
+//	              so that the binder gives it to no other claim of that name
 //	bound         the binder bound them: the hub mounts the claim from the
 //	              user's next spawn
 //
@@ -200,9 +201,10 @@ const (
 // NextSplit decides the next operation of the split rec from what the
 // cluster shows: the volume of rec.Volume (nil when none) and the claim
 // rec.Claim (nil when none). prepared says whether this run made sure
-// the directory exists. A volume or claim of those names whose record is
-// not rec's, or a claim bound elsewhere, is never taken over: an error
-// names it and what to do.
+// the directory exists (it must before the claim is made). A volume or
+// claim of those names whose record is not rec's, or a volume reserved
+// for another claim (by name or UID), is never taken over: an error names
+// it and what to do.
 func NextSplit(rec SplitRecord, v *SplitVolume, c *SplitClaim, prepared bool) (Op, error) {
 	ours := func(r *SplitRecord) bool { return r != nil && *r == rec }
 	switch {
@@ -212,18 +214,17 @@ func NextSplit(rec SplitRecord, v *SplitVolume, c *SplitClaim, prepared bool) (O
 			rec.Namespace, rec.Claim, rec.Directory, rec.Shared)
 	case v != nil && !ours(v.Record):
 		return "", fmt.Errorf("volume %s exists and was not made by this move of %s/%s: it is never taken over. Find out what it is before deleting it", rec.Volume, rec.Namespace, rec.Claim)
-	case v != nil && v.ClaimRefName != "" && v.ClaimRefName != rec.Claim:
+	case v != nil && v.ClaimRefName != rec.Claim:
 		return "", fmt.Errorf("volume %s is reserved for claim %s, not %s/%s", rec.Volume, v.ClaimRefName, rec.Namespace, rec.Claim)
-	case v != nil && c != nil && v.ClaimRefUID != "" && v.ClaimRefUID != c.UID:
-		return "", fmt.Errorf("volume %s is bound to another claim of the name %s/%s (UID %s); the claim now is %s", rec.Volume, rec.Namespace, rec.Claim, v.ClaimRefUID, c.UID)
-	case v == nil && c != nil:
-		return "", fmt.Errorf("claim %s/%s names volume %s, which is gone; the user's files are still in directory %q of %s. Delete the claim and apply again", rec.Namespace, rec.Claim, rec.Volume, rec.Directory, rec.Shared)
-	case v == nil && !prepared:
+	case v != nil && (c == nil || v.ClaimRefUID != c.UID):
+		return "", fmt.Errorf("volume %s is reserved for another claim of the name %s/%s (UID %s), which is gone or was made again. "+
+			"The user's files are in directory %q of %s; delete the volume (its reclaim policy is Retain: the directory stays) and apply again", rec.Volume, rec.Namespace, rec.Claim, v.ClaimRefUID, rec.Directory, rec.Shared)
+	case c == nil && !prepared:
 		return OpPrepareDirectory, nil
-	case v == nil:
-		return OpCreateVolume, nil
 	case c == nil:
 		return OpCreateSplitClaim, nil
+	case v == nil:
+		return OpCreateVolume, nil
 	case c.Phase != "Bound" || c.VolumeName != rec.Volume:
 		return OpWaitSplitBound, nil
 	}
@@ -241,12 +242,12 @@ const (
 // SplitStepOf is the step a split has reached when op is next.
 func SplitStepOf(op Op) Step {
 	switch op {
-	case OpCreateVolume:
-		return StepDirectoryReady
 	case OpCreateSplitClaim:
-		return StepVolumeCreated
-	case OpWaitSplitBound:
+		return StepDirectoryReady
+	case OpCreateVolume:
 		return StepClaimCreated
+	case OpWaitSplitBound:
+		return StepVolumeCreated
 	case OpDone:
 		return StepDone
 	}

@@ -80,7 +80,8 @@ func TestNextSplit(t *testing.T) {
 	rec := SplitRecord{User: "alice", Namespace: "hub", Claim: "claim-alice", Shared: "home-nfs", SharedUID: "s1", Directory: "alice", Volume: SplitVolumeName("hub", "claim-alice")}
 	other := rec
 	other.Directory = "bob"
-	mine := &SplitVolume{Record: &rec, ClaimRefName: "claim-alice"}
+	mine := &SplitVolume{Record: &rec, ClaimRefName: "claim-alice", ClaimRefUID: "c1"}
+	pending := &SplitClaim{UID: "c1", Record: &rec, Phase: "Pending", VolumeName: rec.Volume}
 	for name, c := range map[string]struct {
 		v        *SplitVolume
 		c        *SplitClaim
@@ -88,17 +89,18 @@ func TestNextSplit(t *testing.T) {
 		want     Op
 		err      string
 	}{
-		"nothing yet":                       {nil, nil, false, OpPrepareDirectory, ""},
-		"directory made":                    {nil, nil, true, OpCreateVolume, ""},
-		"volume made":                       {mine, nil, false, OpCreateSplitClaim, ""},
-		"claim made":                        {mine, &SplitClaim{UID: "c1", Record: &rec, Phase: "Pending"}, false, OpWaitSplitBound, ""},
-		"bound":                             {&SplitVolume{Record: &rec, ClaimRefName: "claim-alice", ClaimRefUID: "c1"}, &SplitClaim{UID: "c1", Record: &rec, Phase: "Bound", VolumeName: rec.Volume}, false, OpDone, ""},
-		"a claim made meanwhile":            {mine, &SplitClaim{UID: "k1", Phase: "Pending"}, false, "", "never taken over"},
-		"a claim made meanwhile, no volume": {nil, &SplitClaim{UID: "k1", Phase: "Bound"}, true, "", "never taken over"},
-		"a volume of another split":         {&SplitVolume{Record: &other}, nil, true, "", "never taken over"},
-		"a volume of no split":              {&SplitVolume{}, nil, true, "", "never taken over"},
-		"the volume bound to another claim": {&SplitVolume{Record: &rec, ClaimRefName: "claim-alice", ClaimRefUID: "old"}, &SplitClaim{UID: "c1", Record: &rec}, false, "", "bound to another claim"},
-		"the volume gone under the claim":   {nil, &SplitClaim{UID: "c1", Record: &rec}, true, "", "gone"},
+		"nothing yet":                          {nil, nil, false, OpPrepareDirectory, ""},
+		"directory made":                       {nil, nil, true, OpCreateSplitClaim, ""},
+		"claim made":                           {nil, pending, false, OpCreateVolume, ""},
+		"volume made":                          {mine, pending, false, OpWaitSplitBound, ""},
+		"bound":                                {mine, &SplitClaim{UID: "c1", Record: &rec, Phase: "Bound", VolumeName: rec.Volume}, false, OpDone, ""},
+		"a claim made meanwhile":               {nil, &SplitClaim{UID: "k1", Phase: "Pending"}, true, "", "never taken over"},
+		"a claim made meanwhile, volume there": {mine, &SplitClaim{UID: "k1", Phase: "Bound"}, true, "", "never taken over"},
+		"a volume of another split":            {&SplitVolume{Record: &other}, pending, true, "", "never taken over"},
+		"a volume of no split":                 {&SplitVolume{}, nil, true, "", "never taken over"},
+		"the volume reserved for another UID":  {&SplitVolume{Record: &rec, ClaimRefName: "claim-alice", ClaimRefUID: "old"}, pending, false, "", "made again"},
+		"the volume left, its claim gone":      {mine, nil, true, "", "is gone"},
+		"the volume for another name":          {&SplitVolume{Record: &rec, ClaimRefName: "claim-bob", ClaimRefUID: "c1"}, pending, false, "", "reserved for claim claim-bob"},
 	} {
 		op, err := NextSplit(rec, c.v, c.c, c.prepared)
 		if c.err != "" {
