@@ -60,10 +60,13 @@ type EnvVar struct{ Name, Value string }
 // KubeSpawner template, which KubeSpawner expands in the environment. An
 // existing directory is left as it is. No component of the path may be a
 // symbolic link (a user could point one of their own directories at
-// another user's home), and the directory is made under a temporary name,
-// given its owner and mode, then renamed into place: a failed chown
-// (root-squashed NFS) leaves no root-owned home that the next spawn would
-// take as made. KubeSpawner formats the script with str.format, so it
+// another user's home). The directory is made by one mkdir, which fails
+// when another of the user's servers made it at the same moment: that one
+// is kept, never replaced (a rename over it could leave a server that
+// started on it writing into an unlinked directory). It is then given its
+// owner and mode; when that fails (a root-squashed NFS) it is removed
+// again, so that no root-owned home is left for the next spawn to take as
+// made. KubeSpawner formats the script with str.format, so it
 // holds no braces. The layout's init container runs it, and so does the
 // Job that makes a user's directory before their home moves to a claim of
 // its own.
@@ -82,14 +85,15 @@ if [ -e "$d" ]; then
   if [ ! -d "$d" ]; then echo "refusing home directory: $d is not a directory" >&2; exit 1; fi
   exit 0
 fi
-p=$(dirname "$d")
-mkdir -p "$p"
-t="$p/.home-directory-$$"
-rm -rf "$t"
-mkdir "$t"
-chown "$HOME_UID:$HOME_GID" "$t"
-chmod "$HOME_MODE" "$t"
-mv "$t" "$d"`
+mkdir -p "$(dirname "$d")"
+if ! mkdir "$d" 2>/dev/null; then
+  if [ -d "$d" ] && [ ! -L "$d" ]; then exit 0; fi
+  echo "refusing home directory: cannot create $d" >&2; exit 1
+fi
+if ! chown "$HOME_UID:$HOME_GID" "$d" || ! chmod "$HOME_MODE" "$d"; then
+  rmdir "$d"
+  echo "cannot give $d its owner and mode; removed it, so that the next spawn tries again" >&2; exit 1
+fi`
 	return []string{"sh", "-c", script}, []EnvVar{
 		{"HOME_DIRECTORY", dir},
 		{"HOME_UID", fmt.Sprint(uid)},

@@ -89,3 +89,39 @@ func TestSharedInitScript(t *testing.T) {
 		}
 	}
 }
+
+// A directory that another of the user's servers made at the same moment
+// (between the check and the mkdir) is kept as it is, never replaced; a
+// chown that fails leaves no directory behind.
+func TestSharedInitScript_raceAndFailedChown(t *testing.T) {
+	root := t.TempDir()
+	run := func(dir, uid string, before string) (string, error) {
+		cmd, vars := SharedDirectoryCommand(dir, 0, 0, "0700")
+		script := strings.ReplaceAll(cmd[2], SharedRoot, root)
+		// The other server's mkdir lands right before this one's.
+		script = strings.Replace(script, `if ! mkdir "$d"`, before+`if ! mkdir "$d"`, 1)
+		c := exec.Command("sh", "-c", script)
+		c.Env = []string{"PATH=" + os.Getenv("PATH")}
+		for _, v := range vars {
+			if v.Name == "HOME_UID" {
+				v.Value = uid
+			}
+			c.Env = append(c.Env, v.Name+"="+v.Value)
+		}
+		out, err := c.CombinedOutput()
+		return string(out), err
+	}
+	other := `mkdir "$d"; echo mine > "$d/file"; `
+	if out, err := run("alice", fmt.Sprint(os.Getuid()), other); err != nil {
+		t.Fatalf("%v %s", err, out)
+	}
+	if b, err := os.ReadFile(filepath.Join(root, "alice/file")); err != nil || string(b) != "mine\n" {
+		t.Fatalf("the other server's directory was replaced: %q %v", b, err)
+	}
+	if out, err := run("bob", "no-such-user", ""); err == nil || !strings.Contains(out, "removed it") {
+		t.Fatalf("a failed chown: %v %s", err, out)
+	}
+	if _, err := os.Stat(filepath.Join(root, "bob")); !os.IsNotExist(err) {
+		t.Fatalf("a failed chown left %s: %v", filepath.Join(root, "bob"), err)
+	}
+}
