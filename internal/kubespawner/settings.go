@@ -2,6 +2,7 @@ package kubespawner
 
 import (
 	"fmt"
+	"regexp"
 	"strings"
 )
 
@@ -206,6 +207,9 @@ func CheckSubPathTemplate(t string) error {
 	if err := ValidateTemplate(t); err != nil {
 		return err
 	}
+	if f := fancyField(t); f != "" {
+		return fmt.Errorf("%q has the field %s: a home's directory takes plain fields only ({username}, {escaped_username}, {user_server}, ...), since a format spec, conversion or index (truncating to 10 characters, say) can give two users one directory", t, f)
+	}
 	if strings.Contains(t, "unescaped_") {
 		return fmt.Errorf("%q uses a raw name ({unescaped_...}): two users may get one directory (KubeSpawner strips a trailing \"-\") and a name such as \".\" is no directory of its own; use {username} or {escaped_username}", t)
 	}
@@ -251,4 +255,28 @@ func checkRelative(d string) error {
 		}
 	}
 	return nil
+}
+
+// plainFieldName is a template field without format spec, conversion, index
+// or attribute.
+var plainFieldName = regexp.MustCompile(`^[a-z_]+$`)
+
+// fancyField returns the first field of t that is not plain, braces
+// included; "" when every field is plain.
+func fancyField(t string) string {
+	t = strings.NewReplacer("{{", "", "}}", "").Replace(t)
+	for {
+		i := strings.IndexByte(t, '{')
+		if i < 0 {
+			return ""
+		}
+		j := strings.IndexByte(t[i:], '}')
+		if j < 0 {
+			return t[i:]
+		}
+		if f := t[i+1 : i+j]; !plainFieldName.MatchString(f) {
+			return t[i : i+j+1]
+		}
+		t = t[i+j+1:]
+	}
 }

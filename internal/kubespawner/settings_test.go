@@ -23,6 +23,9 @@ func TestCheckSubPathTemplate(t *testing.T) {
 		"home/{unescaped_username}":    "raw name",
 		"{username}/../{username}":     `".."`,
 		"home/{username}/{servername}": "empty", // the default server's directory ends in "/"
+		"{username:.10}":               "plain fields",
+		"{username!r}":                 "plain fields",
+		"{username[0]}":                "plain fields",
 	} {
 		if err := CheckSubPathTemplate(bad); err == nil || !strings.Contains(err.Error(), why) {
 			t.Errorf("%s: %v, want an error about %s", bad, err, why)

@@ -185,9 +185,9 @@ func perUserHomeOf(cfg Config, c *claims.Claim, u string) bool {
 	return true
 }
 
-// parentGiven returns a directory that holds old homes (a literal parent
-// such as "home" of "home/{username}") and that the new settings give a
-// user of that very name as their home; "" when none.
+// parentGiven returns a directory that holds old homes (an ancestor of
+// an old home, such as "home" of "home/{username}") and that the new
+// settings give some user as their home; "" when none.
 func parentGiven(was, now Config) string {
 	for _, u := range append(slices.Clone(now.Users), probeUsers...) {
 		old, err := was.homeFor(u, "")
@@ -196,13 +196,33 @@ func parentGiven(was, now Config) string {
 		}
 		parts := strings.Split(old.dir, "/")
 		for i := 1; i < len(parts); i++ {
-			parent := strings.Join(parts[:i], "/")
-			if h, err := now.homeFor(parent, ""); err == nil && (h.dir == parent || strings.HasPrefix(old.dir, h.dir+"/")) {
+			if parent := strings.Join(parts[:i], "/"); someUserGets(now, parent) {
 				return parent
 			}
 		}
 	}
 	return ""
+}
+
+// someUserGets reports whether the default server of some user gets
+// directory dir under cfg: a user named like dir, or like what is left of
+// dir between the template's text around the user's name ("home" is what
+// "h{username}" gives user "ome").
+func someUserGets(cfg Config, dir string) bool {
+	names := []string{dir}
+	const marker = "qzx"
+	if h, err := cfg.homeFor(marker, ""); err == nil && strings.Count(h.dir, marker) == 1 {
+		pre, suf, _ := strings.Cut(h.dir, marker)
+		if len(dir) > len(pre)+len(suf) && strings.HasPrefix(dir, pre) && strings.HasSuffix(dir, suf) {
+			names = append(names, dir[len(pre):len(dir)-len(suf)])
+		}
+	}
+	for _, u := range names {
+		if h, err := cfg.homeFor(u, ""); err == nil && h.dir == dir {
+			return true
+		}
+	}
+	return false
 }
 
 // checkLayoutMoves fails the plan for a change that moves users' homes,
@@ -212,8 +232,8 @@ func checkLayoutMoves(cfg Config, prior *Prior, live Live, res *Result) {
 	m := layoutMoves(cfg, prior, live)
 	if m.parent != "" {
 		res.Errors = append(res.Errors, Finding{"shared_home.sub_path_template", "A user would get the directory that holds the old homes",
-			fmt.Sprintf("Under the new settings a user named %q gets directory %q of the shared claim, which holds the homes of the old settings: that user's server would mount all of them. "+
-				"Choose a sub_path_template that keeps the old homes out of every user's directory (e.g. keep the \"%s/\" prefix). on_layout_change cannot allow this.", m.parent, m.parent, m.parent)})
+			fmt.Sprintf("Under the new settings a user can get directory %q of the shared claim, which holds the homes of the old settings: that user's server would mount all of them. "+
+				"Choose a sub_path_template that keeps the old homes out of every user's directory (e.g. keep the \"%s/\" prefix). on_layout_change cannot allow this.", m.parent, m.parent)})
 	}
 	if len(m.listed) == 0 && m.example == "" {
 		return

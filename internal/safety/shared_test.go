@@ -246,8 +246,18 @@ func TestPlanShared_parentOfOldHomesNeverAHome(t *testing.T) {
 	now.Shared = &SharedHome{Claim: "home-nfs", SubPathTemplate: "{username}"}
 	now.OnLayoutChange = OnLayoutChangeKeep
 	res := Plan(now, &Prior{Config: was}, sharedLive(RWX))
-	if text := findingsText(res.Errors); !strings.Contains(text, `a user named "home" gets directory "home"`) {
+	if text := findingsText(res.Errors); !strings.Contains(text, `a user can get directory "home"`) {
 		t.Fatalf("home/{username} → {username}:\n%s", text)
+	}
+	// Also for a user whose name is only part of the directory.
+	for old, tmpl := range map[string]string{"home/{username}": "h{username}", "homes/{username}": "{username}s", "data/home/{username}": "data/{username}e"} {
+		was := sharedConfig(old, kubespawner.SchemeSafe, "alice")
+		now := was
+		now.Shared = &SharedHome{Claim: "home-nfs", SubPathTemplate: tmpl}
+		now.OnLayoutChange = OnLayoutChangeKeep
+		if res := Plan(now, &Prior{Config: was}, sharedLive(RWX)); !strings.Contains(findingsText(res.Errors), "holds the homes of the old settings") {
+			t.Errorf("%s → %s:\n%s", old, tmpl, findingsText(res.Errors))
+		}
 	}
 	now.Shared = &SharedHome{Claim: "home-nfs", SubPathTemplate: "homes/{username}"}
 	if res := Plan(now, &Prior{Config: was}, sharedLive(RWX)); len(res.Errors) != 0 {

@@ -70,8 +70,9 @@ type Result struct {
 	// HomeMountPath is where the home volume is mounted.
 	HomeMountPath string
 	// SharedClaim is the claim holding every home in the shared layout;
-	// "" when each user has a claim.
-	SharedClaim string
+	// "" when each user has a claim. SharedSubPath is the template of a
+	// user's directory in it.
+	SharedClaim, SharedSubPath string
 }
 
 // Document is the JSON kept beside the Python file in the ConfigMap: the
@@ -79,7 +80,7 @@ type Result struct {
 func (r Result) Document() map[string]any {
 	d := map[string]any{"KubeSpawner": r.Settings, "colocation": r.Colocation}
 	if r.SharedClaim != "" {
-		d["home"] = map[string]any{"shared_claim": r.SharedClaim}
+		d["home"] = map[string]any{"shared_claim": r.SharedClaim, "sub_path": r.SharedSubPath}
 	}
 	return d
 }
@@ -111,6 +112,9 @@ func Build(c Config) (Result, []Finding) {
 	}
 	r.HomeMountPath = homeMountPath(r.Settings)
 	r.SharedClaim = sharedClaim(r.Settings)
+	if r.SharedClaim != "" {
+		r.SharedSubPath = homeSubPath(r.Settings)
+	}
 	if c.HomeMountPath != "" {
 		if f, ok := checkHomeMountPath(c.HomeMountPath); !ok {
 			errs = append(errs, f)
@@ -180,6 +184,14 @@ func Build(c Config) (Result, []Finding) {
 			errs = append(errs, Finding{Attribute: "profiles", Summary: "Not a profile", Detail: fmt.Sprintf("profiles[%d] has no display_name; pass the profile_json of a jupyter_spawner_profile.", i)})
 		}
 		override, _ := p["kubespawner_override"].(map[string]any)
+		if r.SharedClaim != "" {
+			for _, k := range append([]string{"delete_pvc", "init_containers"}, homeKeys...) {
+				if _, set := override[k]; set {
+					errs = append(errs, Finding{Attribute: "profiles", Summary: "A profile changes the shared home",
+						Detail: fmt.Sprintf("Profile %q sets %s in its kubespawner_override. In the shared layout it would move its users' servers to other directories than the plan checked, or drop the init container that makes them. Remove it from the profile.", name, k)})
+				}
+			}
+		}
 		for _, k := range []string{"volumes", "volume_mounts"} {
 			if items, _ := override[k].([]any); len(items) > 0 {
 				if f, ok := r.checkSharedHome("profiles", k, items); !ok {
@@ -497,4 +509,17 @@ func (r Result) checkSharedHome(attr, kind string, items []any) (Finding, bool) 
 		}
 	}
 	return Finding{}, true
+}
+
+// homeSubPath is the subPath of the home volume's mount.
+func homeSubPath(settings map[string]any) string {
+	mounts, _ := settings["volume_mounts"].([]any)
+	for _, m := range mounts {
+		mm, _ := m.(map[string]any)
+		if mm != nil && mm["name"] == kubespawner.HomeVolumeName {
+			sub, _ := mm["subPath"].(string)
+			return sub
+		}
+	}
+	return ""
 }

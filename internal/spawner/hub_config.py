@@ -44,6 +44,7 @@ def _jupyter_spawner_config(c, here):
     # The shared layout: every home is a directory of this claim (mounted by
     # the home volume, whose mode the plan checked); no per-user claim.
     shared_claim = (doc.get("home") or {}).get("shared_claim")
+    shared_sub_path = (doc.get("home") or {}).get("sub_path") or ""
     key = colocation["label"]
     required = "requiredDuringSchedulingIgnoredDuringExecution"
     required_snake = "required_during_scheduling_ignored_during_execution"
@@ -556,11 +557,45 @@ def _jupyter_spawner_config(c, here):
                     return True
         return False
 
+    # In the shared layout no container of a pod may mount the shared
+    # claim but at the user's own directory (or below it), whatever
+    # configuration added the mount (a sidecar, an init container, a
+    # profile, earlier configuration): one whole mount would give every
+    # server every user's home. Only the provider's own init container,
+    # which makes a missing directory, mounts the claim's root.
+    own_inits = [x for x in (settings.get("init_containers") or []) if isinstance(x, dict)]
+
+    def check_shared_mounts(spawner, pod):
+        spec = pod.spec
+        volumes = set()
+        for v in spec.volumes or []:
+            pvc = field(v, "persistentVolumeClaim", "persistent_volume_claim")
+            if pvc is not None and field(pvc, "claimName", "claim_name") == shared_claim:
+                volumes.add(field(v, "name", "name"))
+        want = spawner._expand_user_properties(shared_sub_path).rstrip("/")
+        for kind, containers in (("container", spec.containers or []), ("init container", spec.init_containers or [])):
+            for c in containers:
+                name, command = field(c, "name", "name"), field(c, "command", "command")
+                own = kind == "init container" and any(x.get("name") == name and list(x.get("command") or []) == list(command or []) for x in own_inits)
+                for m in field(c, "volumeMounts", "volume_mounts") or []:
+                    if field(m, "name", "name") not in volumes or own:
+                        continue
+                    sub = (field(m, "subPath", "sub_path") or "").rstrip("/")
+                    expr = field(m, "subPathExpr", "sub_path_expr")
+                    if want and not expr and (sub == want or sub.startswith(want + "/")):
+                        continue
+                    raise HomeUnavailable(
+                        "jupyter_spawner_config: %s %s mounts claim %s at %r (subPath %r): only the user's directory %r may be mounted" % (
+                            kind, name, shared_claim, field(m, "mountPath", "mount_path"), sub or expr, want),
+                        "Your server's configuration would mount every user's home. Tell your administrator; nothing was started.")
+
     async def colocate_user_pods(spawner, pod):
         if previous is not None:
             pod = previous(spawner, pod)
             if inspect.isawaitable(pod):
                 pod = await pod
+        if shared_claim:
+            check_shared_mounts(spawner, pod)
         strip(pod)
         value = (pod.metadata.labels or {}).get("hub.jupyter.org/username")
         if not value or not await pins_to_one_node(spawner, pod):

@@ -2,6 +2,7 @@ package spawner
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -159,7 +160,41 @@ func TestBuild_sharedLayoutRefusesWholeClaimMounts(t *testing.T) {
 	if _, errs := Build(Config{Home: home, Profiles: []map[string]any{profile}}); len(errs) != 1 {
 		t.Errorf("a profile's mount of the home volume: %v", errs)
 	}
+	scheme := map[string]any{"display_name": "q", "kubespawner_override": map[string]any{"slug_scheme": "escape"}}
+	if _, errs := Build(Config{Home: home, Profiles: []map[string]any{scheme}}); len(errs) != 1 {
+		t.Errorf("a profile's slug_scheme: %v", errs)
+	}
 	if _, errs := Build(Config{Home: homeSettings(RWX), Extra: map[string]any{"delete_pvc": false}}); len(errs) != 0 {
 		t.Errorf("delete_pvc in the per-user layout: %v", errs)
+	}
+}
+
+// Whatever configuration adds a container that mounts the shared claim
+// (here the chart's singleuser.extraContainers), the hub refuses the spawn
+// unless the mount is the user's own directory: one whole mount would give
+// every server every home.
+func TestSpawnerSpawn_sharedLayoutRefusesWholeClaimInAnyContainer(t *testing.T) {
+	r := mustBuild(t, Config{Home: settingsOf(t, sharedHome(RWX))})
+	api := seededHub(t, nil)
+	seedClaim(t, acctest.Cluster(t).Admin(), api.Namespace, "home-nfs", corev1.ReadWriteMany, nil, nil)
+	sidecar := func(sub string) map[string]any {
+		mount := map[string]any{"name": "home", "mountPath": "/srv/files"}
+		if sub != "" {
+			mount["subPath"] = sub
+		}
+		return map[string]any{"singleuser": map[string]any{"extraContainers": []any{
+			map[string]any{"name": "files", "image": "files:1", "volumeMounts": []any{mount}}}}}
+	}
+	whole := runHub(t, api, mergeValues(mergeValues(z2jhValues(t), sidecar("")), helmValuesOf(t, r)), t.TempDir(), []hubUser{{Name: "alice"}})["alice"]
+	if whole.Pod != nil || !strings.Contains(whole.RefusedLog, "only the user's directory") || !strings.Contains(whole.Refused, "every user's home") {
+		t.Errorf("a sidecar mounting the whole claim: refused %q (%s), pod %v", whole.Refused, whole.RefusedLog, whole.Pod != nil)
+	}
+	other := runHub(t, api, mergeValues(mergeValues(z2jhValues(t), sidecar("home/bob")), helmValuesOf(t, r)), t.TempDir(), []hubUser{{Name: "alice"}})["alice"]
+	if other.Pod != nil || other.Refused == "" {
+		t.Errorf("a sidecar mounting another user's directory was not refused")
+	}
+	own := runHub(t, api, mergeValues(mergeValues(z2jhValues(t), sidecar("home/{username}/notebooks")), helmValuesOf(t, r)), t.TempDir(), []hubUser{{Name: "alice"}})["alice"]
+	if own.Refused != "" || own.Pod == nil {
+		t.Errorf("a sidecar mounting a directory of the user's own home was refused: %s (%s)", own.Refused, own.RefusedLog)
 	}
 }

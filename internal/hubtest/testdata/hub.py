@@ -252,9 +252,14 @@ async def spawn(u):
     pod = await spawner.get_pod_manifest()
     started, before = time.perf_counter(), _requests[0]
     if spawner.modify_pod_hook is not None:
-        pod = spawner.modify_pod_hook(spawner, pod)
-        if asyncio.iscoroutine(pod):
-            pod = await pod
+        try:
+            pod = spawner.modify_pod_hook(spawner, pod)
+            if asyncio.iscoroutine(pod):
+                pod = await pod
+        except Exception as e:
+            # KubeSpawner's start fails with it: no pod is created.
+            return {"refused": getattr(e, "jupyterhub_message", str(e)), "refused_log": str(e), "pvc": pvc,
+                    "hook_seconds": hooks["seconds"] + time.perf_counter() - started, "hook_requests": hooks["requests"] + _requests[0] - before}
     hooks["seconds"] += time.perf_counter() - started
     hooks["requests"] += _requests[0] - before
     return {"offered": offered, "served": served, "pvc": pvc, "pod": plain(pod), "pvc_name": spawner.pvc_name,
