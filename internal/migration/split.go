@@ -128,7 +128,7 @@ func SplitSource(shared VolumeSource, dir string) (VolumeSource, error) {
 				share = v
 			case "subdir":
 				sub = v
-			case "mountoptions", "mountpermissions":
+			case "mountoptions":
 				out.Attributes[k] = v
 			}
 		}
@@ -136,6 +136,9 @@ func SplitSource(shared VolumeSource, dir string) (VolumeSource, error) {
 			return VolumeSource{}, fmt.Errorf("the %s volume %s has no server and share, or a templated subdir, in its attributes", c.Driver, c.Handle)
 		}
 		out.Attributes["server"], out.Attributes["share"], out.Attributes["subDir"] = server, share, path.Join(sub, dir)
+		// The driver would chmod the mounted root, here the user's
+		// directory, to the shared volume's mountPermissions: never.
+		out.Attributes["mountPermissions"] = "0"
 	case driverEFS:
 		fs, p, ap, err := efsHandle(c.Handle)
 		switch {
@@ -145,6 +148,9 @@ func SplitSource(shared VolumeSource, dir string) (VolumeSource, error) {
 			return VolumeSource{}, fmt.Errorf("the %s volume %s mounts access point %s: a directory of it cannot be its own volume here", c.Driver, c.Handle, ap)
 		}
 		out.Handle = fs + ":" + path.Join(cmpOr(p, "/"), dir)
+		for k, v := range c.Attributes { // how to mount (encryptInTransit, ...)
+			out.Attributes[k] = v
+		}
 	default:
 		return VolumeSource{}, fmt.Errorf("volumes of CSI driver %s cannot be a directory of another volume as far as the provider knows (it splits host paths, NFS, %s and %s)", c.Driver, driverNFS, driverEFS)
 	}
@@ -219,7 +225,9 @@ func NextSplit(rec SplitRecord, v *SplitVolume, c *SplitClaim, prepared bool) (O
 	case v != nil && (c == nil || v.ClaimRefUID != c.UID):
 		return "", fmt.Errorf("volume %s is reserved for another claim of the name %s/%s (UID %s), which is gone or was made again. "+
 			"The user's files are in directory %q of %s; delete the volume (its reclaim policy is Retain: the directory stays) and apply again", rec.Volume, rec.Namespace, rec.Claim, v.ClaimRefUID, rec.Directory, rec.Shared)
-	case c == nil && !prepared:
+	case v == nil && !prepared:
+		// Also when the claim exists (a run stopped before the volume): the
+		// Job checks again that no symbolic link leads elsewhere.
 		return OpPrepareDirectory, nil
 	case c == nil:
 		return OpCreateSplitClaim, nil

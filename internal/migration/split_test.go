@@ -14,7 +14,7 @@ func TestSplitSource(t *testing.T) {
 		"nfs":       {VolumeSource{NFS: &NFSSource{Server: "10.0.0.5", Path: "/export"}}, VolumeSource{NFS: &NFSSource{Server: "10.0.0.5", Path: "/export/home/alice"}}},
 		"nfs csi, dynamic volume (subdir lower case)": {
 			VolumeSource{CSI: &CSISource{Driver: "nfs.csi.k8s.io", Handle: "nfs.example#/export#pvc-1##", Attributes: map[string]string{"server": "nfs.example", "share": "/export", "subdir": "pvc-1", "csi.storage.k8s.io/pvc/name": "home-nfs"}}},
-			VolumeSource{CSI: &CSISource{Driver: "nfs.csi.k8s.io", Handle: "nfs.example#/export#pvc-1###home/home/alice", Attributes: map[string]string{"server": "nfs.example", "share": "/export", "subDir": "pvc-1/home/alice"}}},
+			VolumeSource{CSI: &CSISource{Driver: "nfs.csi.k8s.io", Handle: "nfs.example#/export#pvc-1###home/home/alice", Attributes: map[string]string{"server": "nfs.example", "share": "/export", "subDir": "pvc-1/home/alice", "mountPermissions": "0"}}},
 		},
 		"efs": {
 			VolumeSource{CSI: &CSISource{Driver: "efs.csi.aws.com", Handle: "fs-0123:/homes"}},
@@ -67,7 +67,7 @@ func describeSource(s VolumeSource) string {
 	}
 	if s.CSI != nil {
 		b.WriteString(" csi=" + s.CSI.Driver + " handle=" + s.CSI.Handle)
-		for _, k := range []string{"server", "share", "subDir", "subdir"} {
+		for _, k := range []string{"server", "share", "subDir", "subdir", "mountPermissions"} {
 			if v, ok := s.CSI.Attributes[k]; ok {
 				b.WriteString(" " + k + "=" + v)
 			}
@@ -89,9 +89,10 @@ func TestNextSplit(t *testing.T) {
 		want     Op
 		err      string
 	}{
-		"nothing yet":                          {nil, nil, false, OpPrepareDirectory, ""},
-		"directory made":                       {nil, nil, true, OpCreateSplitClaim, ""},
-		"claim made":                           {nil, pending, false, OpCreateVolume, ""},
+		"nothing yet":    {nil, nil, false, OpPrepareDirectory, ""},
+		"directory made": {nil, nil, true, OpCreateSplitClaim, ""},
+		"claim made":     {nil, pending, true, OpCreateVolume, ""},
+		"claim made, a run stopped before the volume": {nil, pending, false, OpPrepareDirectory, ""},
 		"volume made":                          {mine, pending, false, OpWaitSplitBound, ""},
 		"bound":                                {mine, &SplitClaim{UID: "c1", Record: &rec, Phase: "Bound", VolumeName: rec.Volume}, false, OpDone, ""},
 		"a claim made meanwhile":               {nil, &SplitClaim{UID: "k1", Phase: "Pending"}, true, "", "never taken over"},
