@@ -53,6 +53,9 @@ const (
 	MethodAuto   Method = "auto"   // rebind where the backend can, else copy
 	MethodRebind Method = "rebind" // the same volume, served in the new mode
 	MethodCopy   Method = "copy"   // a new claim, the data copied by a Job
+	// MethodSplit moves a home from a directory of the shared claim to a
+	// claim of its own on a volume on that directory (split.go): zero copy.
+	MethodSplit Method = "split"
 )
 
 // Step is a migration's progress.

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/claims"
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/migration"
 )
 
 // differs says how a live claim differs from the configuration, or "".
@@ -22,7 +23,9 @@ func (p *planner) differs(c *claims.Claim) string {
 	if restrictiveness(c.AccessModes) > restrictiveness([]string{p.cfg.AccessMode}) {
 		d = append(d, fmt.Sprintf("access mode %s, config %s", strings.Join(c.AccessModes, ","), p.cfg.AccessMode))
 	}
-	if p.cfg.StorageClass != "" && c.StorageClass != p.cfg.StorageClass {
+	// A moved home's claim has no class: its volume is a directory of the
+	// shared claim's (split.go).
+	if p.cfg.StorageClass != "" && c.StorageClass != p.cfg.StorageClass && c.Annotations[migration.SplitAnnotation] == "" {
 		d = append(d, fmt.Sprintf("class %q, config %q", c.StorageClass, p.cfg.StorageClass))
 	}
 	return strings.Join(d, "; ")

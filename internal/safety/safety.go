@@ -91,6 +91,10 @@ type Config struct {
 	// OnLayoutChange says what to do when a change moves users' homes to
 	// other directories or claims.
 	OnLayoutChange OnLayoutChange
+	// SplitFrom, when set, is the per-user layout while homes move out of
+	// the shared one: a user without a claim of their own finds their home
+	// in their directory of this claim (split.go). Never set with Shared.
+	SplitFrom *SharedHome
 	// ClassReplaced names the settings of the StorageClass this resource
 	// manages that cannot change in place (apply deletes and creates it
 	// again); empty when none change.
@@ -365,6 +369,9 @@ type groups struct {
 	resizing                                      []UserPlan // rebinds that wait for an expansion to finish
 	lostCopies                                    []UserPlan // switched copies whose new claim is gone
 	deleteSources                                 []UserPlan
+	// inDirectories are listed users whose home is a directory of the
+	// shared claim that on_layout_change does not say to move.
+	inDirectories []UserPlan
 	// paused are rebinds an earlier apply started whose old claim is still
 	// there, while on_mode_change no longer says "migrate".
 	paused []pausedRebind
@@ -400,6 +407,7 @@ func (p *planner) run() Result {
 	p.migrationFindings()
 	p.pausedFindings()
 	p.deleteSourceFindings()
+	p.splitFindings()
 	for _, up := range p.g.gone {
 		p.warnf("users", "A managed home claim was deleted outside Terraform",
 			"Claim %s of user %q no longer exists; whatever was in that home directory is gone. Apply will create the claim again, empty.", up.ClaimName, up.User)
@@ -506,6 +514,7 @@ func (p *planner) planHome(up UserPlan) (UserPlan, bool) {
 	c, t := up.Live, p.idx.targets[up.Ref()]
 	ip, resuming := p.live.InProgress[up.Ref()]
 	switch {
+	case c != nil && p.splitClaim(&up):
 	case c != nil && c.Annotations[migration.CopyAnnotation] != "":
 		up.TargetLive = t
 		p.copied(&up)
@@ -568,6 +577,8 @@ func (p *planner) planClaim(up UserPlan) (UserPlan, bool) {
 	switch {
 	case c == nil && !up.Managed:
 		return up, false // was managed, is no longer listed and its claim is gone
+	case c == nil && p.cfg.SplitFrom != nil:
+		p.splitHome(&up) // the home is a directory of the shared claim
 	case c == nil:
 		up.Action, up.Reason = ActionCreate, "no claim yet"
 		// Only when the claim the state recorded is gone; after a template

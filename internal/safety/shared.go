@@ -104,6 +104,17 @@ type moves struct {
 // is new, or its state was removed) the homes found are compared: a listed
 // user's claim of the per-user layout is a home the shared layout leaves.
 func layoutMoves(cfg Config, prior *Prior, live Live) moves {
+	if cfg.SplitFrom != nil {
+		return splitMoves(cfg, prior, live)
+	}
+	if prior != nil && prior.Config.SplitFrom != nil {
+		if cfg.Shared == nil {
+			return unsplitMoves(cfg, prior.Config, live)
+		}
+		was := *prior // back to the shared layout: the directories are compared
+		was.Config = directoryView(was.Config)
+		prior = &was
+	}
 	var m moves
 	if prior == nil {
 		if cfg.Shared == nil {

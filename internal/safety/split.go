@@ -1,0 +1,217 @@
+package safety
+
+// Moving homes out of the shared layout (Config.SplitFrom): the per-user
+// layout, while the homes not yet moved are still directories of the
+// shared claim. The hub decides at each spawn: a user whose claim exists
+// mounts it, a user without one mounts their directory, a claim whose move
+// has not finished refuses the spawn. So the plan never creates an empty
+// claim for a user (the hub would mount it instead of their directory):
+// with on_layout_change = "migrate" a listed user's directory becomes a
+// claim of its own (migration.NextSplit: a volume on that very directory,
+// zero copy), otherwise the plan fails naming them.
+
+import (
+	"fmt"
+
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/claims"
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/migration"
+)
+
+// OnLayoutChangeMigrate moves listed users' homes from their directory of
+// the shared claim into claims of their own (with layout per_user).
+const OnLayoutChangeMigrate OnLayoutChange = "migrate"
+
+// directoryView is cfg with the directories of the homes not yet moved
+// (SplitFrom) as its shared layout: where a user without a claim of
+// their own finds their home.
+func directoryView(cfg Config) Config {
+	if cfg.SplitFrom != nil {
+		cfg.Shared, cfg.SplitFrom = cfg.SplitFrom, nil
+	}
+	return cfg
+}
+
+// splitRecord is the record of the move that made c, nil when none (or
+// when it cannot be read: then splitClaim reports it).
+func splitRecord(c *claims.Claim) (*migration.SplitRecord, error) {
+	v := c.Annotations[migration.SplitAnnotation]
+	if v == "" {
+		return nil, nil
+	}
+	rec, err := migration.DecodeSplitRecord(v)
+	if err != nil {
+		return nil, err
+	}
+	return &rec, nil
+}
+
+// splitDone reports whether c is a moved home the hub mounts: bound to the
+// volume its record names.
+func splitDone(c *claims.Claim, rec *migration.SplitRecord) bool {
+	return c.Phase == "Bound" && c.VolumeName == rec.Volume && !c.Deleting
+}
+
+// splitHome plans a listed user's home that has no claim while homes move
+// out of the shared layout: the user's directory of the shared claim.
+func (p *planner) splitHome(up *UserPlan) {
+	cfg := p.cfg
+	dir, err := directoryView(cfg).SharedDirectory(up.User)
+	if err != nil {
+		p.errorf("users", "Username cannot be turned into a directory", "%q: %v", up.User, err)
+		up.Action, up.Reason = ActionKeep, "its directory cannot be named"
+		return
+	}
+	from := fmt.Sprintf("directory %q of claim %s/%s", dir, cfg.Namespace, cfg.SplitFrom.Claim)
+	up.Action, up.Reason = ActionKeep, from+"; moved by a later apply"
+	switch {
+	case cfg.OnLayoutChange != OnLayoutChangeMigrate:
+		up.Reason = from
+		p.g.inDirectories = append(p.g.inDirectories, *up)
+	case cfg.Migration.BatchSize > 0 && len(p.g.migrating) >= cfg.Migration.BatchSize:
+		up.Reason += " (batch_size)"
+	default:
+		up.Action, up.Method = ActionMigrate, migration.MethodSplit
+		up.Volume = migration.SplitVolumeName(up.Namespace, up.ClaimName)
+		up.Reason = fmt.Sprintf("%s becomes claim %s on volume %s (zero copy)", from, up.ClaimName, up.Volume)
+		p.g.migrating = append(p.g.migrating, *up)
+	}
+}
+
+// splitClaim plans a claim that a move out of the shared layout made:
+// bound to its volume, it is the user's home like any other claim (its
+// storage class "" is not a difference: splitDiffers); not yet, the move
+// resumes (on_layout_change = "migrate" with shared_home) or the plan fails,
+// saying how to finish it. It reports whether the claim was planned here.
+func (p *planner) splitClaim(up *UserPlan) bool {
+	c := up.Live
+	rec, err := splitRecord(c)
+	switch {
+	case err != nil:
+		up.Action, up.Reason = ActionKeep, "its move's record cannot be read"
+		p.errorf("users", "A moved home's record cannot be read", "Claim %s of user %q: %v. Nothing is done with it; fix or remove the annotation %s.",
+			up.Ref(), up.User, err, migration.SplitAnnotation)
+		return true
+	case rec == nil || splitDone(c, rec):
+		return false
+	}
+	from := fmt.Sprintf("directory %q of claim %s/%s", rec.Directory, rec.Namespace, rec.Shared)
+	if dir, err := directoryView(p.cfg).SharedDirectory(up.User); p.cfg.SplitFrom != nil && (err != nil || dir != rec.Directory || rec.User != up.User || rec.Namespace != up.Namespace) {
+		up.Action, up.Reason = ActionKeep, "its move from "+from+" has not finished"
+		p.errorf("shared_home", "A move out of the shared layout began from another directory",
+			"An earlier apply began moving %q's home from %s into claim %s (volume %s), and it has not finished; under the settings now the user's directory is %q. "+
+				"Restore the settings it began with (shared_home.sub_path_template, slug_scheme) and apply to finish it, or undo it: delete claim %s and volume %s (reclaim policy Retain: the directory and its files stay).",
+			up.User, from, up.Ref(), rec.Volume, dir, up.Ref(), rec.Volume)
+		return true
+	}
+	sf := p.cfg.SplitFrom
+	if sf == nil || sf.Claim != rec.Shared || p.cfg.OnLayoutChange != OnLayoutChangeMigrate || !up.Managed {
+		up.Action, up.Reason = ActionKeep, "its move from "+from+" has not finished"
+		p.errorf("on_layout_change", "A move out of the shared layout has not finished",
+			"An earlier apply began moving %q's home from %s into claim %s (volume %s), and it has not finished; the hub refuses the user's spawns until it has. "+
+				"Finish it: apply with layout = \"per_user\", shared_home naming claim %s, on_layout_change = \"migrate\" and the user listed in users. "+
+				"Or undo it: delete claim %s and volume %s (its reclaim policy is Retain: the directory and its files stay); the user's next spawn mounts the directory again.",
+			up.User, from, up.Ref(), rec.Volume, rec.Shared, up.Ref(), rec.Volume)
+		return true
+	}
+	up.Action, up.Method, up.Volume = ActionMigrate, migration.MethodSplit, rec.Volume
+	up.Reason = fmt.Sprintf("resume moving %s into claim %s (volume %s)", from, up.ClaimName, rec.Volume)
+	p.g.migrating = append(p.g.migrating, *up)
+	return true
+}
+
+// splitFindings: listed users whose home is still a directory while
+// on_layout_change does not say to move them.
+func (p *planner) splitFindings() {
+	in := p.g.inDirectories
+	if len(in) == 0 {
+		return
+	}
+	p.errorf("on_layout_change", "Listed users' homes are directories of the shared claim",
+		"layout = \"per_user\", and %d listed user(s) have no claim of their own: their home is their directory of the shared claim, where the hub keeps mounting it:\n%s\n"+
+			"Set on_layout_change = \"migrate\" to move each into a claim of its own (a volume on that very directory: nothing is copied), or leave them out of users for now. "+
+			"A claim is never created empty for them: the hub would mount it instead of their directory.",
+		len(in), describeReasons(in))
+}
+
+// splitMoves is what a change to the layout of moving homes out of the
+// shared one (cfg.SplitFrom) does to homes. Homes that are directories stay
+// where the shared layout had them unless the shared claim, the sub-path
+// template or the slug scheme change (compared as between two shared
+// layouts). From the shared layout (or with no prior state, when the hub's
+// layout is unknown), a per-user home claim that a move did not make is
+// one the hub starts mounting instead of the user's directory: named, as a
+// move. From the per-user layout nothing moves: every claim stays its
+// user's home.
+func splitMoves(cfg Config, prior *Prior, live Live) moves {
+	now := directoryView(cfg)
+	var m moves
+	switch {
+	case prior != nil && prior.Config.Shared == nil && prior.Config.SplitFrom == nil:
+		return m
+	case prior != nil:
+		was := *prior
+		was.Config = directoryView(was.Config)
+		// Listed users with a claim of their own are not in a directory.
+		inDirs := now
+		inDirs.Users = nil
+		for _, u := range cfg.Users {
+			if !hasOwnClaim(cfg, live, u) {
+				inDirs.Users = append(inDirs.Users, u)
+			}
+		}
+		m = layoutMoves(inDirs, &was, live)
+		if prior.Config.SplitFrom != nil {
+			return m
+		}
+	}
+	for i := range live.Claims {
+		c := &live.Claims[i]
+		if c.Username == "" || c.Servername != "" || c.Annotations[migration.SplitAnnotation] != "" || cfg.ref(c).Namespace != cfg.Namespace {
+			continue
+		}
+		if name, err := cfg.homeFor(c.Username, ""); err != nil || name.claim != cfg.ref(c) {
+			continue
+		}
+		dir, err := now.homeFor(c.Username, "")
+		if err != nil {
+			continue
+		}
+		m.listed = append(m.listed, fmt.Sprintf("%s: %s → claim %s (a claim of the per-user layout, not a moved home)", c.Username, dir, cfg.ref(c)))
+	}
+	return m
+}
+
+// unsplitMoves is what leaving the move out of the shared layout for the
+// per-user layout does: users whose home is still a directory (no claim of
+// their own) would get a new, empty claim.
+func unsplitMoves(cfg, was Config, live Live) moves {
+	var m moves
+	old := directoryView(was)
+	for _, u := range cfg.Users {
+		if hasOwnClaim(cfg, live, u) {
+			continue
+		}
+		if from, err := old.homeFor(u, ""); err == nil {
+			to, _ := cfg.homeFor(u, "")
+			m.listed = append(m.listed, fmt.Sprintf("%s: %s → %s", u, from, to))
+		}
+	}
+	m.example = fmt.Sprintf("every user not listed who was never moved: their directory of claim %s/%s is no longer mounted, and KubeSpawner gives them a new, empty claim",
+		was.Namespace, was.SplitFrom.Claim)
+	return m
+}
+
+// hasOwnClaim reports whether user u's default server has a claim of its
+// own under cfg's template.
+func hasOwnClaim(cfg Config, live Live, u string) bool {
+	h, err := cfg.homeFor(u, "")
+	if err != nil || h.dir != "" {
+		return false
+	}
+	for i := range live.Claims {
+		if cfg.ref(&live.Claims[i]) == h.claim {
+			return true
+		}
+	}
+	return false
+}

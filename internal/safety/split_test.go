@@ -1,0 +1,161 @@
+package safety
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/claims"
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/kubespawner"
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/migration"
+)
+
+// splitConfig is the per-user layout moving out of sharedConfig's.
+func splitConfig(users ...string) Config {
+	cfg := sharedConfig("{username}", kubespawner.SchemeSafe, users...)
+	cfg.SplitFrom, cfg.Shared = cfg.Shared, nil
+	cfg.StorageClass = "nfs"
+	cfg.OnLayoutChange = OnLayoutChangeMigrate
+	return cfg
+}
+
+// splitClaimOf is the claim a move made for user, bound or not.
+func splitClaimOf(user string, bound bool) claims.Claim {
+	rec := migration.SplitRecord{User: user, Namespace: "hub", Claim: "claim-" + user, Shared: "home-nfs", SharedUID: "s1", Directory: user,
+		Volume: migration.SplitVolumeName("hub", "claim-"+user)}
+	c := claims.Claim{Namespace: "hub", Name: rec.Claim, UID: "u-" + user, Username: user, AccessModes: []string{RWX}, ClassNamed: true,
+		Requested: "10Gi", RequestedBytes: 10 << 30, Phase: "Pending", Annotations: map[string]string{migration.SplitAnnotation: rec.Encode()}}
+	if bound {
+		c.Phase, c.VolumeName, c.Capacity = "Bound", rec.Volume, "10Gi"
+	}
+	return c
+}
+
+func planOf(res Result, user string) *UserPlan {
+	for i := range res.Users {
+		if res.Users[i].User == user {
+			return &res.Users[i]
+		}
+	}
+	return nil
+}
+
+// From the shared layout, on_layout_change = "migrate" moves every listed
+// user's directory into a claim of their own (zero copy), never creates an
+// empty claim, and batch_size leaves the rest in their directories.
+func TestPlanSplit_movesListedUsersNeverCreatesEmptyClaims(t *testing.T) {
+	cfg := splitConfig("alice", "bob", "carol")
+	cfg.Migration.BatchSize = 2
+	prior := &Prior{Config: sharedConfig("{username}", kubespawner.SchemeSafe, "alice", "bob", "carol")}
+	res := Plan(cfg, prior, sharedLive(RWX))
+	if len(res.Errors) != 0 || res.Class != ClassSafe {
+		t.Fatalf("%s\n%s", res.Class, findingsText(res.Errors))
+	}
+	for u, want := range map[string]Action{"alice": ActionMigrate, "bob": ActionMigrate, "carol": ActionKeep} {
+		up := planOf(res, u)
+		if up == nil || up.Action != want {
+			t.Fatalf("%s: %+v, want %s", u, up, want)
+		}
+		if want == ActionMigrate && (up.Method != migration.MethodSplit || up.Volume != migration.SplitVolumeName("hub", "claim-"+u)) {
+			t.Errorf("%s: %+v", u, up)
+		}
+	}
+	for up := range res.All() {
+		if up.Action == ActionCreate {
+			t.Errorf("%s: an empty claim would be created and mounted instead of the directory", up.User)
+		}
+	}
+	// Without migrate, the plan fails naming the users, and creates nothing.
+	cfg.OnLayoutChange = OnLayoutChangeFail
+	res = Plan(cfg, prior, sharedLive(RWX))
+	text := findingsText(res.Errors)
+	if !strings.Contains(text, "Listed users' homes are directories") || !strings.Contains(text, "carol") {
+		t.Fatalf("fail:\n%s", text)
+	}
+	for up := range res.All() {
+		if up.Action == ActionCreate || up.Action == ActionMigrate {
+			t.Errorf("%s: %s without migrate", up.User, up.Action)
+		}
+	}
+}
+
+// A moved home bound to its volume is the user's home: kept, whatever the
+// configured class (a moved home's claim has none); one not yet bound
+// resumes, or fails the plan when on_layout_change no longer says migrate
+// or the per-user layout was left: never planned over as an empty home.
+func TestPlanSplit_movedAndUnfinishedHomes(t *testing.T) {
+	cfg := splitConfig("alice", "bob")
+	live := sharedLive(RWX)
+	live.Claims = []claims.Claim{splitClaimOf("alice", true), splitClaimOf("bob", false)}
+	prior := &Prior{Config: cfg}
+	res := Plan(cfg, prior, live)
+	if a, b := planOf(res, "alice"), planOf(res, "bob"); len(res.Errors) != 0 || a.Action != ActionKeep && a.Action != ActionResize || b.Action != ActionMigrate || b.Method != migration.MethodSplit {
+		t.Fatalf("%+v\n%+v\n%s", a, b, findingsText(res.Errors))
+	}
+	for _, now := range []Config{
+		func() Config { c := cfg; c.OnLayoutChange = OnLayoutChangeKeep; return c }(),
+		func() Config { c := cfg; c.SplitFrom = nil; c.OnLayoutChange = OnLayoutChangeKeep; return c }(),
+		func() Config { c := cfg; c.Users = []string{"alice"}; return c }(),
+	} {
+		res := Plan(now, prior, live)
+		if b := planOf(res, "bob"); b == nil || b.Action == ActionCreate || b.Action == ActionMigrate || !strings.Contains(findingsText(res.Errors), "has not finished") {
+			t.Fatalf("%+v\n%s", b, findingsText(res.Errors))
+		}
+	}
+	// The template changed mid-move: the record's directory is not the user's.
+	now := cfg
+	now.SplitFrom = &SharedHome{Claim: "home-nfs", SubPathTemplate: "home/{username}"}
+	if res := Plan(now, prior, live); !strings.Contains(findingsText(res.Errors), "began from another directory") {
+		t.Fatalf("%s", findingsText(res.Errors))
+	}
+}
+
+// From the shared layout, a per-user claim that no move made (one kept
+// from a layout before the shared one) is what the hub would start
+// mounting instead of the user's directory: named, listed or not, and the
+// plan fails unless on_layout_change = "keep". From the per-user layout
+// those claims were the homes already: nothing moves.
+func TestPlanSplit_oldPerUserClaimsAreMoves(t *testing.T) {
+	cfg := splitConfig("alice")
+	live := sharedLive(RWX)
+	old := claims.Claim{Namespace: "hub", Name: "claim-dave", UID: "d", Username: "dave", AccessModes: []string{RWO}, Phase: "Bound", VolumeName: "pv-d"}
+	live.Claims = []claims.Claim{old}
+	shared := &Prior{Config: sharedConfig("{username}", kubespawner.SchemeSafe, "alice")}
+	text := findingsText(Plan(cfg, shared, live).Errors)
+	if !strings.Contains(text, `dave: directory "dave" of claim hub/home-nfs → claim hub/claim-dave`) {
+		t.Fatalf("%s", text)
+	}
+	if text := findingsText(Plan(cfg, nil, live).Errors); !strings.Contains(text, "dave:") {
+		t.Fatalf("no prior: %s", text)
+	}
+	perUser := cfg
+	perUser.SplitFrom = nil
+	if text := findingsText(Plan(cfg, &Prior{Config: perUser}, live).Errors); strings.Contains(text, "→ claim hub/claim-dave") {
+		t.Fatalf("from per-user: %s", text)
+	}
+}
+
+// Leaving the move for the plain per-user layout: listed users still in
+// their directory, and every unlisted user never moved, would get a new,
+// empty claim; the plan fails unless on_layout_change = "keep". Going back
+// to the shared layout compares directories only.
+func TestPlanSplit_leavingTheMove(t *testing.T) {
+	cfg := splitConfig("alice", "bob")
+	live := sharedLive(RWX)
+	live.Claims = []claims.Claim{splitClaimOf("alice", true)}
+	prior := &Prior{Config: cfg}
+	now := cfg
+	now.SplitFrom = nil
+	now.OnLayoutChange = OnLayoutChangeFail
+	text := findingsText(Plan(now, prior, live).Errors)
+	if !strings.Contains(text, `bob: directory "bob" of claim hub/home-nfs → claim hub/claim-bob`) || strings.Contains(text, "alice:") || !strings.Contains(text, "never moved") {
+		t.Fatalf("%s", text)
+	}
+	back := sharedConfig("{username}", kubespawner.SchemeSafe, "alice", "bob")
+	if res := Plan(back, prior, live); len(res.Errors) != 0 {
+		t.Fatalf("back to shared: %s", findingsText(res.Errors))
+	}
+	back.Shared = &SharedHome{Claim: "home-nfs", SubPathTemplate: "home/{username}"}
+	if res := Plan(back, prior, live); !strings.Contains(findingsText(res.Errors), "bob:") {
+		t.Fatalf("back to shared, other template: %s", findingsText(res.Errors))
+	}
+}
