@@ -14,6 +14,7 @@ import (
 // migrations. internal/kube implements it.
 type Changes interface {
 	Migrations
+	Splits
 	Claims
 	Classes
 }
@@ -61,11 +62,12 @@ type MigrationOutcome struct {
 	Err  error          // wraps ErrNotAttempted when it was not attempted
 }
 
-// Migration is one migration to run: a copy or a rebind.
+// Migration is one migration to run: a copy, a split or a rebind.
 type Migration struct {
 	Key    string // as in safety.Changes
 	Plan   safety.UserPlan
 	Copy   *Copy   // set for a copy
+	Split  *Split  // set for a split
 	Rebind *Rebind // set otherwise
 }
 
@@ -118,13 +120,17 @@ func (a *Apply) Homes(ctx context.Context, sel Selection, spec ClaimSpec, image 
 // Migrate runs the migrations, n at a time (Runner).
 func (a *Apply) Migrate(ctx context.Context, ms []Migration, n int) {
 	run := Runner{Cluster: a.Cluster, AfterStep: a.AfterStep}
+	split := SplitRunner{Cluster: a.Cluster, AfterStep: a.AfterStep}
 	outs := make([]MigrationOutcome, len(ms))
 	failed := ForEach(ctx, indexes(len(ms)), n, a.Unreachable, func(ctx context.Context, i int) error {
 		var step migration.Step
 		var err error
-		if m := ms[i]; m.Copy != nil {
+		switch m := ms[i]; {
+		case m.Copy != nil:
 			step, err = run.Copy(ctx, *m.Copy)
-		} else {
+		case m.Split != nil:
+			step, err = split.Split(ctx, *m.Split)
+		default:
 			step, err = run.Rebind(ctx, *m.Rebind)
 		}
 		outs[i].Step = step // each goroutine its own element

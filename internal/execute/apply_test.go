@@ -17,8 +17,33 @@ import (
 type applyFake struct {
 	*fake
 	*fakeClasses
+	splits *splitFake // the splits' cluster; WaitBound is the fake's
 	specs  []ClaimSpec
 	refuse map[string]error // a create's answer, by claim
+}
+
+func (f *applyFake) SharedSource(ctx context.Context, ns, claim string) (migration.VolumeSource, string, error) {
+	return f.splits.SharedSource(ctx, ns, claim)
+}
+
+func (f *applyFake) PrepareDirectory(ctx context.Context, job Split) error {
+	return f.splits.PrepareDirectory(ctx, job)
+}
+
+func (f *applyFake) SplitVolume(ctx context.Context, name string) (*migration.SplitVolume, error) {
+	return f.splits.SplitVolume(ctx, name)
+}
+
+func (f *applyFake) CreateSplitVolume(ctx context.Context, rec migration.SplitRecord, src migration.VolumeSource, spec ClaimSpec, uid string) error {
+	return f.splits.CreateSplitVolume(ctx, rec, src, spec, uid)
+}
+
+func (f *applyFake) SplitClaim(ctx context.Context, ns, name string) (*migration.SplitClaim, error) {
+	return f.splits.SplitClaim(ctx, ns, name)
+}
+
+func (f *applyFake) CreateSplitClaim(ctx context.Context, rec migration.SplitRecord, spec ClaimSpec) error {
+	return f.splits.CreateSplitClaim(ctx, rec, spec)
 }
 
 func (f *applyFake) CreateHome(_ context.Context, spec ClaimSpec) (claims.Claim, error) {
@@ -33,7 +58,7 @@ func (f *applyFake) CreateHome(_ context.Context, spec ClaimSpec) (claims.Claim,
 }
 
 func newApplyFake() *applyFake {
-	return &applyFake{fake: newFake(), fakeClasses: &fakeClasses{classes: map[string]*StorageClass{}}, refuse: map[string]error{}}
+	return &applyFake{fake: newFake(), fakeClasses: &fakeClasses{classes: map[string]*StorageClass{}}, splits: newSplitFake(), refuse: map[string]error{}}
 }
 
 func creates(users ...string) Selection {

@@ -70,6 +70,15 @@ func (r *homeStorageResource) ValidateConfig(ctx context.Context, req resource.V
 		resp.Diagnostics.AddAttributeError(path.Root("shared_home"), "shared_home cannot be used with user_namespace_template",
 			"A claim can be mounted only by pods in its own namespace, so one shared claim cannot hold the homes of servers in per-user namespaces. Remove user_namespace_template, or use per-user claims (remove shared_home).")
 	}
+	if m.Layout.ValueString() == layoutShared && m.SharedHome == nil {
+		resp.Diagnostics.AddAttributeError(path.Root("layout"), "layout = \"shared\" needs shared_home",
+			"The shared layout keeps every home in a directory of one claim: name it in shared_home (claim_name, init_image), or set layout = \"per_user\".")
+	}
+	if m.OnLayoutChange.ValueString() == string(safety.OnLayoutChangeMigrate) && (m.SharedHome == nil || m.Layout.ValueString() != layoutPerUser) && !m.Layout.IsUnknown() {
+		resp.Diagnostics.AddAttributeError(path.Root("on_layout_change"), "on_layout_change = \"migrate\" moves homes out of the shared layout",
+			"It moves each listed user's directory of shared_home's claim into a claim of their own: set layout = \"per_user\" and keep shared_home naming the claim that holds the homes. "+
+				"Other changes of the layout are kept (\"keep\") or refused (\"fail\").")
+	}
 	if m.AccessMode.ValueString() == safety.RWX && m.StorageClass == nil && m.StorageClassName.IsNull() && m.SharedHome == nil {
 		resp.Diagnostics.AddAttributeError(path.Root("storage_class_name"), "ReadWriteMany needs a storage class",
 			"The cluster's default class is usually a block-volume class that cannot serve ReadWriteMany. Name a class backed by a shared file system with storage_class_name, or create one with storage_class = { name = ..., provisioner = ... }.")
@@ -91,9 +100,9 @@ func validateDataLoss(m *homeStorageModel, diags *diag.Diagnostics) {
 		diags.AddAttributeWarning(path.Root("migration").AtName("rebind_drivers"), "migration.rebind_drivers is not used",
 			"migration.method = \"copy\" copies every home; migration.rebind_drivers applies only with method = \"rebind\" or \"auto\".")
 	}
-	if m.Migration != nil && !m.OnModeChange.IsUnknown() && m.OnModeChange.ValueString() != string(safety.OnModeChangeMigrate) {
+	if m.Migration != nil && !m.OnModeChange.IsUnknown() && m.OnModeChange.ValueString() != string(safety.OnModeChangeMigrate) && m.OnLayoutChange.ValueString() != string(safety.OnLayoutChangeMigrate) {
 		diags.AddAttributeWarning(path.Root("migration"), "migration is not used",
-			fmt.Sprintf("on_mode_change = %q: migration applies only with on_mode_change = \"migrate\".", m.OnModeChange.ValueString()))
+			fmt.Sprintf("on_mode_change = %q: migration applies only with on_mode_change = \"migrate\" (or its batch_size and max_parallel with on_layout_change = \"migrate\").", m.OnModeChange.ValueString()))
 	}
 }
 

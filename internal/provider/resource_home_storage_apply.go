@@ -49,8 +49,8 @@ func (r *homeStorageResource) readLive(ctx context.Context, client *kube.Client,
 	if err := readInProgress(ctx, client, cfg, &live); err != nil {
 		return live, err
 	}
-	if cfg.Shared != nil {
-		if live.Shared, err = client.Claim(ctx, cfg.Namespace, cfg.Shared.Claim); err != nil {
+	if sh := directoryOf(cfg); sh != nil {
+		if live.Shared, err = client.Claim(ctx, cfg.Namespace, sh.Claim); err != nil {
 			return live, err
 		}
 	}
@@ -187,10 +187,10 @@ func (r *homeStorageResource) apply(ctx context.Context, plan, state *homeStorag
 	sel := execute.Select(res, planned, known)
 	reportReconcile(diags, sel.Refused, sel.Moot)
 	labels, annotations := stringMap(ctx, plan.Labels, diags), stringMap(ctx, plan.Annotations, diags)
-	ex.Homes(ctx, sel, execute.ClaimSpec{Mode: cfg.AccessMode, Class: cfg.StorageClass, Size: cfg.Capacity, Labels: labels, Annotations: annotations},
-		cfg.Migration.CopyImage)
+	spec := execute.ClaimSpec{Mode: cfg.AccessMode, Class: cfg.StorageClass, Size: cfg.Capacity, Labels: labels, Annotations: annotations}
+	ex.Homes(ctx, sel, spec, cfg.Migration.CopyImage)
 	out := homesOutcomeOf(sel, ex.Outcome)
-	hadMigrations, migrated := runPlannedMigrations(ctx, ex, plan, state, cfg, res, sel, labels, !out.unreachable)
+	hadMigrations, migrated := runPlannedMigrations(ctx, ex, plan, state, cfg, res, sel, spec, !out.unreachable)
 	reportOutcome(diags, ex.Outcome)
 	if len(out.failedUsers) > 0 {
 		var kept []string
@@ -211,7 +211,7 @@ func (r *homeStorageResource) apply(ctx context.Context, plan, state *homeStorag
 // server can be reached) and sets migration_status. It reports whether
 // the plan showed any, and whether they ran.
 func runPlannedMigrations(ctx context.Context, ex *execute.Apply, plan, state *homeStorageModel, cfg safety.Config, res safety.Result,
-	sel execute.Selection, labels map[string]string, reachable bool) (planned, ran bool) {
+	sel execute.Selection, spec execute.ClaimSpec, reachable bool) (planned, ran bool) {
 	var migrations []migrationItem
 	for _, it := range migrationItems(res, toMigrate) {
 		if sel.Migrate[it.key] {
@@ -221,7 +221,7 @@ func runPlannedMigrations(ctx context.Context, ex *execute.Apply, plan, state *h
 	}
 	ran = len(migrations) > 0 && reachable
 	if ran {
-		plan.MigrationStatus = runMigrations(ctx, ex, plan, migrations, cfg, labels)
+		plan.MigrationStatus = runMigrations(ctx, ex, plan, migrations, cfg, spec)
 	}
 	if plan.MigrationStatus.IsUnknown() {
 		plan.MigrationStatus = types.StringValue("{}")
@@ -331,4 +331,13 @@ func appliedClaims(before []claims.Claim, homes []execute.HomeOutcome, cfg safet
 		out = append(out, c)
 	}
 	return out
+}
+
+// directoryOf is the shared claim where users' homes are directories: the
+// shared layout's, or the one homes move out of; nil when none.
+func directoryOf(cfg safety.Config) *safety.SharedHome {
+	if cfg.Shared != nil {
+		return cfg.Shared
+	}
+	return cfg.SplitFrom
 }

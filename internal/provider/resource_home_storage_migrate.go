@@ -13,6 +13,7 @@ import (
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/claims"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/execute"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/kube"
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/kubespawner"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/migration"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/safety"
 )
@@ -160,8 +161,11 @@ type migrationPlanEntry struct {
 // counts the migrations.
 func migrationPlanValue(res safety.Result, cfg safety.Config) (v types.String, n int) {
 	out := map[string]migrationPlanEntry{}
+	splitLater := func(up *safety.UserPlan) bool { // a directory a later apply moves (batch_size)
+		return up.Action == safety.ActionKeep && up.Live == nil && cfg.SplitFrom != nil && cfg.OnLayoutChange == safety.OnLayoutChangeMigrate
+	}
 	shown := func(up *safety.UserPlan) bool {
-		return up.Action == safety.ActionMigrate || up.Action == safety.ActionLegacy && cfg.OnModeChange == safety.OnModeChangeMigrate
+		return up.Action == safety.ActionMigrate || up.Action == safety.ActionLegacy && cfg.OnModeChange == safety.OnModeChangeMigrate || splitLater(up)
 	}
 	for _, it := range migrationItems(res, shown) {
 		up := it.up
@@ -179,7 +183,7 @@ func migrationPlanValue(res safety.Result, cfg safety.Config) (v types.String, n
 				e.To, e.Resume = up.CopyResume.To, string(up.CopyResume.Step)
 			}
 			out[it.key] = e
-		case up.Action == safety.ActionLegacy && cfg.OnModeChange == safety.OnModeChangeMigrate:
+		case up.Action == safety.ActionLegacy && cfg.OnModeChange == safety.OnModeChangeMigrate, splitLater(&up):
 			out[it.key] = migrationPlanEntry{Method: "none", Claim: up.ClaimName, Reason: up.Reason}
 		}
 	}
@@ -224,12 +228,15 @@ type migrationStatusEntry struct {
 // max_parallel at a time, and returns migration_status. Failures are
 // reported with the apply's other failures (reportOutcome); no data is lost
 // by a failure at any step (the volume is retained from the first step on).
-func runMigrations(ctx context.Context, ex *execute.Apply, plan *homeStorageModel, items []migrationItem, cfg safety.Config, labels map[string]string) types.String {
+func runMigrations(ctx context.Context, ex *execute.Apply, plan *homeStorageModel, items []migrationItem, cfg safety.Config, spec execute.ClaimSpec) types.String {
+	labels := spec.Labels
 	ms := make([]execute.Migration, len(items))
 	for i, it := range items {
 		up := it.up
 		ms[i] = execute.Migration{Key: it.key, Plan: up}
 		switch up.Method {
+		case migration.MethodSplit:
+			ms[i].Split = splitJob(plan, cfg, up, spec)
 		case migration.MethodCopy:
 			to := cfg.AccessMode
 			if up.CopyResume != nil {
@@ -260,6 +267,18 @@ func runMigrations(ctx context.Context, ex *execute.Apply, plan *homeStorageMode
 	}
 	b, _ := json.Marshal(status)
 	return types.StringValue(string(b))
+}
+
+// splitJob is the move of up's home out of the shared layout: its
+// directory (as the planner checked, the one a resumed move began from)
+// and the owner, mode and image of a directory the move makes.
+func splitJob(plan *homeStorageModel, cfg safety.Config, up safety.UserPlan, spec execute.ClaimSpec) *execute.Split {
+	sh := plan.SharedHome
+	dir, _ := kubespawner.Expand(cfg.SplitFrom.SubPathTemplate, up.User, "", cfg.Scheme) // the plan expanded it
+	spec = spec.For(up)
+	spec.Class = ""
+	return &execute.Split{User: up.User, Shared: cfg.SplitFrom.Claim, Directory: dir, Spec: spec,
+		UID: sh.DirectoryUID.ValueInt64(), GID: sh.DirectoryGID.ValueInt64(), Mode: sh.DirectoryMode.ValueString(), Image: sh.InitImage.ValueString()}
 }
 
 // reportReconcile turns the differences between the plan and the cluster at

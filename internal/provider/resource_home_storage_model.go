@@ -39,6 +39,9 @@ func (m *homeStorageModel) config(ctx context.Context, diags *diag.Diagnostics) 
 	cfg.OnLayoutChange = safety.OnLayoutChange(m.OnLayoutChange.ValueString())
 	if sh := m.SharedHome; sh != nil {
 		cfg.Shared = &safety.SharedHome{Claim: sh.ClaimName.ValueString(), SubPathTemplate: sh.SubPathTemplate.ValueString()}
+		if m.Layout.ValueString() == layoutPerUser {
+			cfg.SplitFrom, cfg.Shared = cfg.Shared, nil
+		}
 	}
 	if q, err := kresource.ParseQuantity(cfg.Capacity); err == nil {
 		cfg.CapacityBytes = q.Value()
@@ -56,6 +59,21 @@ func (m *homeStorageModel) className() string {
 		return m.StorageClass.Name.ValueString()
 	}
 	return m.StorageClassName.ValueString()
+}
+
+// Values of layout.
+const (
+	layoutShared  = "shared"
+	layoutPerUser = "per_user"
+)
+
+// splitFrom is shared_home while homes move out of the shared layout
+// (layout = "per_user" with shared_home); nil otherwise.
+func (m *homeStorageModel) splitFrom() *sharedModel {
+	if m.Layout.ValueString() == layoutPerUser {
+		return m.SharedHome
+	}
+	return nil
 }
 
 // prior is what the state says was applied.
@@ -106,7 +124,7 @@ func plannable(m *homeStorageModel) bool {
 			}
 		}
 	}
-	return !m.OnLayoutChange.IsUnknown() && m.sharedKnown()
+	return !m.OnLayoutChange.IsUnknown() && !m.Layout.IsUnknown() && m.sharedKnown()
 }
 
 // sharedKnown reports whether shared_home is known (or not set).
@@ -138,9 +156,9 @@ func sameArguments(a, b *homeStorageModel) bool {
 		return false
 	}
 	av := []attr.Value{a.Namespace, a.AccessMode, a.StorageClassName, a.Capacity, a.PVCNameTemplate, a.SlugScheme,
-		a.Users, a.Labels, a.Annotations, a.OnModeChange, a.AllowDataLoss, a.DeletionPolicy, a.ExtraUserVolumes, a.UserNamespaceTemplate, a.OnLayoutChange}
+		a.Users, a.Labels, a.Annotations, a.OnModeChange, a.AllowDataLoss, a.DeletionPolicy, a.ExtraUserVolumes, a.UserNamespaceTemplate, a.OnLayoutChange, a.Layout}
 	bv := []attr.Value{b.Namespace, b.AccessMode, b.StorageClassName, b.Capacity, b.PVCNameTemplate, b.SlugScheme,
-		b.Users, b.Labels, b.Annotations, b.OnModeChange, b.AllowDataLoss, b.DeletionPolicy, b.ExtraUserVolumes, b.UserNamespaceTemplate, b.OnLayoutChange}
+		b.Users, b.Labels, b.Annotations, b.OnModeChange, b.AllowDataLoss, b.DeletionPolicy, b.ExtraUserVolumes, b.UserNamespaceTemplate, b.OnLayoutChange, b.Layout}
 	for i := range av {
 		if !av[i].Equal(bv[i]) {
 			return false

@@ -50,6 +50,7 @@ type homeStorageModel struct {
 	UserNamespaceTemplate types.String    `tfsdk:"user_namespace_template"`
 	SharedHome            *sharedModel    `tfsdk:"shared_home"`
 	OnLayoutChange        types.String    `tfsdk:"on_layout_change"`
+	Layout                types.String    `tfsdk:"layout"`
 }
 
 type sharedModel struct {
@@ -234,9 +235,21 @@ func homeStorageSchema() schema.Schema {
 						MarkdownDescription: "Image of the init container that creates a missing directory; it needs `sh`, `mkdir`, `chown` and `chmod` (e.g. a busybox or Alpine image)."},
 				}},
 			"on_layout_change": schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString(string(safety.OnLayoutChangeFail)),
-				MarkdownDescription: "What to do when a change moves users' homes to other directories or claims (see `shared_home`): `fail` (default; the plan names every listed user whose home moves) " +
-					"or `keep` (apply it: the old directories and claims stay as they are, untouched and no longer mounted, and those users start in the new ones).",
-				Validators: []validator.String{stringvalidator.OneOf(string(safety.OnLayoutChangeFail), string(safety.OnLayoutChangeKeep))}},
+				MarkdownDescription: "What to do when a change moves users' homes to other directories or claims (see `shared_home` and `layout`): `fail` (default; the plan names every listed user whose home moves), " +
+					"`keep` (apply it: the old directories and claims stay as they are, untouched and no longer mounted, and those users start in the new ones), " +
+					"or `migrate` (with `layout = \"per_user\"` and `shared_home`: each listed user's directory becomes a claim of their own, zero copy; see `layout`).",
+				Validators: []validator.String{stringvalidator.OneOf(string(safety.OnLayoutChangeFail), string(safety.OnLayoutChangeKeep), string(safety.OnLayoutChangeMigrate))}},
+			"layout": schema.StringAttribute{Optional: true,
+				MarkdownDescription: "`shared` (every home a directory of `shared_home`'s claim; the default when `shared_home` is set) or `per_user` (a claim per user; the default otherwise). " +
+					"`per_user` with `shared_home` set moves homes out of the shared layout, one user at a time: the hub decides at each spawn, mounting the user's claim when it exists and " +
+					"their directory of `shared_home`'s claim when it does not (KubeSpawner creates no claim meanwhile), and refusing the spawn while the user's move is under way. " +
+					"With `on_layout_change = \"migrate\"` apply moves each listed user (up to `migration.batch_size` per apply): a Job makes a missing directory, then the user's claim " +
+					"(`pvc_name_template`, no storage class) and a PersistentVolume on that very directory (reclaim policy `Retain`, a volume handle of its own, reserved for the claim by UID) are made and bound. " +
+					"Nothing is copied or deleted: the directory stays on the shared claim, and the user's next server mounts the same files through their claim. " +
+					"The shared claim's volume must be a host path, NFS, `nfs.csi.k8s.io` or `efs.csi.aws.com` (without an access point); the provider needs to create PersistentVolumes (cluster-wide). " +
+					"An apply stopped at any step resumes; a move not finished is never planned over (the plan says how to finish or undo it). " +
+					"Once every user has a claim, remove `shared_home` (the plan fails unless `on_layout_change = \"keep\"`: users not listed who were never moved would get new, empty claims).",
+				Validators: []validator.String{stringvalidator.OneOf(layoutShared, layoutPerUser)}},
 			"migration": schema.SingleNestedAttribute{Optional: true,
 				MarkdownDescription: "How `on_mode_change = \"migrate\"` moves users to the new mode without losing data.\n\n" +
 					"**Rebind** (zero copy) serves the same volume in the new mode. Per user, with the user's servers stopped: the volume's reclaim policy is set to `Retain` " +

@@ -325,6 +325,9 @@ func Plan(cfg Config, prior *Prior, live Live) Result {
 		p.left[l.claim.Username] = true
 	}
 	p.checkLeftBehind(left)
+	if cfg.SplitFrom != nil {
+		p.checkSplitFrom()
+	}
 	res := p.run()
 	checkLayoutMoves(cfg, prior, shared, &res)
 	return res

@@ -51,6 +51,20 @@ func splitDone(c *claims.Claim, rec *migration.SplitRecord) bool {
 	return c.Phase == "Bound" && c.VolumeName == rec.Volume && !c.Deleting
 }
 
+// checkSplitFrom: the claim homes move out of must be there, since every
+// user without a claim of their own mounts it.
+func (p *planner) checkSplitFrom() {
+	cfg := p.cfg
+	switch c := p.live.Shared; {
+	case c == nil:
+		p.errorf("shared_home.claim_name", "The shared home claim does not exist",
+			"Claim %s/%s holds the homes not yet moved into claims of their own, and was not found. Name the claim that holds them.", cfg.Namespace, cfg.SplitFrom.Claim)
+	case c.Deleting:
+		p.errorf("shared_home.claim_name", "The shared home claim is being deleted",
+			"Claim %s/%s holds the homes not yet moved into claims of their own, and is being deleted. Homes move out of it before it goes, never after.", cfg.Namespace, cfg.SplitFrom.Claim)
+	}
+}
+
 // splitHome plans a listed user's home that has no claim while homes move
 // out of the shared layout: the user's directory of the shared claim.
 func (p *planner) splitHome(up *UserPlan) {
