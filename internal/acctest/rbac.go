@@ -27,7 +27,7 @@ const RBACExample = "examples/rbac/provider-rbac.yaml"
 // does. Everything is removed when the test ends.
 func Grant(t testing.TB, namespace string, writer bool, drop ...string) {
 	t.Helper()
-	grant(t, namespace, writer, false, drop...)
+	grant(t, namespace, grants{writer: writer}, drop...)
 }
 
 // migratorRole is the ClusterRole of the RBAC example that migrations need.
@@ -36,10 +36,24 @@ const migratorRole = "jupyter-provider-migrator"
 // GrantMigrator is Grant with the migrator ClusterRole bound too.
 func GrantMigrator(t testing.TB, namespace string, drop ...string) {
 	t.Helper()
-	grant(t, namespace, false, true, drop...)
+	grant(t, namespace, grants{migrator: true}, drop...)
 }
 
-func grant(t testing.TB, namespace string, writer, grantMigrator bool, drop ...string) {
+// moverRole is the ClusterRole of the RBAC example that moves out of the
+// shared layout need besides the migrator's: creating volumes.
+const moverRole = "jupyter-provider-layout-mover"
+
+// GrantLayoutMover is GrantMigrator with the layout mover ClusterRole
+// bound too: what moving homes out of the shared layout needs.
+func GrantLayoutMover(t testing.TB, namespace string, drop ...string) {
+	t.Helper()
+	grant(t, namespace, grants{migrator: true, mover: true}, drop...)
+}
+
+// grants are the optional roles of the RBAC example a test binds.
+type grants struct{ writer, migrator, mover bool }
+
+func grant(t testing.TB, namespace string, g grants, drop ...string) {
 	t.Helper()
 	c := Cluster(t)
 	ctx := context.Background()
@@ -52,7 +66,7 @@ func grant(t testing.TB, namespace string, writer, grantMigrator bool, drop ...s
 		}
 	}
 	roles := []*rbacv1.Role{role}
-	if grantMigrator {
+	if g.migrator {
 		roles = append(roles, extraRoles...) // the copier
 	}
 	subject := []rbacv1.Subject{{Kind: "User", APIGroup: rbacv1.GroupName, Name: testcluster.LimitedUser}}
@@ -71,7 +85,7 @@ func grant(t testing.TB, namespace string, writer, grantMigrator bool, drop ...s
 		}
 	}
 	for _, cr := range clusterRoles {
-		if cr.Name == "jupyter-provider-storageclass-writer" && !writer || cr.Name == migratorRole && !grantMigrator ||
+		if cr.Name == "jupyter-provider-storageclass-writer" && !g.writer || cr.Name == migratorRole && !g.migrator || cr.Name == moverRole && !g.mover ||
 			cr.Name == "jupyter-provider-user-namespaces" {
 			continue
 		}

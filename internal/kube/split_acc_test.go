@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -96,8 +95,7 @@ func splitOf(ns, user string) execute.Split {
 func TestAccSplit(t *testing.T) {
 	c, ns, ctx := acctest.Cluster(t), acctest.Namespace(t), context.Background()
 	admin := c.Admin()
-	acctest.GrantMigrator(t, ns)
-	grantCreateVolumes(t, admin, ns)
+	acctest.GrantLayoutMover(t, ns)
 	api, err := NewAPI(c.RESTConfig(c.LimitedToken))
 	if err != nil {
 		t.Fatal(err)
@@ -260,29 +258,4 @@ func TestAccSplit(t *testing.T) {
 	if v, _ := limited.SplitVolume(ctx, migration.SplitVolumeName(ns, "claim-erin")); v != nil {
 		t.Errorf("a volume was made on a local volume's directory: %+v", v)
 	}
-}
-
-// grantCreateVolumes lets the limited identity create volumes, which the
-// documented RBAC does not grant while the resource does not offer the
-// move: creating volumes cluster-wide is a node-root primitive (a host
-// path on "/"), to be granted in a role of its own, for this move only.
-func grantCreateVolumes(t *testing.T, cs kubernetes.Interface, ns string) {
-	t.Helper()
-	ctx := context.Background()
-	name := "split-volumes-" + ns
-	cr := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name},
-		Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"persistentvolumes"}, Verbs: []string{"create"}}}}
-	if _, err := cs.RbacV1().ClusterRoles().Create(ctx, cr, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	crb := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name},
-		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name},
-		Subjects: []rbacv1.Subject{{Kind: "User", APIGroup: rbacv1.GroupName, Name: testcluster.LimitedUser}}}
-	if _, err := cs.RbacV1().ClusterRoleBindings().Create(ctx, crb, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = cs.RbacV1().ClusterRoleBindings().Delete(context.Background(), name, metav1.DeleteOptions{})
-		_ = cs.RbacV1().ClusterRoles().Delete(context.Background(), name, metav1.DeleteOptions{})
-	})
 }
