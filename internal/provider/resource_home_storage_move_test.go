@@ -1,0 +1,121 @@
+package provider
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"testing"
+
+	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
+	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
+	"github.com/hashicorp/terraform-plugin-testing/plancheck"
+	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
+	corev1 "k8s.io/api/core/v1"
+	kresource "k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/acctest"
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/migration"
+)
+
+// movingConfig is the per-user layout moving out of the shared layout of
+// sharedHomeConfig, plus extra arguments.
+func movingConfig(t *testing.T, ns, extra string) string {
+	return sharedHomeConfig(t, ns, `  layout = "per_user"
+`+extra)
+}
+
+// Moving out of the shared layout through OpenTofu, as far as plans go (no
+// node runs here; internal/nodeacc moves homes on a real node): the plan
+// fails naming the listed users whose home is still a directory unless
+// on_layout_change = "migrate", which plans each user's move (method
+// split, zero copy) and never a new claim; on_layout_change = "migrate"
+// without layout = "per_user", and layout = "shared" without shared_home,
+// fail validation; a move an earlier apply left unfinished (its claim not
+// yet bound) fails the plan once on_layout_change no longer says migrate,
+// saying how to finish or undo it, and is resumed with it.
+func TestAccHomeStorage_moveOutOfSharedLayoutPlans(t *testing.T) {
+	cs := acctest.Cluster(t).Admin()
+	ns := acctest.Namespace(t)
+	ctx := context.Background()
+	pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "home-nfs", Namespace: ns},
+		Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany},
+			Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: kresource.MustParse("10Gi")}}}}
+	if _, err := cs.CoreV1().PersistentVolumeClaims(ns).Create(ctx, pvc, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	unfinished := func() {
+		rec := migration.SplitRecord{User: "Bob", Namespace: ns, Claim: "claim-bob", Shared: "home-nfs", SharedUID: "x", Directory: "bob",
+			Volume: migration.SplitVolumeName(ns, "claim-bob")}
+		none := ""
+		c := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "claim-bob", Namespace: ns,
+			Labels:      map[string]string{"hub.jupyter.org/username": "bob", "component": "singleuser-storage", "app": "jupyterhub"},
+			Annotations: map[string]string{"hub.jupyter.org/username": "Bob", migration.SplitAnnotation: rec.Encode()}},
+			Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany}, StorageClassName: &none,
+				VolumeName: rec.Volume, Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: kresource.MustParse("1Gi")}}}}
+		if _, err := cs.CoreV1().PersistentVolumeClaims(ns).Create(ctx, c, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	planned := func(s string) error {
+		var plan map[string]map[string]string
+		if err := json.Unmarshal([]byte(s), &plan); err != nil {
+			return err
+		}
+		for _, u := range []string{"alice", "Bob"} {
+			if plan[u]["method"] != "split" {
+				return fmt.Errorf("%s: %v", u, plan)
+			}
+		}
+		return nil
+	}
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: protoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{Config: sharedHomeConfig(t, ns, "")},
+			{
+				Config:      movingConfig(t, ns, ""),
+				ExpectError: wrapRE(`(?s)Listed users' homes are directories of the shared claim.*alice: directory "alice" of claim ` + ns + `/home-nfs.*Bob`),
+			},
+			{
+				Config:      sharedHomeConfig(t, ns, `  on_layout_change = "migrate"`),
+				ExpectError: regexp.MustCompile(`on_layout_change = "migrate" moves homes out of the shared layout`),
+			},
+			{
+				Config: movingConfig(t, ns, `  on_layout_change = "migrate"`),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					expectClass("safe"),
+					plancheck.ExpectKnownValue(hsAddr, tfjsonpath.New("migration_plan"), knownvalue.StringFunc(planned)),
+					plancheck.ExpectKnownValue(hsAddr, tfjsonpath.New("changes"), knownvalue.StringRegexp(regexp.MustCompile(`"action":"migrate".*"method":"split"`))),
+				}},
+				PlanOnly:           true,
+				ExpectNonEmptyPlan: true,
+			},
+			{
+				PreConfig:   unfinished,
+				Config:      movingConfig(t, ns, `  on_layout_change = "keep"`),
+				ExpectError: wrapRE(`(?s)A move out of the shared layout has not finished.*claim ` + ns + `/claim-bob`),
+			},
+			{
+				Config:   sharedHomeConfig(t, ns, `  on_layout_change = "keep"`),
+				PlanOnly: true, ExpectNonEmptyPlan: true,
+			},
+		},
+	})
+	if _, err := cs.CoreV1().PersistentVolumeClaims(ns).Get(ctx, "home-nfs", metav1.GetOptions{}); err != nil {
+		t.Fatalf("the shared claim: %v", err)
+	}
+}
+
+// layout = "shared" needs shared_home; the plan says so at validation.
+func TestAccHomeStorage_sharedLayoutNeedsSharedHome(t *testing.T) {
+	ns := acctest.Namespace(t)
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: protoV6ProviderFactories,
+		Steps: []resource.TestStep{{
+			Config:      homeStorageConfig(t, ns, "longhorn", `  layout = "shared"`),
+			ExpectError: regexp.MustCompile(`layout = "shared" needs shared_home`),
+		}},
+	})
+}
