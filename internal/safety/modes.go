@@ -62,6 +62,11 @@ func (p *planner) capacityAction(c *claims.Claim, user string) (Action, string) 
 	switch {
 	case want == 0 || c.RequestedBytes == want:
 		return ActionKeep, "matches the config"
+	case c.Annotations[migration.SplitAnnotation] != "":
+		// A moved home's volume is a directory of the shared file system,
+		// whose size is that file system's: nothing to grow (a static
+		// volume cannot be expanded), nothing shrinks.
+		return ActionKeep, "a moved home: its size is the shared file system's"
 	case want < c.RequestedBytes:
 		p.errorf("capacity", "Home claims cannot shrink",
 			"Claim %s of user %q requests %s; capacity = %q is smaller. Kubernetes refuses to shrink a claim. Keep capacity at %s or more.",

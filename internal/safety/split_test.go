@@ -159,3 +159,16 @@ func TestPlanSplit_leavingTheMove(t *testing.T) {
 		t.Fatalf("back to shared, other template: %s", findingsText(res.Errors))
 	}
 }
+
+// A moved home's claim is never resized: its volume is a directory of the
+// shared file system (a static volume the API would refuse to expand).
+func TestPlanSplit_movedHomeKeepsItsSize(t *testing.T) {
+	cfg := splitConfig("alice")
+	cfg.Capacity, cfg.CapacityBytes = "20Gi", 20<<30
+	live := sharedLive(RWX)
+	live.Claims = []claims.Claim{splitClaimOf("alice", true)}
+	res := Plan(cfg, &Prior{Config: splitConfig("alice")}, live)
+	if a := planOf(res, "alice"); len(res.Errors) != 0 || a == nil || a.Action != ActionKeep {
+		t.Fatalf("%+v\n%s", a, findingsText(res.Errors))
+	}
+}
