@@ -273,7 +273,7 @@ func runMigrations(ctx context.Context, ex *execute.Apply, plan *homeStorageMode
 // directory (as the planner checked, the one a resumed move began from)
 // and the owner, mode and image of a directory the move makes.
 func splitJob(plan *homeStorageModel, cfg safety.Config, up safety.UserPlan, spec execute.ClaimSpec) *execute.Split {
-	sh := plan.SharedHome
+	sh := plan.splitFrom()
 	dir, _ := kubespawner.Expand(cfg.SplitFrom.SubPathTemplate, up.User, "", cfg.Scheme) // the plan expanded it
 	spec = spec.For(up)
 	spec.Class = ""
