@@ -692,7 +692,7 @@ func (p *planner) class() Class {
 			}
 		}
 	}
-	if p.classChange || p.prior != nil && !sameConfig(p.prior.Config, p.cfg) {
+	if p.classChange || p.prior != nil && (!sameConfig(p.prior.Config, p.cfg) || !sameDirectories(p.prior.Config, p.cfg)) {
 		c = ClassSafe
 	}
 	return c
@@ -701,4 +701,12 @@ func (p *planner) class() Class {
 func sameConfig(a, b Config) bool {
 	return a.AccessMode == b.AccessMode && a.StorageClass == b.StorageClass && a.CapacityBytes == b.CapacityBytes &&
 		a.NameTemplate == b.NameTemplate && a.Scheme == b.Scheme && a.OnModeChange == b.OnModeChange
+}
+
+// sameDirectories reports whether a and b find homes in the same
+// directories of a shared claim (the shared layout, or the one homes move
+// out of): a change there changes the hub's settings.
+func sameDirectories(a, b Config) bool {
+	eq := func(x, y *SharedHome) bool { return x == nil && y == nil || x != nil && y != nil && *x == *y }
+	return eq(a.Shared, b.Shared) && eq(a.SplitFrom, b.SplitFrom)
 }

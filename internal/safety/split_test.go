@@ -172,3 +172,16 @@ func TestPlanSplit_movedHomeKeepsItsSize(t *testing.T) {
 		t.Fatalf("%+v\n%s", a, findingsText(res.Errors))
 	}
 }
+
+// Starting the move with no user to move yet changes the hub's settings:
+// the plan is safe, not none.
+func TestPlanSplit_startingTheMoveIsAChange(t *testing.T) {
+	shared := directoryView(splitConfig()) // the same settings, in the shared layout
+	res := Plan(splitConfig(), &Prior{Config: shared}, sharedLive(RWX))
+	if len(res.Errors) != 0 || res.Class != ClassSafe {
+		t.Fatalf("%s %s", res.Class, findingsText(res.Errors))
+	}
+	if res := Plan(splitConfig(), &Prior{Config: splitConfig()}, sharedLive(RWX)); res.Class != ClassNone {
+		t.Fatalf("no change: %s", res.Class)
+	}
+}
