@@ -197,12 +197,13 @@ func splitMoves(cfg Config, prior *Prior, live Live) moves {
 
 // unsplitMoves is what leaving the move out of the shared layout for the
 // per-user layout does: users whose home is still a directory (no claim of
-// their own) would get a new, empty claim.
+// their own where the move's settings look) would get a new, empty claim,
+// or another claim the new settings name.
 func unsplitMoves(cfg, was Config, live Live) moves {
 	var m moves
 	old := directoryView(was)
 	for _, u := range cfg.Users {
-		if hasOwnClaim(cfg, live, u) {
+		if hasOwnClaim(was, live, u) {
 			continue
 		}
 		if from, err := old.homeFor(u, ""); err == nil {
