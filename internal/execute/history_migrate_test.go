@@ -592,6 +592,10 @@ func (w *world) settle(cfg safety.Config, state *safety.Prior) {
 		// What the plan's error about claims that differ says to choose.
 		cfg.OnModeChange = safety.OnModeChangeKeepExisting
 	}
+	if cfg.Shared != nil {
+		// What the plan's error about the shared claim's mode says.
+		cfg.AccessMode = safety.RWX
+	}
 	if cfg.SplitFrom != nil && cfg.OnLayoutChange == safety.OnLayoutChangeFail {
 		// What the plan's error about users still in directories says.
 		cfg.OnLayoutChange = safety.OnLayoutChangeMigrate
@@ -619,8 +623,8 @@ func (w *world) settle(cfg safety.Config, state *safety.Prior) {
 			w.followAdvice()
 			continue
 		}
-		if p.changes == "{}" && len(w.backup) == 0 {
-			break
+		if p.changes == "{}" && len(w.backup) == 0 && state != nil {
+			break // (with no state OpenTofu creates the resource: an apply)
 		}
 		if s := w.apply(p, false); s != nil {
 			state = s

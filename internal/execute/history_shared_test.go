@@ -319,7 +319,7 @@ func (w *world) checkMoves(p plan, before map[string]homeSnap, old hubConfig) {
 		var missing []string
 		for _, path := range slices.Sorted(maps.Keys(s.files)) {
 			c := s.files[path].content
-			if !have[c] && !w.superseded[c] && !w.excused[c] && !s.v.excused {
+			if !have[c] && !w.superseded[c] && !w.excused[c] && !s.v.excused && !w.reported[c] {
 				missing = append(missing, path)
 			}
 		}
