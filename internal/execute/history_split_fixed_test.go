@@ -120,3 +120,21 @@ func TestHistory_noDeleteSourceWhileMoving(t *testing.T) {
 	}
 	w.done(t, cfg, state)
 }
+
+// From the shared layout, a claim of the per-user layout that the
+// template names for a user's default server is a move (the hub starts
+// mounting it instead of the user's directory), also when KubeSpawner
+// made it for a named server of the user: under claim-{username} both
+// servers have one claim. Fails when splitMoves leaves out claims
+// labelled with a server (TestHistories, seed 4662).
+func TestHistory_movingNamesANamedServersClaimOfTheHomesName(t *testing.T) {
+	w := sharedWorld(t)
+	w.session("alice/gpu") // KubeSpawner makes hub/claim-alice, labelled with server gpu
+	shared := sharedCfg("{username}", kubespawner.SchemeSafe, "alice")
+	shared.AccessMode = safety.RWO
+	w.hub.shared, w.hub.scheme = shared.Shared, kubespawner.SchemeSafe
+	w.session("alice") // her directory "alice"
+	cfg := splitCfg("{username}", "alice")
+	cfg.AccessMode, cfg.OnLayoutChange = safety.RWO, safety.OnLayoutChangeFail
+	w.mustRefuse(t, cfg, priorOf(shared), `alice: directory "alice" of claim hub/home-nfs → claim hub/claim-alice`)
+}

@@ -142,7 +142,12 @@ func (w *world) resolve(at loc) (*volume, string) {
 // canon is home at as the files it holds: a split claim is its directory
 // of the shared claim.
 func (w *world) canon(at loc) loc {
-	if v := w.volOf(at.ref); v == nil || v.base == nil {
+	if v := w.volOf(at.ref); v == nil && at.dir == "" {
+		if d, ok := w.splitTo(at.ref); ok {
+			return d // a move not yet bound: the binder binds it to that directory only
+		}
+		return at
+	} else if v == nil || v.base == nil {
 		return at
 	}
 	bv, dir := w.resolve(at)

@@ -180,7 +180,9 @@ func splitMoves(cfg Config, prior *Prior, live Live) moves {
 	}
 	for i := range live.Claims {
 		c := &live.Claims[i]
-		if c.Username == "" || c.Servername != "" || c.Annotations[migration.SplitAnnotation] != "" || cfg.ref(c).Namespace != cfg.Namespace {
+		// A named server's claim of the name the template gives the
+		// default server (claim-{username}) is the one the hub mounts too.
+		if c.Username == "" || c.Annotations[migration.SplitAnnotation] != "" || cfg.ref(c).Namespace != cfg.Namespace {
 			continue
 		}
 		if name, err := cfg.homeFor(c.Username, ""); err != nil || name.claim != cfg.ref(c) {
