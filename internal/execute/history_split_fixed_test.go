@@ -138,3 +138,31 @@ func TestHistory_movingNamesANamedServersClaimOfTheHomesName(t *testing.T) {
 	cfg.AccessMode, cfg.OnLayoutChange = safety.RWO, safety.OnLayoutChangeFail
 	w.mustRefuse(t, cfg, priorOf(shared), `alice: directory "alice" of claim hub/home-nfs → claim hub/claim-alice`)
 }
+
+// From the shared layout, a claim an earlier move made is the directory
+// its record names; when the shared layout mounted another directory (here
+// slug_scheme changed in between: Bob's "home/-42ob" under "escape", his
+// moved claim "home/bob---cd9fb1e1" under "safe"), the hub starts mounting
+// that claim instead of the directory he used: a move the plan names.
+// Fails when splitMoves leaves out every claim carrying a move's record
+// (TestHistories, seed 5100); with keep the warning names him and his
+// directory stays as it is.
+func TestHistory_movingNamesAMovedClaimOfAnotherDirectory(t *testing.T) {
+	w := sharedWorld(t)
+	shared := sharedCfg("home/{username}", kubespawner.SchemeSafe, "Bob")
+	w.hub.shared, w.hub.scheme = shared.Shared, kubespawner.SchemeSafe
+	w.session("Bob")
+	cfg := splitCfg("home/{username}", "Bob")
+	_, state := w.planApply(t, cfg, priorOf(shared)) // Bob's claim is his directory "home/bob---cd9fb1e1"
+	escape := sharedCfg("home/{username}", kubespawner.SchemeEscape, "Bob")
+	escape.OnLayoutChange = safety.OnLayoutChangeKeep
+	_, state = w.planApply(t, escape, state)
+	w.session("Bob") // his directory "home/-42ob"
+	cfg.OnLayoutChange = safety.OnLayoutChangeKeep
+	p, state := w.planApply(t, cfg, state)
+	if want := `Bob: directory "home/-42ob" of claim hub/home-nfs → claim hub/claim-bob---cd9fb1e1`; !strings.Contains(p.res.Warnings[0].Detail, want) {
+		t.Fatalf("the plan's warning does not name %q: %v", want, p.res.Warnings)
+	}
+	w.session("Bob")
+	w.done(t, cfg, state)
+}

@@ -182,7 +182,7 @@ func splitMoves(cfg Config, prior *Prior, live Live) moves {
 		c := &live.Claims[i]
 		// A named server's claim of the name the template gives the
 		// default server (claim-{username}) is the one the hub mounts too.
-		if c.Username == "" || c.Annotations[migration.SplitAnnotation] != "" || cfg.ref(c).Namespace != cfg.Namespace {
+		if c.Username == "" || cfg.ref(c).Namespace != cfg.Namespace {
 			continue
 		}
 		if name, err := cfg.homeFor(c.Username, ""); err != nil || name.claim != cfg.ref(c) {
@@ -190,6 +190,19 @@ func splitMoves(cfg Config, prior *Prior, live Live) moves {
 		}
 		dir, err := now.homeFor(c.Username, "")
 		if err != nil {
+			continue
+		}
+		if c.Annotations[migration.SplitAnnotation] != "" {
+			// A moved home is the directory its record names: a move only
+			// when the shared layout mounted another one.
+			rec, err := splitRecord(c)
+			if err != nil || rec == nil || prior == nil {
+				continue
+			}
+			from, err := prior.Config.homeFor(c.Username, "")
+			if err == nil && (from.dir != rec.Directory || from.claim != (claims.Ref{Namespace: rec.Namespace, Name: rec.Shared})) {
+				m.listed = append(m.listed, fmt.Sprintf("%s: %s → claim %s (moved from directory %q)", c.Username, from, cfg.ref(c), rec.Directory))
+			}
 			continue
 		}
 		m.listed = append(m.listed, fmt.Sprintf("%s: %s → claim %s (a claim of the per-user layout, not a moved home)", c.Username, dir, cfg.ref(c)))
