@@ -166,3 +166,22 @@ func TestHistory_movingNamesAMovedClaimOfAnotherDirectory(t *testing.T) {
 	w.session("Bob")
 	w.done(t, cfg, state)
 }
+
+// Leaving user namespaces for the move (shared_home allows none): a home
+// left in the user's namespace is named (homes left where the
+// configuration no longer looks), also when KubeSpawner made it for a
+// named server under the name the template gives the default server
+// ("home": one claim for both). Fails when leftBehind leaves out claims
+// labelled with a server (TestHistories, seed 6288).
+func TestHistory_leavingUserNamespacesNamesANamedServersClaimOfTheHomesName(t *testing.T) {
+	w := sharedWorld(t)
+	w.hub.template, w.hub.nsTemplate = "home", userNSTmpl
+	w.session("alice/gpu") // KubeSpawner makes jupyter-alice/home, labelled with server gpu
+	per := sharedCfg("", kubespawner.SchemeSafe, "alice")
+	per.Shared, per.NameTemplate, per.UserNamespaceTemplate, per.AccessMode = nil, "home", userNSTmpl, safety.RWO
+	_, state := w.planApply(t, per, nil)
+	w.session("alice")
+	cfg := splitCfg("home/{username}", "alice")
+	cfg.AccessMode = safety.RWO
+	w.mustRefuse(t, cfg, state, "alice: jupyter-alice/home (the configuration looks in namespace hub)")
+}
