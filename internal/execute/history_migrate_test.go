@@ -620,6 +620,9 @@ func (w *world) settle(cfg safety.Config, state *safety.Prior) {
 			w.logf("settle %d: plan error: %s: %s", i, f.Summary, f.Detail)
 		}
 		if !ok {
+			if strings.Contains(errorsText(p.res), "cannot shrink") {
+				cfg.Capacity, cfg.CapacityBytes = "2Gi", 2<<30 // what the error says (the largest the histories ask)
+			}
 			w.followAdvice()
 			continue
 		}
@@ -657,8 +660,11 @@ func (w *world) reachable(last plan) {
 		if named[v.name] || named[ref] && w.claims[v.ref] != nil && w.claims[v.ref].c.VolumeName == v.name {
 			return true
 		}
+		// A copy's new claim is named through its old claim, whose record
+		// leads to it (homes left behind name the old claim).
+		src := w.copySource(v.ref).String()
 		for _, t := range texts {
-			if strings.Contains(t, v.name) || strings.Contains(t, ref) {
+			if strings.Contains(t, v.name) || strings.Contains(t, ref) || w.claims[v.ref] != nil && strings.Contains(t, src+" (") {
 				return true
 			}
 		}

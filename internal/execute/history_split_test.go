@@ -500,3 +500,18 @@ func (w *world) rebinding(ref claims.Ref) bool {
 	}
 	return false
 }
+
+// killedMoves: an apply killed part-way switched no hub configuration, but
+// while homes move out of the shared layout what it made (a move's claim,
+// a created claim) changes what the hub mounts at once: the homes as the
+// apply began, and as last mounted, are checked as after an apply.
+func (w *world) killedMoves(p plan, before map[string]homeSnap) {
+	if w.hub.split == nil {
+		return
+	}
+	w.killed = false // the checks read the cluster, no apply call
+	defer func() { w.killed = true }()
+	w.checkMoves(p, before, w.hub)
+	w.checkMoves(p, w.lastHomes(), w.hub)
+	w.probeMounts()
+}

@@ -71,7 +71,10 @@ import (
 // plan: it plans again at apply and stops when the known values
 // (change_class, changes) differ.
 
-var histories = flag.Int("execute.histories", 1500, "random histories TestHistories runs")
+var (
+	histories = flag.Int("execute.histories", 1500, "random histories TestHistories runs")
+	firstSeed = flag.Int("execute.first", 1, "the seed of TestHistories' first history (to run a range of a long run)")
+)
 
 const (
 	hubNS      = "hub"
@@ -770,6 +773,7 @@ func (w *world) apply(p plan, kill bool) *safety.Prior {
 			failed[up.Who()] = true
 		}
 		if w.killed {
+			w.killedMoves(p, before)
 			return nil
 		}
 	}
@@ -788,6 +792,7 @@ func (w *world) apply(p plan, kill bool) *safety.Prior {
 			w.errs = append(w.errs, err.Error())
 		}
 		if w.killed {
+			w.killedMoves(p, before)
 			return nil
 		}
 	}
@@ -1059,13 +1064,13 @@ func TestHistories(t *testing.T) {
 	withServers, withMigrations := 0, 0
 	events := map[string]int{}
 	for i := range n {
-		seed := uint64(i) + 1
+		seed := uint64(i + *firstSeed)
 		w := runHistory(t, seed)
 		for k, v := range w.events {
 			events[k] += v
 		}
 		if w.failed {
-			t.Fatalf("history %d loses data:\n  %s\nrerun: go test ./internal/execute -run TestHistories -execute.histories=%d", seed, strings.Join(w.log, "\n  "), seed)
+			t.Fatalf("history %d loses data:\n  %s\nrerun: go test ./internal/execute -run TestHistories -execute.first=%d -execute.histories=1", seed, strings.Join(w.log, "\n  "), seed)
 		}
 		if w.serverPlans > 0 {
 			withServers++
