@@ -185,3 +185,16 @@ func TestHistory_leavingUserNamespacesNamesANamedServersClaimOfTheHomesName(t *t
 	cfg.AccessMode = safety.RWO
 	w.mustRefuse(t, cfg, state, "alice: jupyter-alice/home (the configuration looks in namespace hub)")
 }
+
+// From the shared layout, a user whose per-user claim is being rebound
+// (the old claim deleted, the volume carrying the rebind's record) gets
+// that claim again when the rebind finishes, and the hub then mounts it
+// instead of the user's directory: a move the plan names. Fails when
+// splitMoves looks at live claims only. Kept as the history that found it
+// (a rebind killed between its delete and its create, then the move's
+// layout with on_layout_change = "keep").
+func TestHistory_movingNamesARebindInProgress(t *testing.T) {
+	if w := runHistory(t, 4510); w.failed {
+		t.Fatalf("history 4510 loses data:\n  %s", strings.Join(w.log, "\n  "))
+	}
+}

@@ -12,8 +12,10 @@ package safety
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/claims"
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/kubespawner"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/migration"
 )
 
@@ -207,6 +209,21 @@ func splitMoves(cfg Config, prior *Prior, live Live) moves {
 		}
 		m.listed = append(m.listed, fmt.Sprintf("%s: %s → claim %s (a claim of the per-user layout, not a moved home)", c.Username, dir, cfg.ref(c)))
 	}
+	// A rebind in progress whose old claim is gone makes that claim again:
+	// the hub then mounts it instead of the user's directory.
+	for ref, ip := range live.InProgress {
+		u := ip.Record.User
+		if u == "" || ip.Record.Annotations[kubespawner.AnnotationServername] != "" || hasOwnClaim(cfg, live, u) {
+			continue
+		}
+		if name, err := cfg.homeFor(u, ""); err != nil || name.claim != ref {
+			continue
+		}
+		if dir, err := now.homeFor(u, ""); err == nil {
+			m.listed = append(m.listed, fmt.Sprintf("%s: %s → claim %s (being rebound onto volume %s)", u, dir, ref, ip.Volume))
+		}
+	}
+	slices.Sort(m.listed)
 	return m
 }
 
