@@ -355,7 +355,7 @@ func (w *world) checkMoves(p plan, before map[string]homeSnap, old hubConfig) {
 			w.events["GAP: a named server's claim left in a user namespace, not named"]++
 			w.logf("check: GAP: %s's claim %s is left in a user namespace and no plan names it", who, s.at.ref)
 			w.report(s, missing)
-		case s.at.dir == "" && (namesClaim(p.res.Warnings, s.at.ref) || namesClaim(p.res.Warnings, w.copySource(s.at.ref))):
+		case s.at.dir == "" && (namesClaim(p.res.Warnings, s.at.ref) || namesClaim(p.res.Warnings, w.copySource(s.at.ref))) || w.namesMoveOf(p.res.Warnings, s.canon):
 			// A warning of the plan names the old claim (left where the
 			// configuration no longer looks, with keep_existing).
 			w.events["split: a home left behind, named by a warning"]++
@@ -509,4 +509,15 @@ func (w *world) madeAfter(p plan, ref claims.Ref) bool {
 	}
 	_, seen := p.seen[m.c.UID]
 	return !seen
+}
+
+// namesMoveOf: a finding names, as a home left behind, the claim of a move
+// of directory at (its record leads there).
+func (w *world) namesMoveOf(fs []safety.Finding, at loc) bool {
+	for ref := range w.claims {
+		if d, ok := w.splitTo(ref); ok && d == at && namesClaim(fs, ref) {
+			return true
+		}
+	}
+	return false
 }

@@ -387,6 +387,14 @@ func (w *world) checkMount(who string, at loc) {
 		w.reportedHomes = append(w.reportedHomes, prev)
 		return
 	}
+	if strings.Contains(who, "/") {
+		// A named server: the hub's rule in this layout is stated for
+		// default servers; the planner names claims of default servers
+		// only. Counted (see the report), left to the end check.
+		w.events["NAMED SERVER: a claim mounted in place of its directory, not named"]++
+		w.logf("check: the hub mounts %s for named server %s, whose home was %s (left to the end check)", at, who, prev)
+		return
+	}
 	w.violation("the hub mounts %s for %s, whose home was %s: %d content(s) of it are not there (%s), and no plan named them",
 		at, who, prev, len(missing), missing[0])
 }
