@@ -97,7 +97,7 @@ func (w *world) splitLoc(who string) (at loc, refused string) {
 		// Finding for the hub file: in a rebind's window (the old claim
 		// deleted, the new one not yet made) the rule as stated mounts the
 		// user's directory, and what the user writes there is not in the
-		// rebound home (TestHistories, seed 3076 with the rule as stated).
+		// rebound home (TestHistories, seed 20392 with the rule as stated).
 		// Modelled as the hub should decide it: refused.
 		w.events["HUB FINDING: a spawn in a rebind's window (the rule as stated mounts the directory)"]++
 		return loc{ref: ref}, "claim " + ref.Name + " is being rebound"
