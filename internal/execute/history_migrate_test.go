@@ -26,6 +26,9 @@ import (
 // a Copy built from the plan as internal/provider builds it.
 func (w *world) runMigration(ctx context.Context, cfg safety.Config, up safety.UserPlan, uid string) (migration.Step, error) {
 	run := Runner{Cluster: w}
+	if up.Method == migration.MethodSplit {
+		return w.runSplit(ctx, cfg, up)
+	}
 	if up.Method == migration.MethodCopy {
 		to := cfg.AccessMode
 		if up.CopyResume != nil {
@@ -76,6 +79,9 @@ func (w *world) binder() {
 		case v.gone || v.refUID == "":
 		case (m == nil || m.c.UID != v.refUID) && v.phase == "Bound" || v.phase == "Released" && v.policy == "Delete":
 			if v.policy == "Delete" {
+				if v.split != nil || v.dirs != nil {
+					w.violation("the binder deletes volume %s, the shared claim's or a move's", v.name)
+				}
 				w.logf("binder: deletes volume %s of %s, %d file(s)", v.name, v.ref, len(v.files))
 				v.gone = true
 				delete(w.vols, v.name)
@@ -107,8 +113,12 @@ func (w *world) finishJob(ref claims.Ref) {
 	if t := w.claims[j.dst]; t != nil && t.c.Annotations[migration.CopySwitchedAnnotation] != "" {
 		w.violation("a copy Job wrote into %s, a user's home", j.dst)
 	}
+	if dst.base != nil || dst.dirs != nil {
+		w.violation("a copy Job wrote into %s, a directory of the shared claim", j.dst)
+		return
+	}
 	before := dst.files
-	dst.files = maps.Clone(src.files)
+	dst.files = maps.Clone(w.view(src))
 	var gone []string
 	for p, f := range before {
 		if dst.files[p] != f {
@@ -116,7 +126,7 @@ func (w *world) finishJob(ref claims.Ref) {
 		}
 	}
 	w.dropped(gone, false, "written over by the copy into "+j.dst.String())
-	j.counts = migration.Verification{Files: int64(len(src.files)) + 1}
+	j.counts = migration.Verification{Files: int64(len(dst.files)) + 1}
 }
 
 func (w *world) Volume(_ context.Context, name string) (*migration.Volume, error) {
@@ -385,10 +395,11 @@ func (w *world) VerifyCopy(_ context.Context, namespace, source, target, _ strin
 		return false, "the new home " + target + " does not exist", nil
 	}
 	update, checksum := verifyRsync()
+	sfiles, tfiles := w.view(s), w.view(t)
 	var diff []string
-	for _, p := range slices.Sorted(maps.Keys(s.files)) {
-		sf := s.files[p]
-		tf, ok := t.files[p]
+	for _, p := range slices.Sorted(maps.Keys(sfiles)) {
+		sf := sfiles[p]
+		tf, ok := tfiles[p]
 		switch {
 		case !ok:
 			diff = append(diff, p)
@@ -507,6 +518,7 @@ func (w *world) strayWrite(user string) {
 // rebound: stop the server, save what that claim holds when the error says
 // so, delete it; the saved files go back once the home is rebound.
 func (w *world) followAdvice() {
+	w.undoSplits()
 	var advice string
 	for _, e := range w.errs {
 		if strings.Contains(e, "was created by someone else") {
@@ -580,6 +592,14 @@ func (w *world) settle(cfg safety.Config, state *safety.Prior) {
 		// What the plan's error about claims that differ says to choose.
 		cfg.OnModeChange = safety.OnModeChangeKeepExisting
 	}
+	if cfg.Shared != nil {
+		// What the plan's error about the shared claim's mode says.
+		cfg.AccessMode = safety.RWX
+	}
+	if cfg.SplitFrom != nil && cfg.OnLayoutChange == safety.OnLayoutChangeFail {
+		// What the plan's error about users still in directories says.
+		cfg.OnLayoutChange = safety.OnLayoutChangeMigrate
+	}
 	w.logf("settle: %s", describe(cfg))
 	w.calm, w.binderRate, w.afterRemove = true, 1, nil
 	defer func() { w.calm = false }()
@@ -600,11 +620,14 @@ func (w *world) settle(cfg safety.Config, state *safety.Prior) {
 			w.logf("settle %d: plan error: %s: %s", i, f.Summary, f.Detail)
 		}
 		if !ok {
+			if strings.Contains(errorsText(p.res), "cannot shrink") {
+				cfg.Capacity, cfg.CapacityBytes = "2Gi", 2<<30 // what the error says (the largest the histories ask)
+			}
 			w.followAdvice()
 			continue
 		}
-		if p.changes == "{}" && len(w.backup) == 0 {
-			break
+		if p.changes == "{}" && len(w.backup) == 0 && state != nil {
+			break // (with no state OpenTofu creates the resource: an apply)
 		}
 		if s := w.apply(p, false); s != nil {
 			state = s
@@ -637,8 +660,11 @@ func (w *world) reachable(last plan) {
 		if named[v.name] || named[ref] && w.claims[v.ref] != nil && w.claims[v.ref].c.VolumeName == v.name {
 			return true
 		}
+		// A copy's new claim is named through its old claim, whose record
+		// leads to it (homes left behind name the old claim).
+		src := w.copySource(v.ref).String()
 		for _, t := range texts {
-			if strings.Contains(t, v.name) || strings.Contains(t, ref) {
+			if strings.Contains(t, v.name) || strings.Contains(t, ref) || w.claims[v.ref] != nil && strings.Contains(t, src+" (") {
 				return true
 			}
 		}
@@ -667,7 +693,7 @@ func (w *world) reachable(last plan) {
 	mentionedDir := func(path string) bool {
 		dir := pathpkg.Dir(path)
 		for _, t := range texts {
-			if strings.Contains(t, fmt.Sprintf("directory %q", dir)) {
+			if strings.Contains(t, fmt.Sprintf("directory %q", dir)) || strings.Contains(t, fmt.Sprintf("directory is %q", dir)) {
 				return true
 			}
 		}
@@ -697,7 +723,10 @@ func (w *world) reachable(last plan) {
 				ok = ok || w.in(h, p.v, p.path) && strings.Split(who, "/")[0] == user
 			}
 			if p.v.dirs != nil {
-				ok = ok || mentionedDir(p.path) // the shared claim: every home is on it
+				ok = ok || mentionedDir(p.path)     // the shared claim: every home is on it
+				for _, sv := range w.sortedVols() { // a moved home's claim is its directory
+					ok = ok || sv.base == p.v && strings.HasPrefix(p.path, sv.baseDir+"/") && mentioned(sv)
+				}
 			} else {
 				ok = ok || mentioned(p.v)
 			}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/claims"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/kubespawner"
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/migration"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/safety"
 )
 
@@ -75,7 +76,11 @@ func genShared(r *rand.Rand, c *safety.Config) {
 			c.Users[i] = "Bob"
 		}
 	}
-	if r.IntN(2) == 0 {
+	switch r.IntN(3) {
+	case 0:
+		return
+	case 1:
+		genSplit(r, c)
 		return
 	}
 	c.Shared = &safety.SharedHome{Claim: sharedClaim, SubPathTemplate: sharedTemplates[r.IntN(len(sharedTemplates))]}
@@ -110,6 +115,9 @@ func (w *world) newSharedClaim() {
 }
 
 func (w *world) hubLayout() string {
+	if w.hub.split != nil {
+		return fmt.Sprintf("per-user %q moving out of shared %q scheme %s", w.hub.template, w.hub.split.SubPathTemplate, w.hub.scheme)
+	}
 	if w.hub.shared == nil {
 		return fmt.Sprintf("per-user %q", w.hub.template)
 	}
@@ -132,6 +140,10 @@ func (l loc) String() string {
 // hubLoc is the home the hub gives who under its configuration: create
 // when KubeSpawner creates the claim, refused when the spawn is refused.
 func (w *world) hubLoc(who string) (at loc, create bool, refused string) {
+	if w.hub.split != nil {
+		at, refused := w.splitLoc(who)
+		return at, false, refused
+	}
 	if sh := w.hub.shared; sh != nil {
 		user, server, _ := strings.Cut(who, "/")
 		ref := hubRef(sh.Claim)
@@ -153,18 +165,19 @@ func (w *world) hubLoc(who string) (at loc, create bool, refused string) {
 
 // in reports whether the file at path on v is in home h.
 func (w *world) in(h loc, v *volume, path string) bool {
-	return w.volOf(h.ref) == v && (h.dir == "" || strings.HasPrefix(path, h.dir+"/"))
+	hv, dir := w.resolve(h)
+	return hv == v && (dir == "" || strings.HasPrefix(path, dir+"/"))
 }
 
 // filesAt is what home at holds, by path; nil when its claim has no volume.
 func (w *world) filesAt(at loc) map[string]file {
-	v := w.volOf(at.ref)
+	v, dir := w.resolve(at)
 	if v == nil {
 		return nil
 	}
 	out := map[string]file{}
 	for path, f := range v.files {
-		if at.dir == "" || strings.HasPrefix(path, at.dir+"/") {
+		if dir == "" || strings.HasPrefix(path, dir+"/") {
 			out[path] = f
 		}
 	}
@@ -177,14 +190,20 @@ func (w *world) spawnShared(who string) {
 	at, _, refused := w.hubLoc(who)
 	if refused != "" {
 		w.events["spawn refused"]++
+		if strings.Contains(refused, "moved out of the shared layout") {
+			w.events["split: spawn refused, the move under way"]++
+		}
 		w.logf("hub: %s's spawn refused: %s", who, refused)
 		return
 	}
 	v := w.volOf(at.ref)
+	if v != nil && v.base != nil {
+		w.events["split: the hub mounts a moved home"]++
+	}
 	if v == nil {
 		return // the pod waits for the claim
 	}
-	if !v.dirs[at.dir] {
+	if at.dir != "" && !v.dirs[at.dir] {
 		v.dirs[at.dir], w.sharedDirs[at.dir] = true, true
 		w.events["shared: init container made a directory"]++
 		w.logf("hub: %s spawns, the init container makes %s", who, at)
@@ -196,6 +215,7 @@ func (w *world) spawnShared(who string) {
 			break
 		}
 	}
+	w.checkMount(who, at)
 	w.pods[who] = pod{who, at.ref, at.dir}
 	w.write(who)
 }
@@ -205,6 +225,7 @@ type homeSnap struct {
 	at    loc
 	v     *volume
 	files map[string]file
+	canon loc // at as the files it holds: a moved user's claim is their directory
 }
 
 // homesNow are the homes the hub gives now, with what they hold.
@@ -215,7 +236,7 @@ func (w *world) homesNow() map[string]homeSnap {
 		if create || refused != "" || w.volOf(at.ref) == nil {
 			continue
 		}
-		out[who] = homeSnap{at, w.volOf(at.ref), w.filesAt(at)}
+		out[who] = homeSnap{at, w.volOf(at.ref), w.filesAt(at), w.canon(at)}
 	}
 	return out
 }
@@ -224,7 +245,7 @@ func (w *world) homesNow() map[string]homeSnap {
 // configuration of plan p (see the file's comment); before is homesNow at
 // the apply's start and was the hub's configuration then.
 func (w *world) checkMoves(p plan, before map[string]homeSnap, old hubConfig) {
-	unseen := p.prior == nil && p.cfg.Shared != nil && old.shared == nil && old.nsTemplate != ""
+	unseen := p.prior == nil && (p.cfg.Shared != nil || p.cfg.SplitFrom != nil) && old.shared == nil && old.nsTemplate != ""
 	if unseen {
 		// Known gap: a new resource (no state) in the shared layout reads
 		// claims in its namespace only; the hub's per-user homes in users'
@@ -237,11 +258,20 @@ func (w *world) checkMoves(p plan, before map[string]homeSnap, old hubConfig) {
 				w.reportedHomes = append(w.reportedHomes, loc{ref: ref})
 			}
 		}
+		for _, v := range w.sortedVols() {
+			if v.record != nil && v.record.Namespace != p.cfg.Namespace { // a rebind's, retained without its claim
+				for _, f := range v.files {
+					w.reported[f.content] = true
+				}
+			}
+		}
 	}
-	if p.cfg.Shared != nil && old.shared == nil {
+	if (p.cfg.Shared != nil || p.cfg.SplitFrom != nil) && old.shared == nil {
 		// The per-user claims the plan's warnings name ("not mounted in the
-		// shared layout ... stay as they are") are reported homes: a later
-		// plan, whose prior has no user namespaces, no longer lists them.
+		// shared layout ... stay as they are", or homes left where the
+		// configuration no longer looks, with keep_existing) are reported
+		// homes: a later plan, whose prior has no user namespaces, no
+		// longer lists them.
 		for _, ref := range slices.SortedFunc(maps.Keys(w.claims), cmpRef) {
 			for _, f := range p.res.Warnings {
 				if ref != w.sharedRef && strings.Contains(f.Detail, ref.String()+" (") {
@@ -255,14 +285,24 @@ func (w *world) checkMoves(p plan, before map[string]homeSnap, old hubConfig) {
 		s := before[who]
 		user, server, _ := strings.Cut(who, "/")
 		now, create, refused := w.hubLoc(who)
-		if refused == "" && !create && now == s.at {
-			if s.at.dir != "" && (old.shared == nil || *old.shared != *w.hub.shared || old.scheme != w.hub.scheme) {
+		if refused == "" && !create && (now == s.at || w.canon(now) == s.canon) {
+			switch was, is := old.directoryOf(), w.hub.directoryOf(); {
+			case s.at.dir == "":
+			case (old.split == nil) != (w.hub.split == nil):
+				w.events["split: layout switched with the homes in place"]++
+			case was == nil || is == nil || *was != *is || old.scheme != w.hub.scheme:
 				w.events["shared: layout switched with the homes in place"]++
 			}
 			continue
 		}
-		if s.at.dir == "" && now.dir == "" {
+		if s.canon.dir == "" && w.canon(now).dir == "" {
 			continue // between per-user claims (migrations): the other invariants
+		}
+		if src := w.copySource(now.ref); w.claims[src] != nil && w.canon(loc{ref: src}) == s.canon {
+			// The copy of a moved home (its claim is that directory): the
+			// copy's invariants; a pod left on the old home writes there.
+			w.events["split: a moved home copied"]++
+			continue
 		}
 		have := map[string]bool{} // the new home's; none while the spawn is refused (a rebind waits: it will be that claim)
 		if !create && refused == "" {
@@ -270,10 +310,16 @@ func (w *world) checkMoves(p plan, before map[string]homeSnap, old hubConfig) {
 				have[f.content] = true
 			}
 		}
+		if at, ok := w.splitTo(now.ref); ok && refused != "" {
+			// A move under way: once bound, the claim is its directory.
+			for _, f := range w.filesAt(at) {
+				have[f.content] = true
+			}
+		}
 		var missing []string
 		for _, path := range slices.Sorted(maps.Keys(s.files)) {
 			c := s.files[path].content
-			if !have[c] && !w.superseded[c] && !w.excused[c] && !s.v.excused {
+			if !have[c] && !w.superseded[c] && !w.excused[c] && !s.v.excused && !w.reported[c] {
 				missing = append(missing, path)
 			}
 		}
@@ -283,13 +329,44 @@ func (w *world) checkMoves(p plan, before map[string]homeSnap, old hubConfig) {
 		listed := server == "" && slices.Contains(p.cfg.Users, user)
 		old := w.filesAt(s.at)
 		switch {
+		case p.prior == nil && s.at.dir == "" && s.canon.dir != "":
+			// No state, the hub mounting a claim a move out of the shared
+			// layout made: that claim is the user's directory, and a switch
+			// from the shared layout after state rm is not seen (DESIGN.md).
+			w.events["LIMIT: split: a moved home left after state rm (a switch from the shared layout after state rm is not seen)"]++
+			w.logf("check: %s's home moved from %s (%s) to %s under a plan without a state (documented limit)", who, s.at, s.canon, now)
+			w.report(s, missing)
 		case p.prior == nil && s.at.dir != "":
 			// No state, the hub in the shared layout: the plan cannot see
-			// the hub's template and scheme (DESIGN.md's limits).
+			// the hub's template and scheme (DESIGN.md's limits), and its
+			// warning says so.
+			if (p.cfg.Shared != nil || p.cfg.SplitFrom != nil) && !warnsAdoption(p.res) {
+				w.violation("a plan without a state moved %s's home from %s to %s and no warning says it cannot see the hub's directories", who, s.at, now)
+			}
 			w.events["shared: adopted without a state, the plan cannot see the hub's settings"]++
 			w.logf("check: %s's home moved from %s to %s under a plan without a state (documented limit)", who, s.at, now)
 			w.report(s, missing)
 		case unseen && s.at.ref.Namespace != p.cfg.Namespace:
+			w.report(s, missing)
+		case p.cfg.SplitFrom != nil && server != "" && s.at.dir == "" && s.at.ref.Namespace != p.cfg.Namespace:
+			// Known gap: a named server's claim left in a user's namespace
+			// when the layout leaves user namespaces; leftBehind names
+			// default servers' homes only. Counted and reported.
+			w.events["GAP: a named server's claim left in a user namespace, not named"]++
+			w.logf("check: GAP: %s's claim %s is left in a user namespace and no plan names it", who, s.at.ref)
+			w.report(s, missing)
+		case s.at.dir == "" && (namesClaim(p.res.Warnings, s.at.ref) || namesClaim(p.res.Warnings, w.copySource(s.at.ref))) || w.namesMoveOf(p.res.Warnings, s.canon):
+			// A warning of the plan names the old claim (left where the
+			// configuration no longer looks, with keep_existing).
+			w.events["split: a home left behind, named by a warning"]++
+			w.report(s, missing)
+		case s.at.dir == "" && (namesClaim(w.fresh.Warnings, s.at.ref) || w.madeAfter(p, s.at.ref)):
+			// The old claim appeared after the plan (KubeSpawner created it
+			// in the window before the apply): only the apply's own
+			// classification names it, and the apply shows no warnings
+			// (DESIGN.md's limits: with keep, a claim created between the
+			// plan and the apply moves without being named).
+			w.events["LIMIT: a home KubeSpawner created between the plan and the apply left without being named"]++
 			w.report(s, missing)
 		case p.cfg.OnLayoutChange == safety.OnLayoutChangeKeep:
 			for _, path := range missing {
@@ -391,4 +468,56 @@ func (w *world) countPlan(res safety.Result) {
 			w.events["shared: plan refused, a migration in flight"]++
 		}
 	}
+}
+
+// namesClaim: a finding names claim ref as a home ("ns/name (").
+func namesClaim(fs []safety.Finding, ref claims.Ref) bool {
+	for _, f := range fs {
+		if strings.Contains(f.Detail, ref.String()+" (") {
+			return true
+		}
+	}
+	return false
+}
+
+// warnsAdoption: the plan warns that, without a state, it cannot see which
+// directories the hub mounts now.
+func warnsAdoption(res safety.Result) bool {
+	for _, f := range res.Warnings {
+		if f.Attribute == "shared_home.sub_path_template" && strings.Contains(f.Summary, "cannot see which directories") {
+			return true
+		}
+	}
+	return false
+}
+
+// copySource is the source claim of the copy whose new claim is ref (its
+// record leads there); the zero Ref when ref is no copy's.
+func (w *world) copySource(ref claims.Ref) claims.Ref {
+	if m := w.claims[ref]; m != nil && m.c.Annotations[migration.CopyOfAnnotation] != "" {
+		return claims.Ref{Namespace: ref.Namespace, Name: m.c.Annotations[migration.CopyOfAnnotation]}
+	}
+	return claims.Ref{Namespace: "-", Name: "-"}
+}
+
+// madeAfter: the claim at ref was made after plan p (KubeSpawner, at a
+// spawn in the apply's window, under the hub's configuration then).
+func (w *world) madeAfter(p plan, ref claims.Ref) bool {
+	m := w.claims[ref]
+	if m == nil || p.seen == nil {
+		return false
+	}
+	_, seen := p.seen[m.c.UID]
+	return !seen
+}
+
+// namesMoveOf: a finding names, as a home left behind, the claim of a move
+// of directory at (its record leads there).
+func (w *world) namesMoveOf(fs []safety.Finding, at loc) bool {
+	for ref := range w.claims {
+		if d, ok := w.splitTo(ref); ok && d == at && namesClaim(fs, ref) {
+			return true
+		}
+	}
+	return false
 }

@@ -71,7 +71,10 @@ import (
 // plan: it plans again at apply and stops when the known values
 // (change_class, changes) differ.
 
-var histories = flag.Int("execute.histories", 1500, "random histories TestHistories runs")
+var (
+	histories = flag.Int("execute.histories", 1500, "random histories TestHistories runs")
+	firstSeed = flag.Int("execute.first", 1, "the seed of TestHistories' first history (to run a range of a long run)")
+)
 
 const (
 	hubNS      = "hub"
@@ -101,6 +104,13 @@ type volume struct {
 	// dirs are the directories made on the shared claim's volume (the
 	// init container's); a file of a home there has the path dir/name.
 	dirs map[string]bool
+	// A split volume (history_split_test.go): its record, the UID of the
+	// claim it was reserved for, and the directory of the shared claim's
+	// volume it is made on, whose files are its files.
+	split       *migration.SplitRecord
+	reservedUID string
+	base        *volume
+	baseDir     string
 }
 
 type mclaim struct{ c claims.Claim }
@@ -120,6 +130,8 @@ type hubConfig struct {
 	// under scheme (the per-user layout's claims are always "safe").
 	shared *safety.SharedHome
 	scheme kubespawner.Scheme
+	// split: the per-user layout while homes move out of this shared one.
+	split *safety.SharedHome
 }
 
 // shown is one claim deletion an apply's plan showed.
@@ -186,6 +198,11 @@ type world struct {
 	// (sharedLimit); they must stay on some volume.
 	reported      map[string]bool
 	reportedHomes []loc
+	// lastHome is the home the hub last mounted for each server, as the
+	// files it holds (canon): checkMount.
+	lastHome map[string]seenHome
+	// applying is the plan of the apply under way, or of the last one.
+	applying *plan
 	// fresh is the last apply's own classification (its warnings are not
 	// shown: the provider's apply reports only its errors).
 	fresh safety.Result
@@ -197,7 +214,7 @@ func newWorld(t *testing.T, r *rand.Rand) *world {
 	return &world{t: t, r: r, claims: map[claims.Ref]*mclaim{}, vols: map[string]*volume{}, pods: map[string]pod{}, jobs: map[claims.Ref]*wjob{},
 		hub: hubConfig{mode: safety.RWO}, superseded: map[string]bool{}, excused: map[string]bool{}, owner: map[string]string{},
 		backup: map[string]map[string]file{}, saveFor: map[string]string{}, binderRate: 2, events: map[string]int{}, users: hubUsers,
-		sharedDirs: map[string]bool{}, reported: map[string]bool{}}
+		sharedDirs: map[string]bool{}, reported: map[string]bool{}, lastHome: map[string]seenHome{}}
 }
 
 func (w *world) logf(format string, a ...any) { w.log = append(w.log, fmt.Sprintf(format, a...)) }
@@ -329,7 +346,7 @@ func (w *world) spawn(who string) {
 	if _, running := w.pods[who]; running {
 		return
 	}
-	if w.hub.shared != nil {
+	if w.hub.shared != nil || w.hub.split != nil {
 		w.spawnShared(who)
 		return
 	}
@@ -348,12 +365,13 @@ func (w *world) spawn(who string) {
 	if m.c.Deleting || w.volOf(ref) == nil {
 		return // the pod waits, or fails on a terminating claim
 	}
-	for _, f := range w.volOf(ref).files {
+	for _, f := range w.view(w.volOf(ref)) {
 		if o := w.owner[f.content]; o != "" && strings.Split(o, "/")[0] != user {
 			w.violation("%s's server mounts %s, which holds %s's files", who, ref, o)
 			break
 		}
 	}
+	w.checkMount(who, loc{ref: ref})
 	w.pods[who] = pod{who, ref, ""}
 	w.write(who)
 }
@@ -391,6 +409,10 @@ func (w *world) writeTo(v *volume, dir, who string) {
 	content := fmt.Sprintf("%s@%d", who, w.clock)
 	w.owner[content] = who
 	user := strings.Split(who, "/")[0]
+	if v.base != nil { // a split volume: its directory of the shared claim's
+		dir = strings.TrimSuffix(v.baseDir+"/"+dir, "/")
+		v = v.base
+	}
 	prefix := ""
 	if dir != "" {
 		prefix = dir + "/"
@@ -502,14 +524,17 @@ func (w *world) live(cfg safety.Config, prior *safety.Prior) safety.Live {
 		l.Volumes = map[string]safety.Volume{}
 		for _, v := range w.vols {
 			l.Volumes[v.name] = safety.Volume{CSIDriver: csiDriver}
+			if v.dirs != nil || v.base != nil {
+				l.Volumes[v.name] = safety.Volume{} // host paths
+			}
 		}
 	}
 	l.Mounted = map[claims.Ref]bool{}
 	for _, p := range w.pods {
 		l.Mounted[p.ref] = true
 	}
-	if cfg.Shared != nil {
-		if m := w.claims[claims.Ref{Namespace: cfg.Namespace, Name: cfg.Shared.Claim}]; m != nil {
+	if sh := cmp.Or(cfg.Shared, cfg.SplitFrom); sh != nil {
+		if m := w.claims[claims.Ref{Namespace: cfg.Namespace, Name: sh.Claim}]; m != nil {
 			c := m.c
 			c.AccessModes = slices.Clone(c.AccessModes)
 			l.Shared = &c
@@ -586,6 +611,13 @@ func (w *world) RemoveClaim(_ context.Context, namespace, name, uid string) erro
 	}
 	if v := w.vols[m.c.VolumeName]; v != nil && v.refUID == m.c.UID && !v.gone {
 		v.excused = ok && s.excused && s.user == m.c.Username
+		if v.base != nil && v.excused {
+			// A split claim whose data the plan let go: the files stay in
+			// the directory, no longer the user's home.
+			for _, f := range w.view(v) {
+				w.excused[f.content] = true
+			}
+		}
 		if v.policy == "Delete" && len(v.files) > 0 && w.planClass != safety.ClassDestructive {
 			w.violation("the apply of a %s plan deleted %s, whose volume %s (reclaim policy Delete) holds %d file(s)", w.planClass, ref, v.name, len(v.files))
 		}
@@ -650,6 +682,7 @@ type plan struct {
 	prior   *safety.Prior
 	res     safety.Result
 	changes string
+	seen    map[string]claims.Ref // the claims (by UID) when it was made
 }
 
 func (w *world) plan(cfg safety.Config, prior *safety.Prior) (plan, bool) {
@@ -661,7 +694,11 @@ func (w *world) plan(cfg safety.Config, prior *safety.Prior) (plan, bool) {
 		w.errs = append(w.errs, f.Summary+": "+f.Detail)
 	}
 	w.countPlan(res)
-	return plan{cfg: cfg, prior: prior, res: res, changes: safety.ChangesOf(res).Encode()}, len(res.Errors) == 0
+	p := plan{cfg: cfg, prior: prior, res: res, changes: safety.ChangesOf(res).Encode(), seen: w.claimUIDs()}
+	if len(res.Errors) == 0 {
+		w.checkPlanOverSplit(p)
+	}
+	return p, len(res.Errors) == 0
 }
 
 // apply applies a (possibly saved) plan: OpenTofu plans again and stops if
@@ -707,6 +744,12 @@ func (w *world) apply(p plan, kill bool) *safety.Prior {
 			}
 		}
 	}
+	// The homes the hub gives as the apply begins, with what they hold:
+	// after it, each must be where the hub gives that server's home
+	// (checkMoves); a create while homes move out of the shared layout
+	// moves a home with no switch of the hub.
+	before, old, was := w.homesNow(), w.hub, w.hubLayout()
+	w.applying = &p
 	res := safety.Plan(p.cfg, p.prior, w.live(p.cfg, p.prior))
 	if len(res.Errors) > 0 {
 		w.logf("apply: stops on the fresh classification")
@@ -730,6 +773,7 @@ func (w *world) apply(p plan, kill bool) *safety.Prior {
 			failed[up.Who()] = true
 		}
 		if w.killed {
+			w.killedMoves(p, before)
 			return nil
 		}
 	}
@@ -741,29 +785,39 @@ func (w *world) apply(p plan, kill bool) *safety.Prior {
 		step, err := w.runMigration(ctx, p.cfg, *up, sel.Planned[k].UID)
 		w.logf("apply: migrate %s by %s: step %s, %v", k, up.Method, step, err)
 		w.count(fmt.Sprintf("%s to %s", up.Method, step), err)
-		if p.cfg.OnModeChange != safety.OnModeChangeMigrate {
+		if p.cfg.OnModeChange != safety.OnModeChangeMigrate && up.Method != migration.MethodSplit {
 			w.events["migration resumed under another on_mode_change"]++
 		}
 		if err != nil {
 			w.errs = append(w.errs, err.Error())
 		}
 		if w.killed {
+			w.killedMoves(p, before)
 			return nil
 		}
 	}
-	// The hub switches to the applied configuration: what each home holds
-	// now must be in the home the hub gives after (checkMoves).
-	before, old, was := w.homesNow(), w.hub, w.hubLayout()
+	// The hub switches to the applied configuration: what each home held
+	// as the apply began, and holds now, must be in the home the hub gives
+	// after (checkMoves).
+	end, last := w.homesNow(), w.lastHomes()
 	w.hub = hubConfig{mode: p.cfg.AccessMode, template: p.cfg.NameTemplate, nsTemplate: p.cfg.UserNamespaceTemplate, scheme: p.cfg.Scheme}
 	if p.cfg.Shared != nil {
 		sh := *p.cfg.Shared
 		w.hub.shared = &sh
 	}
+	if p.cfg.SplitFrom != nil {
+		sh := *p.cfg.SplitFrom
+		w.hub.split = &sh
+	}
 	if now := w.hubLayout(); now != was {
 		w.logf("hub: %s → %s", was, now)
 	}
 	w.checkMoves(p, before, old)
+	w.checkMoves(p, end, old)
+	w.checkMoves(p, last, old)
+	w.probeMounts()
 	w.checkShared("the apply")
+	w.checkSplits("the apply")
 	cfg := p.cfg
 	cfg.Users = slices.DeleteFunc(slices.Clone(cfg.Users), func(u string) bool { return failed[u] })
 	return priorOf(cfg)
@@ -835,6 +889,10 @@ func (w *world) destroy(cfg safety.Config, prior safety.Prior, replacing bool) {
 	if cfg.Shared != nil {
 		defer w.checkSharedDestroy(w.claimUIDs())
 	}
+	if cfg.SplitFrom != nil {
+		defer w.checkSplits("the destroy")
+		defer w.checkShared("the destroy")
+	}
 	d := safety.Destroy(cfg, prior, w.live(cfg, &prior))
 	if len(d.Errors) > 0 || replacing {
 		return
@@ -880,6 +938,9 @@ func describe(cfg safety.Config) string {
 	}
 	if cfg.Shared != nil {
 		s += fmt.Sprintf(" shared=%s:%q scheme=%s", cfg.Shared.Claim, cfg.Shared.SubPathTemplate, cfg.Scheme)
+	}
+	if cfg.SplitFrom != nil {
+		s += fmt.Sprintf(" split_from=%s:%q scheme=%s batch_size=%d", cfg.SplitFrom.Claim, cfg.SplitFrom.SubPathTemplate, cfg.Scheme, cfg.Migration.BatchSize)
 	}
 	if cfg.OnLayoutChange != "" {
 		s += " on_layout_change=" + string(cfg.OnLayoutChange)
@@ -991,6 +1052,7 @@ func runHistory(t *testing.T, seed uint64) *world {
 	}
 	w.settle(last, state)
 	w.checkShared("the settle phase")
+	w.checkSplits("the settle phase")
 	return w
 }
 
@@ -1002,13 +1064,13 @@ func TestHistories(t *testing.T) {
 	withServers, withMigrations := 0, 0
 	events := map[string]int{}
 	for i := range n {
-		seed := uint64(i) + 1
+		seed := uint64(i + *firstSeed)
 		w := runHistory(t, seed)
 		for k, v := range w.events {
 			events[k] += v
 		}
 		if w.failed {
-			t.Fatalf("history %d loses data:\n  %s\nrerun: go test ./internal/execute -run TestHistories -execute.histories=%d", seed, strings.Join(w.log, "\n  "), seed)
+			t.Fatalf("history %d loses data:\n  %s\nrerun: go test ./internal/execute -run TestHistories -execute.first=%d -execute.histories=1", seed, strings.Join(w.log, "\n  "), seed)
 		}
 		if w.serverPlans > 0 {
 			withServers++
@@ -1031,7 +1093,10 @@ func TestHistories(t *testing.T) {
 		"binder too slow", "rewrite with an older mtime", "stray write on an old home", "migration resumed under another on_mode_change", "spawn refused",
 		"killed", "recreate", "operator did what an error says",
 		"shared: plan refused a layout move", "shared: keep left an old home, reported", "shared: plan refused, a migration in flight",
-		"shared: init container made a directory", "shared: destroy", "shared: layout switched with the homes in place"} {
+		"shared: init container made a directory", "shared: destroy", "shared: layout switched with the homes in place",
+		"split to done", "split: the Job made a directory", "split: killed after prepare-directory", "split: killed after create-split-claim",
+		"split: killed after create-volume", "split: wait-split-bound", "split: layout switched with the homes in place", "split: spawn refused, the move under way",
+		"split: the hub mounts a moved home", "operator undid a move as an error says"} {
 		if events[e] == 0 {
 			t.Errorf("no history exercised %q", e)
 		}

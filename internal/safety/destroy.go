@@ -49,6 +49,14 @@ func Destroy(cfg Config, prior Prior, live Live) Result {
 			continue
 		}
 		up.Live = c
+		if rec, err := splitRecord(c); err != nil || rec != nil && !splitDone(c, rec) {
+			// An unfinished move out of the shared layout: its claim stays,
+			// so that the next plan finishes or undoes it and never creates
+			// a claim over the volume reserved for this one.
+			up.Reason = "its move out of the shared layout has not finished"
+			res.Users = append(res.Users, up)
+			continue
+		}
 		if cfg.DeletionPolicy == DeletionDelete && cfg.AllowDataLoss {
 			up.Action, up.Reason = ActionRecreate, "deleted"
 			del = append(del, up)

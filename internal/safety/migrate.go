@@ -254,7 +254,9 @@ func (p *planner) copied(up *UserPlan) {
 		if up.TargetLive == nil {
 			p.g.lostCopies = append(p.g.lostCopies, *up)
 		}
-		if m := p.cfg.Migration; m.DeleteSources && p.cfg.AllowDataLoss && p.cfg.OnModeChange == OnModeChangeMigrate && up.TargetLive != nil {
+		// While homes move out of the shared layout the hub mounts the
+		// user's directory when this claim is missing: it stays.
+		if m := p.cfg.Migration; m.DeleteSources && p.cfg.AllowDataLoss && p.cfg.OnModeChange == OnModeChangeMigrate && up.TargetLive != nil && p.cfg.SplitFrom == nil {
 			up.Action = ActionDeleteSource
 			up.Reason = fmt.Sprintf("delete %s, the old home: the user's home is %s, a verified copy (%d files, %d bytes)", c.Name, rec.Target, rec.Files, rec.Bytes)
 			p.g.deleteSources = append(p.g.deleteSources, *up)

@@ -330,6 +330,12 @@ func Plan(cfg Config, prior *Prior, live Live) Result {
 	}
 	res := p.run()
 	checkLayoutMoves(cfg, prior, shared, &res)
+	if cfg.SplitFrom != nil && prior == nil {
+		// Homes not yet moved are directories the plan cannot see, and a
+		// move takes the directory the settings name (as a new resource
+		// in the shared layout).
+		res.Warnings = append(res.Warnings, adoptionWarnings(directoryView(cfg))...)
+	}
 	return res
 }
 

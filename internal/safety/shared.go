@@ -329,15 +329,24 @@ func planShared(cfg Config, prior *Prior, live Live) Result {
 	}
 	switch {
 	case prior == nil:
-		res.Warnings = append(res.Warnings, Finding{"shared_home.sub_path_template", "The plan cannot see which directories the hub mounts now",
-			fmt.Sprintf("This resource is new (or its state was removed), so nothing says where servers find their homes today. shared_home.claim_name, sub_path_template (%q) and slug_scheme (%q) "+
-				"must be what the hub uses now (zero-to-jupyterhub: singleuser.storage.static.pvcName and .subPath; Nebari classic: home/{username}); otherwise users start in new, empty directories.",
-				sh.SubPathTemplate, cfg.Scheme)})
-		res.Warnings = append(res.Warnings, adoptionWarning(cfg)...)
+		res.Warnings = append(res.Warnings, adoptionWarnings(cfg)...)
 	case !sameConfig(prior.Config, cfg) || prior.Config.Shared == nil || *prior.Config.Shared != *sh:
 		res.Class = ClassSafe // the hub's settings change; no claim does
 	}
 	return res
+}
+
+// adoptionWarnings are what a plan without a state says of the directories
+// of cfg's shared layout (the shared layout's, or the one homes move out
+// of): it cannot see which the hub mounts now, and names the listed users
+// whose directory older KubeSpawners named otherwise.
+func adoptionWarnings(cfg Config) []Finding {
+	sh := cfg.Shared
+	out := []Finding{{"shared_home.sub_path_template", "The plan cannot see which directories the hub mounts now",
+		fmt.Sprintf("This resource is new (or its state was removed), so nothing says where servers find their homes today. shared_home.claim_name, sub_path_template (%q) and slug_scheme (%q) "+
+			"must be what the hub uses now (zero-to-jupyterhub: singleuser.storage.static.pvcName and .subPath; Nebari classic: home/{username}); otherwise users start in new, empty directories.",
+			sh.SubPathTemplate, cfg.Scheme)}}
+	return append(out, adoptionWarning(cfg)...)
 }
 
 // adoptionWarning names the listed users whose directory under the slug

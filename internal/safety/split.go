@@ -12,8 +12,10 @@ package safety
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/claims"
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/kubespawner"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/migration"
 )
 
@@ -180,7 +182,9 @@ func splitMoves(cfg Config, prior *Prior, live Live) moves {
 	}
 	for i := range live.Claims {
 		c := &live.Claims[i]
-		if c.Username == "" || c.Servername != "" || c.Annotations[migration.SplitAnnotation] != "" || cfg.ref(c).Namespace != cfg.Namespace {
+		// A named server's claim of the name the template gives the
+		// default server (claim-{username}) is the one the hub mounts too.
+		if c.Username == "" || cfg.ref(c).Namespace != cfg.Namespace {
 			continue
 		}
 		if name, err := cfg.homeFor(c.Username, ""); err != nil || name.claim != cfg.ref(c) {
@@ -190,19 +194,48 @@ func splitMoves(cfg Config, prior *Prior, live Live) moves {
 		if err != nil {
 			continue
 		}
+		if c.Annotations[migration.SplitAnnotation] != "" {
+			// A moved home is the directory its record names: a move only
+			// when the shared layout mounted another one.
+			rec, err := splitRecord(c)
+			if err != nil || rec == nil || prior == nil {
+				continue
+			}
+			from, err := prior.Config.homeFor(c.Username, "")
+			if err == nil && (from.dir != rec.Directory || from.claim != (claims.Ref{Namespace: rec.Namespace, Name: rec.Shared})) {
+				m.listed = append(m.listed, fmt.Sprintf("%s: %s → claim %s (moved from directory %q)", c.Username, from, cfg.ref(c), rec.Directory))
+			}
+			continue
+		}
 		m.listed = append(m.listed, fmt.Sprintf("%s: %s → claim %s (a claim of the per-user layout, not a moved home)", c.Username, dir, cfg.ref(c)))
 	}
+	// A rebind in progress whose old claim is gone makes that claim again:
+	// the hub then mounts it instead of the user's directory.
+	for ref, ip := range live.InProgress {
+		u := ip.Record.User
+		if u == "" || ip.Record.Annotations[kubespawner.AnnotationServername] != "" || hasOwnClaim(cfg, live, u) {
+			continue
+		}
+		if name, err := cfg.homeFor(u, ""); err != nil || name.claim != ref {
+			continue
+		}
+		if dir, err := now.homeFor(u, ""); err == nil {
+			m.listed = append(m.listed, fmt.Sprintf("%s: %s → claim %s (being rebound onto volume %s)", u, dir, ref, ip.Volume))
+		}
+	}
+	slices.Sort(m.listed)
 	return m
 }
 
 // unsplitMoves is what leaving the move out of the shared layout for the
 // per-user layout does: users whose home is still a directory (no claim of
-// their own) would get a new, empty claim.
+// their own where the move's settings look) would get a new, empty claim,
+// or another claim the new settings name.
 func unsplitMoves(cfg, was Config, live Live) moves {
 	var m moves
 	old := directoryView(was)
 	for _, u := range cfg.Users {
-		if hasOwnClaim(cfg, live, u) {
+		if hasOwnClaim(was, live, u) {
 			continue
 		}
 		if from, err := old.homeFor(u, ""); err == nil {

@@ -76,7 +76,9 @@ type leftHome struct {
 func leftBehind(cfg Config, prior *Prior, cs []claims.Claim) []leftHome {
 	var out []leftHome
 	for _, c := range cs {
-		if c.Username == "" || c.Servername != "" || c.Annotations[migration.CopyOfAnnotation] != "" || c.Namespace == "" {
+		// A named server's claim counts when it has the name of the
+		// default server's home (wasLookedFor): the hub mounts it for both.
+		if c.Username == "" || c.Annotations[migration.CopyOfAnnotation] != "" || c.Namespace == "" {
 			continue
 		}
 		want, err := cfg.NamespaceOf(c.Username)
