@@ -110,25 +110,26 @@ func TestBuild_splitFromSharedRefuses(t *testing.T) {
 }
 
 // seedSplitClaim creates user's claim of a split from home-nfs whose
-// record names volume; boundTo is the volume it is bound to ("" none:
-// Pending, as before the binder bound it). No binder runs here: the
-// status is written as the binder would.
-func seedSplitClaim(t testing.TB, cs kubernetes.Interface, ns, user, volume, boundTo string) *corev1.PersistentVolumeClaim {
+// record names volume, naming volume volumeName (the split names the
+// volume to come when it makes the claim); bound: Bound, else Pending, as
+// before the binder bound it. No binder runs here: the status is written
+// as the binder would.
+func seedSplitClaim(t testing.TB, cs kubernetes.Interface, ns, user, volume, volumeName string, bound bool) *corev1.PersistentVolumeClaim {
 	t.Helper()
 	name := "claim-" + user
 	rec := migration.SplitRecord{User: user, Namespace: ns, Claim: name, Shared: "home-nfs", SharedUID: "s1", Directory: "home/" + user, Volume: volume}
-	return seedBoundClaim(t, cs, ns, name, map[string]string{migration.SplitAnnotation: rec.Encode()}, boundTo)
+	return seedBoundClaim(t, cs, ns, name, map[string]string{migration.SplitAnnotation: rec.Encode()}, volumeName, bound)
 }
 
-// seedBoundClaim creates a ReadWriteOnce claim, Bound to volume boundTo
-// unless that is "".
-func seedBoundClaim(t testing.TB, cs kubernetes.Interface, ns, name string, ann map[string]string, boundTo string) *corev1.PersistentVolumeClaim {
+// seedBoundClaim creates a ReadWriteOnce claim naming volume volumeName,
+// Bound when bound.
+func seedBoundClaim(t testing.TB, cs kubernetes.Interface, ns, name string, ann map[string]string, volumeName string, bound bool) *corev1.PersistentVolumeClaim {
 	t.Helper()
 	class := "longhorn"
 	pvc := &corev1.PersistentVolumeClaim{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Annotations: ann},
 		Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}, StorageClassName: &class,
-			VolumeName: boundTo,
+			VolumeName: volumeName,
 			Resources:  corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("10Gi")}}},
 	}
 	ctx := context.Background()
@@ -136,7 +137,7 @@ func seedBoundClaim(t testing.TB, cs kubernetes.Interface, ns, name string, ann 
 	if err != nil {
 		t.Fatal(err)
 	}
-	if boundTo == "" {
+	if !bound {
 		return out
 	}
 	out.Status.Phase = corev1.ClaimBound
@@ -235,11 +236,11 @@ func TestSpawnerSpawn_splitFromShared(t *testing.T) {
 	ns := api.Namespace
 	cs := acctest.Cluster(t).Admin()
 	seedClaim(t, cs, ns, "home-nfs", corev1.ReadWriteMany, nil, nil)
-	seedSplitClaim(t, cs, ns, "alice", "vol-alice", "vol-alice") // moved
-	seedSplitClaim(t, cs, ns, "carol", "vol-carol", "")          // being moved: Pending
-	seedSplitClaim(t, cs, ns, "dave", "vol-dave", "vol-other")   // Bound to another volume
-	seedBoundClaim(t, cs, ns, "claim-erin", nil, "vol-erin")     // a claim of her own, no split
-	frank := seedSplitClaim(t, cs, ns, "frank", "vol-frank", "vol-frank")
+	seedSplitClaim(t, cs, ns, "alice", "vol-alice", "vol-alice", true)  // moved
+	seedSplitClaim(t, cs, ns, "carol", "vol-carol", "vol-carol", false) // being moved: Pending
+	seedSplitClaim(t, cs, ns, "dave", "vol-dave", "vol-other", true)    // Bound to another volume
+	seedBoundClaim(t, cs, ns, "claim-erin", nil, "vol-erin", true)      // a claim of her own, no split
+	frank := seedSplitClaim(t, cs, ns, "frank", "vol-frank", "vol-frank", true)
 	frank.Finalizers = []string{"example.org/hold"}
 	if _, err := cs.CoreV1().PersistentVolumeClaims(ns).Update(context.Background(), frank, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
@@ -349,7 +350,7 @@ func TestSpawnerSpawn_splitFromSharedRefusesWholeClaim(t *testing.T) {
 	api := seededHub(t, nil)
 	cs := acctest.Cluster(t).Admin()
 	seedClaim(t, cs, api.Namespace, "home-nfs", corev1.ReadWriteMany, nil, nil)
-	seedSplitClaim(t, cs, api.Namespace, "alice", "vol-alice", "vol-alice")
+	seedSplitClaim(t, cs, api.Namespace, "alice", "vol-alice", "vol-alice", true)
 	var users []hubUser
 	for _, name := range []string{"alice", "bob"} {
 		for _, p := range []string{"all", "sidecar", "plain"} {
@@ -390,7 +391,7 @@ func TestSpawnerSpawn_splitFromSharedSameSpawnerTwice(t *testing.T) {
 	if p := splitPodOf(t, "gina (first)", first["gina"]); p != want {
 		t.Fatalf("first spawn: pod %+v, want %+v", p, want)
 	}
-	seedSplitClaim(t, cs, api.Namespace, "gina", "vol-gina", "vol-gina")
+	seedSplitClaim(t, cs, api.Namespace, "gina", "vol-gina", "vol-gina", true)
 	second, err := hub.Spawn(gina)
 	if err != nil {
 		t.Fatal(err)
