@@ -164,6 +164,11 @@ type HubUser struct {
 	// State is the KubeSpawner state the hub restores before the spawn,
 	// e.g. {"pvc_name": ...} under remember_pvc_name.
 	State map[string]any `json:"state,omitempty"`
+	// Keep keeps the server's spawner object for its next spawn with Keep
+	// in a running hub (Hub.Spawn), as JupyterHub keeps a server's spawner
+	// across its spawns: what a spawn set on it is there at the next, and
+	// State is not loaded again (the server stopped: clear_state).
+	Keep bool `json:"keep,omitempty"`
 }
 
 // HubSpawn is what KubeSpawner rendered for one spawn.

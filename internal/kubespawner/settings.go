@@ -20,6 +20,12 @@ type HomeStorage struct {
 	// Shared, when set, keeps every home in a directory of one claim
 	// instead of a claim per user.
 	Shared *SharedHome
+	// SplitFrom, when set, is the per-user layout while homes move out of
+	// the shared layout it describes, one user at a time: a server whose
+	// claim exists mounts it, one whose claim does not exist yet mounts
+	// the user's directory of the shared claim, as in the shared layout
+	// (the hub decides at each spawn). Never set together with Shared.
+	SplitFrom *SharedHome
 }
 
 // SharedHome is the layout where every user's home is a directory of one
@@ -141,6 +147,14 @@ func (h HomeStorage) Settings() map[string]any {
 	if h.Shared != nil {
 		return h.sharedSettings(mount)
 	}
+	if h.SplitFrom != nil {
+		return h.splitSettings(mount)
+	}
+	return h.perUserSettings(mount)
+}
+
+// perUserSettings mounts the user's own claim, which KubeSpawner creates.
+func (h HomeStorage) perUserSettings(mount string) map[string]any {
 	s := map[string]any{
 		"storage_pvc_ensure":   true,
 		"storage_access_modes": []string{h.AccessMode},
@@ -162,6 +176,35 @@ func (h HomeStorage) Settings() map[string]any {
 	}
 	if len(h.ExtraLabels) > 0 {
 		s["storage_extra_labels"] = h.ExtraLabels
+	}
+	return s
+}
+
+// SplitFromKey is the key of Settings that, while homes move out of the
+// shared layout (HomeStorage.SplitFrom), says where a home not moved yet
+// is: {"claim": the shared claim, "sub_path": the sub-path template,
+// "init_container": the container that makes a missing directory, as the
+// shared layout renders it}. It is no KubeSpawner setting: spawner.Build
+// takes it out of the settings and into the hub's document.
+const SplitFromKey = "jupyter_home_split_from"
+
+// splitSettings are the per-user layout's settings while homes move out
+// of the shared layout: each server mounts "{pvc_name}", without subPath.
+// KubeSpawner creates no claim (storage_pvc_ensure: a missing claim means
+// the home is still the user's directory of the shared claim, which the
+// hub mounts instead) and deletes none (delete_pvc); user namespaces are
+// off (the shared claim is mountable in its namespace only). SplitFromKey
+// tells spawner.Build where the homes not moved yet are.
+func (h HomeStorage) splitSettings(mount string) map[string]any {
+	s := h.perUserSettings(mount)
+	s["storage_pvc_ensure"] = false
+	s["delete_pvc"] = false
+	s["enable_user_namespaces"] = false
+	delete(s, "user_namespace_template")
+	s[SplitFromKey] = map[string]any{
+		"claim":          h.SplitFrom.Claim,
+		"sub_path":       h.SplitFrom.SubPathTemplate,
+		"init_container": h.SplitFrom.initContainer(),
 	}
 	return s
 }

@@ -128,3 +128,46 @@ func TestSharedInitScript_raceAndFailedChown(t *testing.T) {
 		t.Fatalf("a failed chown left %s: %v", filepath.Join(root, "bob"), err)
 	}
 }
+
+// While homes move out of the shared layout, KubeSpawner mounts the
+// user's own claim as in the per-user layout but never creates or deletes
+// one (a missing claim is a home still on the shared claim), user
+// namespaces stay off, and where those homes are travels under
+// SplitFromKey, with the init container the shared layout renders.
+func TestSettings_splitFrom(t *testing.T) {
+	shared := SharedHome{Claim: "home-nfs", SubPathTemplate: "home/{username}", UID: 1000, GID: 100, Mode: "0700", Image: "busybox:1.36"}
+	h := HomeStorage{AccessMode: "ReadWriteOnce", StorageClass: "longhorn", Capacity: "10Gi", NameTemplate: "claim-{username}", Scheme: SchemeSafe,
+		UserNamespaceTemplate: "{hubnamespace}-{username}", SplitFrom: &shared}
+	s := h.Settings()
+	if s["storage_pvc_ensure"] != false || s["delete_pvc"] != false || s["enable_user_namespaces"] != false {
+		t.Errorf("storage_pvc_ensure %v, delete_pvc %v, enable_user_namespaces %v", s["storage_pvc_ensure"], s["delete_pvc"], s["enable_user_namespaces"])
+	}
+	if _, ok := s["user_namespace_template"]; ok {
+		t.Errorf("user_namespace_template %v", s["user_namespace_template"])
+	}
+	if _, ok := s["init_containers"]; ok {
+		t.Errorf("init_containers in the settings: %v", s["init_containers"])
+	}
+	vols := s["volumes"].([]map[string]any)
+	if len(vols) != 1 || vols[0]["persistentVolumeClaim"].(map[string]any)["claimName"] != "{pvc_name}" {
+		t.Errorf("volumes %v", vols)
+	}
+	mounts := s["volume_mounts"].([]map[string]any)
+	if _, sub := mounts[0]["subPath"]; len(mounts) != 1 || sub || mounts[0]["mountPath"] != "/home/jovyan" {
+		t.Errorf("volume_mounts %v", mounts)
+	}
+	if s["pvc_name_template"] != "claim-{username}" || s["storage_class"] != "longhorn" {
+		t.Errorf("pvc_name_template %v, storage_class %v", s["pvc_name_template"], s["storage_class"])
+	}
+	from, _ := s[SplitFromKey].(map[string]any)
+	if from["claim"] != "home-nfs" || from["sub_path"] != "home/{username}" {
+		t.Errorf("%s: %v", SplitFromKey, from)
+	}
+	want := (HomeStorage{Shared: &shared}).Settings()["init_containers"].([]map[string]any)[0]
+	if fmt.Sprint(from["init_container"]) != fmt.Sprint(want) {
+		t.Errorf("init container %v, the shared layout's %v", from["init_container"], want)
+	}
+	if _, ok := (HomeStorage{AccessMode: "ReadWriteOnce"}).Settings()[SplitFromKey]; ok {
+		t.Errorf("the per-user layout has %s", SplitFromKey)
+	}
+}

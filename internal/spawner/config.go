@@ -73,16 +73,39 @@ type Result struct {
 	// "" when each user has a claim. SharedSubPath is the template of a
 	// user's directory in it.
 	SharedClaim, SharedSubPath string
+	// While homes move out of the shared layout (kubespawner.HomeStorage's
+	// SplitFrom), a server whose claim does not exist mounts the user's
+	// directory FallbackSubPath of FallbackClaim instead, with the init
+	// container FallbackInit (as the shared layout renders it) making a
+	// missing directory; "" and nil otherwise.
+	FallbackClaim, FallbackSubPath string
+	FallbackInit                   map[string]any
 }
 
 // Document is the JSON kept beside the Python file in the ConfigMap: the
-// settings and the co-location label, no user.
+// settings and the co-location label, no user. "home" says where homes
+// that are not a claim of their own are: in the shared layout
+// {"shared_claim", "sub_path"}; while homes move out of it
+// {"fallback_claim", "fallback_sub_path", "fallback_init_container"}, used
+// at a spawn whose claim does not exist.
 func (r Result) Document() map[string]any {
 	d := map[string]any{"KubeSpawner": r.Settings, "colocation": r.Colocation}
-	if r.SharedClaim != "" {
+	switch {
+	case r.SharedClaim != "":
 		d["home"] = map[string]any{"shared_claim": r.SharedClaim, "sub_path": r.SharedSubPath}
+	case r.FallbackClaim != "":
+		d["home"] = map[string]any{"fallback_claim": r.FallbackClaim, "fallback_sub_path": r.FallbackSubPath, "fallback_init_container": r.FallbackInit}
 	}
 	return d
+}
+
+// homesClaim is the claim holding users' homes as directories: the shared
+// layout's, or the one homes are moving out of; "" in the per-user layout.
+func (r Result) homesClaim() string {
+	if r.SharedClaim != "" {
+		return r.SharedClaim
+	}
+	return r.FallbackClaim
 }
 
 // homeKeys are the settings jupyter_home_storage owns; extra settings may
@@ -108,12 +131,20 @@ func Build(c Config) (Result, []Finding) {
 	}
 	r.AccessMode, _ = modes[0].(string)
 	for k, v := range home {
-		r.Settings[k] = v
+		if k != kubespawner.SplitFromKey {
+			r.Settings[k] = v
+		}
 	}
 	r.HomeMountPath = homeMountPath(r.Settings)
 	r.SharedClaim = sharedClaim(r.Settings)
 	if r.SharedClaim != "" {
 		r.SharedSubPath = homeSubPath(r.Settings)
+	}
+	if from, ok := home[kubespawner.SplitFromKey]; ok {
+		if f, ok := r.splitFrom(from); !ok {
+			errs = append(errs, f)
+			return r, errs
+		}
 	}
 	if c.HomeMountPath != "" {
 		if f, ok := checkHomeMountPath(c.HomeMountPath); !ok {
@@ -135,7 +166,7 @@ func Build(c Config) (Result, []Finding) {
 			errs = append(errs, Finding{Attribute: "extra_settings_json", Summary: "profile_list is set by profiles", Detail: "Remove profile_list from extra_settings_json and pass the profiles' profile_json in profiles."})
 		case k == "modify_pod_hook":
 			errs = append(errs, Finding{Attribute: "extra_settings_json", Summary: "modify_pod_hook cannot be JSON", Detail: "A hook is Python; put it in hub.extraConfig. The rendered file keeps any hook set before it and runs it first."})
-		case slices.Contains(homeKeys, k) || k == "delete_pvc" && r.SharedClaim != "":
+		case slices.Contains(homeKeys, k) || k == "delete_pvc" && r.homesClaim() != "":
 			errs = append(errs, Finding{Attribute: "extra_settings_json", Summary: fmt.Sprintf("%s is set by the home storage", k), Detail: fmt.Sprintf("Remove %s from extra_settings_json; it comes from jupyter_home_storage's spawner_settings. Change it there, where the plan checks it against the live claims.", k)})
 		case slices.Contains(NamedLists, k):
 			extra, ok := v.([]any)
@@ -184,11 +215,11 @@ func Build(c Config) (Result, []Finding) {
 			errs = append(errs, Finding{Attribute: "profiles", Summary: "Not a profile", Detail: fmt.Sprintf("profiles[%d] has no display_name; pass the profile_json of a jupyter_spawner_profile.", i)})
 		}
 		override, _ := p["kubespawner_override"].(map[string]any)
-		if r.SharedClaim != "" {
+		if r.homesClaim() != "" {
 			for _, k := range append([]string{"delete_pvc", "init_containers"}, homeKeys...) {
 				if _, set := override[k]; set {
 					errs = append(errs, Finding{Attribute: "profiles", Summary: "A profile changes the shared home",
-						Detail: fmt.Sprintf("Profile %q sets %s in its kubespawner_override. In the shared layout it would move its users' servers to other directories than the plan checked, or drop the init container that makes them. Remove it from the profile.", name, k)})
+						Detail: fmt.Sprintf("Profile %q sets %s in its kubespawner_override. With homes on shared claim %s it would move its users' servers to other directories or claims than the plan checked, or drop the init container that makes them. Remove it from the profile.", name, k, r.homesClaim())})
 				}
 			}
 		}
@@ -481,11 +512,14 @@ func sharedClaim(settings map[string]any) string {
 	return ""
 }
 
-// checkSharedHome refuses, in the shared layout, a volume of the shared
-// claim or a mount of the home volume besides the home's own: either
-// would give every user's server every user's home.
+// checkSharedHome refuses, in the shared layout and while homes move out
+// of it, a volume of the shared claim or a mount of the home volume
+// besides the home's own: either would give every user's server every
+// user's home (the home volume is the shared claim for a user whose home
+// has not moved yet).
 func (r Result) checkSharedHome(attr, kind string, items []any) (Finding, bool) {
-	if r.SharedClaim == "" {
+	claim := r.homesClaim()
+	if claim == "" {
 		return Finding{}, true
 	}
 	for _, it := range items {
@@ -496,15 +530,15 @@ func (r Result) checkSharedHome(attr, kind string, items []any) (Finding, bool) 
 		switch kind {
 		case "volumes":
 			pvc, _ := m["persistentVolumeClaim"].(map[string]any)
-			if name, _ := pvc["claimName"].(string); name == r.SharedClaim {
+			if name, _ := pvc["claimName"].(string); name == claim {
 				return Finding{Attribute: attr, Summary: "The shared home claim mounted whole",
-					Detail: fmt.Sprintf("%s mounts claim %s, which holds every user's home: every server would see, change and delete every home. The home storage mounts each user's directory of it; remove this volume.", attr, r.SharedClaim)}, false
+					Detail: fmt.Sprintf("%s mounts claim %s, which holds every user's home: every server would see, change and delete every home. The home storage mounts each user's directory of it; remove this volume.", attr, claim)}, false
 			}
 		case "volume_mounts":
 			path, _ := m["mountPath"].(string)
 			if nameOf(m) == kubespawner.HomeVolumeName || path == r.HomeMountPath {
 				return Finding{Attribute: attr, Summary: "Another mount of the home",
-					Detail: fmt.Sprintf("%s mounts volume %q at %q. In the shared layout the home volume is the claim of every user's home, mounted at the user's directory only: another mount of it (or over the home's path) would give every server every home. Remove this mount.", attr, nameOf(m), path)}, false
+					Detail: fmt.Sprintf("%s mounts volume %q at %q. With homes on shared claim %s the home volume is (or, for a home not moved yet, becomes) the claim of every user's home, mounted at the user's directory only: another mount of it (or over the home's path) would give every server every home. Remove this mount.", attr, nameOf(m), path, claim)}, false
 			}
 		}
 	}
@@ -522,4 +556,35 @@ func homeSubPath(settings map[string]any) string {
 		}
 	}
 	return ""
+}
+
+// splitFrom reads the home storage's kubespawner.SplitFromKey (homes
+// moving out of the shared layout) into r, with the shared layout's
+// checks of the claim and sub-path template.
+func (r *Result) splitFrom(v any) (Finding, bool) {
+	bad := func(why string) (Finding, bool) {
+		return Finding{Attribute: "home_storage_settings", Summary: "Invalid home storage settings",
+			Detail: fmt.Sprintf("home_storage_settings.%s %s; pass jupyter_home_storage.<name>.spawner_settings unchanged.", kubespawner.SplitFromKey, why)}, false
+	}
+	m, _ := v.(map[string]any)
+	claim, _ := m["claim"].(string)
+	sub, _ := m["sub_path"].(string)
+	init, _ := m["init_container"].(map[string]any)
+	switch {
+	case m == nil || claim == "" || sub == "" || init == nil:
+		return bad("must be an object with claim, sub_path and init_container")
+	case r.SharedClaim != "":
+		return bad(fmt.Sprintf("is set while the home volume is shared claim %s", r.SharedClaim))
+	case homeSubPath(r.Settings) != "":
+		return bad("is set while the home volume mounts a directory")
+	case r.Settings["storage_pvc_ensure"] != false || r.Settings["delete_pvc"] != false:
+		return bad("is set while KubeSpawner creates or deletes claims (storage_pvc_ensure, delete_pvc): a home not moved yet would get an empty claim")
+	case nameOf(init) != kubespawner.SharedInitContainer:
+		return bad(fmt.Sprintf("has an init container not named %s", kubespawner.SharedInitContainer))
+	}
+	if err := kubespawner.CheckSubPathTemplate(sub); err != nil {
+		return bad(fmt.Sprintf("has sub-path template %v", err))
+	}
+	r.FallbackClaim, r.FallbackSubPath, r.FallbackInit = claim, sub, init
+	return Finding{}, true
 }

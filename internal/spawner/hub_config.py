@@ -2,9 +2,11 @@
 # apply overwrites it. It composes the KubeSpawner settings kept beside it
 # with what earlier configuration set, and decides each spawn from the
 # cluster: which claim the server mounts (a home that was moved is followed,
-# a home being moved is never replaced by an empty one) and whether the
-# user's pods share a node (from that claim's access mode). It holds no
-# users: a migration changes nothing here and needs no restart of the hub.
+# a home being moved is never replaced by an empty one; while homes move
+# out of the shared layout, a server without a claim yet mounts the user's
+# directory of the shared claim) and whether the user's pods share a node
+# (from that claim's access mode). It holds no users: a migration changes
+# nothing here and needs no restart of the hub.
 # Loading it twice gives the same configuration as once.
 
 
@@ -43,12 +45,22 @@ def _jupyter_spawner_config(c, here):
     colocation = doc["colocation"]
     # The shared layout: every home is a directory of this claim (mounted by
     # the home volume, whose mode the plan checked); no per-user claim.
-    shared_claim = (doc.get("home") or {}).get("shared_claim")
-    shared_sub_path = (doc.get("home") or {}).get("sub_path") or ""
+    home_doc = doc.get("home") or {}
+    shared_claim = home_doc.get("shared_claim")
+    shared_sub_path = home_doc.get("sub_path") or ""
+    # Homes moving out of the shared layout, one user at a time: a server
+    # whose claim does not exist yet mounts the user's directory of this
+    # claim, as in the shared layout, with the init container that makes a
+    # missing directory.
+    fallback_claim = home_doc.get("fallback_claim")
+    fallback_sub_path = home_doc.get("fallback_sub_path") or ""
+    fallback_init = home_doc.get("fallback_init_container")
+    homes_claim = shared_claim or fallback_claim
     key = colocation["label"]
     required = "requiredDuringSchedulingIgnoredDuringExecution"
     required_snake = "required_during_scheduling_ignored_during_execution"
     named = ("volumes", "volume_mounts", "init_containers", "extra_containers", "tolerations")  # NamedLists
+    kubespawner_home = "home"  # HomeVolumeName
 
     def current(name):
         return spawner[name] if name in spawner else None
@@ -87,10 +99,10 @@ def _jupyter_spawner_config(c, here):
     # the provider defines or dropped, go too. Everything else stays, in the
     # form (list or dict) earlier configuration chose.
     home_claims_names = {"{pvc_name}"}
-    if shared_claim:
-        # Every home is on it: earlier configuration's volumes of it (and
-        # their mounts) go, so that no server gets every user's home.
-        home_claims_names.add(shared_claim)
+    if homes_claim:
+        # Every home is (or was) on it: earlier configuration's volumes of it
+        # (and their mounts) go, so that no server gets every user's home.
+        home_claims_names.add(homes_claim)
 
     def ident(kind, item):
         if not isinstance(item, dict):
@@ -295,6 +307,17 @@ def _jupyter_spawner_config(c, here):
     #     and the user told to try again;
     #   - the API server cannot be asked (after three tries within
     #     KubeSpawner's request timeout): the spawn fails; nothing is guessed.
+    # While homes move out of the shared layout (fallback_claim), KubeSpawner
+    # creates no claim, and the server's claim decides:
+    #   - it does not exist: the home is still the user's directory of the
+    #     shared claim; the modify_pod_hook points the pod's volumes of the
+    #     claim at it, at that directory, and adds the init container that
+    #     makes a missing directory;
+    #   - it carries a split record and is not Bound to the record's volume,
+    #     or is being deleted: the spawn is refused (the home is being moved);
+    #   - otherwise: as above (the claim, or the copy it was switched to).
+    # In the shared layout and while homes move out of it, no container
+    # may mount the shared claim but at the user's own directory.
     # Two requests decide the home (a third on a first spawn where
     # KubeSpawner then falls back to a legacy-named claim); the pod's other
     # claims cost one each when the home does not pin it already.
@@ -305,6 +328,7 @@ def _jupyter_spawner_config(c, here):
     copy_switched = "jupyter-infra.github.io/copy-switched"  # CopySwitchedAnnotation
     copy_of_label = "jupyter-infra.github.io/copy-of-claim"  # CopyOfLabel
     rebound = "jupyter-infra.github.io/migrated"  # MigratedAnnotation
+    split_record = "jupyter-infra.github.io/home-split"  # SplitAnnotation
     moving_message = ("Your home directory is being moved to new storage. "
                       "Try again in a few minutes; if this lasts, tell your administrator.")
     previous_pre = unwrap(earlier_hook("pre_spawn_hook"))
@@ -445,11 +469,13 @@ def _jupyter_spawner_config(c, here):
         check_mountable(spawner, base)
         return base
 
-    async def home_of(spawner):
+    async def home_of(spawner, claim=None):
         # The claim this server mounts (after following a copy), or None
-        # when KubeSpawner creates it.
+        # when KubeSpawner creates it; claim is the server's claim when
+        # already read.
         name = spawner.pvc_name
-        claim = await read_claim(spawner, name)
+        if claim is None:
+            claim = await read_claim(spawner, name)
         if claim is not None and copy_record in annotations(claim):
             # Also while the old home is being deleted: its copy is the home.
             return await follow_copy(spawner, claim)
@@ -480,18 +506,61 @@ def _jupyter_spawner_config(c, here):
             return list(claim.spec.access_modes)
         return list(spawner.storage_access_modes or [])
 
+    def check_split(spawner, claim):
+        # The user's claim of a split (a volume on their directory of the
+        # shared claim): mountable once Bound to the record's volume.
+        name = claim.metadata.name
+        try:
+            volume = json.loads(annotations(claim)[split_record])["volume"]
+        except Exception as e:
+            raise moving(spawner, "claim %s: unreadable %s: %s" % (name, split_record, e)) from e
+        if claim.metadata.deletion_timestamp is not None:
+            raise moving(spawner, "claim %s is being deleted" % name)
+        phase = claim.status.phase if claim.status is not None else None
+        if phase != "Bound":
+            raise moving(spawner, "claim %s is being split from claim %s (%s, not Bound)" % (name, fallback_claim, phase))
+        bound_to = claim.spec.volume_name if claim.spec is not None else None
+        if bound_to != volume:
+            raise moving(spawner, "claim %s is bound to volume %s, not to its split's volume %s" % (name, bound_to, volume))
+
+    async def split_home(spawner):
+        # While homes move out of the shared layout: (the claim mounted,
+        # its access modes, whether it is the shared claim instead of the
+        # server's missing claim).
+        claim = await read_claim(spawner, spawner.pvc_name)
+        if claim is None:
+            shared = await read_claim(spawner, fallback_claim)
+            if shared is None:
+                raise HomeUnavailable(
+                    "jupyter_spawner_config: %s/%s does not exist and shared claim %s, which holds the homes not moved yet, is missing" % (
+                        spawner.namespace, spawner.pvc_name, fallback_claim),
+                    "Your home directory's claim is missing. Tell your administrator; nothing was created in its place.")
+            return (spawner.pvc_name, access_modes(spawner, shared), True)
+        ann = annotations(claim)
+        if split_record in ann and copy_record not in ann:
+            check_split(spawner, claim)
+        claim = await home_of(spawner, claim)
+        spawner.pvc_name = claim.metadata.name
+        return (spawner.pvc_name, access_modes(spawner, claim), False)
+
     async def decide_home(spawner):
         if previous_pre is not None:
             r = previous_pre(spawner)
             if inspect.isawaitable(r):
                 await r
+        # (claim name, its access modes, whether the shared claim stands in
+        # for it): for this spawn only; the modify_pod_hook consumes it.
+        spawner.jupyter_spawner_home = None
         if not spawner.pvc_name or shared_claim:  # no per-user home claim
-            spawner.jupyter_spawner_home = (spawner.pvc_name, access_modes(spawner, None))
+            spawner.jupyter_spawner_home = (spawner.pvc_name, access_modes(spawner, None), False)
+            return
+        if fallback_claim:
+            spawner.jupyter_spawner_home = await split_home(spawner)
             return
         claim = await home_of(spawner)
         if claim is not None:
             spawner.pvc_name = claim.metadata.name
-        spawner.jupyter_spawner_home = (spawner.pvc_name, access_modes(spawner, claim))
+        spawner.jupyter_spawner_home = (spawner.pvc_name, access_modes(spawner, claim), False)
 
     decide_home.jupyter_spawner_previous = previous_pre
     spawner.pre_spawn_hook = decide_home
@@ -536,9 +605,8 @@ def _jupyter_spawner_config(c, here):
     def single_node(modes):
         return "ReadWriteMany" not in modes and ("ReadWriteOnce" in modes or "ReadWriteOncePod" in modes)
 
-    async def pins_to_one_node(spawner, pod):
-        decided = getattr(spawner, "jupyter_spawner_home", None)
-        if decided is not None and decided[0] == spawner.pvc_name:
+    async def pins_to_one_node(spawner, pod, decided):
+        if decided is not None:
             modes = decided[1]
         else:
             # KubeSpawner chose another claim after the pre_spawn_hook (its
@@ -551,28 +619,66 @@ def _jupyter_spawner_config(c, here):
         for volume in pod.spec.volumes or []:
             pvc = field(volume, "persistentVolumeClaim", "persistent_volume_claim")
             name = field(pvc, "claimName", "claim_name") if pvc is not None else None
-            if name and name != spawner.pvc_name and name != shared_claim:
+            if name and name != spawner.pvc_name and name != shared_claim and not (decided and decided[2] and name == fallback_claim):
                 claim = await read_claim(spawner, name)
                 if claim is not None and claim.spec is not None and single_node(claim.spec.access_modes or []):
                     return True
         return False
 
-    # In the shared layout no container of a pod may mount the shared
-    # claim but at the user's own directory (or below it), whatever
-    # configuration added the mount (a sidecar, an init container, a
-    # profile, earlier configuration): one whole mount would give every
-    # server every user's home. Only the provider's own init container,
-    # which makes a missing directory, mounts the claim's root.
+    # In the shared layout, and while homes move out of it, no container of
+    # a pod may mount the shared claim but at the user's own directory (or
+    # below it), whatever configuration added the mount (a sidecar, an init
+    # container, a profile, earlier configuration): one whole mount would
+    # give every server every user's home. Only the provider's own init
+    # container, which makes a missing directory, mounts the claim's root.
     own_inits = [x for x in (settings.get("init_containers") or []) if isinstance(x, dict)]
 
-    def check_shared_mounts(spawner, pod):
-        spec = pod.spec
-        volumes = set()
-        for v in spec.volumes or []:
+    def set_field(obj, camel, snake, value):
+        if isinstance(obj, dict):
+            obj[pick(obj, camel, snake)] = value
+        else:
+            setattr(obj, snake, value)
+
+    def home_volumes(pod, claim):
+        # The names of the pod's volumes of claim.
+        names = set()
+        for v in pod.spec.volumes or []:
             pvc = field(v, "persistentVolumeClaim", "persistent_volume_claim")
-            if pvc is not None and field(pvc, "claimName", "claim_name") == shared_claim:
-                volumes.add(field(v, "name", "name"))
-        want = spawner._expand_user_properties(shared_sub_path).rstrip("/")
+            if pvc is not None and field(pvc, "claimName", "claim_name") == claim:
+                names.add(field(v, "name", "name"))
+        return names
+
+    def move_home_to_shared(spawner, pod):
+        # The server's claim does not exist: the home is still the user's
+        # directory of the shared claim. Every volume of the pod on the
+        # server's claim becomes the shared claim, every mount of one (in
+        # any container) the user's directory, or the directory the mount
+        # named below it; the init container that makes a missing directory
+        # runs first. Only this pod changes: the spawner keeps its settings
+        # for the next spawn.
+        spec = pod.spec
+        names = home_volumes(pod, spawner.pvc_name)
+        if not names:
+            return
+        for v in spec.volumes or []:
+            if field(v, "name", "name") in names:
+                set_field(field(v, "persistentVolumeClaim", "persistent_volume_claim"), "claimName", "claim_name", fallback_claim)
+        want = spawner._expand_user_properties(fallback_sub_path).rstrip("/")
+        for c in list(spec.containers or []) + list(spec.init_containers or []):
+            for m in field(c, "volumeMounts", "volume_mounts") or []:
+                if field(m, "name", "name") in names:
+                    sub = (field(m, "subPath", "sub_path") or "").strip("/")
+                    set_field(m, "subPath", "sub_path", want + "/" + sub if sub else want)
+        init = spawner._expand_all(copy.deepcopy(fallback_init))
+        volume = kubespawner_home if kubespawner_home in names else sorted(names)[0]
+        for m in init.get("volumeMounts") or []:
+            m["name"] = volume
+        spec.init_containers = [init] + list(spec.init_containers or [])
+
+    def check_shared_mounts(spawner, pod, claim, sub_path, own_inits):
+        spec = pod.spec
+        volumes = home_volumes(pod, claim)
+        want = spawner._expand_user_properties(sub_path).rstrip("/")
         for kind, containers in (("container", spec.containers or []), ("init container", spec.init_containers or [])):
             for c in containers:
                 name, command = field(c, "name", "name"), field(c, "command", "command")
@@ -582,11 +688,11 @@ def _jupyter_spawner_config(c, here):
                         continue
                     sub = (field(m, "subPath", "sub_path") or "").rstrip("/")
                     expr = field(m, "subPathExpr", "sub_path_expr")
-                    if want and not expr and (sub == want or sub.startswith(want + "/")):
+                    if want and not expr and ".." not in sub.split("/") and (sub == want or sub.startswith(want + "/")):
                         continue
                     raise HomeUnavailable(
                         "jupyter_spawner_config: %s %s mounts claim %s at %r (subPath %r): only the user's directory %r may be mounted" % (
-                            kind, name, shared_claim, field(m, "mountPath", "mount_path"), sub or expr, want),
+                            kind, name, claim, field(m, "mountPath", "mount_path"), sub or expr, want),
                         "Your server's configuration would mount every user's home. Tell your administrator; nothing was started.")
 
     async def colocate_user_pods(spawner, pod):
@@ -594,11 +700,26 @@ def _jupyter_spawner_config(c, here):
             pod = previous(spawner, pod)
             if inspect.isawaitable(pod):
                 pod = await pod
+        # What the pre_spawn_hook decided for this spawn; taken, so that no
+        # later spawn of this server reads it.
+        decided = getattr(spawner, "jupyter_spawner_home", None)
+        spawner.jupyter_spawner_home = None
+        if decided is not None and decided[0] != spawner.pvc_name:
+            decided = None
         if shared_claim:
-            check_shared_mounts(spawner, pod)
+            check_shared_mounts(spawner, pod, shared_claim, shared_sub_path, own_inits)
+        elif fallback_claim:
+            if decided is None and spawner.pvc_name:
+                # No decision for this claim (another pre_spawn_hook replaced
+                # this file's): decide now.
+                decided = await split_home(spawner)
+            fallback = decided is not None and decided[2]
+            if fallback:
+                move_home_to_shared(spawner, pod)
+            check_shared_mounts(spawner, pod, fallback_claim, fallback_sub_path, [fallback_init] if fallback else [])
         strip(pod)
         value = (pod.metadata.labels or {}).get("hub.jupyter.org/username")
-        if not value or not await pins_to_one_node(spawner, pod):
+        if not value or not await pins_to_one_node(spawner, pod, decided):
             return pod
         labels = dict(pod.metadata.labels or {})
         labels[key] = value

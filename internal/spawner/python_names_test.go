@@ -4,6 +4,7 @@ import (
 	"regexp"
 	"testing"
 
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/kubespawner"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/migration"
 )
 
@@ -19,7 +20,8 @@ func pyNames(t *testing.T) map[string]string {
 }
 
 // The hub's Python and the provider agree on every name they share: the
-// files, and the annotations and label of copies the hub reads at spawn
+// files, the annotations and label of copies and splits the hub reads at
+// spawn, and the home volume's name
 // (kube's MigratedAnnotation is checked in internal/kube).
 func TestSpawnerPython_namesAgree(t *testing.T) {
 	got := pyNames(t)
@@ -27,7 +29,8 @@ func TestSpawnerPython_namesAgree(t *testing.T) {
 		"ConfigDir": ConfigDir, "PythonFile": PythonFile, "DocumentFile": DocumentFile, "JSONFile": JSONFile,
 		"CopyAnnotation": migration.CopyAnnotation, "CopyOfAnnotation": migration.CopyOfAnnotation,
 		"CopyOfUIDAnnotation": migration.CopyOfUIDAnnotation, "CopySwitchedAnnotation": migration.CopySwitchedAnnotation,
-		"CopyOfLabel": migration.CopyOfLabel,
+		"CopyOfLabel": migration.CopyOfLabel, "SplitAnnotation": migration.SplitAnnotation,
+		"HomeVolumeName": kubespawner.HomeVolumeName,
 	}
 	for name, v := range want {
 		if got[name] != v {

@@ -9,7 +9,7 @@ Input (argv[1], JSON):
                   ("" when the hub mounts them from the ConfigMap into jupyterhub_config.d)
   files_dir       the folder holding those files here
   values          the Helm values the chart was rendered with (chart defaults merged)
-  users           [{name, auth_state, profile, id, server, state}]
+  users           [{name, auth_state, profile, id, server, state, keep}]
   api             {host, token, ca_file, namespace}: the API server the hub's
                   KubeSpawner client asks (the test bed's), as the hub's
                   ServiceAccount, and the hub's namespace
@@ -214,13 +214,26 @@ def plain(v):
     return v
 
 
+# The spawners of servers spawned with keep, by id: JupyterHub keeps a
+# server's spawner object across its spawns.
+kept = {}
+
+
 async def spawn(u):
-    user = User(u["name"], u.get("auth_state"))
-    # JupyterHub's Spawner.name is its ORM spawner's: the server's name.
-    orm_spawner = types.SimpleNamespace(name=u.get("server") or "", server=None, state=None)
-    spawner = KubeSpawner(config=c, user=user, hub=Hub(), _mock=True, orm_spawner=orm_spawner)
-    if u.get("state"):
-        spawner.load_state(u["state"])
+    key = u.get("id") or u["name"]
+    spawner = kept.get(key) if u.get("keep") else None
+    if spawner is not None:
+        # The server stopped since its last spawn.
+        spawner.clear_state()
+    else:
+        user = User(u["name"], u.get("auth_state"))
+        # JupyterHub's Spawner.name is its ORM spawner's: the server's name.
+        orm_spawner = types.SimpleNamespace(name=u.get("server") or "", server=None, state=None)
+        spawner = KubeSpawner(config=c, user=user, hub=Hub(), _mock=True, orm_spawner=orm_spawner)
+        if u.get("state"):
+            spawner.load_state(u["state"])
+        if u.get("keep"):
+            kept[key] = spawner
     profiles = spawner.profile_list
     if callable(profiles):
         profiles = profiles(spawner)

@@ -1,0 +1,403 @@
+package spawner
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/acctest"
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/hubtest"
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/kubespawner"
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/migration"
+)
+
+// splitHome is the per-user layout (ReadWriteOnce claims) while homes move
+// out of the shared layout's ReadWriteMany claim home-nfs.
+func splitHome() kubespawner.HomeStorage {
+	return kubespawner.HomeStorage{AccessMode: RWO, StorageClass: "longhorn", Capacity: "10Gi", NameTemplate: "claim-{username}", Scheme: kubespawner.SchemeSafe,
+		SplitFrom: &kubespawner.SharedHome{Claim: "home-nfs", SubPathTemplate: "home/{username}", UID: 1000, GID: 100, Mode: "0700", Image: "busybox:1.36"}}
+}
+
+// While homes move out of the shared layout, the settings are the
+// per-user layout's without claims made or deleted by KubeSpawner, and
+// where the homes not moved yet are goes into the document, not into the
+// settings the hub applies.
+func TestBuild_splitFromShared(t *testing.T) {
+	r := mustBuild(t, Config{Home: settingsOf(t, splitHome())})
+	s := r.Settings
+	if _, ok := s[kubespawner.SplitFromKey]; ok {
+		t.Errorf("%s left in the KubeSpawner settings", kubespawner.SplitFromKey)
+	}
+	if s["storage_pvc_ensure"] != false || s["delete_pvc"] != false || s["enable_user_namespaces"] != false {
+		t.Errorf("storage_pvc_ensure %v, delete_pvc %v, enable_user_namespaces %v", s["storage_pvc_ensure"], s["delete_pvc"], s["enable_user_namespaces"])
+	}
+	if _, ok := s["init_containers"]; ok {
+		t.Errorf("init_containers %v: the init container is the fallback's only", s["init_containers"])
+	}
+	if r.SharedClaim != "" || r.FallbackClaim != "home-nfs" || r.FallbackSubPath != "home/{username}" || nameOf(r.FallbackInit) != kubespawner.SharedInitContainer {
+		t.Errorf("shared %q, fallback %q %q %v", r.SharedClaim, r.FallbackClaim, r.FallbackSubPath, r.FallbackInit)
+	}
+	home, _ := r.Document()["home"].(map[string]any)
+	if len(home) != 3 || home["fallback_claim"] != "home-nfs" || home["fallback_sub_path"] != "home/{username}" || home["fallback_init_container"] == nil {
+		t.Errorf("document's home %v", home)
+	}
+	if r.Colocation.Mode != ColocateAll {
+		t.Errorf("co-location %s", r.Colocation.Mode)
+	}
+}
+
+// The shared layout's plan-time checks hold while homes move out of it:
+// no profile changes the home's settings or drops the fallback's init
+// container, no extra setting or profile mounts the shared claim or the
+// home volume again, and a hand-made settings object with a bad sub-path
+// template, a shared home volume or claims made by KubeSpawner is refused.
+func TestBuild_splitFromSharedRefuses(t *testing.T) {
+	home := settingsOf(t, splitHome())
+	for _, k := range []string{"volumes", "volume_mounts", "init_containers", "pvc_name_template", "storage_pvc_ensure", "delete_pvc", "slug_scheme"} {
+		var v any = true
+		switch k {
+		case "volumes":
+			v = []any{map[string]any{"name": "all", "persistentVolumeClaim": map[string]any{"claimName": "home-nfs"}}}
+		case "volume_mounts":
+			v = []any{map[string]any{"name": "home", "mountPath": "/mnt/all"}}
+		case "init_containers":
+			v = []any{map[string]any{"name": "x", "image": "x"}}
+		case "pvc_name_template", "slug_scheme":
+			v = "escape-{username}"
+		}
+		p := map[string]any{"display_name": "p", "kubespawner_override": map[string]any{k: v}}
+		if _, errs := Build(Config{Home: home, Profiles: []map[string]any{p}}); len(errs) != 1 {
+			t.Errorf("a profile's %s: %v", k, errs)
+		}
+	}
+	for name, extra := range map[string]map[string]any{
+		"the shared claim":      {"volumes": []any{map[string]any{"name": "all", "persistentVolumeClaim": map[string]any{"claimName": "home-nfs"}}}},
+		"home volume elsewhere": {"volume_mounts": []any{map[string]any{"name": "home", "mountPath": "/mnt/all"}}},
+		"delete_pvc":            {"delete_pvc": true},
+		"storage_pvc_ensure":    {"storage_pvc_ensure": true},
+	} {
+		if _, errs := Build(Config{Home: home, Extra: extra}); len(errs) != 1 {
+			t.Errorf("extra settings with %s: %v", name, errs)
+		}
+	}
+	for name, edit := range map[string]func(m map[string]any){
+		"a sub-path template shared by users": func(m map[string]any) { m["sub_path"] = "home" },
+		"a sub-path template with a spec":     func(m map[string]any) { m["sub_path"] = "{username:.3}" },
+		"no claim":                            func(m map[string]any) { delete(m, "claim") },
+		"another init container":              func(m map[string]any) { m["init_container"] = map[string]any{"name": "x"} },
+	} {
+		h := settingsOf(t, splitHome())
+		edit(h[kubespawner.SplitFromKey].(map[string]any))
+		if _, errs := Build(Config{Home: h}); len(errs) != 1 {
+			t.Errorf("%s: %v", name, errs)
+		}
+	}
+	ensure := settingsOf(t, splitHome())
+	ensure["storage_pvc_ensure"] = true
+	if _, errs := Build(Config{Home: ensure}); len(errs) != 1 {
+		t.Errorf("KubeSpawner making claims: %v", errs)
+	}
+	both := settingsOf(t, sharedHome(RWX))
+	both[kubespawner.SplitFromKey] = settingsOf(t, splitHome())[kubespawner.SplitFromKey]
+	if _, errs := Build(Config{Home: both}); len(errs) != 1 {
+		t.Errorf("the shared layout and the move out of it at once: %v", errs)
+	}
+}
+
+// seedSplitClaim creates user's claim of a split from home-nfs whose
+// record names volume, naming volume volumeName (the split names the
+// volume to come when it makes the claim); bound: Bound, else Pending, as
+// before the binder bound it. No binder runs here: the status is written
+// as the binder would.
+func seedSplitClaim(t testing.TB, cs kubernetes.Interface, ns, user, volume, volumeName string, bound bool) *corev1.PersistentVolumeClaim {
+	t.Helper()
+	name := "claim-" + user
+	rec := migration.SplitRecord{User: user, Namespace: ns, Claim: name, Shared: "home-nfs", SharedUID: "s1", Directory: "home/" + user, Volume: volume}
+	return seedBoundClaim(t, cs, ns, name, map[string]string{migration.SplitAnnotation: rec.Encode()}, volumeName, bound)
+}
+
+// seedBoundClaim creates a ReadWriteOnce claim naming volume volumeName,
+// Bound when bound.
+func seedBoundClaim(t testing.TB, cs kubernetes.Interface, ns, name string, ann map[string]string, volumeName string, bound bool) *corev1.PersistentVolumeClaim {
+	t.Helper()
+	class := "longhorn"
+	pvc := &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Annotations: ann},
+		Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}, StorageClassName: &class,
+			VolumeName: volumeName,
+			Resources:  corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("10Gi")}}},
+	}
+	ctx := context.Background()
+	out, err := cs.CoreV1().PersistentVolumeClaims(ns).Create(ctx, pvc, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bound {
+		return out
+	}
+	out.Status.Phase = corev1.ClaimBound
+	out.Status.AccessModes = out.Spec.AccessModes
+	out.Status.Capacity = out.Spec.Resources.Requests
+	if out, err = cs.CoreV1().PersistentVolumeClaims(ns).UpdateStatus(ctx, out, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// splitValues are the chart's values with the transition's helm_values,
+// and a sidecar that mounts the home volume's directory "notebooks" (of
+// the user's claim, or of their directory of the shared claim).
+func splitValues(t *testing.T, r Result, more map[string]any) map[string]any {
+	t.Helper()
+	sidecar := map[string]any{"singleuser": map[string]any{"extraContainers": []any{map[string]any{"name": "files", "image": "files:1",
+		"volumeMounts": []any{map[string]any{"name": "home", "mountPath": "/srv/notebooks", "subPath": "notebooks"}}}}}}
+	return mergeValues(mergeValues(mergeValues(z2jhValues(t), sidecar), more), helmValuesOf(t, r))
+}
+
+// splitPod is what assertions read of a spawn's pod.
+type splitPod struct {
+	homeClaim, homeSub, sidecarSub, initDir string
+	sharedVolumes                           int // volumes of home-nfs
+	pinned                                  bool
+}
+
+func splitPodOf(t *testing.T, id string, s hubSpawn) splitPod {
+	t.Helper()
+	pod, err := s.PodObject()
+	if err != nil {
+		t.Fatalf("%s: %v", id, err)
+	}
+	var p splitPod
+	for _, v := range pod.Spec.Volumes {
+		if v.PersistentVolumeClaim == nil {
+			continue
+		}
+		if v.Name == kubespawner.HomeVolumeName {
+			p.homeClaim = v.PersistentVolumeClaim.ClaimName
+		}
+		if v.PersistentVolumeClaim.ClaimName == "home-nfs" {
+			p.sharedVolumes++
+		}
+	}
+	for _, m := range pod.Spec.Containers[0].VolumeMounts {
+		if m.Name == kubespawner.HomeVolumeName {
+			p.homeSub = m.SubPath
+		}
+	}
+	for _, c := range pod.Spec.Containers[1:] {
+		for _, m := range c.VolumeMounts {
+			if c.Name == "files" && m.Name == kubespawner.HomeVolumeName {
+				p.sidecarSub = m.SubPath
+			}
+		}
+	}
+	for i, c := range pod.Spec.InitContainers {
+		if c.Name != kubespawner.SharedInitContainer {
+			continue
+		}
+		if i != 0 {
+			t.Errorf("%s: the init container that makes the directory runs at position %d, not first", id, i)
+		}
+		for _, e := range c.Env {
+			if e.Name == "HOME_DIRECTORY" {
+				p.initDir = e.Value
+			}
+		}
+	}
+	_, p.pinned = pod.Labels[DefaultColocationLabel]
+	return p
+}
+
+// Real KubeSpawner while homes move out of the shared layout: each spawn
+// is decided from the server's claim as the API server has it then. A
+// split claim Bound to its record's volume, and a claim without a record,
+// are mounted (as the per-user layout mounts them, pinned to a node as
+// ReadWriteOnce); with no claim the home is still the user's directory of
+// the shared claim, made by the init container, and KubeSpawner renders
+// no claim; a split claim not Bound, Bound to another volume or being
+// deleted refuses the spawn (the home is being moved).
+func TestSpawnerSpawn_splitFromShared(t *testing.T) {
+	r := mustBuild(t, Config{Home: settingsOf(t, splitHome())})
+	if r.Settings["storage_pvc_ensure"] != false || r.Settings["delete_pvc"] != false {
+		t.Fatalf("storage_pvc_ensure %v, delete_pvc %v", r.Settings["storage_pvc_ensure"], r.Settings["delete_pvc"])
+	}
+	// Earlier configuration (the chart's storage type "static") mounts the
+	// shared claim whole; it may not reach a server.
+	static := map[string]any{"singleuser": map[string]any{"storage": map[string]any{"type": "static",
+		"static": map[string]any{"pvcName": "home-nfs", "subPath": "{username}"},
+	}}}
+	values := splitValues(t, r, static)
+	api := seededHub(t, nil)
+	ns := api.Namespace
+	cs := acctest.Cluster(t).Admin()
+	seedClaim(t, cs, ns, "home-nfs", corev1.ReadWriteMany, nil, nil)
+	seedSplitClaim(t, cs, ns, "alice", "vol-alice", "vol-alice", true)  // moved
+	seedSplitClaim(t, cs, ns, "carol", "vol-carol", "vol-carol", false) // being moved: Pending
+	seedSplitClaim(t, cs, ns, "dave", "vol-dave", "vol-other", true)    // Bound to another volume
+	seedBoundClaim(t, cs, ns, "claim-erin", nil, "vol-erin", true)      // a claim of her own, no split
+	frank := seedSplitClaim(t, cs, ns, "frank", "vol-frank", "vol-frank", true)
+	frank.Finalizers = []string{"example.org/hold"}
+	if _, err := cs.CoreV1().PersistentVolumeClaims(ns).Update(context.Background(), frank, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := cs.CoreV1().PersistentVolumeClaims(ns).Delete(context.Background(), frank.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_, _ = cs.CoreV1().PersistentVolumeClaims(ns).Patch(context.Background(), frank.Name, "application/merge-patch+json", []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
+	})
+
+	users := []hubUser{{Name: "alice"}, {Name: "bob"}, {Name: "Ada.Lovelace@Example.org"}, {Name: "carol"}, {Name: "dave"}, {Name: "erin"}, {Name: "frank"}}
+	got := runHub(t, api, values, t.TempDir(), users)
+
+	for _, id := range []string{"alice", "erin"} {
+		s := got[id]
+		if s.Refused != "" {
+			t.Errorf("%s: refused %s (%s)", id, s.Refused, s.RefusedLog)
+			continue
+		}
+		p := splitPodOf(t, id, s)
+		want := splitPod{homeClaim: "claim-" + id, sidecarSub: "notebooks", pinned: true}
+		if p != want {
+			t.Errorf("%s: pod %+v, want %+v", id, p, want)
+		}
+		if s.PVC != nil {
+			t.Errorf("%s: KubeSpawner rendered a claim: %v", id, s.PVC)
+		}
+	}
+	for _, id := range []string{"bob", "Ada.Lovelace@Example.org"} {
+		s := got[id]
+		if s.Refused != "" {
+			t.Errorf("%s: refused %s (%s)", id, s.Refused, s.RefusedLog)
+			continue
+		}
+		dir, err := kubespawner.Expand("home/{username}", id, "", kubespawner.SchemeSafe)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := splitPodOf(t, id, s)
+		// Not pinned: the shared claim mounted is ReadWriteMany, though
+		// new claims are ReadWriteOnce.
+		want := splitPod{homeClaim: "home-nfs", homeSub: dir, sidecarSub: dir + "/notebooks", initDir: dir, sharedVolumes: 1}
+		if p != want {
+			t.Errorf("%s: pod %+v, want %+v", id, p, want)
+		}
+		if s.PVC != nil {
+			t.Errorf("%s: KubeSpawner rendered a claim: %v", id, s.PVC)
+		}
+		if s.HookRequests > 2 {
+			t.Errorf("%s: the hooks made %d API requests, want at most 2", id, s.HookRequests)
+		}
+	}
+	for _, id := range []string{"carol", "dave", "frank"} {
+		s := got[id]
+		if s.Pod != nil || s.Refused != moving {
+			t.Errorf("%s: refused %q (%s), pod %v; want the home being moved", id, s.Refused, s.RefusedLog, s.Pod != nil)
+		}
+	}
+	for _, id := range []string{"bob", "Ada.Lovelace@Example.org"} {
+		name, _ := kubespawner.Expand("claim-{username}", id, "", kubespawner.SchemeSafe)
+		if _, err := cs.CoreV1().PersistentVolumeClaims(ns).Get(context.Background(), name, metav1.GetOptions{}); err == nil {
+			t.Errorf("%s: claim %s was made", id, name)
+		}
+	}
+
+	t.Run("dry_run", func(t *testing.T) {
+		s := testAPIServer(t)
+		pods := map[string]hubSpawn{}
+		for id, sp := range got {
+			if sp.Pod != nil {
+				pods[id] = hubSpawn{Pod: sp.Pod}
+			}
+		}
+		for _, id := range hubtest.SortedKeys(pods) {
+			if err := s.DryRun(s.Namespace(), withKind(pods[id].Pod, "Pod")); err != nil {
+				t.Errorf("%s: the API server rejects the pod: %v", id, err)
+			}
+		}
+	})
+}
+
+// moving is what a user is told while their home is being moved.
+const moving = "Your home directory is being moved to new storage. Try again in a few minutes; if this lasts, tell your administrator."
+
+// Whatever configuration adds a mount of the whole shared claim (here an
+// earlier profile's volumes, mounted by the server or by a sidecar), the
+// hub refuses the spawn, for a user whose home is still on the shared
+// claim and for one whose home moved to a claim of their own.
+func TestSpawnerSpawn_splitFromSharedRefusesWholeClaim(t *testing.T) {
+	r := mustBuild(t, Config{Home: settingsOf(t, splitHome())})
+	everything := map[string]any{"name": "everything", "persistentVolumeClaim": map[string]any{"claimName": "home-nfs"}}
+	homeVolume := map[string]any{"name": "home", "persistentVolumeClaim": map[string]any{"claimName": "{pvc_name}"}}
+	homeMount := map[string]any{"name": "home", "mountPath": DefaultHomeMountPath}
+	profiles := map[string]any{"singleuser": map[string]any{"profileList": []any{
+		map[string]any{"display_name": "All homes", "slug": "all", "kubespawner_override": map[string]any{
+			"volumes":       []any{homeVolume, everything},
+			"volume_mounts": []any{homeMount, map[string]any{"name": "everything", "mountPath": "/mnt/everything"}},
+		}},
+		map[string]any{"display_name": "All homes, by a sidecar", "slug": "sidecar", "kubespawner_override": map[string]any{
+			"volumes": []any{homeVolume, everything},
+			"extra_containers": []any{map[string]any{"name": "peek", "image": "peek:1",
+				"volumeMounts": []any{map[string]any{"name": "everything", "mountPath": "/mnt/everything"}}}},
+		}},
+		map[string]any{"display_name": "Plain", "slug": "plain"},
+	}}}
+	api := seededHub(t, nil)
+	cs := acctest.Cluster(t).Admin()
+	seedClaim(t, cs, api.Namespace, "home-nfs", corev1.ReadWriteMany, nil, nil)
+	seedSplitClaim(t, cs, api.Namespace, "alice", "vol-alice", "vol-alice", true)
+	var users []hubUser
+	for _, name := range []string{"alice", "bob"} {
+		for _, p := range []string{"all", "sidecar", "plain"} {
+			users = append(users, hubUser{Name: name, Profile: p, ID: name + "/" + p})
+		}
+	}
+	got := runHub(t, api, splitValues(t, r, profiles), t.TempDir(), users)
+	for _, u := range users {
+		s := got[u.ID]
+		if u.Profile == "plain" {
+			if s.Refused != "" || s.Pod == nil {
+				t.Errorf("%s: refused %q (%s)", u.ID, s.Refused, s.RefusedLog)
+			}
+			continue
+		}
+		if s.Pod != nil || !strings.Contains(s.RefusedLog, "only the user's directory") || !strings.Contains(s.Refused, "every user's home") {
+			t.Errorf("%s: refused %q (%s), pod %v", u.ID, s.Refused, s.RefusedLog, s.Pod != nil)
+		}
+	}
+}
+
+// One server's spawner spawns twice in a hub that keeps running: first
+// with no claim (its home is its directory of the shared claim), then
+// after its split claim was made and bound. The second pod mounts the
+// claim: nothing of the first spawn's fallback stayed on the spawner.
+func TestSpawnerSpawn_splitFromSharedSameSpawnerTwice(t *testing.T) {
+	r := mustBuild(t, Config{Home: settingsOf(t, splitHome())})
+	api := seededHub(t, nil)
+	cs := acctest.Cluster(t).Admin()
+	seedClaim(t, cs, api.Namespace, "home-nfs", corev1.ReadWriteMany, nil, nil)
+	hub := hubtest.StartHub(t, api, splitValues(t, r, nil), t.TempDir(), FilesDir)
+	gina := []hubUser{{Name: "gina", Keep: true}}
+	first, err := hub.Spawn(gina)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := splitPod{homeClaim: "home-nfs", homeSub: "home/gina", sidecarSub: "home/gina/notebooks", initDir: "home/gina", sharedVolumes: 1}
+	if p := splitPodOf(t, "gina (first)", first["gina"]); p != want {
+		t.Fatalf("first spawn: pod %+v, want %+v", p, want)
+	}
+	seedSplitClaim(t, cs, api.Namespace, "gina", "vol-gina", "vol-gina", true)
+	second, err := hub.Spawn(gina)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want = splitPod{homeClaim: "claim-gina", sidecarSub: "notebooks", pinned: true}
+	if p := splitPodOf(t, "gina (second)", second["gina"]); p != want {
+		t.Errorf("second spawn: pod %+v, want %+v", p, want)
+	}
+}
