@@ -243,6 +243,9 @@ func spawnerSettings(m *homeStorageModel) string {
 	if sh := m.SharedHome; sh != nil {
 		h.Shared = &kubespawner.SharedHome{Claim: sh.ClaimName.ValueString(), SubPathTemplate: sh.SubPathTemplate.ValueString(),
 			UID: sh.DirectoryUID.ValueInt64(), GID: sh.DirectoryGID.ValueInt64(), Mode: sh.DirectoryMode.ValueString(), Image: sh.InitImage.ValueString()}
+		if m.splitFrom() != nil { // moving out: claims where they exist, directories elsewhere
+			h.SplitFrom, h.Shared = h.Shared, nil
+		}
 	}
 	b, _ := json.Marshal(h.Settings())
 	return string(b)
