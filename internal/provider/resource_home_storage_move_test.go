@@ -46,12 +46,12 @@ func TestAccHomeStorage_moveOutOfSharedLayoutPlans(t *testing.T) {
 		t.Fatal(err)
 	}
 	unfinished := func() {
-		rec := migration.SplitRecord{User: "Bob", Namespace: ns, Claim: "claim-bob", Shared: "home-nfs", SharedUID: "x", Directory: "bob",
-			Volume: migration.SplitVolumeName(ns, "claim-bob")}
+		rec := migration.SplitRecord{User: "alice", Namespace: ns, Claim: "claim-alice", Shared: "home-nfs", SharedUID: "x", Directory: "alice",
+			Volume: migration.SplitVolumeName(ns, "claim-alice")}
 		none := ""
-		c := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "claim-bob", Namespace: ns,
-			Labels:      map[string]string{"hub.jupyter.org/username": "bob", "component": "singleuser-storage", "app": "jupyterhub"},
-			Annotations: map[string]string{"hub.jupyter.org/username": "Bob", migration.SplitAnnotation: rec.Encode()}},
+		c := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "claim-alice", Namespace: ns,
+			Labels:      map[string]string{"hub.jupyter.org/username": "alice", "component": "singleuser-storage", "app": "jupyterhub"},
+			Annotations: map[string]string{"hub.jupyter.org/username": "alice", migration.SplitAnnotation: rec.Encode()}},
 			Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany}, StorageClassName: &none,
 				VolumeName: rec.Volume, Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: kresource.MustParse("1Gi")}}}}
 		if _, err := cs.CoreV1().PersistentVolumeClaims(ns).Create(ctx, c, metav1.CreateOptions{}); err != nil {
@@ -76,7 +76,7 @@ func TestAccHomeStorage_moveOutOfSharedLayoutPlans(t *testing.T) {
 			{Config: sharedHomeConfig(t, ns, "")},
 			{
 				Config:      movingConfig(t, ns, ""),
-				ExpectError: wrapRE(`(?s)Listed users' homes are directories of the shared claim.*alice: directory "alice" of claim ` + ns + `/home-nfs.*Bob`),
+				ExpectError: wrapRE(`(?s)Listed users' homes are directories of the shared claim.*Bob: .*alice: claim-alice \(directory "alice" of claim ` + ns + `/home-nfs\)`),
 			},
 			{
 				Config:      sharedHomeConfig(t, ns, `  on_layout_change = "migrate"`),
@@ -84,7 +84,7 @@ func TestAccHomeStorage_moveOutOfSharedLayoutPlans(t *testing.T) {
 			},
 			{
 				Config: movingConfig(t, ns, `  on_layout_change = "migrate"`),
-				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+				ConfigPlanChecks: resource.ConfigPlanChecks{PostApplyPostRefresh: []plancheck.PlanCheck{
 					expectClass("safe"),
 					plancheck.ExpectKnownValue(hsAddr, tfjsonpath.New("migration_plan"), knownvalue.StringFunc(planned)),
 					plancheck.ExpectKnownValue(hsAddr, tfjsonpath.New("changes"), knownvalue.StringRegexp(regexp.MustCompile(`"action":"migrate".*"method":"split"`))),
@@ -95,7 +95,7 @@ func TestAccHomeStorage_moveOutOfSharedLayoutPlans(t *testing.T) {
 			{
 				PreConfig:   unfinished,
 				Config:      movingConfig(t, ns, `  on_layout_change = "keep"`),
-				ExpectError: wrapRE(`(?s)A move out of the shared layout has not finished.*claim ` + ns + `/claim-bob`),
+				ExpectError: wrapRE(`(?s)A move out of the shared layout has not finished.*claim ` + ns + `/claim-alice`),
 			},
 			{
 				Config:   sharedHomeConfig(t, ns, `  on_layout_change = "keep"`),
@@ -114,7 +114,8 @@ func TestAccHomeStorage_sharedLayoutNeedsSharedHome(t *testing.T) {
 	resource.Test(t, resource.TestCase{
 		ProtoV6ProviderFactories: protoV6ProviderFactories,
 		Steps: []resource.TestStep{{
-			Config:      homeStorageConfig(t, ns, "longhorn", `  layout = "shared"`),
+			Config:      homeStorageConfig(t, ns, "longhorn", `  capacity = "1Gi"
+  layout = "shared"`),
 			ExpectError: regexp.MustCompile(`layout = "shared" needs shared_home`),
 		}},
 	})
