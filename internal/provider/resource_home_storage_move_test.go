@@ -114,7 +114,7 @@ func TestAccHomeStorage_sharedLayoutNeedsSharedHome(t *testing.T) {
 	resource.Test(t, resource.TestCase{
 		ProtoV6ProviderFactories: protoV6ProviderFactories,
 		Steps: []resource.TestStep{{
-			Config:      homeStorageConfig(t, ns, "longhorn", `  capacity = "1Gi"
+			Config: homeStorageConfig(t, ns, "longhorn", `  capacity = "1Gi"
   layout = "shared"`),
 			ExpectError: regexp.MustCompile(`layout = "shared" needs shared_home`),
 		}},
