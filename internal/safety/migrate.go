@@ -104,6 +104,13 @@ func (p *planner) migrate(up *UserPlan, extra bool) {
 		up.Reason += "; " + why
 		p.g.refused = append(p.g.refused, *up)
 		return
+	case method == migration.MethodRebind && p.cfg.SplitFrom != nil:
+		// While homes move out of the shared layout the hub mounts the
+		// user's directory when the claim is missing: in a rebind's window
+		// (claim deleted, not yet made again) the user would write there.
+		up.Reason += "; homes are moving out of the shared layout, where a spawn in a rebind's window would mount the user's directory: rebind it before or after the move (or copy it: migration.method = \"copy\")"
+		p.g.refused = append(p.g.refused, *up)
+		return
 	case method == migration.MethodRebind && c.Resizing:
 		up.Reason += "; an expansion has not finished (the node grows the filesystem when a server next mounts the claim): rebound by a later apply"
 		p.g.resizing = append(p.g.resizing, *up)

@@ -185,3 +185,24 @@ func TestPlanSplit_startingTheMoveIsAChange(t *testing.T) {
 		t.Fatalf("no change: %s", res.Class)
 	}
 }
+
+// No rebind while homes move out of the shared layout: in its window (the
+// claim deleted, not yet made again) the hub would mount the user's
+// directory, and what the user wrote there would not be in the rebound home.
+func TestPlanSplit_noRebindWhileMoving(t *testing.T) {
+	cfg := splitConfig("dave")
+	cfg.StorageClass = ""
+	cfg.OnModeChange = OnModeChangeMigrate
+	cfg.Migration.Method = migration.MethodRebind
+	live := sharedLive(RWX)
+	live.Claims = []claims.Claim{{Namespace: "hub", Name: "claim-dave", UID: "d", Username: "dave", AccessModes: []string{RWO}, Phase: "Bound", VolumeName: "pv-d"}}
+	live.Volumes = map[string]Volume{"pv-d": {CSIDriver: "driver.longhorn.io"}}
+	res := Plan(cfg, &Prior{Config: cfg}, live)
+	if d := planOf(res, "dave"); d == nil || d.Action == ActionMigrate || !strings.Contains(findingsText(res.Errors), "moving out of the shared layout") {
+		t.Fatalf("%+v\n%s", d, findingsText(res.Errors))
+	}
+	cfg.SplitFrom = nil
+	if d := planOf(Plan(cfg, &Prior{Config: cfg}, live), "dave"); d == nil || d.Action != ActionMigrate || d.Method != migration.MethodRebind {
+		t.Fatalf("per-user layout: %+v", d)
+	}
+}
