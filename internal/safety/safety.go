@@ -527,6 +527,8 @@ func (p *planner) planHome(up UserPlan) (UserPlan, bool) {
 	case c != nil && c.Annotations[migration.CopyAnnotation] != "":
 		up.TargetLive = t
 		p.copied(&up)
+	case resuming && p.cfg.SplitFrom != nil:
+		p.rebindWhileMoving(&up, ip)
 	case resuming && p.rebindWaits(&up, ip):
 		p.g.paused = append(p.g.paused, pausedRebind{up, ip})
 		return p.planClaim(up)

@@ -97,6 +97,9 @@ type moves struct {
 	// parent names an old home's parent directory that the new settings
 	// give to a user: that user's server would mount every old home.
 	parent string
+	// mounted are claims no move made that the hub mounts instead of the
+	// users' directories while homes move out of the shared layout.
+	mounted []string
 }
 
 // layoutMoves compares where homes are under the prior configuration and
@@ -111,9 +114,13 @@ func layoutMoves(cfg Config, prior *Prior, live Live) moves {
 		if cfg.Shared == nil {
 			return unsplitMoves(cfg, prior.Config, live)
 		}
-		was := *prior // back to the shared layout: the directories are compared
+		// Back to the shared layout: the directories are compared, and
+		// the claims the move's hub mounted.
+		was := *prior
 		was.Config = directoryView(was.Config)
-		prior = &was
+		m := layoutMoves(cfg, &was, live)
+		m.listed = append(m.listed, backFromSplit(cfg, prior.Config, live)...)
+		return m
 	}
 	var m moves
 	if prior == nil {
@@ -245,6 +252,14 @@ func checkLayoutMoves(cfg Config, prior *Prior, live Live, res *Result) {
 		res.Errors = append(res.Errors, Finding{"shared_home.sub_path_template", "A user would get the directory that holds the old homes",
 			fmt.Sprintf("Under the new settings a user can get directory %q of the shared claim, which holds the homes of the old settings: that user's server would mount all of them. "+
 				"Choose a sub_path_template that keeps the old homes out of every user's directory (e.g. keep the \"%s/\" prefix). on_layout_change cannot allow this.", m.parent, m.parent)})
+	}
+	if len(m.mounted) > 0 {
+		res.Warnings = append(res.Warnings, Finding{"layout", "Claims no move made are mounted instead of directories",
+			fmt.Sprintf("While homes move out of the shared layout the hub mounts a server's claim wherever one exists. %d claim(s) were not made by a move: "+
+				"their servers mount them, not their directories of the shared claim, and whatever is in those directories is not what they see:\n%s\n"+
+				"A claim kept from an earlier layout is expected here. One created since the move began (by hand, or by another tool) hides the user's directory: "+
+				"save what it holds, delete it, and the user's next spawn mounts the directory again (and the next apply moves it).",
+				len(m.mounted), CutLines(m.mounted))})
 	}
 	if len(m.listed) == 0 && m.example == "" {
 		return

@@ -65,6 +65,23 @@ func (p *planner) checkSplitFrom() {
 		p.errorf("shared_home.claim_name", "The shared home claim is being deleted",
 			"Claim %s/%s holds the homes not yet moved into claims of their own, and is being deleted. Homes move out of it before it goes, never after.", cfg.Namespace, cfg.SplitFrom.Claim)
 	}
+	// A named server whose directory is its own must not get the default
+	// server's claim: once that is moved, the server would mount it.
+	view := directoryView(cfg)
+	for _, u := range append(slices.Clone(cfg.Users[:min(len(cfg.Users), 1)]), probeUsers...) {
+		dir, err1 := view.homeFor(u, "")
+		serverDir, err2 := view.homeFor(u, probeServer)
+		claim, err3 := cfg.homeFor(u, "")
+		serverClaim, err4 := cfg.homeFor(u, probeServer)
+		if err1 == nil && err2 == nil && err3 == nil && err4 == nil && dir.dir != serverDir.dir && claim.claim == serverClaim.claim {
+			p.errorf("pvc_name_template", "Named servers would mount the default server's home",
+				"shared_home.sub_path_template gives a named server a directory of its own (%q's server %q: %q; the default server: %q), and pvc_name_template gives it the default server's claim %s. "+
+					"Once a user's home is moved into that claim, their named servers would mount it instead of their own directories. "+
+					"Use a pvc_name_template with the server's name (e.g. \"claim-{user_server}\"): a named server then keeps its directory until it has a claim of its own.",
+				u, probeServer, serverDir.dir, dir.dir, claim.claim)
+			return
+		}
+	}
 }
 
 // splitHome plans a listed user's home that has no claim while homes move
@@ -135,6 +152,41 @@ func (p *planner) splitClaim(up *UserPlan) bool {
 	return true
 }
 
+// rebindWhileMoving plans a rebind an earlier apply started, found while
+// homes move out of the shared layout, where the hub mounts a server's
+// directory whenever its claim is missing. Before the rebind deletes the
+// old claim it is not continued: in its window the user would write where
+// the rebound home does not look. Once the claim is gone that window is
+// open already, and finishing the rebind is what closes it: it is
+// finished, and the directory the user may have written to is named.
+func (p *planner) rebindWhileMoving(up *UserPlan, ip InProgress) {
+	rec := ip.Record
+	dir, err := directoryView(p.cfg).homeFor(up.User, up.Server)
+	if err != nil {
+		up.Action, up.Volume, up.Reason = ActionKeep, ip.Volume, "its directory cannot be named"
+		p.errorf("users", "Username cannot be turned into a directory", "%q: %v", up.User, err)
+		return
+	}
+	if c := up.Live; c != nil && !slices.Equal(c.AccessModes, []string{rec.To}) {
+		up.Action, up.Volume = ActionKeep, ip.Volume
+		up.Reason = fmt.Sprintf("the rebind an earlier apply started (volume %s, step %s) is not continued while homes move out of the shared layout", ip.Volume, rec.Step)
+		p.errorf("layout", "A rebind is in progress while homes move out of the shared layout",
+			"An earlier apply began rebinding %q's claim %s onto volume %s (step %s) and has not deleted the claim yet. While homes move out of the shared layout the hub mounts "+
+				"a server's directory whenever its claim is missing: between the deletion and the new claim the user would write in %s, which the rebound home does not show. "+
+				"Finish the rebind first: apply without shared_home (layout = \"per_user\", on_mode_change = \"migrate\") until migration_status says done, then start the move. "+
+				"Or undo it: set the volume's reclaim policy back to %s and remove its annotation %s and label %s.",
+			up.Who(), up.Ref(), ip.Volume, rec.Step, dir, orDash(rec.ReclaimPolicy), migration.RecordAnnotation, migration.NamespaceLabel)
+		return
+	}
+	p.resume(up, ip)
+	if up.Live == nil && up.Action == ActionMigrate {
+		p.warnf("layout", "A rebind's claim is missing while homes move out of the shared layout",
+			"An earlier apply began rebinding %q's claim %s onto volume %s and deleted the claim; until apply makes it again the hub mounts %s instead. "+
+				"Apply finishes the rebind now. Whatever the user wrote in that directory meanwhile stays there and is not in the rebound home: look before the user spawns again.",
+			up.Who(), up.Ref(), ip.Volume, dir)
+	}
+}
+
 // splitFindings: listed users whose home is still a directory while
 // on_layout_change does not say to move them.
 func (p *planner) splitFindings() {
@@ -154,15 +206,17 @@ func (p *planner) splitFindings() {
 // where the shared layout had them unless the shared claim, the sub-path
 // template or the slug scheme change (compared as between two shared
 // layouts). From the shared layout (or with no prior state, when the hub's
-// layout is unknown), a per-user home claim that a move did not make is
-// one the hub starts mounting instead of the user's directory: named, as a
-// move. From the per-user layout nothing moves: every claim stays its
-// user's home.
+// layout is unknown), a home claim that a move did not make is one the hub
+// starts mounting instead of the user's directory: named, as a move. While
+// moving, such a claim (made by someone since, or kept when the move began)
+// is named in a warning: the hub mounts it, not the directory. From the
+// per-user layout nothing moves: every claim stays its user's home.
 func splitMoves(cfg Config, prior *Prior, live Live) moves {
 	now := directoryView(cfg)
 	var m moves
+	moving := prior != nil && prior.Config.SplitFrom != nil
 	switch {
-	case prior != nil && prior.Config.Shared == nil && prior.Config.SplitFrom == nil:
+	case prior != nil && prior.Config.Shared == nil && !moving:
 		return m
 	case prior != nil:
 		was := *prior
@@ -176,38 +230,44 @@ func splitMoves(cfg Config, prior *Prior, live Live) moves {
 			}
 		}
 		m = layoutMoves(inDirs, &was, live)
-		if prior.Config.SplitFrom != nil {
-			return m
-		}
 	}
 	for i := range live.Claims {
 		c := &live.Claims[i]
-		// A named server's claim of the name the template gives the
-		// default server (claim-{username}) is the one the hub mounts too.
-		if c.Username == "" || cfg.ref(c).Namespace != cfg.Namespace {
+		server, ok := claimMounted(cfg, c)
+		if !ok {
 			continue
 		}
-		if name, err := cfg.homeFor(c.Username, ""); err != nil || name.claim != cfg.ref(c) {
-			continue
-		}
-		dir, err := now.homeFor(c.Username, "")
+		dir, err := now.homeFor(c.Username, server)
 		if err != nil {
 			continue
+		}
+		who := c.Username
+		if server != "" {
+			who += "'s server " + server
 		}
 		if c.Annotations[migration.SplitAnnotation] != "" {
 			// A moved home is the directory its record names: a move only
 			// when the shared layout mounted another one.
 			rec, err := splitRecord(c)
-			if err != nil || rec == nil || prior == nil {
+			if err != nil || rec == nil || prior == nil || moving {
 				continue
 			}
-			from, err := prior.Config.homeFor(c.Username, "")
+			from, err := prior.Config.homeFor(c.Username, server)
 			if err == nil && (from.dir != rec.Directory || from.claim != (claims.Ref{Namespace: rec.Namespace, Name: rec.Shared})) {
-				m.listed = append(m.listed, fmt.Sprintf("%s: %s → claim %s (moved from directory %q)", c.Username, from, cfg.ref(c), rec.Directory))
+				m.listed = append(m.listed, fmt.Sprintf("%s: %s → claim %s (moved from directory %q)", who, from, cfg.ref(c), rec.Directory))
 			}
 			continue
 		}
-		m.listed = append(m.listed, fmt.Sprintf("%s: %s → claim %s (a claim of the per-user layout, not a moved home)", c.Username, dir, cfg.ref(c)))
+		line := fmt.Sprintf("%s: %s → claim %s (a claim of the per-user layout, not a moved home)", who, dir, cfg.ref(c))
+		if moving {
+			m.mounted = append(m.mounted, line)
+		} else {
+			m.listed = append(m.listed, line)
+		}
+	}
+	if moving {
+		slices.Sort(m.mounted)
+		return m // rebinds in progress: planner.rebindWhileMoving
 	}
 	// A rebind in progress whose old claim is gone makes that claim again:
 	// the hub then mounts it instead of the user's directory.
@@ -225,6 +285,64 @@ func splitMoves(cfg Config, prior *Prior, live Live) moves {
 	}
 	slices.Sort(m.listed)
 	return m
+}
+
+// claimMounted reports whether the hub, moving homes out of the shared
+// layout (or back into it from such a move), mounts claim c as a server's
+// home instead of its directory, and whose server ("" for the default
+// one): the claim the template names for the server; for a default
+// server also any claim labelled with the user that is no other claim of
+// theirs, since KubeSpawner may remember it under an older name
+// (perUserHomeOf).
+func claimMounted(cfg Config, c *claims.Claim) (string, bool) {
+	if c.Username == "" || cfg.ref(c).Namespace != cfg.Namespace {
+		return "", false
+	}
+	// A named server's claim of the name the template gives the default
+	// server (claim-{username}) is the one the hub mounts for it too.
+	if h, err := cfg.homeFor(c.Username, ""); err == nil && h.claim == cfg.ref(c) {
+		return "", true
+	}
+	if c.Servername != "" {
+		h, err := cfg.homeFor(c.Username, c.Servername)
+		return c.Servername, err == nil && h.claim == cfg.ref(c)
+	}
+	return "", perUserHomeOf(directoryView(cfg), c, c.Username)
+}
+
+// backFromSplit is what going back to the shared layout from a move out
+// of it does to the claims the move's hub mounted: a moved home whose
+// directory is the user's under the new settings holds the same files;
+// any other (a claim no move made, or a move from another directory) is
+// a home the hub no longer mounts.
+func backFromSplit(cfg, was Config, live Live) []string {
+	var listed []string
+	for i := range live.Claims {
+		c := &live.Claims[i]
+		server, ok := claimMounted(was, c)
+		if !ok {
+			continue
+		}
+		to, err := cfg.homeFor(c.Username, server)
+		if err != nil {
+			continue
+		}
+		who := c.Username
+		if server != "" {
+			who += "'s server " + server
+		}
+		rec, err := splitRecord(c)
+		switch {
+		case err != nil:
+			listed = append(listed, fmt.Sprintf("%s: claim %s → %s (its move's record cannot be read)", who, c.Ref(), to))
+		case rec == nil:
+			listed = append(listed, fmt.Sprintf("%s: claim %s → %s (a claim no move made: what it holds is not in the directory)", who, c.Ref(), to))
+		case rec.Namespace != to.claim.Namespace || rec.Shared != to.claim.Name || rec.Directory != to.dir:
+			listed = append(listed, fmt.Sprintf("%s: claim %s → %s (moved from directory %q of claim %s/%s)", who, c.Ref(), to, rec.Directory, rec.Namespace, rec.Shared))
+		}
+	}
+	slices.Sort(listed)
+	return listed
 }
 
 // unsplitMoves is what leaving the move out of the shared layout for the

@@ -206,3 +206,101 @@ func TestPlanSplit_noRebindWhileMoving(t *testing.T) {
 		t.Fatalf("per-user layout: %+v", d)
 	}
 }
+
+// Back to the shared layout from the move: a moved home whose directory
+// is the user's holds the same files, but a claim no move made (or one
+// moved from another directory) is a home the hub stops mounting: named,
+// listed or not, and the plan fails unless on_layout_change = "keep".
+func TestPlanSplit_backToSharedNamesClaimsNoMoveMade(t *testing.T) {
+	move := splitConfig("alice", "bob")
+	live := sharedLive(RWX)
+	dave := claims.Claim{Namespace: "hub", Name: "claim-dave", UID: "d", Username: "dave", AccessModes: []string{RWX}, Phase: "Bound", VolumeName: "pv-d"}
+	live.Claims = []claims.Claim{splitClaimOf("alice", true), dave}
+	back := sharedConfig("{username}", kubespawner.SchemeSafe, "alice", "bob")
+	res := Plan(back, &Prior{Config: move}, live)
+	text := findingsText(res.Errors)
+	if !strings.Contains(text, `dave: claim hub/claim-dave → directory "dave" of claim hub/home-nfs (a claim no move made`) || strings.Contains(text, "alice:") {
+		t.Fatalf("%s", text)
+	}
+	back.OnLayoutChange = OnLayoutChangeKeep
+	if res := Plan(back, &Prior{Config: move}, live); len(res.Errors) != 0 || !strings.Contains(findingsText(res.Warnings), "dave: claim hub/claim-dave") {
+		t.Fatalf("keep: %s\n%s", findingsText(res.Errors), findingsText(res.Warnings))
+	}
+}
+
+// While moving, a claim no move made (created by hand since the move
+// began, say) is what the hub mounts instead of the user's directory: the
+// plan names it. It is a warning, since a claim kept when the move began
+// is expected there.
+func TestPlanSplit_claimNoMoveMadeIsNamedWhileMoving(t *testing.T) {
+	cfg := splitConfig("alice", "bob")
+	live := sharedLive(RWX)
+	alice := claims.Claim{Namespace: "hub", Name: "claim-alice", UID: "a", Username: "alice", AccessModes: []string{RWX}, StorageClass: "nfs", ClassNamed: true,
+		Requested: "10Gi", RequestedBytes: 10 << 30, Capacity: "10Gi", Phase: "Bound", VolumeName: "pv-a"}
+	live.Claims = []claims.Claim{alice, splitClaimOf("bob", true)}
+	res := Plan(cfg, &Prior{Config: cfg}, live)
+	if len(res.Errors) != 0 {
+		t.Fatalf("%s", findingsText(res.Errors))
+	}
+	text := findingsText(res.Warnings)
+	if !strings.Contains(text, "Claims no move made are mounted") || !strings.Contains(text, `alice: directory "alice" of claim hub/home-nfs → claim hub/claim-alice`) || strings.Contains(text, "bob:") {
+		t.Fatalf("%s", text)
+	}
+}
+
+// From the shared layout, a claim labelled with the user under another
+// name (KubeSpawner remembers the name it mounted: an older scheme's) is
+// one the hub would mount instead of the directory: named as a move.
+func TestPlanSplit_rememberedClaimIsAMove(t *testing.T) {
+	cfg := splitConfig("alice")
+	live := sharedLive(RWX)
+	live.Claims = []claims.Claim{{Namespace: "hub", Name: "claim-alice-old", UID: "a", Username: "alice", AccessModes: []string{RWO}, Phase: "Bound", VolumeName: "pv-a"}}
+	text := findingsText(Plan(cfg, &Prior{Config: directoryView(cfg)}, live).Errors)
+	if !strings.Contains(text, `alice: directory "alice" of claim hub/home-nfs → claim hub/claim-alice-old`) {
+		t.Fatalf("%s", text)
+	}
+}
+
+// A sub-path template that gives named servers directories of their own,
+// with a claim template that gives them the default server's claim: once
+// the default home is moved, named servers would mount it.
+func TestPlanSplit_namedServersKeepTheirDirectories(t *testing.T) {
+	cfg := splitConfig("alice")
+	cfg.SplitFrom.SubPathTemplate = "{user_server}"
+	prior := &Prior{Config: directoryView(cfg)}
+	if text := findingsText(Plan(cfg, prior, sharedLive(RWX)).Errors); !strings.Contains(text, "Named servers would mount the default server's home") {
+		t.Fatalf("%s", text)
+	}
+	cfg.NameTemplate = "claim-{user_server}"
+	prior = &Prior{Config: directoryView(cfg)}
+	if text := findingsText(Plan(cfg, prior, sharedLive(RWX)).Errors); strings.Contains(text, "Named servers") {
+		t.Fatalf("claim-{user_server}: %s", text)
+	}
+	cfg.NameTemplate, cfg.SplitFrom.SubPathTemplate = "claim-{username}", "home/{username}"
+	prior = &Prior{Config: directoryView(cfg)}
+	if text := findingsText(Plan(cfg, prior, sharedLive(RWX)).Errors); strings.Contains(text, "Named servers") {
+		t.Fatalf("home/{username}: %s", text)
+	}
+}
+
+// A rebind an earlier apply started, found while homes move: not
+// continued while its old claim is there (its window would give the user
+// the directory), finished with a warning once the claim is gone.
+func TestPlanSplit_rebindInProgressWhileMoving(t *testing.T) {
+	cfg := splitConfig("dave")
+	cfg.StorageClass = ""
+	ref := claims.Ref{Namespace: "hub", Name: "claim-dave"}
+	live := sharedLive(RWX)
+	live.Claims = []claims.Claim{{Namespace: "hub", Name: "claim-dave", UID: "d", Username: "dave", AccessModes: []string{RWO}, Phase: "Bound", VolumeName: "pv-d"}}
+	live.InProgress = map[claims.Ref]InProgress{ref: {Volume: "pv-d", Record: migration.Record{Step: migration.StepRetained, User: "dave", Claim: "claim-dave", Namespace: "hub",
+		From: []string{RWO}, To: RWX, ReclaimPolicy: "Delete", Requested: "10Gi"}}}
+	res := Plan(cfg, &Prior{Config: cfg}, live)
+	if d := planOf(res, "dave"); d == nil || d.Action == ActionMigrate || !strings.Contains(findingsText(res.Errors), "A rebind is in progress while homes move") {
+		t.Fatalf("%+v\n%s", d, findingsText(res.Errors))
+	}
+	live.Claims = nil
+	res = Plan(cfg, &Prior{Config: cfg}, live)
+	if d := planOf(res, "dave"); d == nil || d.Action != ActionMigrate || d.Method != migration.MethodRebind || !strings.Contains(findingsText(res.Warnings), `directory "dave" of claim hub/home-nfs`) {
+		t.Fatalf("%+v\n%s\n%s", d, findingsText(res.Errors), findingsText(res.Warnings))
+	}
+}
