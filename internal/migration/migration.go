@@ -56,6 +56,10 @@ const (
 	// MethodSplit moves a home from a directory of the shared claim to a
 	// claim of its own on a volume on that directory (split.go): zero copy.
 	MethodSplit Method = "split"
+	// MethodDirectoryCopy moves a home from a directory of the shared claim
+	// to a new claim of the configured class by a copy (directory_copy.go),
+	// for shared volumes whose directories cannot be volumes of their own.
+	MethodDirectoryCopy Method = "directory-copy"
 )
 
 // Step is a migration's progress.

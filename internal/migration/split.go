@@ -43,8 +43,17 @@ type SplitRecord struct {
 	Shared    string `json:"shared"`     // the shared claim
 	SharedUID string `json:"shared_uid"` // its UID when the split began
 	Directory string `json:"directory"`  // the user's directory in it
-	Volume    string `json:"volume"`     // the split's volume
+	Volume    string `json:"volume"`     // the split's volume; "" for a copy
+	// Method is MethodDirectoryCopy for a move by copy (the claim is a
+	// new one of the configured class, not bound to a volume on the
+	// directory); "" for the zero-copy split.
+	Method Method `json:"method,omitempty"`
 }
+
+// SplitCopiedAnnotation on the claim of a move by copy is the claim's UID,
+// written once the copy was verified: from then on the claim is the
+// user's home and the hub mounts it (before, the hub refuses the spawn).
+const SplitCopiedAnnotation = "jupyter-infra.github.io/home-split-copied"
 
 // Encode is the record as its annotation holds it.
 func (r SplitRecord) Encode() string {

@@ -48,8 +48,12 @@ func splitRecord(c *claims.Claim) (*migration.SplitRecord, error) {
 }
 
 // splitDone reports whether c is a moved home the hub mounts: bound to the
-// volume its record names.
+// volume its record names, or, moved by a copy, marked copied (its own UID
+// in migration.SplitCopiedAnnotation).
 func splitDone(c *claims.Claim, rec *migration.SplitRecord) bool {
+	if rec.Method == migration.MethodDirectoryCopy {
+		return c.Annotations[migration.SplitCopiedAnnotation] == c.UID && c.UID != "" && !c.Deleting
+	}
 	return c.Phase == "Bound" && c.VolumeName == rec.Volume && !c.Deleting
 }
 
