@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/claims"
-	"github.com/jupyter-infra/terraform-provider-jupyter/internal/migration"
 )
 
 // differs says how a live claim differs from the configuration, or "".
@@ -23,9 +22,9 @@ func (p *planner) differs(c *claims.Claim) string {
 	if restrictiveness(c.AccessModes) > restrictiveness([]string{p.cfg.AccessMode}) {
 		d = append(d, fmt.Sprintf("access mode %s, config %s", strings.Join(c.AccessModes, ","), p.cfg.AccessMode))
 	}
-	// A moved home's claim has no class: its volume is a directory of the
-	// shared claim's (split.go).
-	if p.cfg.StorageClass != "" && c.StorageClass != p.cfg.StorageClass && c.Annotations[migration.SplitAnnotation] == "" {
+	// A home moved zero copy has no class: its volume is a directory of
+	// the shared claim's (split.go).
+	if p.cfg.StorageClass != "" && c.StorageClass != p.cfg.StorageClass && !onSharedDirectory(c) {
 		d = append(d, fmt.Sprintf("class %q, config %q", c.StorageClass, p.cfg.StorageClass))
 	}
 	return strings.Join(d, "; ")
@@ -62,7 +61,7 @@ func (p *planner) capacityAction(c *claims.Claim, user string) (Action, string) 
 	switch {
 	case want == 0 || c.RequestedBytes == want:
 		return ActionKeep, "matches the config"
-	case c.Annotations[migration.SplitAnnotation] != "":
+	case onSharedDirectory(c):
 		// A moved home's volume is a directory of the shared file system,
 		// whose size is that file system's: nothing to grow (a static
 		// volume cannot be expanded), nothing shrinks.

@@ -168,6 +168,11 @@ type Live struct {
 	// Shared is the shared layout's claim as read; nil when it does not
 	// exist (or the layout is not shared).
 	Shared *claims.Claim
+	// SharedSource is the source of the volume the shared claim is bound
+	// to, while homes move out of it: whether a user's directory can be a
+	// volume of its own (migration.SplitSource) or must be copied. Nil when
+	// not read: the move is planned zero copy.
+	SharedSource *migration.VolumeSource
 }
 
 // Ref is the identity of a claim as the plan reads it: a claim without a
@@ -381,6 +386,9 @@ type groups struct {
 	// inDirectories are listed users whose home is a directory of the
 	// shared claim that on_layout_change does not say to move.
 	inDirectories []UserPlan
+	// rebindDirs are listed users whose directory migration.method =
+	// "rebind" cannot move.
+	rebindDirs []UserPlan
 	// paused are rebinds an earlier apply started whose old claim is still
 	// there, while on_mode_change no longer says "migrate".
 	paused []pausedRebind

@@ -47,6 +47,36 @@ func splitRecord(c *claims.Claim) (*migration.SplitRecord, error) {
 	return &rec, nil
 }
 
+// onSharedDirectory reports whether c's volume is a directory of the
+// shared claim: a home moved zero copy (not by a copy, whose claim is one
+// of the configured class), or one whose record cannot be read.
+func onSharedDirectory(c *claims.Claim) bool {
+	if c.Annotations[migration.SplitAnnotation] == "" {
+		return false
+	}
+	rec, err := splitRecord(c)
+	return err != nil || rec.Method != migration.MethodDirectoryCopy
+}
+
+// moveMethod is how user's directory moves into a claim of its own: zero
+// copy when the shared volume can serve it as a volume of its own
+// (migration.SplitSource), by a copy when it cannot or when
+// migration.method says "copy"; "" (and an error) for "rebind".
+func (p *planner) moveMethod(dir string) migration.Method {
+	switch p.cfg.Migration.Method {
+	case migration.MethodCopy:
+		return migration.MethodDirectoryCopy
+	case migration.MethodRebind:
+		return ""
+	}
+	if src := p.live.SharedSource; src != nil {
+		if _, err := migration.SplitSource(*src, dir); err != nil {
+			return migration.MethodDirectoryCopy
+		}
+	}
+	return migration.MethodSplit
+}
+
 // splitDone reports whether c is a moved home the hub mounts: bound to the
 // volume its record names, or, moved by a copy, marked copied (its own UID
 // in migration.SplitCopiedAnnotation).
@@ -107,9 +137,18 @@ func (p *planner) splitHome(up *UserPlan) {
 	case cfg.Migration.BatchSize > 0 && len(p.g.migrating) >= cfg.Migration.BatchSize:
 		up.Reason += " (batch_size)"
 	default:
-		up.Action, up.Method = ActionMigrate, migration.MethodSplit
-		up.Volume = migration.SplitVolumeName(up.Namespace, up.ClaimName)
-		up.Reason = fmt.Sprintf("%s becomes claim %s on volume %s (zero copy)", from, up.ClaimName, up.Volume)
+		switch up.Method = p.moveMethod(dir); up.Method {
+		case migration.MethodSplit:
+			up.Volume = migration.SplitVolumeName(up.Namespace, up.ClaimName)
+			up.Reason = fmt.Sprintf("%s becomes claim %s on volume %s (zero copy)", from, up.ClaimName, up.Volume)
+		case migration.MethodDirectoryCopy:
+			up.Reason = fmt.Sprintf("%s is copied into a new claim %s (class %q); the directory stays as it is", from, up.ClaimName, p.cfg.StorageClass)
+		default:
+			up.Reason = from
+			p.g.rebindDirs = append(p.g.rebindDirs, *up)
+			return
+		}
+		up.Action = ActionMigrate
 		p.g.migrating = append(p.g.migrating, *up)
 	}
 }
@@ -152,6 +191,10 @@ func (p *planner) splitClaim(up *UserPlan) bool {
 	}
 	up.Action, up.Method, up.Volume = ActionMigrate, migration.MethodSplit, rec.Volume
 	up.Reason = fmt.Sprintf("resume moving %s into claim %s (volume %s)", from, up.ClaimName, rec.Volume)
+	if rec.Method == migration.MethodDirectoryCopy {
+		up.Method, up.Volume = migration.MethodDirectoryCopy, ""
+		up.Reason = fmt.Sprintf("resume copying %s into claim %s", from, up.ClaimName)
+	}
 	p.g.migrating = append(p.g.migrating, *up)
 	return true
 }
@@ -192,8 +235,16 @@ func (p *planner) rebindWhileMoving(up *UserPlan, ip InProgress) {
 }
 
 // splitFindings: listed users whose home is still a directory while
-// on_layout_change does not say to move them.
+// on_layout_change does not say to move them, or migration.method says
+// rebind, which cannot move a directory.
 func (p *planner) splitFindings() {
+	if r := p.g.rebindDirs; len(r) > 0 {
+		p.errorf("migration.method", "A rebind cannot move a directory",
+			"migration.method = \"rebind\", and %d listed user(s) have their home in a directory of the shared claim:\n%s\n"+
+				"A directory moves into a claim of its own zero copy (a volume on that directory, where the shared volume allows it) or by a copy. "+
+				"Set migration.method = \"auto\" (zero copy where it can, else a copy) or \"copy\".",
+			len(r), describeReasons(r))
+	}
 	in := p.g.inDirectories
 	if len(in) == 0 {
 		return
@@ -254,6 +305,12 @@ func splitMoves(cfg Config, prior *Prior, live Live) moves {
 			// when the shared layout mounted another one.
 			rec, err := splitRecord(c)
 			if err != nil || rec == nil || prior == nil || moving {
+				continue
+			}
+			if rec.Method == migration.MethodDirectoryCopy && splitDone(c, rec) {
+				// A copy an earlier move made: what was written in the
+				// directory since is not in it.
+				m.listed = append(m.listed, fmt.Sprintf("%s: %s → claim %s (a copy of directory %q an earlier move made, without what was written there since)", who, dir, cfg.ref(c), rec.Directory))
 				continue
 			}
 			from, err := prior.Config.homeFor(c.Username, server)
@@ -341,6 +398,8 @@ func backFromSplit(cfg, was Config, live Live) []string {
 			listed = append(listed, fmt.Sprintf("%s: claim %s → %s (its move's record cannot be read)", who, c.Ref(), to))
 		case rec == nil:
 			listed = append(listed, fmt.Sprintf("%s: claim %s → %s (a claim no move made: what it holds is not in the directory)", who, c.Ref(), to))
+		case rec.Method == migration.MethodDirectoryCopy && splitDone(c, rec):
+			listed = append(listed, fmt.Sprintf("%s: claim %s → %s (copied from directory %q: what was written in the claim since is not in the directory)", who, c.Ref(), to, rec.Directory))
 		case rec.Namespace != to.claim.Namespace || rec.Shared != to.claim.Name || rec.Directory != to.dir:
 			listed = append(listed, fmt.Sprintf("%s: claim %s → %s (moved from directory %q of claim %s/%s)", who, c.Ref(), to, rec.Directory, rec.Namespace, rec.Shared))
 		}

@@ -304,3 +304,73 @@ func TestPlanSplit_rebindInProgressWhileMoving(t *testing.T) {
 		t.Fatalf("%+v\n%s\n%s", d, findingsText(res.Errors), findingsText(res.Warnings))
 	}
 }
+
+// copyClaimOf is the claim a move by copy made for user, marked copied or not.
+func copyClaimOf(user string, copied bool) claims.Claim {
+	rec := migration.SplitRecord{User: user, Namespace: "hub", Claim: "claim-" + user, Shared: "home-nfs", SharedUID: "s1", Directory: user, Method: migration.MethodDirectoryCopy}
+	c := claims.Claim{Namespace: "hub", Name: rec.Claim, UID: "u-" + user, Username: user, AccessModes: []string{RWX}, StorageClass: "nfs", ClassNamed: true,
+		Requested: "10Gi", RequestedBytes: 10 << 30, Capacity: "10Gi", Phase: "Bound", VolumeName: "pvc-" + user,
+		Annotations: map[string]string{migration.SplitAnnotation: rec.Encode()}}
+	if copied {
+		c.Annotations[migration.SplitCopiedAnnotation] = c.UID
+	}
+	return c
+}
+
+// A directory moves zero copy where the shared volume can serve it as a
+// volume of its own, by a copy where it cannot or where migration.method
+// says "copy"; a rebind cannot move a directory.
+func TestPlanSplit_directoryCopyWhereNoSplit(t *testing.T) {
+	cfg := splitConfig("alice")
+	prior := &Prior{Config: directoryView(cfg)}
+	method := func(cfg Config, src migration.VolumeSource) (migration.Method, string) {
+		live := sharedLive(RWX)
+		live.SharedSource = &src
+		res := Plan(cfg, prior, live)
+		a := planOf(res, "alice")
+		if a == nil {
+			t.Fatalf("no plan for alice: %s", findingsText(res.Errors))
+		}
+		return a.Method, findingsText(res.Errors)
+	}
+	longhorn := migration.VolumeSource{CSI: &migration.CSISource{Driver: "driver.longhorn.io", Handle: "pvc-1"}}
+	host := migration.VolumeSource{HostPath: "/srv/homes"}
+	if m, errs := method(cfg, longhorn); m != migration.MethodDirectoryCopy || errs != "" {
+		t.Fatalf("longhorn: %s %s", m, errs)
+	}
+	if m, errs := method(cfg, host); m != migration.MethodSplit || errs != "" {
+		t.Fatalf("host path: %s %s", m, errs)
+	}
+	cfg.Migration.Method = migration.MethodCopy
+	if m, _ := method(cfg, host); m != migration.MethodDirectoryCopy {
+		t.Fatalf("method copy: %s", m)
+	}
+	cfg.Migration.Method = migration.MethodRebind
+	if m, errs := method(cfg, host); m == migration.MethodSplit || m == migration.MethodDirectoryCopy || !strings.Contains(errs, "A rebind cannot move a directory") {
+		t.Fatalf("method rebind: %s %s", m, errs)
+	}
+}
+
+// A copy not yet marked resumes (the hub refuses the user meanwhile); one
+// marked copied is the user's home, and its class is the configured one.
+// Back to the shared layout, or into the move again from it, a copied
+// claim is not the directory: named.
+func TestPlanSplit_directoryCopyResumesAndIsNamedWhenLeft(t *testing.T) {
+	cfg := splitConfig("alice", "bob")
+	live := sharedLive(RWX)
+	live.Claims = []claims.Claim{copyClaimOf("alice", true), copyClaimOf("bob", false)}
+	res := Plan(cfg, &Prior{Config: cfg}, live)
+	a, b := planOf(res, "alice"), planOf(res, "bob")
+	if len(res.Errors) != 0 || a.Action != ActionKeep || b.Action != ActionMigrate || b.Method != migration.MethodDirectoryCopy {
+		t.Fatalf("%+v\n%+v\n%s", a, b, findingsText(res.Errors))
+	}
+	back := sharedConfig("{username}", kubespawner.SchemeSafe, "alice", "bob")
+	text := findingsText(Plan(back, &Prior{Config: cfg}, live).Errors)
+	if !strings.Contains(text, "alice: claim hub/claim-alice → directory \"alice\" of claim hub/home-nfs (copied from directory") || strings.Contains(text, "bob:") {
+		t.Fatalf("back: %s", text)
+	}
+	text = findingsText(Plan(cfg, &Prior{Config: back}, live).Errors)
+	if !strings.Contains(text, "alice: directory \"alice\" of claim hub/home-nfs → claim hub/claim-alice (a copy of directory") || strings.Contains(text, "bob:") {
+		t.Fatalf("from shared: %s", text)
+	}
+}
