@@ -54,6 +54,12 @@ func (r *homeStorageResource) readLive(ctx context.Context, client *kube.Client,
 			return live, err
 		}
 	}
+	if cfg.SplitFrom != nil && cfg.OnLayoutChange == safety.OnLayoutChangeMigrate && live.Shared != nil {
+		// Whether directories move zero copy or by a copy.
+		if live.SharedSource, err = client.PlannedSharedSource(ctx, cfg.Namespace, cfg.SplitFrom.Claim); err != nil {
+			return live, err
+		}
+	}
 	needPods := mode.pods || len(live.InProgress) > 0
 	if mode.migrations {
 		// Whether a server runs matters only for a claim a migration may
