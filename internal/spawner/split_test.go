@@ -290,8 +290,10 @@ func TestSpawnerSpawn_splitFromShared(t *testing.T) {
 		if s.PVC != nil {
 			t.Errorf("%s: KubeSpawner rendered a claim: %v", id, s.PVC)
 		}
-		if s.HookRequests > 2 {
-			t.Errorf("%s: the hooks made %d API requests, want at most 2", id, s.HookRequests)
+		// The claim, the copies of its name (a copy would be the home), the
+		// shared claim's mode.
+		if s.HookRequests > 3 {
+			t.Errorf("%s: the hooks made %d API requests, want at most 3", id, s.HookRequests)
 		}
 	}
 	for _, id := range []string{"carol", "dave", "frank"} {
@@ -399,5 +401,72 @@ func TestSpawnerSpawn_splitFromSharedSameSpawnerTwice(t *testing.T) {
 	want = splitPod{homeClaim: "claim-gina", sidecarSub: "notebooks", pinned: true}
 	if p := splitPodOf(t, "gina (second)", second["gina"]); p != want {
 		t.Errorf("second spawn: pod %+v, want %+v", p, want)
+	}
+}
+
+// Copies while homes move out of the shared layout: the hub decides a
+// missing claim as the per-user layout does (and as the plan does, which
+// takes an orphaned copy for the user's home, "copied") before it falls
+// back to the user's directory of the shared claim, which holds their
+// home from before the move and the copy. hana's claim was copied to
+// home-hana and switched, then deleted: she mounts the copy, never her
+// stale directory. ivo's claim is gone and its copy home-ivo was never
+// switched to: the spawn is refused, as for the per-user layout's ivy.
+// jon has no claim and no copy: his directory. A split claim is checked
+// before its copy record is followed: kai's split claim, not yet Bound,
+// with a copy record at target-created (its home is the claim itself
+// until the copy runs), is refused, not mounted.
+func TestSpawnerSpawn_splitFromSharedCopies(t *testing.T) {
+	r := mustBuild(t, Config{Home: settingsOf(t, splitHome())})
+	api := seededHub(t, nil)
+	ns := api.Namespace
+	cs := acctest.Cluster(t).Admin()
+	seedClaim(t, cs, ns, "home-nfs", corev1.ReadWriteMany, nil, nil)
+	seedSwitchedCopy(t, cs, ns, "hana", "claim-hana", "home-hana")
+	deleteClaim(t, cs, ns, "claim-hana")
+	seedClaim(t, cs, ns, "home-ivo", corev1.ReadWriteMany, map[string]string{migration.CopyOfLabel: migration.CopyOfLabelValue("claim-ivo")},
+		map[string]string{migration.CopyOfAnnotation: "claim-ivo"})
+	kai := seedSplitClaim(t, cs, ns, "kai", "vol-kai", "vol-kai", false)
+	annotateClaim(t, cs, kai, migration.CopyAnnotation, migration.CopyRecord{Step: migration.StepTargetCreated, User: "kai", Target: "home-kai", To: RWX}.Encode())
+
+	got := runHub(t, api, splitValues(t, r, nil), t.TempDir(), []hubUser{{Name: "hana"}, {Name: "ivo"}, {Name: "jon"}, {Name: "kai"}})
+
+	hana := got["hana"]
+	if hana.Refused != "" {
+		t.Errorf("hana: refused %s (%s)", hana.Refused, hana.RefusedLog)
+	} else {
+		// Not pinned: the copy is ReadWriteMany.
+		want := splitPod{homeClaim: "home-hana", sidecarSub: "notebooks"}
+		if p := splitPodOf(t, "hana", hana); p != want || hana.PVCName != "home-hana" {
+			t.Errorf("hana: KubeSpawner's claim %s, pod %+v, want home-hana, %+v", hana.PVCName, p, want)
+		}
+	}
+	// The claim and the copies of its name: what the per-user layout asks.
+	if hana.HookRequests > 2 {
+		t.Errorf("hana: the hooks made %d API requests, want at most 2", hana.HookRequests)
+	}
+	if s := got["ivo"]; s.Pod != nil || s.Refused != moving || !strings.Contains(s.RefusedLog, "not switched") {
+		t.Errorf("ivo: refused %q (%s), pod %v; want the home being moved", s.Refused, s.RefusedLog, s.Pod != nil)
+	}
+	if s := got["kai"]; s.Pod != nil || s.Refused != moving || !strings.Contains(s.RefusedLog, "not Bound") {
+		t.Errorf("kai: refused %q (%s), pod %v; want the split not finished", s.Refused, s.RefusedLog, s.Pod != nil)
+	}
+	jon := got["jon"]
+	if jon.Refused != "" {
+		t.Errorf("jon: refused %s (%s)", jon.Refused, jon.RefusedLog)
+	} else {
+		want := splitPod{homeClaim: "home-nfs", homeSub: "home/jon", sidecarSub: "home/jon/notebooks", initDir: "home/jon", sharedVolumes: 1}
+		if p := splitPodOf(t, "jon", jon); p != want {
+			t.Errorf("jon: pod %+v, want %+v", p, want)
+		}
+	}
+	// The claim, the copies of its name, the shared claim's mode.
+	if jon.HookRequests > 3 {
+		t.Errorf("jon: the hooks made %d API requests, want at most 3", jon.HookRequests)
+	}
+	for _, name := range []string{"claim-hana", "claim-ivo", "claim-jon"} {
+		if _, err := cs.CoreV1().PersistentVolumeClaims(ns).Get(context.Background(), name, metav1.GetOptions{}); err == nil {
+			t.Errorf("claim %s was made", name)
+		}
 	}
 }
