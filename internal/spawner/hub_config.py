@@ -737,8 +737,16 @@ def _jupyter_spawner_config(c, here):
         elif fallback_claim:
             if decided is None and spawner.pvc_name:
                 # No decision for this claim (another pre_spawn_hook replaced
-                # this file's): decide now.
+                # this file's): decide now. The pod was made on the server's
+                # claim; when the home is another (its copy), the pod's
+                # volumes of that claim mount the home.
+                built = spawner.pvc_name
                 decided = await split_home(spawner)
+                if decided[0] != built:
+                    for v in pod.spec.volumes or []:
+                        pvc = field(v, "persistentVolumeClaim", "persistent_volume_claim")
+                        if pvc is not None and field(pvc, "claimName", "claim_name") == built:
+                            set_field(pvc, "claimName", "claim_name", decided[0])
             fallback = decided is not None and decided[2]
             if fallback:
                 move_home_to_shared(spawner, pod)

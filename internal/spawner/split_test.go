@@ -2,6 +2,7 @@ package spawner
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 
@@ -467,6 +468,52 @@ func TestSpawnerSpawn_splitFromSharedCopies(t *testing.T) {
 	for _, name := range []string{"claim-hana", "claim-ivo", "claim-jon"} {
 		if _, err := cs.CoreV1().PersistentVolumeClaims(ns).Get(context.Background(), name, metav1.GetOptions{}); err == nil {
 			t.Errorf("claim %s was made", name)
+		}
+	}
+}
+
+// Configuration loaded after the provider's file replaces its
+// pre_spawn_hook: the modify_pod_hook decides the home itself, and a pod
+// made on the server's claim mounts the home decided, not the claim
+// KubeSpawner was told before. hana's claim is gone and lia's exists, both
+// copied and switched: each pod mounts the copy; jon's, never copied and
+// missing, mounts his directory.
+func TestSpawnerSpawn_splitFromSharedDecidedByThePodHook(t *testing.T) {
+	r := mustBuild(t, Config{Home: settingsOf(t, splitHome())})
+	api := seededHub(t, nil)
+	ns := api.Namespace
+	cs := acctest.Cluster(t).Admin()
+	seedClaim(t, cs, ns, "home-nfs", corev1.ReadWriteMany, nil, nil)
+	seedSwitchedCopy(t, cs, ns, "hana", "claim-hana", "home-hana")
+	deleteClaim(t, cs, ns, "claim-hana")
+	seedSwitchedCopy(t, cs, ns, "lia", "claim-lia", "home-lia")
+	later := map[string]any{"hub": map[string]any{"extraConfig": map[string]any{"zzz-later-hook": `
+def _later_pre_spawn(spawner):
+    spawner.environment = dict(spawner.environment, LATER_HOOK="1")
+
+c.KubeSpawner.pre_spawn_hook = _later_pre_spawn
+`}}}
+	got := runHub(t, api, mergeValues(splitValues(t, r, nil), later), t.TempDir(), []hubUser{{Name: "hana"}, {Name: "lia"}, {Name: "jon"}})
+	for id, want := range map[string]splitPod{
+		"hana": {homeClaim: "home-hana", sidecarSub: "notebooks"},
+		"lia":  {homeClaim: "home-lia", sidecarSub: "notebooks"},
+		"jon":  {homeClaim: "home-nfs", homeSub: "home/jon", sidecarSub: "home/jon/notebooks", initDir: "home/jon", sharedVolumes: 1},
+	} {
+		s := got[id]
+		if s.Refused != "" {
+			t.Errorf("%s: refused %s (%s)", id, s.Refused, s.RefusedLog)
+			continue
+		}
+		if p := splitPodOf(t, id, s); p != want || s.PVCName != want.homeClaim && id != "jon" {
+			t.Errorf("%s: KubeSpawner's claim %s, pod %+v, want %+v", id, s.PVCName, p, want)
+		}
+		// The later hook ran, in place of the provider's.
+		pod, err := s.PodObject()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.ContainsFunc(pod.Spec.Containers[0].Env, func(e corev1.EnvVar) bool { return e.Name == "LATER_HOOK" && e.Value == "1" }) {
+			t.Errorf("%s: the later pre_spawn_hook did not run: env %v", id, pod.Spec.Containers[0].Env)
 		}
 	}
 }
