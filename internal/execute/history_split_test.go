@@ -36,9 +36,11 @@ import (
 // to the record's volume, and not being deleted) → it is mounted, as the
 // per-user hub decides (copies followed); it carries a split record and is
 // not Bound to its volume, or is being deleted → the spawn is refused; it
-// is missing → the server's directory of the shared claim
-// (SplitFrom.SubPathTemplate under slug_scheme), made by the init container
-// when missing. KubeSpawner creates and deletes no claim there.
+// is missing and has a copy → as the per-user hub decides (the switched
+// copy, else refused); it is missing and has none → the server's directory
+// of the shared claim (SplitFrom.SubPathTemplate under slug_scheme), made
+// by the init container when missing. KubeSpawner creates and deletes no
+// claim there.
 //
 // The invariants added (besides the shared layout's and the general ones):
 //   - a split volume is never deleted, its reclaim policy stays Retain, it
@@ -101,6 +103,12 @@ func (w *world) splitLoc(who string) (at loc, refused string) {
 		// Modelled as the hub should decide it: refused.
 		w.events["HUB FINDING: a spawn in a rebind's window (the rule as stated mounts the directory)"]++
 		return loc{ref: ref}, "claim " + ref.Name + " is being rebound"
+	case m == nil && w.hasCopy(ref):
+		// Its copy decides, as in the per-user layout: the switched copy
+		// (the source deleted after the switch), else refused; never the
+		// directory, stale since the copy.
+		r, _, why := w.hubHome(who)
+		return loc{ref: r}, why
 	case m == nil:
 		sref := hubRef(sh.Claim)
 		switch s := w.claims[sref]; {
@@ -124,6 +132,17 @@ func (w *world) splitLoc(who string) (at loc, refused string) {
 	}
 	r, _, why := w.hubHome(who) // the claim exists: the per-user hub's decisions
 	return loc{ref: r}, why
+}
+
+// hasCopy reports whether a claim is a copy of ref (the copy-of annotation
+// the hub's label lookup finds).
+func (w *world) hasCopy(ref claims.Ref) bool {
+	for k, c := range w.claims {
+		if k.Namespace == ref.Namespace && c.c.Annotations[migration.CopyOfAnnotation] == ref.Name {
+			return true
+		}
+	}
+	return false
 }
 
 // resolve is where home at's files are: a split volume's are its base's,

@@ -309,17 +309,21 @@ def _jupyter_spawner_config(c, here):
     #     KubeSpawner's request timeout): the spawn fails; nothing is guessed.
     # While homes move out of the shared layout (fallback_claim), KubeSpawner
     # creates no claim, and the server's claim decides:
-    #   - it does not exist: the home is still the user's directory of the
-    #     shared claim; the modify_pod_hook points the pod's volumes of the
-    #     claim at it, at that directory, and adds the init container that
-    #     makes a missing directory;
+    #   - it does not exist and was copied: as above (its switched copy;
+    #     a copy not switched to refuses the spawn);
+    #   - it does not exist and was never copied: the home is still the
+    #     user's directory of the shared claim; the modify_pod_hook points
+    #     the pod's volumes of the claim at it, at that directory, and adds
+    #     the init container that makes a missing directory;
     #   - it carries a split record and is not Bound to the record's volume,
-    #     or is being deleted: the spawn is refused (the home is being moved);
+    #     or is being deleted: the spawn is refused (the home is being
+    #     moved), whatever else the claim carries;
     #   - otherwise: as above (the claim, or the copy it was switched to).
     # In the shared layout and while homes move out of it, no container
     # may mount the shared claim but at the user's own directory.
     # Two requests decide the home (a third on a first spawn where
-    # KubeSpawner then falls back to a legacy-named claim); the pod's other
+    # KubeSpawner then falls back to a legacy-named claim, and in the
+    # directory of the shared claim, whose mode is read); the pod's other
     # claims cost one each when the home does not pin it already.
     # The names are the provider's (internal/migration); a test checks them.
     copy_record = "jupyter-infra.github.io/home-copy"  # CopyAnnotation
@@ -469,6 +473,23 @@ def _jupyter_spawner_config(c, here):
         check_mountable(spawner, base)
         return base
 
+    def copy_home(spawner, name, copies, gone):
+        # What a claim's copies (copies_of) decide: its switched copy is the
+        # home (more than one: the spawn fails); a copy not switched to, the
+        # claim gone, refuses the spawn (never an empty claim, never an
+        # older home, in place of a copy); else None (the claim decides).
+        switched = [x for x in copies if copy_switched in annotations(x)]
+        if len(switched) > 1:
+            raise HomeUnavailable(
+                "jupyter_spawner_config: %s/%s has several switched copies: %s" % (spawner.namespace, name, ", ".join(sorted(x.metadata.name for x in switched))),
+                "Your home directory has more than one copy. Tell your administrator.")
+        if switched:
+            check_mountable(spawner, switched[0])
+            return switched[0]
+        if gone and copies:
+            raise moving(spawner, "claim %s is gone and its copy %s was not switched to" % (name, copies[0].metadata.name))
+        return None
+
     async def home_of(spawner, claim=None):
         # The claim this server mounts (after following a copy), or None
         # when KubeSpawner creates it; claim is the server's claim when
@@ -486,17 +507,10 @@ def _jupyter_spawner_config(c, here):
         # exists now (one KubeSpawner or someone made again after the copy,
         # or one whose record was removed): the plan says so too.
         copies = await copies_of(spawner, name)
-        switched = [x for x in copies if copy_switched in annotations(x)]
-        if len(switched) > 1:
-            raise HomeUnavailable(
-                "jupyter_spawner_config: %s/%s has several switched copies: %s" % (spawner.namespace, name, ", ".join(sorted(x.metadata.name for x in switched))),
-                "Your home directory has more than one copy. Tell your administrator.")
-        if switched:
-            check_mountable(spawner, switched[0])
-            return switched[0]
+        copied = copy_home(spawner, name, copies, claim is None)
+        if copied is not None:
+            return copied
         if claim is None:
-            if copies:
-                raise moving(spawner, "claim %s is gone and its copy %s was not switched to" % (name, copies[0].metadata.name))
             return await instead_of_missing(spawner, name)
         check_mountable(spawner, claim)
         return claim
@@ -527,17 +541,29 @@ def _jupyter_spawner_config(c, here):
         # While homes move out of the shared layout: (the claim mounted,
         # its access modes, whether it is the shared claim instead of the
         # server's missing claim).
-        claim = await read_claim(spawner, spawner.pvc_name)
+        name = spawner.pvc_name
+        claim = await read_claim(spawner, name)
         if claim is None:
+            # As home_of decides for a missing claim: a copy of it (its
+            # source deleted after the switch) is the home, or refuses the
+            # spawn when not switched to. Only a claim never copied leaves
+            # the home in the user's directory of the shared claim.
+            copied = copy_home(spawner, name, await copies_of(spawner, name), True)
+            if copied is not None:
+                spawner.pvc_name = copied.metadata.name
+                return (spawner.pvc_name, access_modes(spawner, copied), False)
             shared = await read_claim(spawner, fallback_claim)
             if shared is None:
                 raise HomeUnavailable(
                     "jupyter_spawner_config: %s/%s does not exist and shared claim %s, which holds the homes not moved yet, is missing" % (
-                        spawner.namespace, spawner.pvc_name, fallback_claim),
+                        spawner.namespace, name, fallback_claim),
                     "Your home directory's claim is missing. Tell your administrator; nothing was created in its place.")
-            return (spawner.pvc_name, access_modes(spawner, shared), True)
-        ann = annotations(claim)
-        if split_record in ann and copy_record not in ann:
+            return (name, access_modes(spawner, shared), True)
+        # A split claim is checked first, whatever else it carries (a copy
+        # record too): one not Bound to its split's volume, or being
+        # deleted, is never mounted nor followed, as the plan never plans
+        # past an unfinished split.
+        if split_record in annotations(claim):
             check_split(spawner, claim)
         claim = await home_of(spawner, claim)
         spawner.pvc_name = claim.metadata.name
@@ -711,8 +737,16 @@ def _jupyter_spawner_config(c, here):
         elif fallback_claim:
             if decided is None and spawner.pvc_name:
                 # No decision for this claim (another pre_spawn_hook replaced
-                # this file's): decide now.
+                # this file's): decide now. The pod was made on the server's
+                # claim; when the home is another (its copy), the pod's
+                # volumes of that claim mount the home.
+                built = spawner.pvc_name
                 decided = await split_home(spawner)
+                if decided[0] != built:
+                    for v in pod.spec.volumes or []:
+                        pvc = field(v, "persistentVolumeClaim", "persistent_volume_claim")
+                        if pvc is not None and field(pvc, "claimName", "claim_name") == built:
+                            set_field(pvc, "claimName", "claim_name", decided[0])
             fallback = decided is not None and decided[2]
             if fallback:
                 move_home_to_shared(spawner, pod)

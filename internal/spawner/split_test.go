@@ -2,6 +2,7 @@ package spawner
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 
@@ -290,8 +291,10 @@ func TestSpawnerSpawn_splitFromShared(t *testing.T) {
 		if s.PVC != nil {
 			t.Errorf("%s: KubeSpawner rendered a claim: %v", id, s.PVC)
 		}
-		if s.HookRequests > 2 {
-			t.Errorf("%s: the hooks made %d API requests, want at most 2", id, s.HookRequests)
+		// The claim, the copies of its name (a copy would be the home), the
+		// shared claim's mode.
+		if s.HookRequests > 3 {
+			t.Errorf("%s: the hooks made %d API requests, want at most 3", id, s.HookRequests)
 		}
 	}
 	for _, id := range []string{"carol", "dave", "frank"} {
@@ -399,5 +402,118 @@ func TestSpawnerSpawn_splitFromSharedSameSpawnerTwice(t *testing.T) {
 	want = splitPod{homeClaim: "claim-gina", sidecarSub: "notebooks", pinned: true}
 	if p := splitPodOf(t, "gina (second)", second["gina"]); p != want {
 		t.Errorf("second spawn: pod %+v, want %+v", p, want)
+	}
+}
+
+// Copies while homes move out of the shared layout: the hub decides a
+// missing claim as the per-user layout does (and as the plan does, which
+// takes an orphaned copy for the user's home, "copied") before it falls
+// back to the user's directory of the shared claim, which holds their
+// home from before the move and the copy. hana's claim was copied to
+// home-hana and switched, then deleted: she mounts the copy, never her
+// stale directory. ivo's claim is gone and its copy home-ivo was never
+// switched to: the spawn is refused, as for the per-user layout's ivy.
+// jon has no claim and no copy: his directory. A split claim is checked
+// before its copy record is followed: kai's split claim, not yet Bound,
+// with a copy record at target-created (its home is the claim itself
+// until the copy runs), is refused, not mounted.
+func TestSpawnerSpawn_splitFromSharedCopies(t *testing.T) {
+	r := mustBuild(t, Config{Home: settingsOf(t, splitHome())})
+	api := seededHub(t, nil)
+	ns := api.Namespace
+	cs := acctest.Cluster(t).Admin()
+	seedClaim(t, cs, ns, "home-nfs", corev1.ReadWriteMany, nil, nil)
+	seedSwitchedCopy(t, cs, ns, "hana", "claim-hana", "home-hana")
+	deleteClaim(t, cs, ns, "claim-hana")
+	seedClaim(t, cs, ns, "home-ivo", corev1.ReadWriteMany, map[string]string{migration.CopyOfLabel: migration.CopyOfLabelValue("claim-ivo")},
+		map[string]string{migration.CopyOfAnnotation: "claim-ivo"})
+	kai := seedSplitClaim(t, cs, ns, "kai", "vol-kai", "vol-kai", false)
+	annotateClaim(t, cs, kai, migration.CopyAnnotation, migration.CopyRecord{Step: migration.StepTargetCreated, User: "kai", Target: "home-kai", To: RWX}.Encode())
+
+	got := runHub(t, api, splitValues(t, r, nil), t.TempDir(), []hubUser{{Name: "hana"}, {Name: "ivo"}, {Name: "jon"}, {Name: "kai"}})
+
+	hana := got["hana"]
+	if hana.Refused != "" {
+		t.Errorf("hana: refused %s (%s)", hana.Refused, hana.RefusedLog)
+	} else {
+		// Not pinned: the copy is ReadWriteMany.
+		want := splitPod{homeClaim: "home-hana", sidecarSub: "notebooks"}
+		if p := splitPodOf(t, "hana", hana); p != want || hana.PVCName != "home-hana" {
+			t.Errorf("hana: KubeSpawner's claim %s, pod %+v, want home-hana, %+v", hana.PVCName, p, want)
+		}
+	}
+	// The claim and the copies of its name: what the per-user layout asks.
+	if hana.HookRequests > 2 {
+		t.Errorf("hana: the hooks made %d API requests, want at most 2", hana.HookRequests)
+	}
+	if s := got["ivo"]; s.Pod != nil || s.Refused != moving || !strings.Contains(s.RefusedLog, "not switched") {
+		t.Errorf("ivo: refused %q (%s), pod %v; want the home being moved", s.Refused, s.RefusedLog, s.Pod != nil)
+	}
+	if s := got["kai"]; s.Pod != nil || s.Refused != moving || !strings.Contains(s.RefusedLog, "not Bound") {
+		t.Errorf("kai: refused %q (%s), pod %v; want the split not finished", s.Refused, s.RefusedLog, s.Pod != nil)
+	}
+	jon := got["jon"]
+	if jon.Refused != "" {
+		t.Errorf("jon: refused %s (%s)", jon.Refused, jon.RefusedLog)
+	} else {
+		want := splitPod{homeClaim: "home-nfs", homeSub: "home/jon", sidecarSub: "home/jon/notebooks", initDir: "home/jon", sharedVolumes: 1}
+		if p := splitPodOf(t, "jon", jon); p != want {
+			t.Errorf("jon: pod %+v, want %+v", p, want)
+		}
+	}
+	// The claim, the copies of its name, the shared claim's mode.
+	if jon.HookRequests > 3 {
+		t.Errorf("jon: the hooks made %d API requests, want at most 3", jon.HookRequests)
+	}
+	for _, name := range []string{"claim-hana", "claim-ivo", "claim-jon"} {
+		if _, err := cs.CoreV1().PersistentVolumeClaims(ns).Get(context.Background(), name, metav1.GetOptions{}); err == nil {
+			t.Errorf("claim %s was made", name)
+		}
+	}
+}
+
+// Configuration loaded after the provider's file replaces its
+// pre_spawn_hook: the modify_pod_hook decides the home itself, and a pod
+// made on the server's claim mounts the home decided, not the claim
+// KubeSpawner was told before. hana's claim is gone and lia's exists, both
+// copied and switched: each pod mounts the copy; jon's, never copied and
+// missing, mounts his directory.
+func TestSpawnerSpawn_splitFromSharedDecidedByThePodHook(t *testing.T) {
+	r := mustBuild(t, Config{Home: settingsOf(t, splitHome())})
+	api := seededHub(t, nil)
+	ns := api.Namespace
+	cs := acctest.Cluster(t).Admin()
+	seedClaim(t, cs, ns, "home-nfs", corev1.ReadWriteMany, nil, nil)
+	seedSwitchedCopy(t, cs, ns, "hana", "claim-hana", "home-hana")
+	deleteClaim(t, cs, ns, "claim-hana")
+	seedSwitchedCopy(t, cs, ns, "lia", "claim-lia", "home-lia")
+	later := map[string]any{"hub": map[string]any{"extraConfig": map[string]any{"zzz-later-hook": `
+def _later_pre_spawn(spawner):
+    spawner.environment = dict(spawner.environment, LATER_HOOK="1")
+
+c.KubeSpawner.pre_spawn_hook = _later_pre_spawn
+`}}}
+	got := runHub(t, api, mergeValues(splitValues(t, r, nil), later), t.TempDir(), []hubUser{{Name: "hana"}, {Name: "lia"}, {Name: "jon"}})
+	for id, want := range map[string]splitPod{
+		"hana": {homeClaim: "home-hana", sidecarSub: "notebooks"},
+		"lia":  {homeClaim: "home-lia", sidecarSub: "notebooks"},
+		"jon":  {homeClaim: "home-nfs", homeSub: "home/jon", sidecarSub: "home/jon/notebooks", initDir: "home/jon", sharedVolumes: 1},
+	} {
+		s := got[id]
+		if s.Refused != "" {
+			t.Errorf("%s: refused %s (%s)", id, s.Refused, s.RefusedLog)
+			continue
+		}
+		if p := splitPodOf(t, id, s); p != want || s.PVCName != want.homeClaim && id != "jon" {
+			t.Errorf("%s: KubeSpawner's claim %s, pod %+v, want %+v", id, s.PVCName, p, want)
+		}
+		// The later hook ran, in place of the provider's.
+		pod, err := s.PodObject()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.ContainsFunc(pod.Spec.Containers[0].Env, func(e corev1.EnvVar) bool { return e.Name == "LATER_HOOK" && e.Value == "1" }) {
+			t.Errorf("%s: the later pre_spawn_hook did not run: env %v", id, pod.Spec.Containers[0].Env)
+		}
 	}
 }
