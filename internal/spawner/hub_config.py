@@ -333,6 +333,8 @@ def _jupyter_spawner_config(c, here):
     copy_of_label = "jupyter-infra.github.io/copy-of-claim"  # CopyOfLabel
     rebound = "jupyter-infra.github.io/migrated"  # MigratedAnnotation
     split_record = "jupyter-infra.github.io/home-split"  # SplitAnnotation
+    split_copied = "jupyter-infra.github.io/home-split-copied"  # SplitCopiedAnnotation
+    directory_copy = "directory-copy"  # MethodDirectoryCopy
     moving_message = ("Your home directory is being moved to new storage. "
                       "Try again in a few minutes; if this lasts, tell your administrator.")
     previous_pre = unwrap(earlier_hook("pre_spawn_hook"))
@@ -521,15 +523,26 @@ def _jupyter_spawner_config(c, here):
         return list(spawner.storage_access_modes or [])
 
     def check_split(spawner, claim):
-        # The user's claim of a split (a volume on their directory of the
-        # shared claim): mountable once Bound to the record's volume.
+        # The user's claim of a move out of the shared layout: zero copy (a
+        # volume on their directory of the shared claim), mountable once
+        # Bound to the record's volume; by a copy, mountable once marked
+        # copied with its own UID (a claim made again under the name is not).
         name = claim.metadata.name
+        ann = annotations(claim)
         try:
-            volume = json.loads(annotations(claim)[split_record])["volume"]
+            record = json.loads(ann[split_record])
+            method = record.get("method") or ""
+            volume = record["volume"] if not method else None
         except Exception as e:
             raise moving(spawner, "claim %s: unreadable %s: %s" % (name, split_record, e)) from e
         if claim.metadata.deletion_timestamp is not None:
             raise moving(spawner, "claim %s is being deleted" % name)
+        if method == directory_copy:
+            if not claim.metadata.uid or ann.get(split_copied) != claim.metadata.uid:
+                raise moving(spawner, "claim %s is being copied from its directory of claim %s" % (name, fallback_claim))
+            return
+        if method:
+            raise moving(spawner, "claim %s: its move's method %r is not one this hub knows" % (name, method))
         phase = claim.status.phase if claim.status is not None else None
         if phase != "Bound":
             raise moving(spawner, "claim %s is being split from claim %s (%s, not Bound)" % (name, fallback_claim, phase))

@@ -30,6 +30,7 @@ func TestSpawnerPython_namesAgree(t *testing.T) {
 		"CopyAnnotation": migration.CopyAnnotation, "CopyOfAnnotation": migration.CopyOfAnnotation,
 		"CopyOfUIDAnnotation": migration.CopyOfUIDAnnotation, "CopySwitchedAnnotation": migration.CopySwitchedAnnotation,
 		"CopyOfLabel": migration.CopyOfLabel, "SplitAnnotation": migration.SplitAnnotation,
+		"SplitCopiedAnnotation": migration.SplitCopiedAnnotation, "MethodDirectoryCopy": string(migration.MethodDirectoryCopy),
 		"HomeVolumeName": kubespawner.HomeVolumeName,
 	}
 	for name, v := range want {

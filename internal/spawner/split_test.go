@@ -517,3 +517,38 @@ c.KubeSpawner.pre_spawn_hook = _later_pre_spawn
 		}
 	}
 }
+
+// A claim of a move by copy is refused until it is marked copied with its
+// own UID: a copy under way (mo), a mark of another claim of the name
+// (ned: a claim made again) and a copy marked (ola), which is mounted.
+func TestSpawnerSpawn_splitFromSharedByCopy(t *testing.T) {
+	r := mustBuild(t, Config{Home: settingsOf(t, splitHome())})
+	api := seededHub(t, nil)
+	ns := api.Namespace
+	cs := acctest.Cluster(t).Admin()
+	seedClaim(t, cs, ns, "home-nfs", corev1.ReadWriteMany, nil, nil)
+	copyClaim := func(user string) *corev1.PersistentVolumeClaim {
+		rec := migration.SplitRecord{User: user, Namespace: ns, Claim: "claim-" + user, Shared: "home-nfs", SharedUID: "s1", Directory: "home/" + user,
+			Method: migration.MethodDirectoryCopy}
+		return seedBoundClaim(t, cs, ns, "claim-"+user, map[string]string{migration.SplitAnnotation: rec.Encode()}, "pv-"+user, true)
+	}
+	copyClaim("mo")
+	ned := copyClaim("ned")
+	annotateClaim(t, cs, ned, migration.SplitCopiedAnnotation, "an-older-claims-uid")
+	ola := copyClaim("ola")
+	annotateClaim(t, cs, ola, migration.SplitCopiedAnnotation, string(ola.UID))
+
+	got := runHub(t, api, splitValues(t, r, nil), t.TempDir(), []hubUser{{Name: "mo"}, {Name: "ned"}, {Name: "ola"}})
+	for _, u := range []string{"mo", "ned"} {
+		if s := got[u]; s.Pod != nil || s.Refused != moving || !strings.Contains(s.RefusedLog, "being copied") {
+			t.Errorf("%s: refused %q (%s), pod %v; want the home being copied", u, s.Refused, s.RefusedLog, s.Pod != nil)
+		}
+	}
+	s := got["ola"]
+	if s.Refused != "" {
+		t.Fatalf("ola: refused %s (%s)", s.Refused, s.RefusedLog)
+	}
+	if p := splitPodOf(t, "ola", s); p.homeClaim != "claim-ola" || p.sharedVolumes != 0 || p.initDir != "" {
+		t.Errorf("ola: pod %+v, want claim-ola without the shared claim", p)
+	}
+}
