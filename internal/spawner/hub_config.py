@@ -465,6 +465,8 @@ def _jupyter_spawner_config(c, here):
         base = await read_claim(spawner, base_name)
         if base is None:
             return None
+        if split_record in annotations(base):
+            check_split(spawner, base)
         if copy_record in annotations(base):
             step, target, _ = record_of(spawner, base)
             if step == "switched" and target == name:
@@ -562,6 +564,12 @@ def _jupyter_spawner_config(c, here):
             # spawn when not switched to. Only a claim never copied leaves
             # the home in the user's directory of the shared claim.
             copied = copy_home(spawner, name, await copies_of(spawner, name), True)
+            if copied is None:
+                # KubeSpawner remembers a name the template does not give
+                # (a copy it mounted, since deleted): the template's claim
+                # decides, as in the per-user layout; the directory only
+                # when there is none.
+                copied = await instead_of_missing(spawner, name)
             if copied is not None:
                 spawner.pvc_name = copied.metadata.name
                 return (spawner.pvc_name, access_modes(spawner, copied), False)

@@ -552,3 +552,29 @@ func TestSpawnerSpawn_splitFromSharedByCopy(t *testing.T) {
 		t.Errorf("ola: pod %+v, want claim-ola without the shared claim", p)
 	}
 }
+
+// KubeSpawner remembers a copy it mounted that was deleted since: the
+// claim the template names decides, as in the per-user layout. Its record
+// switched to the missing copy refuses the spawn (pia: never the stale
+// directory); with no such claim the directory is the home (quin).
+func TestSpawnerSpawn_splitFromSharedRememberedCopyGone(t *testing.T) {
+	r := mustBuild(t, Config{Home: settingsOf(t, splitHome())})
+	api := seededHub(t, nil)
+	ns := api.Namespace
+	cs := acctest.Cluster(t).Admin()
+	seedClaim(t, cs, ns, "home-nfs", corev1.ReadWriteMany, nil, nil)
+	seedSwitchedCopy(t, cs, ns, "pia", "claim-pia", "home-pia")
+	deleteClaim(t, cs, ns, "home-pia")
+	remember := func(name string) map[string]any { return map[string]any{"pvc_name": name, "kubespawner_version": "7.0.0"} }
+	got := runHub(t, api, splitValues(t, r, nil), t.TempDir(), []hubUser{{Name: "pia", State: remember("home-pia")}, {Name: "quin", State: remember("home-quin")}})
+	if s := got["pia"]; s.Pod != nil || s.Refused == "" || !strings.Contains(s.RefusedLog, "does not exist") {
+		t.Errorf("pia: refused %q (%s), pod %v; want refused: the copy switched to is missing", s.Refused, s.RefusedLog, s.Pod != nil)
+	}
+	s := got["quin"]
+	if s.Refused != "" {
+		t.Fatalf("quin: refused %s (%s)", s.Refused, s.RefusedLog)
+	}
+	if p := splitPodOf(t, "quin", s); p.homeClaim != "home-nfs" || p.homeSub != "home/quin" {
+		t.Errorf("quin: pod %+v, want the directory home/quin", p)
+	}
+}
