@@ -269,9 +269,10 @@ func homeStorageSchema() schema.Schema {
 					"set in the API server's admission configuration are not visible through the API and are not read.\n\n" +
 					"Users with a running server (a pod mounting the claim) are never touched. Needs the migrator ClusterRole (volumes) and, for copies, the copier Role (Jobs) of examples/rbac.",
 				Attributes: map[string]schema.Attribute{
-					"method": schema.StringAttribute{Optional: true, MarkdownDescription: "`auto` (default: rebind where the volume allows it, else copy), `rebind` (fail the plan for homes that cannot be rebound) or `copy`.",
+					"method": schema.StringAttribute{Optional: true, MarkdownDescription: "`auto` (default: rebind where the volume allows it, else copy), `rebind` (fail the plan for homes that cannot be rebound) or `copy`. " +
+							"Moving homes out of the shared layout (`layout = \"per_user\"` with `shared_home`), `auto` moves each directory zero copy where the shared volume can serve it as a volume of its own (host path, NFS, `nfs.csi.k8s.io`, EFS), else by a copy into the user's new claim; `copy` always copies (homes onto another storage class); `rebind` cannot move a directory.",
 						Validators: []validator.String{stringvalidator.OneOf("auto", "rebind", "copy")}},
-					"copy_image": schema.StringAttribute{Optional: true, MarkdownDescription: "Image of the copy Job: it needs `sh` and `rsync` 3 (e.g. an Alpine image with rsync installed). Required when a home is copied.",
+					"copy_image": schema.StringAttribute{Optional: true, MarkdownDescription: "Image of the copy Job: it needs `sh` and `rsync` 3 (e.g. an Alpine image with rsync installed). Required when a home is copied, also from a directory of the shared claim.",
 						Validators: []validator.String{stringvalidator.LengthAtLeast(1)}},
 					"target_name_template": schema.StringAttribute{Optional: true, MarkdownDescription: "Name of a copied home's new claim, a KubeSpawner template such as `home-{username}`; it must differ from `pvc_name_template`. Required when a home is copied. " +
 						"Where named servers have claims of their own, it must name the server too (e.g. `home-{user_server}`): the plan refuses to copy two homes into one claim.",

@@ -389,6 +389,9 @@ type groups struct {
 	// rebindDirs are listed users whose directory migration.method =
 	// "rebind" cannot move.
 	rebindDirs []UserPlan
+	// noCopyImage are listed users whose directory moves by a copy
+	// while migration.copy_image is not set.
+	noCopyImage []UserPlan
 	// paused are rebinds an earlier apply started whose old claim is still
 	// there, while on_mode_change no longer says "migrate".
 	paused []pausedRebind

@@ -143,6 +143,11 @@ func (p *planner) splitHome(up *UserPlan) {
 			up.Reason = fmt.Sprintf("%s becomes claim %s on volume %s (zero copy)", from, up.ClaimName, up.Volume)
 		case migration.MethodDirectoryCopy:
 			up.Reason = fmt.Sprintf("%s is copied into a new claim %s (class %q); the directory stays as it is", from, up.ClaimName, p.cfg.StorageClass)
+			if p.cfg.Migration.CopyImage == "" {
+				up.Reason = from + "; needs a copy: set migration.copy_image"
+				p.g.noCopyImage = append(p.g.noCopyImage, *up)
+				return
+			}
 		default:
 			up.Reason = from
 			p.g.rebindDirs = append(p.g.rebindDirs, *up)
@@ -238,6 +243,12 @@ func (p *planner) rebindWhileMoving(up *UserPlan, ip InProgress) {
 // on_layout_change does not say to move them, or migration.method says
 // rebind, which cannot move a directory.
 func (p *planner) splitFindings() {
+	if n := p.g.noCopyImage; len(n) > 0 {
+		p.errorf("migration.copy_image", "Homes in directories need a copy image",
+			"%d listed user(s) have their home in a directory of the shared claim that moves by a copy (the shared volume cannot serve a directory as a volume of its own, or migration.method = \"copy\"):\n%s\n"+
+				"Set migration.copy_image to an image with sh and rsync 3: a Job copies each directory into the user's new claim and compares both.",
+			len(n), describeReasons(n))
+	}
 	if r := p.g.rebindDirs; len(r) > 0 {
 		p.errorf("migration.method", "A rebind cannot move a directory",
 			"migration.method = \"rebind\", and %d listed user(s) have their home in a directory of the shared claim:\n%s\n"+

@@ -322,6 +322,7 @@ func copyClaimOf(user string, copied bool) claims.Claim {
 // says "copy"; a rebind cannot move a directory.
 func TestPlanSplit_directoryCopyWhereNoSplit(t *testing.T) {
 	cfg := splitConfig("alice")
+	cfg.Migration.CopyImage = "rsync:3"
 	prior := &Prior{Config: directoryView(cfg)}
 	method := func(cfg Config, src migration.VolumeSource) (migration.Method, string) {
 		live := sharedLive(RWX)
@@ -344,6 +345,13 @@ func TestPlanSplit_directoryCopyWhereNoSplit(t *testing.T) {
 	cfg.Migration.Method = migration.MethodCopy
 	if m, _ := method(cfg, host); m != migration.MethodDirectoryCopy {
 		t.Fatalf("method copy: %s", m)
+	}
+	cfg.Migration.CopyImage = ""
+	if m, errs := method(cfg, host); m != migration.MethodDirectoryCopy || !strings.Contains(errs, "Homes in directories need a copy image") {
+		t.Fatalf("no copy image: %s %s", m, errs)
+	}
+	if a := planOf(Plan(cfg, prior, sharedLive(RWX)), "alice"); a.Action == ActionMigrate {
+		t.Fatalf("no copy image: %+v", a)
 	}
 	cfg.Migration.Method = migration.MethodRebind
 	if m, errs := method(cfg, host); m == migration.MethodSplit || m == migration.MethodDirectoryCopy || !strings.Contains(errs, "A rebind cannot move a directory") {
