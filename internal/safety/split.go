@@ -239,6 +239,33 @@ func (p *planner) rebindWhileMoving(up *UserPlan, ip InProgress) {
 	}
 }
 
+// checkNamedServersOfCopies: a named server that shares the default
+// server's directory but not its claim would keep mounting the directory
+// after the default server's home was copied out of it: the user's servers
+// would see two homes. A move by copy needs the named servers on the
+// default server's claim then (zero copy, both are the same files).
+func (p *planner) checkNamedServersOfCopies() {
+	copying := slices.ContainsFunc(p.g.migrating, func(up UserPlan) bool { return up.Method == migration.MethodDirectoryCopy })
+	if !copying {
+		return
+	}
+	view := directoryView(p.cfg)
+	for _, u := range append(slices.Clone(p.cfg.Users[:min(len(p.cfg.Users), 1)]), probeUsers...) {
+		dir, err1 := view.homeFor(u, "")
+		serverDir, err2 := view.homeFor(u, probeServer)
+		claim, err3 := p.cfg.homeFor(u, "")
+		serverClaim, err4 := p.cfg.homeFor(u, probeServer)
+		if err1 == nil && err2 == nil && err3 == nil && err4 == nil && dir.dir == serverDir.dir && claim.claim != serverClaim.claim {
+			p.errorf("pvc_name_template", "Named servers would keep the directory a copy leaves behind",
+				"Homes move by a copy, and a named server shares the default server's directory (%q for %q's server %q) but not its claim (%s, not %s): "+
+					"after the copy it would keep mounting the directory, while the default server mounts the copy, and the user's servers would see two different homes. "+
+					"Use pvc_name_template = \"claim-{username}\" (named servers mount the default server's claim), or a storage the move can split zero copy.",
+				dir.dir, u, probeServer, serverClaim.claim, claim.claim)
+			return
+		}
+	}
+}
+
 // splitFindings: listed users whose home is still a directory while
 // on_layout_change does not say to move them, or migration.method says
 // rebind, which cannot move a directory.
@@ -249,6 +276,7 @@ func (p *planner) splitFindings() {
 				"Set migration.copy_image to an image with sh and rsync 3: a Job copies each directory into the user's new claim and compares both.",
 			len(n), describeReasons(n))
 	}
+	p.checkNamedServersOfCopies()
 	if r := p.g.rebindDirs; len(r) > 0 {
 		p.errorf("migration.method", "A rebind cannot move a directory",
 			"migration.method = \"rebind\", and %d listed user(s) have their home in a directory of the shared claim:\n%s\n"+

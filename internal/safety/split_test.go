@@ -382,3 +382,27 @@ func TestPlanSplit_directoryCopyResumesAndIsNamedWhenLeft(t *testing.T) {
 		t.Fatalf("from shared: %s", text)
 	}
 }
+
+// A move by copy with named servers on the default server's directory
+// but claims of their own: after the copy they would mount the stale
+// directory. Refused; zero copy (the same files) is not.
+func TestPlanSplit_directoryCopyNamedServersShareTheClaim(t *testing.T) {
+	cfg := splitConfig("alice")
+	cfg.Migration.CopyImage = "rsync:3"
+	cfg.NameTemplate = "claim-{user_server}"
+	prior := &Prior{Config: directoryView(cfg)}
+	live := sharedLive(RWX)
+	live.SharedSource = &migration.VolumeSource{CSI: &migration.CSISource{Driver: "driver.longhorn.io", Handle: "pvc-1"}}
+	if text := findingsText(Plan(cfg, prior, live).Errors); !strings.Contains(text, "Named servers would keep the directory a copy leaves behind") {
+		t.Fatalf("%s", text)
+	}
+	live.SharedSource = &migration.VolumeSource{HostPath: "/srv/homes"}
+	if text := findingsText(Plan(cfg, prior, live).Errors); text != "" {
+		t.Fatalf("zero copy: %s", text)
+	}
+	cfg.NameTemplate = "claim-{username}"
+	live.SharedSource = &migration.VolumeSource{CSI: &migration.CSISource{Driver: "driver.longhorn.io", Handle: "pvc-1"}}
+	if text := findingsText(Plan(cfg, &Prior{Config: directoryView(cfg)}, live).Errors); text != "" {
+		t.Fatalf("claim-{username}: %s", text)
+	}
+}
