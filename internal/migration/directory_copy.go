@@ -55,7 +55,7 @@ type DirectoryCopyState struct {
 	// user's directory of the shared claim, or the user's claim.
 	Busy []string
 	// Prepared: this run made sure the directory exists and is reached by
-	// no symbolic link (the directory Job), since it last started a copy.
+	// no symbolic link (the directory Job), and restarted no copy since.
 	Prepared bool
 	// Watched: this run started the Job, or saw it unfinished. A Job that
 	// finished before this run looked says nothing of what was written
