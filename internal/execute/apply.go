@@ -15,6 +15,7 @@ import (
 type Changes interface {
 	Migrations
 	Splits
+	DirectoryCopies
 	Claims
 	Classes
 }
@@ -62,13 +63,15 @@ type MigrationOutcome struct {
 	Err  error          // wraps ErrNotAttempted when it was not attempted
 }
 
-// Migration is one migration to run: a copy, a split or a rebind.
+// Migration is one migration to run: a copy, a split, a move by copy out
+// of the shared layout or a rebind.
 type Migration struct {
-	Key    string // as in safety.Changes
-	Plan   safety.UserPlan
-	Copy   *Copy   // set for a copy
-	Split  *Split  // set for a split
-	Rebind *Rebind // set otherwise
+	Key           string // as in safety.Changes
+	Plan          safety.UserPlan
+	Copy          *Copy          // set for a copy
+	Split         *Split         // set for a split
+	DirectoryCopy *DirectoryCopy // set for a move by copy out of the shared layout
+	Rebind        *Rebind        // set otherwise
 }
 
 // Failed reports whether some change failed or was not attempted.
@@ -130,6 +133,8 @@ func (a *Apply) Migrate(ctx context.Context, ms []Migration, n int) {
 			step, err = run.Copy(ctx, *m.Copy)
 		case m.Split != nil:
 			step, err = split.Split(ctx, *m.Split)
+		case m.DirectoryCopy != nil:
+			step, err = split.DirectoryCopy(ctx, *m.DirectoryCopy)
 		default:
 			step, err = run.Rebind(ctx, *m.Rebind)
 		}

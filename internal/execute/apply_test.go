@@ -18,6 +18,7 @@ type applyFake struct {
 	*fake
 	*fakeClasses
 	splits *splitFake // the splits' cluster; WaitBound is the fake's
+	dcopy  *dcopyFake // the moves by copy's cluster
 	specs  []ClaimSpec
 	refuse map[string]error // a create's answer, by claim
 }
@@ -27,6 +28,9 @@ func (f *applyFake) SharedSource(ctx context.Context, ns, claim string) (migrati
 }
 
 func (f *applyFake) PrepareDirectory(ctx context.Context, job Split) error {
+	if err := f.dcopy.PrepareDirectory(ctx, job); err != nil {
+		return err
+	}
 	return f.splits.PrepareDirectory(ctx, job)
 }
 
@@ -39,7 +43,49 @@ func (f *applyFake) CreateSplitVolume(ctx context.Context, rec migration.SplitRe
 }
 
 func (f *applyFake) SplitClaim(ctx context.Context, ns, name string) (*migration.SplitClaim, error) {
+	if f.dcopy.claims[name] != nil {
+		return f.dcopy.SplitClaim(ctx, ns, name)
+	}
 	return f.splits.SplitClaim(ctx, ns, name)
+}
+
+func (f *applyFake) SharedClaimUID(ctx context.Context, ns, claim string) (string, error) {
+	return f.dcopy.SharedClaimUID(ctx, ns, claim)
+}
+
+func (f *applyFake) DirectoryUsers(ctx context.Context, ns, shared, dir, claim string) ([]string, error) {
+	return f.dcopy.DirectoryUsers(ctx, ns, shared, dir, claim)
+}
+
+func (f *applyFake) CreateDirectoryCopyClaim(ctx context.Context, rec migration.SplitRecord, spec ClaimSpec) error {
+	return f.dcopy.CreateDirectoryCopyClaim(ctx, rec, spec)
+}
+
+func (f *applyFake) DirectoryCopyJob(ctx context.Context, ns, claim string) (*migration.Job, error) {
+	return f.dcopy.DirectoryCopyJob(ctx, ns, claim)
+}
+
+func (f *applyFake) StartDirectoryCopyJob(ctx context.Context, job DirectoryCopy, claimUID string) error {
+	return f.dcopy.StartDirectoryCopyJob(ctx, job, claimUID)
+}
+
+func (f *applyFake) MarkSplitCopied(ctx context.Context, rec migration.SplitRecord, uid string) error {
+	return f.dcopy.MarkSplitCopied(ctx, rec, uid)
+}
+
+// WaitJob and DeleteJob: a move by copy's Job is the dcopy fake's.
+func (f *applyFake) WaitJob(ctx context.Context, ns, name string) error {
+	if strings.HasPrefix(name, "home-dcopy-") {
+		return f.dcopy.WaitJob(ctx, ns, name)
+	}
+	return f.fake.WaitJob(ctx, ns, name)
+}
+
+func (f *applyFake) DeleteJob(ctx context.Context, ns, name string) error {
+	if strings.HasPrefix(name, "home-dcopy-") {
+		return f.dcopy.DeleteJob(ctx, ns, name)
+	}
+	return f.fake.DeleteJob(ctx, ns, name)
 }
 
 func (f *applyFake) CreateSplitClaim(ctx context.Context, rec migration.SplitRecord, spec ClaimSpec) error {
@@ -58,7 +104,7 @@ func (f *applyFake) CreateHome(_ context.Context, spec ClaimSpec) (claims.Claim,
 }
 
 func newApplyFake() *applyFake {
-	return &applyFake{fake: newFake(), fakeClasses: &fakeClasses{classes: map[string]*StorageClass{}}, splits: newSplitFake(), refuse: map[string]error{}}
+	return &applyFake{fake: newFake(), fakeClasses: &fakeClasses{classes: map[string]*StorageClass{}}, splits: newSplitFake(), dcopy: newDcopyFake(), refuse: map[string]error{}}
 }
 
 func creates(users ...string) Selection {
@@ -143,5 +189,20 @@ func TestApply_classFails(t *testing.T) {
 	a := &Apply{Cluster: f}
 	if a.Class(context.Background(), testClass(), nil) || !a.Outcome.Failed() || a.Outcome.Class.Name != "homes" {
 		t.Fatalf("outcome %+v", a.Outcome.Class)
+	}
+}
+
+// A move by copy out of the shared layout is run as its own migration,
+// and its step reported.
+func TestApply_directoryCopy(t *testing.T) {
+	f := newApplyFake()
+	a := &Apply{Cluster: f, Parallel: 1}
+	job := aliceDirectoryCopy()
+	a.Migrate(context.Background(), []Migration{{Key: "alice", DirectoryCopy: &job}}, 1)
+	if len(a.Outcome.Migrations) != 1 || a.Outcome.Migrations[0].Err != nil || a.Outcome.Migrations[0].Step != migration.StepDone {
+		t.Fatalf("%+v", a.Outcome.Migrations)
+	}
+	if c := f.dcopy.claims["claim-alice"]; c == nil || c.Copied != c.UID || f.dcopy.job != nil {
+		t.Fatalf("claim %+v, job %+v", c, f.dcopy.job)
 	}
 }

@@ -29,6 +29,11 @@ func (w *world) runMigration(ctx context.Context, cfg safety.Config, up safety.U
 	if up.Method == migration.MethodSplit {
 		return w.runSplit(ctx, cfg, up)
 	}
+	if up.Method == migration.MethodDirectoryCopy {
+		// The world is no execute.DirectoryCopies, and its hub does not
+		// read the copied mark: moves by copy are not modelled yet.
+		return migration.StepPending, errors.New("not modelled: the move by copy out of the shared layout")
+	}
 	if up.Method == migration.MethodCopy {
 		to := cfg.AccessMode
 		if up.CopyResume != nil {

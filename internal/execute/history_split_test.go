@@ -272,7 +272,8 @@ func (w *world) SplitClaim(_ context.Context, namespace, name string) (*migratio
 	if m == nil {
 		return nil, nil
 	}
-	out := &migration.SplitClaim{UID: m.c.UID, Phase: m.c.Phase, VolumeName: m.c.VolumeName}
+	out := &migration.SplitClaim{UID: m.c.UID, Phase: m.c.Phase, VolumeName: m.c.VolumeName,
+		Copied: m.c.Annotations[migration.SplitCopiedAnnotation], Deleting: m.c.Deleting}
 	if a := m.c.Annotations[migration.SplitAnnotation]; a != "" {
 		if rec, err := migration.DecodeSplitRecord(a); err == nil {
 			out.Record = &rec

@@ -257,7 +257,8 @@ func (c *Client) SplitClaim(ctx context.Context, namespace, name string) (*migra
 	if err != nil || pvc == nil {
 		return nil, err
 	}
-	return &migration.SplitClaim{UID: string(pvc.UID), Record: splitRecordOf(pvc.Annotations), Phase: string(pvc.Status.Phase), VolumeName: pvc.Spec.VolumeName}, nil
+	return &migration.SplitClaim{UID: string(pvc.UID), Record: splitRecordOf(pvc.Annotations), Phase: string(pvc.Status.Phase), VolumeName: pvc.Spec.VolumeName,
+		Copied: pvc.Annotations[migration.SplitCopiedAnnotation], Deleting: pvc.DeletionTimestamp != nil}, nil
 }
 
 func splitRecordOf(ann map[string]string) *migration.SplitRecord {

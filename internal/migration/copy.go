@@ -92,9 +92,10 @@ func DecodeCopyRecord(s string) (*CopyRecord, error) {
 }
 
 // IsMigrationJob reports whether a Job of that name is one of this
-// provider's copy or verification Jobs (its pods are not users' servers).
+// provider's copy or verification Jobs, or the copy Job of a move by copy
+// out of the shared layout (its pods are not users' servers).
 func IsMigrationJob(name string) bool {
-	return strings.HasPrefix(name, "home-copy-") || strings.HasPrefix(name, "home-verify-")
+	return strings.HasPrefix(name, "home-copy-") || strings.HasPrefix(name, "home-verify-") || strings.HasPrefix(name, directoryCopyJobPrefix)
 }
 
 // JobName is the copy Job of a source claim: the same name every time, so
@@ -121,6 +122,9 @@ type Job struct {
 	Succeeded bool
 	Failed    bool
 	Reason    string // of the failure
+	// ClaimUID is the UID of the claim a move by copy's Job was made for
+	// (DirectoryCopyJobName); "" for other Jobs.
+	ClaimUID string
 }
 
 // Target is the observed target claim.

@@ -203,6 +203,10 @@ type SplitClaim struct {
 	Record     *SplitRecord // nil when the claim carries none
 	Phase      string
 	VolumeName string
+	// Copied is its SplitCopiedAnnotation ("" when none): a move by copy
+	// is done when it is the claim's UID.
+	Copied   string
+	Deleting bool // it has a deletion timestamp
 }
 
 // Operations of a split.

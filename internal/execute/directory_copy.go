@@ -1,0 +1,157 @@
+package execute
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/migration"
+)
+
+// DirectoryCopies is what a move by copy out of the shared layout reads and
+// changes (migration.NextDirectoryCopy decides its steps). internal/kube
+// implements it; tests fake it. A SplitRunner's Cluster must implement it
+// to run such moves.
+type DirectoryCopies interface {
+	// SharedClaimUID is the shared claim's UID; an error when it does not
+	// exist or is not bound.
+	SharedClaimUID(ctx context.Context, namespace, claim string) (string, error)
+	// SplitClaim returns the user's claim as the move sees it (its record,
+	// its copied mark, whether it is being deleted); nil when none.
+	SplitClaim(ctx context.Context, namespace, name string) (*migration.SplitClaim, error)
+	// PrepareDirectory is Splits.PrepareDirectory: a Job makes a missing
+	// directory with the owner and mode, refusing symbolic links.
+	PrepareDirectory(ctx context.Context, job Split) error
+	// DirectoryUsers lists the unfinished pods in namespace that use
+	// directory dir of claim shared (a mount of it with a subPath equal to
+	// dir, above it or below it, with no subPath, or with a subPathExpr; a
+	// container running the shared layout's directory script by the
+	// directory in its environment)
+	// or that mount claim, but for the pods of the provider's own Jobs of
+	// this move (its directory Job and its copy Job).
+	DirectoryUsers(ctx context.Context, namespace, shared, dir, claim string) ([]string, error)
+	// CreateDirectoryCopyClaim creates the claim spec describes, of class
+	// spec.Class, with KubeSpawner's labels and the record rec (its
+	// migration.SplitAnnotation). ErrExists when a claim of that name exists.
+	CreateDirectoryCopyClaim(ctx context.Context, rec migration.SplitRecord, spec ClaimSpec) error
+	// DirectoryCopyJob returns the copy Job of the move to claim
+	// (migration.DirectoryCopyJobName) with the UID of the claim it was made
+	// for; nil when none. A Job of that name that is not the provider's is
+	// an error (it is never deleted).
+	DirectoryCopyJob(ctx context.Context, namespace, claim string) (*migration.Job, error)
+	// StartDirectoryCopyJob creates the copy Job of job for the claim of UID
+	// claimUID, after deleting any Job of its name and waiting until its
+	// pods are gone: the shared claim mounted read-only at /src with subPath
+	// job.Directory, the claim at /dst, migration.CopyScript.
+	StartDirectoryCopyJob(ctx context.Context, job DirectoryCopy, claimUID string) error
+	// WaitJob waits until a Job succeeded or failed.
+	WaitJob(ctx context.Context, namespace, name string) error
+	// DeleteJob deletes a Job; one that does not exist is not an error.
+	DeleteJob(ctx context.Context, namespace, name string) error
+	// MarkSplitCopied sets migration.SplitCopiedAnnotation = uid on claim
+	// rec.Claim, only while the claim's UID is uid, its record is exactly
+	// rec and it is not being deleted (an error otherwise, nothing written).
+	MarkSplitCopied(ctx context.Context, rec migration.SplitRecord, uid string) error
+}
+
+// DirectoryCopy is one user's move from a directory of the shared claim to
+// a new claim of the configured class, by a copy.
+type DirectoryCopy struct {
+	User      string
+	Shared    string    // the shared claim, in Spec.Namespace
+	Directory string    // the user's directory in it
+	Spec      ClaimSpec // the user's new claim: name, class, mode, size, labels
+	// The owner and mode of a directory the move creates, and the image
+	// that creates it (sh, mkdir, chown, chmod).
+	UID, GID int64
+	Mode     string
+	Image    string
+	// CopyImage is the copy Job's image (rsync): migration.copy_image.
+	CopyImage string
+}
+
+// split is the directory Job's view of the move (PrepareDirectory).
+func (j DirectoryCopy) split() Split {
+	return Split{User: j.User, Shared: j.Shared, Directory: j.Directory, Spec: j.Spec, UID: j.UID, GID: j.GID, Mode: j.Mode, Image: j.Image}
+}
+
+// DirectoryCopy moves one user's home from its directory of the shared
+// claim to a new claim of the configured class by a copy, step by step
+// (migration.NextDirectoryCopy): while no pod uses the directory, a Job
+// makes sure it exists, the claim is made (from then on the hub refuses
+// the user's spawns), a Job copies the directory into it, and once this
+// run saw the copy verified the claim is marked copied (the hub mounts it
+// from the next spawn). The directory is never changed or deleted. It
+// returns the step reached.
+func (r SplitRunner) DirectoryCopy(ctx context.Context, job DirectoryCopy) (migration.Step, error) {
+	cl, ok := r.Cluster.(DirectoryCopies)
+	if !ok {
+		return migration.StepPending, fmt.Errorf("%s's home cannot move by copy: this cluster client does not make such moves", job.User)
+	}
+	ns := job.Spec.Namespace
+	uid, err := cl.SharedClaimUID(ctx, ns, job.Shared)
+	if err != nil {
+		return migration.StepPending, err
+	}
+	rec := migration.SplitRecord{User: job.User, Namespace: ns, Claim: job.Spec.Name, Shared: job.Shared, SharedUID: uid,
+		Directory: job.Directory, Method: migration.MethodDirectoryCopy}
+	name := migration.DirectoryCopyJobName(rec.Claim)
+	var prepared, watched, claimMade bool
+	step, err := runSteps(r.AfterStep, job.User, "move by copy of "+job.Spec.Name, migration.DirectoryCopyStepOf, migration.StepDone, func() (migration.Op, func() error, error) {
+		c, err := cl.SplitClaim(ctx, ns, rec.Claim)
+		if err != nil {
+			return "", nil, err
+		}
+		j, err := cl.DirectoryCopyJob(ctx, ns, rec.Claim)
+		if err != nil {
+			return "", nil, err
+		}
+		var busy []string
+		if c == nil || c.Copied == "" { // a copied claim is the home: its pods are the user's
+			if busy, err = cl.DirectoryUsers(ctx, ns, job.Shared, job.Directory, rec.Claim); err != nil {
+				return "", nil, err
+			}
+		}
+		ours := c != nil && c.Record != nil && *c.Record == rec
+		claimMade = claimMade || ours
+		if ours && j != nil && j.ClaimUID == c.UID && !j.Succeeded && !j.Failed {
+			watched = true // seen unfinished: its check is this run's
+		}
+		op, err := migration.NextDirectoryCopy(rec, migration.DirectoryCopyState{Claim: c, Job: j, Busy: busy, Prepared: prepared, Watched: watched})
+		return op, func() error {
+			switch op {
+			case migration.OpPrepareDirectory, migration.OpRecheckDirectory:
+				if err := cl.PrepareDirectory(ctx, job.split()); err != nil {
+					return err
+				}
+				prepared = true
+				return nil
+			case migration.OpCreateDirectoryCopyClaim:
+				return changedIfExists(cl.CreateDirectoryCopyClaim(ctx, rec, job.Spec))
+			case migration.OpStartDirectoryCopy:
+				if err := cl.StartDirectoryCopyJob(ctx, job, c.UID); err != nil {
+					return err
+				}
+				watched = true
+				return nil
+			case migration.OpWaitDirectoryCopy:
+				return cl.WaitJob(ctx, ns, name)
+			case migration.OpRestartDirectoryCopy:
+				// The directory is checked again before the next copy.
+				prepared, watched = false, false
+				return cl.DeleteJob(ctx, ns, name)
+			case migration.OpMarkSplitCopied:
+				if err := cl.MarkSplitCopied(ctx, rec, c.UID); err != nil {
+					return err
+				}
+				return cl.DeleteJob(ctx, ns, name)
+			case migration.OpDeleteDirectoryCopyJob:
+				return cl.DeleteJob(ctx, ns, name)
+			}
+			return fmt.Errorf("unknown step %q", op)
+		}, err
+	})
+	if err != nil && claimMade && (step == migration.StepPending || step == migration.StepDirectoryReady) {
+		step = migration.StepClaimCreated // stopped after the claim was made, before a later step
+	}
+	return step, err
+}
