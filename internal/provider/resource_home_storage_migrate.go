@@ -237,6 +237,8 @@ func runMigrations(ctx context.Context, ex *execute.Apply, plan *homeStorageMode
 		switch up.Method {
 		case migration.MethodSplit:
 			ms[i].Split = splitJob(plan, cfg, up, spec)
+		case migration.MethodDirectoryCopy:
+			ms[i].DirectoryCopy = directoryCopyJob(plan, cfg, up, spec)
 		case migration.MethodCopy:
 			to := cfg.AccessMode
 			if up.CopyResume != nil {
@@ -279,6 +281,16 @@ func splitJob(plan *homeStorageModel, cfg safety.Config, up safety.UserPlan, spe
 	spec.Class = ""
 	return &execute.Split{User: up.User, Shared: cfg.SplitFrom.Claim, Directory: dir, Spec: spec,
 		UID: sh.DirectoryUID.ValueInt64(), GID: sh.DirectoryGID.ValueInt64(), Mode: sh.DirectoryMode.ValueString(), Image: sh.InitImage.ValueString()}
+}
+
+// directoryCopyJob is the move of up's home out of the shared layout by a
+// copy: as splitJob, into a claim of the configured class, with the copy
+// image.
+func directoryCopyJob(plan *homeStorageModel, cfg safety.Config, up safety.UserPlan, spec execute.ClaimSpec) *execute.DirectoryCopy {
+	s := splitJob(plan, cfg, up, spec)
+	spec = spec.For(up)
+	return &execute.DirectoryCopy{User: s.User, Shared: s.Shared, Directory: s.Directory, Spec: spec, UID: s.UID, GID: s.GID, Mode: s.Mode, Image: s.Image,
+		CopyImage: cfg.Migration.CopyImage}
 }
 
 // reportReconcile turns the differences between the plan and the cluster at

@@ -270,7 +270,7 @@ func homeStorageSchema() schema.Schema {
 					"Users with a running server (a pod mounting the claim) are never touched. Needs the migrator ClusterRole (volumes) and, for copies, the copier Role (Jobs) of examples/rbac.",
 				Attributes: map[string]schema.Attribute{
 					"method": schema.StringAttribute{Optional: true, MarkdownDescription: "`auto` (default: rebind where the volume allows it, else copy), `rebind` (fail the plan for homes that cannot be rebound) or `copy`. " +
-							"Moving homes out of the shared layout (`layout = \"per_user\"` with `shared_home`), `auto` moves each directory zero copy where the shared volume can serve it as a volume of its own (host path, NFS, `nfs.csi.k8s.io`, EFS), else by a copy into the user's new claim; `copy` always copies (homes onto another storage class); `rebind` cannot move a directory.",
+						"Moving homes out of the shared layout (`layout = \"per_user\"` with `shared_home`), `auto` moves each directory zero copy where the shared volume can serve it as a volume of its own (host path, NFS, `nfs.csi.k8s.io`, EFS), else by a copy into the user's new claim; `copy` always copies (homes onto another storage class); `rebind` cannot move a directory.",
 						Validators: []validator.String{stringvalidator.OneOf("auto", "rebind", "copy")}},
 					"copy_image": schema.StringAttribute{Optional: true, MarkdownDescription: "Image of the copy Job: it needs `sh` and `rsync` 3 (e.g. an Alpine image with rsync installed). Required when a home is copied, also from a directory of the shared claim.",
 						Validators: []validator.String{stringvalidator.LengthAtLeast(1)}},

@@ -565,7 +565,9 @@ func TestSpawnerSpawn_splitFromSharedRememberedCopyGone(t *testing.T) {
 	seedClaim(t, cs, ns, "home-nfs", corev1.ReadWriteMany, nil, nil)
 	seedSwitchedCopy(t, cs, ns, "pia", "claim-pia", "home-pia")
 	deleteClaim(t, cs, ns, "home-pia")
-	remember := func(name string) map[string]any { return map[string]any{"pvc_name": name, "kubespawner_version": "7.0.0"} }
+	remember := func(name string) map[string]any {
+		return map[string]any{"pvc_name": name, "kubespawner_version": "7.0.0"}
+	}
 	got := runHub(t, api, splitValues(t, r, nil), t.TempDir(), []hubUser{{Name: "pia", State: remember("home-pia")}, {Name: "quin", State: remember("home-quin")}})
 	if s := got["pia"]; s.Pod != nil || s.Refused == "" || !strings.Contains(s.RefusedLog, "does not exist") {
 		t.Errorf("pia: refused %q (%s), pod %v; want refused: the copy switched to is missing", s.Refused, s.RefusedLog, s.Pod != nil)
