@@ -10,6 +10,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
 	"github.com/hashicorp/terraform-plugin-testing/plancheck"
+	"github.com/hashicorp/terraform-plugin-testing/terraform"
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
 	corev1 "k8s.io/api/core/v1"
 	kresource "k8s.io/apimachinery/pkg/api/resource"
@@ -124,7 +125,8 @@ func TestAccHomeStorage_sharedLayoutNeedsSharedHome(t *testing.T) {
 // Moving out of a shared claim whose volume cannot serve a directory as a
 // volume of its own (a Longhorn volume here): the plan reads the volume and
 // moves each directory by a copy, which needs migration.copy_image (the
-// plan fails naming the users without it), and never plans a split.
+// plan fails naming the users without it), never plans a split, and starts
+// no copy in the apply that gives the hub the move's settings.
 func TestAccHomeStorage_moveOutOfSharedLayoutByCopyPlans(t *testing.T) {
 	cs := acctest.Cluster(t).Admin()
 	ns := acctest.Namespace(t)
@@ -174,6 +176,21 @@ func TestAccHomeStorage_moveOutOfSharedLayoutByCopyPlans(t *testing.T) {
 			{
 				Config:      movingConfig(t, ns, `  on_layout_change = "migrate"`),
 				ExpectError: wrapRE(`(?s)Homes in directories need a copy image.*Bob: .*alice: `),
+			},
+			{
+				// The first apply gives the hub the move's settings and copies
+				// no one: a copy needs a hub that refuses the user meanwhile.
+				Config: movingConfig(t, ns, `  on_layout_change = "migrate"
+  migration = { copy_image = "registry.example.org/tools/rsync:3" }`),
+				Check: func(*terraform.State) error {
+					for _, name := range []string{"claim-alice", "claim-bob"} {
+						if _, err := cs.CoreV1().PersistentVolumeClaims(ns).Get(ctx, name, metav1.GetOptions{}); err == nil {
+							return fmt.Errorf("claim %s was made by the apply that switches the hub", name)
+						}
+					}
+					return nil
+				},
+				ExpectNonEmptyPlan: true,
 			},
 			{
 				Config: movingConfig(t, ns, `  on_layout_change = "migrate"

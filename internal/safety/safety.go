@@ -392,6 +392,9 @@ type groups struct {
 	// noCopyImage are listed users whose directory moves by a copy
 	// while migration.copy_image is not set.
 	noCopyImage []UserPlan
+	// hubFirst are listed users whose directory moves by a copy from the
+	// next apply, once the hub has the move's settings.
+	hubFirst []UserPlan
 	// paused are rebinds an earlier apply started whose old claim is still
 	// there, while on_mode_change no longer says "migrate".
 	paused []pausedRebind
@@ -429,6 +432,12 @@ func (p *planner) run() Result {
 	p.deleteSourceFindings()
 	p.splitFindings()
 	for _, up := range p.g.gone {
+		if p.cfg.SplitFrom != nil {
+			p.warnf("users", "A moved home's claim was deleted outside Terraform",
+				"Claim %s of user %q, the user's home at the last apply, no longer exists. The hub mounts the user's directory of the shared claim again, which holds what it held when the home was moved "+
+					"(if it was moved by a copy, nothing written since). Apply moves that directory again.", up.Ref(), up.User)
+			continue
+		}
 		p.warnf("users", "A managed home claim was deleted outside Terraform",
 			"Claim %s of user %q no longer exists; whatever was in that home directory is gone. Apply will create the claim again, empty.", up.ClaimName, up.User)
 	}
@@ -706,7 +715,7 @@ func (p *planner) class() Class {
 		case ActionCreate, ActionResize, ActionRelease, ActionMigrate:
 			c = ClassSafe
 		case ActionKeep, ActionLegacy:
-			if up.Managed && (p.prior == nil || p.prior.Managed[up.User] == "") {
+			if up.Managed && up.Live != nil && (p.prior == nil || p.prior.Managed[up.User] == "") {
 				c = ClassSafe // adopted into management
 			}
 		}

@@ -129,6 +129,9 @@ func (p *planner) splitHome(up *UserPlan) {
 		return
 	}
 	from := fmt.Sprintf("directory %q of claim %s/%s", dir, cfg.Namespace, cfg.SplitFrom.Claim)
+	if p.prior != nil && p.prior.Managed[up.User] != "" && p.idx.live[claims.Ref{Namespace: up.Namespace, Name: p.prior.Managed[up.User]}] == nil {
+		p.g.gone = append(p.g.gone, *up) // its claim was deleted since the last apply: the hub mounts the directory again
+	}
 	up.Action, up.Reason = ActionKeep, from+"; moved by a later apply"
 	switch {
 	case cfg.OnLayoutChange != OnLayoutChangeMigrate:
@@ -143,9 +146,7 @@ func (p *planner) splitHome(up *UserPlan) {
 			up.Reason = fmt.Sprintf("%s becomes claim %s on volume %s (zero copy)", from, up.ClaimName, up.Volume)
 		case migration.MethodDirectoryCopy:
 			up.Reason = fmt.Sprintf("%s is copied into a new claim %s (class %q); the directory stays as it is", from, up.ClaimName, p.cfg.StorageClass)
-			if p.cfg.Migration.CopyImage == "" {
-				up.Reason = from + "; needs a copy: set migration.copy_image"
-				p.g.noCopyImage = append(p.g.noCopyImage, *up)
+			if !p.copyCanStart(up, from) {
 				return
 			}
 		default:
@@ -156,6 +157,27 @@ func (p *planner) splitHome(up *UserPlan) {
 		up.Action = ActionMigrate
 		p.g.migrating = append(p.g.migrating, *up)
 	}
+}
+
+// copyCanStart reports whether a move by copy of up's directory (from)
+// can run in this apply: it needs migration.copy_image, and a hub that
+// refuses the user's spawns while the copy runs, one with the move's
+// settings, which the last apply gave it (until then the hub mounts the
+// directory whatever claim exists, and what the user writes there would
+// be missing from the copy). Otherwise up is kept, in a group a finding
+// names.
+func (p *planner) copyCanStart(up *UserPlan, from string) bool {
+	switch {
+	case p.cfg.Migration.CopyImage == "":
+		up.Action, up.Reason = ActionKeep, from+"; needs a copy: set migration.copy_image"
+		p.g.noCopyImage = append(p.g.noCopyImage, *up)
+		return false
+	case p.prior == nil || p.prior.Config.SplitFrom == nil:
+		up.Action, up.Reason = ActionKeep, from+"; copied by a later apply, once the hub has the move's settings"
+		p.g.hubFirst = append(p.g.hubFirst, *up)
+		return false
+	}
+	return true
 }
 
 // splitClaim plans a claim that a move out of the shared layout made:
@@ -194,11 +216,30 @@ func (p *planner) splitClaim(up *UserPlan) bool {
 			up.User, from, up.Ref(), rec.Volume, rec.Shared, up.Ref(), rec.Volume)
 		return true
 	}
+	if shared := p.live.Shared; shared != nil && rec.SharedUID != "" && shared.UID != rec.SharedUID {
+		up.Action, up.Reason = ActionKeep, "its move from "+from+" began on another claim of that name"
+		p.errorf("shared_home.claim_name", "The shared claim was made again since a move began",
+			"An earlier apply began moving %q's home from %s into claim %s, when the shared claim had UID %s; claim %s/%s now has UID %s: it was deleted and made again. "+
+				"The move does not go on from another claim. Find out where the user's files are; delete claim %s (and volume %s, if any: its reclaim policy is Retain) and apply again to move them from the claim as it is now.",
+			up.User, from, up.Ref(), rec.SharedUID, rec.Namespace, rec.Shared, shared.UID, up.Ref(), orDash(rec.Volume))
+		return true
+	}
 	up.Action, up.Method, up.Volume = ActionMigrate, migration.MethodSplit, rec.Volume
 	up.Reason = fmt.Sprintf("resume moving %s into claim %s (volume %s)", from, up.ClaimName, rec.Volume)
 	if rec.Method == migration.MethodDirectoryCopy {
 		up.Method, up.Volume = migration.MethodDirectoryCopy, ""
 		up.Reason = fmt.Sprintf("resume copying %s into claim %s", from, up.ClaimName)
+		if mark := c.Annotations[migration.SplitCopiedAnnotation]; mark != "" || c.Deleting {
+			up.Action, up.Method, up.Reason = ActionKeep, "", "a copied home made again, or being deleted"
+			p.errorf("users", "A copied home was made again or is being deleted",
+				"Claim %s of user %q carries the mark of a finished copy for another claim (UID %s, not %s), or is being deleted: it was deleted and made again (a restore?) or is going. "+
+					"Nothing is copied over it and the hub does not mount it. If it holds the user's files, remove annotation %s and set it to the claim's UID by hand; if not, delete it and apply again to copy the directory %q afresh.",
+				up.Ref(), up.User, orDash(mark), c.UID, migration.SplitCopiedAnnotation, rec.Directory)
+			return true
+		}
+		if !p.copyCanStart(up, from) {
+			return true
+		}
 	}
 	p.g.migrating = append(p.g.migrating, *up)
 	return true
@@ -245,7 +286,8 @@ func (p *planner) rebindWhileMoving(up *UserPlan, ip InProgress) {
 // would see two homes. A move by copy needs the named servers on the
 // default server's claim then (zero copy, both are the same files).
 func (p *planner) checkNamedServersOfCopies() {
-	copying := slices.ContainsFunc(p.g.migrating, func(up UserPlan) bool { return up.Method == migration.MethodDirectoryCopy })
+	copying := slices.ContainsFunc(p.g.migrating, func(up UserPlan) bool { return up.Method == migration.MethodDirectoryCopy }) ||
+		slices.ContainsFunc(p.live.Claims, func(c claims.Claim) bool { return c.Annotations[migration.SplitAnnotation] != "" && !onSharedDirectory(&c) })
 	if !copying {
 		return
 	}
@@ -270,6 +312,13 @@ func (p *planner) checkNamedServersOfCopies() {
 // on_layout_change does not say to move them, or migration.method says
 // rebind, which cannot move a directory.
 func (p *planner) splitFindings() {
+	if h := p.g.hubFirst; len(h) > 0 {
+		p.warnf("layout", "Homes are copied from the next apply on",
+			"%d listed user(s) move by a copy, which starts once the hub has the move's settings (this apply gives them, through spawner_settings): "+
+				"from the creation of a user's claim until the copy is verified the hub must refuse the user's spawns, and the hub of the shared layout mounts the directory whatever claim exists, "+
+				"so what the user wrote there meanwhile would be missing from the copy:\n%s\nApply again once the hub runs with the new settings (jupyter_spawner_config, and Helm when the hub's files come from there).",
+			len(h), describeReasons(h))
+	}
 	if n := p.g.noCopyImage; len(n) > 0 {
 		p.errorf("migration.copy_image", "Homes in directories need a copy image",
 			"%d listed user(s) have their home in a directory of the shared claim that moves by a copy (the shared volume cannot serve a directory as a volume of its own, or migration.method = \"copy\"):\n%s\n"+

@@ -365,6 +365,7 @@ func TestPlanSplit_directoryCopyWhereNoSplit(t *testing.T) {
 // claim is not the directory: named.
 func TestPlanSplit_directoryCopyResumesAndIsNamedWhenLeft(t *testing.T) {
 	cfg := splitConfig("alice", "bob")
+	cfg.Migration.CopyImage = "rsync:3"
 	live := sharedLive(RWX)
 	live.Claims = []claims.Claim{copyClaimOf("alice", true), copyClaimOf("bob", false)}
 	res := Plan(cfg, &Prior{Config: cfg}, live)
@@ -390,7 +391,7 @@ func TestPlanSplit_directoryCopyNamedServersShareTheClaim(t *testing.T) {
 	cfg := splitConfig("alice")
 	cfg.Migration.CopyImage = "rsync:3"
 	cfg.NameTemplate = "claim-{user_server}"
-	prior := &Prior{Config: directoryView(cfg)}
+	prior := &Prior{Config: cfg}
 	live := sharedLive(RWX)
 	live.SharedSource = &migration.VolumeSource{CSI: &migration.CSISource{Driver: "driver.longhorn.io", Handle: "pvc-1"}}
 	if text := findingsText(Plan(cfg, prior, live).Errors); !strings.Contains(text, "Named servers would keep the directory a copy leaves behind") {
@@ -402,7 +403,63 @@ func TestPlanSplit_directoryCopyNamedServersShareTheClaim(t *testing.T) {
 	}
 	cfg.NameTemplate = "claim-{username}"
 	live.SharedSource = &migration.VolumeSource{CSI: &migration.CSISource{Driver: "driver.longhorn.io", Handle: "pvc-1"}}
-	if text := findingsText(Plan(cfg, &Prior{Config: directoryView(cfg)}, live).Errors); text != "" {
+	if text := findingsText(Plan(cfg, &Prior{Config: cfg}, live).Errors); text != "" {
 		t.Fatalf("claim-{username}: %s", text)
+	}
+	// Copies done, then the template changed: the named servers would mount
+	// the directory left behind, whether or not this plan copies anyone.
+	cfg.NameTemplate = "claim-{user_server}"
+	live.Claims = []claims.Claim{copyClaimOf("alice", true)}
+	if text := findingsText(Plan(cfg, &Prior{Config: cfg}, live).Errors); !strings.Contains(text, "Named servers would keep the directory a copy leaves behind") {
+		t.Fatalf("after the copies: %s", text)
+	}
+}
+
+// A copy starts only once the hub has the move's settings (the last apply
+// gave them): under the shared layout's hub a user would keep writing in
+// the directory while it is copied. From the shared layout the plan keeps
+// the users and says so; in the move it copies them.
+func TestPlanSplit_directoryCopyWaitsForTheHub(t *testing.T) {
+	cfg := splitConfig("alice")
+	cfg.Migration.CopyImage, cfg.Migration.Method = "rsync:3", migration.MethodCopy
+	for _, prior := range []*Prior{nil, {Config: directoryView(cfg)}} {
+		res := Plan(cfg, prior, sharedLive(RWX))
+		if a := planOf(res, "alice"); a == nil || a.Action != ActionKeep || !strings.Contains(findingsText(res.Warnings), "Homes are copied from the next apply on") {
+			t.Fatalf("prior %v: %+v\n%s", prior, a, findingsText(res.Warnings))
+		}
+	}
+	if a := planOf(Plan(cfg, &Prior{Config: cfg}, sharedLive(RWX)), "alice"); a == nil || a.Action != ActionMigrate || a.Method != migration.MethodDirectoryCopy {
+		t.Fatalf("in the move: %+v", a)
+	}
+}
+
+// A copy claim made again (the mark of another UID), a shared claim made
+// again since the move began, and a deleted copied claim are named; the
+// first two are never resumed.
+func TestPlanSplit_directoryCopyMadeAgain(t *testing.T) {
+	cfg := splitConfig("alice", "bob")
+	cfg.Migration.CopyImage = "rsync:3"
+	live := sharedLive(RWX)
+	restored := copyClaimOf("alice", false)
+	restored.Annotations[migration.SplitCopiedAnnotation] = "an-older-uid"
+	live.Claims = []claims.Claim{restored, copyClaimOf("bob", false)}
+	live.Shared.UID = "s2" // the records say s1
+	res := Plan(cfg, &Prior{Config: cfg}, live)
+	text := findingsText(res.Errors)
+	if a, b := planOf(res, "alice"), planOf(res, "bob"); a.Action == ActionMigrate || b.Action == ActionMigrate ||
+		!strings.Contains(text, "A copied home was made again") && !strings.Contains(text, "The shared claim was made again") {
+		t.Fatalf("%+v\n%+v\n%s", a, b, text)
+	}
+	live.Shared.UID = "s1"
+	res = Plan(cfg, &Prior{Config: cfg}, live)
+	if a, b := planOf(res, "alice"), planOf(res, "bob"); a.Action == ActionMigrate || b.Action != ActionMigrate || !strings.Contains(findingsText(res.Errors), "A copied home was made again") {
+		t.Fatalf("%+v\n%+v\n%s", a, b, findingsText(res.Errors))
+	}
+	// A claim the last apply recorded is gone: the hub mounts the directory
+	// again, and the plan says so.
+	live.Claims = nil
+	prior := &Prior{Config: cfg, Managed: map[string]string{"alice": "claim-alice"}}
+	if res := Plan(cfg, prior, live); !strings.Contains(findingsText(res.Warnings), "claim-alice") {
+		t.Fatalf("gone: %s", findingsText(res.Warnings))
 	}
 }

@@ -501,6 +501,10 @@ def _jupyter_spawner_config(c, here):
         name = spawner.pvc_name
         if claim is None:
             claim = await read_claim(spawner, name)
+        if claim is not None and split_record in annotations(claim):
+            # A move out of the shared layout made it: mounted once finished
+            # (bound to its volume, or copied), in any layout.
+            check_split(spawner, claim)
         if claim is not None and copy_record in annotations(claim):
             # Also while the old home is being deleted: its copy is the home.
             return await follow_copy(spawner, claim)
@@ -541,13 +545,13 @@ def _jupyter_spawner_config(c, here):
             raise moving(spawner, "claim %s is being deleted" % name)
         if method == directory_copy:
             if not claim.metadata.uid or ann.get(split_copied) != claim.metadata.uid:
-                raise moving(spawner, "claim %s is being copied from its directory of claim %s" % (name, fallback_claim))
+                raise moving(spawner, "claim %s is being copied from its directory of the shared claim" % name)
             return
         if method:
             raise moving(spawner, "claim %s: its move's method %r is not one this hub knows" % (name, method))
         phase = claim.status.phase if claim.status is not None else None
         if phase != "Bound":
-            raise moving(spawner, "claim %s is being split from claim %s (%s, not Bound)" % (name, fallback_claim, phase))
+            raise moving(spawner, "claim %s is being split from the shared claim (%s, not Bound)" % (name, phase))
         bound_to = claim.spec.volume_name if claim.spec is not None else None
         if bound_to != volume:
             raise moving(spawner, "claim %s is bound to volume %s, not to its split's volume %s" % (name, bound_to, volume))

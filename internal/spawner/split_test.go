@@ -580,3 +580,29 @@ func TestSpawnerSpawn_splitFromSharedRememberedCopyGone(t *testing.T) {
 		t.Errorf("quin: pod %+v, want the directory home/quin", p)
 	}
 }
+
+// In the plain per-user layout too, a claim a move out of the shared layout
+// made is mounted only once finished: a copy not marked (rae) is refused,
+// a marked one (sol) mounted.
+func TestSpawnerSpawn_perUserLayoutChecksMovedClaims(t *testing.T) {
+	home := kubespawner.HomeStorage{AccessMode: RWX, StorageClass: "longhorn", Capacity: "10Gi", NameTemplate: "claim-{username}", Scheme: kubespawner.SchemeSafe}
+	r := mustBuild(t, Config{Home: settingsOf(t, home)})
+	api := seededHub(t, nil)
+	ns := api.Namespace
+	cs := acctest.Cluster(t).Admin()
+	copyClaim := func(user string) *corev1.PersistentVolumeClaim {
+		rec := migration.SplitRecord{User: user, Namespace: ns, Claim: "claim-" + user, Shared: "home-nfs", SharedUID: "s1", Directory: user,
+			Method: migration.MethodDirectoryCopy}
+		return seedBoundClaim(t, cs, ns, "claim-"+user, map[string]string{migration.SplitAnnotation: rec.Encode()}, "pv-"+user, true)
+	}
+	copyClaim("rae")
+	sol := copyClaim("sol")
+	annotateClaim(t, cs, sol, migration.SplitCopiedAnnotation, string(sol.UID))
+	got := runHub(t, api, mergeValues(z2jhValues(t), helmValuesOf(t, r)), t.TempDir(), []hubUser{{Name: "rae"}, {Name: "sol"}})
+	if s := got["rae"]; s.Pod != nil || s.Refused != moving || !strings.Contains(s.RefusedLog, "being copied") {
+		t.Errorf("rae: refused %q (%s), pod %v; want the home being copied", s.Refused, s.RefusedLog, s.Pod != nil)
+	}
+	if s := got["sol"]; s.Refused != "" || s.Pod == nil || s.PVCName != "claim-sol" {
+		t.Errorf("sol: refused %q (%s), claim %s", s.Refused, s.RefusedLog, s.PVCName)
+	}
+}
