@@ -287,7 +287,9 @@ func (p *planner) rebindWhileMoving(up *UserPlan, ip InProgress) {
 // default server's claim then (zero copy, both are the same files).
 func (p *planner) checkNamedServersOfCopies() {
 	copying := slices.ContainsFunc(p.g.migrating, func(up UserPlan) bool { return up.Method == migration.MethodDirectoryCopy }) ||
-		slices.ContainsFunc(p.live.Claims, func(c claims.Claim) bool { return c.Annotations[migration.SplitAnnotation] != "" && !onSharedDirectory(&c) })
+		slices.ContainsFunc(p.live.Claims, func(c claims.Claim) bool {
+			return c.Annotations[migration.SplitAnnotation] != "" && !onSharedDirectory(&c)
+		})
 	if !copying {
 		return
 	}
