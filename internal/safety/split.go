@@ -286,6 +286,9 @@ func (p *planner) rebindWhileMoving(up *UserPlan, ip InProgress) {
 // would see two homes. A move by copy needs the named servers on the
 // default server's claim then (zero copy, both are the same files).
 func (p *planner) checkNamedServersOfCopies() {
+	if p.cfg.SplitFrom == nil {
+		return // named servers mount their own claims: no directory is left to them
+	}
 	copying := slices.ContainsFunc(p.g.migrating, func(up UserPlan) bool { return up.Method == migration.MethodDirectoryCopy }) ||
 		slices.ContainsFunc(p.live.Claims, func(c claims.Claim) bool {
 			return c.Annotations[migration.SplitAnnotation] != "" && !onSharedDirectory(&c)

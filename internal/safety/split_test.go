@@ -463,3 +463,15 @@ func TestPlanSplit_directoryCopyMadeAgain(t *testing.T) {
 		t.Fatalf("gone: %s", findingsText(res.Warnings))
 	}
 }
+
+// After the move, in the plain per-user layout, copied claims and named
+// servers' own claims are no concern of the named-server check.
+func TestPlanSplit_namedServerCheckOnlyWhileMoving(t *testing.T) {
+	cfg := splitConfig("alice")
+	cfg.SplitFrom, cfg.NameTemplate = nil, "claim-{user_server}"
+	live := sharedLive(RWX)
+	live.Claims = []claims.Claim{copyClaimOf("alice", true)}
+	if text := findingsText(Plan(cfg, &Prior{Config: cfg}, live).Errors); strings.Contains(text, "Named servers") {
+		t.Fatalf("%s", text)
+	}
+}
