@@ -59,6 +59,12 @@ func (r *homeStorageResource) readLive(ctx context.Context, client *kube.Client,
 		if live.SharedSource, err = client.PlannedSharedSource(ctx, cfg.Namespace, cfg.SplitFrom.Claim); err != nil {
 			return live, err
 		}
+		// Directories a running pod uses wait (a copy runs on none).
+		use, err := client.SharedDirectoryUse(ctx, cfg.Namespace, cfg.SplitFrom.Claim)
+		if err != nil {
+			return live, err
+		}
+		live.DirectoriesInUse = &use
 	}
 	needPods := mode.pods || len(live.InProgress) > 0
 	if mode.migrations {

@@ -173,6 +173,11 @@ type Live struct {
 	// volume of its own (migration.SplitSource) or must be copied. Nil when
 	// not read: the move is planned zero copy.
 	SharedSource *migration.VolumeSource
+	// DirectoriesInUse is what running pods mount of the shared claim,
+	// while homes move out of it by copy: a directory in use is not copied
+	// (migration.skip_running leaves it for a later apply). Nil when not
+	// read.
+	DirectoriesInUse *migration.DirectoryUse
 }
 
 // Ref is the identity of a claim as the plan reads it: a claim without a
@@ -395,6 +400,9 @@ type groups struct {
 	// hubFirst are listed users whose directory moves by a copy from the
 	// next apply, once the hub has the move's settings.
 	hubFirst []UserPlan
+	// dirsInUse are listed users whose directory a pod uses while it
+	// should be copied and migration.skip_running is off.
+	dirsInUse []UserPlan
 	// paused are rebinds an earlier apply started whose old claim is still
 	// there, while on_mode_change no longer says "migrate".
 	paused []pausedRebind

@@ -176,8 +176,22 @@ func (p *planner) copyCanStart(up *UserPlan, from string) bool {
 		up.Action, up.Reason = ActionKeep, from+"; copied by a later apply, once the hub has the move's settings"
 		p.g.hubFirst = append(p.g.hubFirst, *up)
 		return false
+	case p.live.DirectoriesInUse != nil && p.live.DirectoriesInUse.Uses(p.dirOf(up)):
+		// The copy would wait for the pod at apply; not counted in batch_size.
+		up.Action, up.Reason = ActionKeep, from+"; a running pod uses it: copied by a later apply"
+		if !p.cfg.Migration.SkipRunning {
+			p.g.dirsInUse = append(p.g.dirsInUse, *up)
+		}
+		return false
 	}
 	return true
+}
+
+// dirOf is up's directory of the shared claim ("" when it cannot be named:
+// reported where it is named).
+func (p *planner) dirOf(up *UserPlan) string {
+	h, _ := directoryView(p.cfg).homeFor(up.User, up.Server)
+	return h.dir
 }
 
 // splitClaim plans a claim that a move out of the shared layout made:
@@ -323,6 +337,12 @@ func (p *planner) splitFindings() {
 				"from the creation of a user's claim until the copy is verified the hub must refuse the user's spawns, and the hub of the shared layout mounts the directory whatever claim exists, "+
 				"so what the user wrote there meanwhile would be missing from the copy:\n%s\nApply again once the hub runs with the new settings (jupyter_spawner_config, and Helm when the hub's files come from there).",
 			len(h), describeReasons(h))
+	}
+	if u := p.g.dirsInUse; len(u) > 0 {
+		p.errorf("migration.skip_running", "Homes in use cannot be copied",
+			"%d listed user(s) have a running pod that mounts their directory of the shared claim (or all of it), and their home moves by a copy, which waits while it is in use:\n%s\n"+
+				"Stop those servers and plan again, or set migration.skip_running = true to copy the others now and these by a later apply.",
+			len(u), describeReasons(u))
 	}
 	if n := p.g.noCopyImage; len(n) > 0 {
 		p.errorf("migration.copy_image", "Homes in directories need a copy image",

@@ -475,3 +475,22 @@ func TestPlanSplit_namedServerCheckOnlyWhileMoving(t *testing.T) {
 		t.Fatalf("%s", text)
 	}
 }
+
+// A directory a running pod uses is not copied now: with skip_running it
+// waits for a later apply without taking a place in batch_size, without it
+// the plan fails naming the user.
+func TestPlanSplit_directoryCopySkipsDirectoriesInUse(t *testing.T) {
+	cfg := splitConfig("alice", "bob", "carol")
+	cfg.Migration.CopyImage, cfg.Migration.Method, cfg.Migration.SkipRunning, cfg.Migration.BatchSize = "rsync:3", migration.MethodCopy, true, 1
+	live := sharedLive(RWX)
+	use := migration.NewDirectoryUse([]string{"alice/notebooks"})
+	live.DirectoriesInUse = &use
+	res := Plan(cfg, &Prior{Config: cfg}, live)
+	if a, b := planOf(res, "alice"), planOf(res, "bob"); len(res.Errors) != 0 || a.Action != ActionKeep || b.Action != ActionMigrate || planOf(res, "carol").Action != ActionKeep {
+		t.Fatalf("%+v\n%+v\n%s", a, b, findingsText(res.Errors))
+	}
+	cfg.Migration.SkipRunning = false
+	if text := findingsText(Plan(cfg, &Prior{Config: cfg}, live).Errors); !strings.Contains(text, "Homes in use cannot be copied") || !strings.Contains(text, "alice") {
+		t.Fatalf("%s", text)
+	}
+}

@@ -1,0 +1,86 @@
+package kube
+
+import (
+	"context"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/kubespawner"
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/migration"
+)
+
+// SharedDirectoryUse is what the namespace's unfinished pods mount of
+// claim shared (one List of pods), for a plan: which users' directories a
+// move by copy must wait for. The pods of the provider's own directory and
+// copy Jobs are left out (a move under way is resumed, not waited for).
+func (c *Client) SharedDirectoryUse(ctx context.Context, namespace, shared string) (migration.DirectoryUse, error) {
+	var subs []string
+	seen := map[string]bool{}
+	opts := metav1.ListOptions{FieldSelector: "status.phase!=" + string(corev1.PodSucceeded) + ",status.phase!=" + string(corev1.PodFailed)}
+	err := eachPage(ctx, c, "pods", namespace, opts, func(ctx context.Context, opts metav1.ListOptions) (page[corev1.Pod], error) {
+		l, err := c.Kube.CoreV1().Pods(namespace).List(ctx, opts)
+		if err != nil {
+			return page[corev1.Pod]{}, err
+		}
+		return page[corev1.Pod]{items: l.Items, meta: l.ListMeta}, nil
+	}, func(items []corev1.Pod, _ metav1.ListMeta, _ bool) {
+		for i := range items {
+			p := &items[i]
+			if seen[p.Name] || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+				continue
+			}
+			seen[p.Name] = true
+			if comp := p.Labels[kubespawner.LabelAppComponent]; p.Labels[JobNameLabel] != "" && (comp == DirectoryJobComponent || comp == DirectoryCopyJobComponent) {
+				continue
+			}
+			subs = append(subs, SharedSubPaths(p, shared)...)
+		}
+	})
+	if err != nil {
+		return migration.DirectoryUse{}, Explain(err, "list", "pods", namespace)
+	}
+	return migration.NewDirectoryUse(subs), nil
+}
+
+// SharedSubPaths are the sub-paths of claim shared that pod p's containers
+// (init and ephemeral ones too) mount, as PodUsesDirectory reads them: ""
+// for the whole claim or a sub-path expression; the directory in the
+// environment of the shared layout's directory script.
+func SharedSubPaths(p *corev1.Pod, shared string) []string {
+	vols := map[string]bool{}
+	for _, v := range p.Spec.Volumes {
+		if pvc := v.PersistentVolumeClaim; pvc != nil && pvc.ClaimName == shared {
+			vols[v.Name] = true
+		}
+	}
+	if len(vols) == 0 {
+		return nil
+	}
+	var subs []string
+	add := func(cmd []string, env []corev1.EnvVar, mounts []corev1.VolumeMount) {
+		for _, m := range mounts {
+			if !vols[m.Name] {
+				continue
+			}
+			sub := m.SubPath
+			switch {
+			case m.SubPathExpr != "":
+				sub = ""
+			case sub == "" && layoutScript(cmd):
+				sub = envValue(env, "HOME_DIRECTORY")
+			}
+			subs = append(subs, sub)
+		}
+	}
+	for _, ct := range p.Spec.InitContainers {
+		add(ct.Command, ct.Env, ct.VolumeMounts)
+	}
+	for _, ct := range p.Spec.Containers {
+		add(ct.Command, ct.Env, ct.VolumeMounts)
+	}
+	for _, ct := range p.Spec.EphemeralContainers {
+		add(ct.Command, ct.Env, ct.VolumeMounts)
+	}
+	return subs
+}
