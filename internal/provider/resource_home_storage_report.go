@@ -97,14 +97,18 @@ func homesReport(o execute.Outcome) (head, body string) {
 // migrationsReport is the migrations' section of the report.
 func migrationsReport(ms []execute.MigrationOutcome) (head, body string) {
 	var lines []string
+	directoryCopies := false
 	for _, m := range ms {
 		if m.Err == nil {
 			continue
 		}
 		up := m.Plan
 		where := "volume " + up.Volume
-		if up.Method == migration.MethodCopy {
+		switch up.Method {
+		case migration.MethodCopy:
 			where = "copy to " + up.Target
+		case migration.MethodDirectoryCopy:
+			where, directoryCopies = "copy of the user's directory of the shared claim", true
 		}
 		lines = append(lines, fmt.Sprintf("%s (%s, %s, stopped at %s): %v", m.Key, up.ClaimName, where, m.Step, m.Err))
 	}
@@ -112,9 +116,12 @@ func migrationsReport(ms []execute.MigrationOutcome) (head, body string) {
 		return "", ""
 	}
 	sort.Strings(lines)
+	lost := "\nNo data was lost: a rebound volume is retained from the first step on (its record is an annotation on the volume), and a copied home's source claim is never changed but for its record annotation. "
+	if directoryCopies {
+		lost += "A home copied out of the shared layout stays in its directory, which the copy only reads; the hub refuses the user's spawns until the copy is marked done (deleting the new claim undoes the move). "
+	}
 	return fmt.Sprintf("%d of %d home migrations did not finish", len(lines), len(ms)),
-		"These users' homes were not fully migrated:\n" + safety.CutLines(lines) +
-			"\nNo data was lost: a rebound volume is retained from the first step on (its record is an annotation on the volume), and a copied home's source claim is never changed but for its record annotation. " +
+		"These users' homes were not fully migrated:\n" + safety.CutLines(lines) + lost +
 			"Apply again to resume from the step reached; these users stay in legacy_users (co-located) until then."
 }
 

@@ -69,6 +69,32 @@ func TestReportOutcome_oneError(t *testing.T) {
 	}
 }
 
+// A move by copy out of the shared layout that stopped is reported as a
+// copy of the user's directory (it has no volume), saying that the
+// directory holds the home meanwhile.
+func TestReportOutcome_directoryCopy(t *testing.T) {
+	var diags diag.Diagnostics
+	reportOutcome(&diags, execute.Outcome{Migrations: []execute.MigrationOutcome{
+		{Migration: execute.Migration{Key: "alice", Plan: safety.UserPlan{User: "alice", ClaimName: "claim-alice", Method: migration.MethodDirectoryCopy}},
+			Step: migration.StepCopying, Err: errors.New("wait-directory-copy: copy Job failed")},
+	}})
+	if len(diags) != 1 || diags.ErrorsCount() != 1 {
+		t.Fatalf("%d diagnostics, want one error: %v", len(diags), diags)
+	}
+	d := diags[0].Detail()
+	for _, want := range []string{
+		"alice (claim-alice, copy of the user's directory of the shared claim, stopped at copying): wait-directory-copy: copy Job failed",
+		"A home copied out of the shared layout stays in its directory",
+	} {
+		if !strings.Contains(d, want) {
+			t.Errorf("the detail does not say %q:\n%s", want, d)
+		}
+	}
+	if strings.Contains(d, "volume ,") {
+		t.Errorf("the detail names an empty volume:\n%s", d)
+	}
+}
+
 // A StorageClass that cannot be made is one error on storage_class, which
 // says that no claim was changed and what was done.
 func TestReportOutcome_class(t *testing.T) {
