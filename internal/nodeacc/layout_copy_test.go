@@ -287,6 +287,35 @@ func (h *copyMove) planCopies(user string, later ...string) planOf {
 	}
 }
 
+// enterMove is the apply that gives the hub the move's settings: it copies
+// no one (a copy needs a hub that refuses the user while it runs), and
+// migration_plan says each user is copied by a later apply.
+func (h *copyMove) enterMove(migrate string, users ...string) resource.TestStep {
+	return resource.TestStep{
+		Config:             migrate,
+		ExpectNonEmptyPlan: true, // the next plan copies
+		Check: func(s *terraform.State) error {
+			rs := s.RootModule().Resources[homesAddr]
+			if rs == nil {
+				return fmt.Errorf("no %s", homesAddr)
+			}
+			var mplan map[string]planEntry
+			if err := json.Unmarshal([]byte(rs.Primary.Attributes["migration_plan"]), &mplan); err != nil {
+				return err
+			}
+			for _, u := range users {
+				if err := h.notMoved(u); err != nil {
+					return err
+				}
+				if e := mplan[u]; e.Method != "none" || !strings.Contains(e.Reason, "once the hub has the move's settings") {
+					return fmt.Errorf("migration_plan[%s] = %+v, want copied by a later apply, once the hub has the settings", u, e)
+				}
+			}
+			return nil
+		},
+	}
+}
+
 // copyDone checks migration_status after an apply that copied user's home.
 func copyDone(user string) resource.TestCheckFunc {
 	return resource.TestCheckResourceAttrWith(homesAddr, "migration_status", func(v string) error {
@@ -324,8 +353,9 @@ func TestAccHomeStorage_moveOutOfSharedLayoutByCopy(t *testing.T) {
 					return h.write()
 				},
 			},
+			h.enterMove(migrate, first, second),
 			{
-				// The first apply copies alice's home (users in order); the
+				// The next apply copies alice's home (users in order); the
 				// plan after it copies bob's, and only his.
 				Config: migrate,
 				ConfigPlanChecks: resource.ConfigPlanChecks{
@@ -418,7 +448,7 @@ func TestAccHomeStorage_moveOutOfSharedLayoutByCopyStoppedAfterEachStep(t *testi
 	steps := []resource.TestStep{{
 		Config: shared,
 		Check:  func(*terraform.State) error { return h.write() },
-	}}
+	}, h.enterMove(migrate, user)}
 	for i, op := range stops {
 		steps = append(steps,
 			resource.TestStep{
@@ -576,8 +606,9 @@ func (h *copyMove) undoCopy(user string) {
 
 // TestAccHomeStorage_moveOutOfSharedLayoutByCopyBusy: while a pod (a
 // server of alice's, as the shared layout mounts it) uses her directory of
-// the shared claim, the apply copies nothing: it fails naming the pod and
-// makes no claim; once the pod is gone, the next apply copies.
+// the shared claim, the plan leaves her for a later apply (skip_running)
+// or fails naming her, and nothing is copied; once the pod is gone, the
+// next apply copies.
 func TestAccHomeStorage_moveOutOfSharedLayoutByCopyBusy(t *testing.T) {
 	acctest.Cluster(t)
 	t.Parallel()
@@ -585,6 +616,8 @@ func TestAccHomeStorage_moveOutOfSharedLayoutByCopyBusy(t *testing.T) {
 	h := newCopyMove(t, "alice")
 	const user, server = "alice", "jupyter-alice"
 	shared, migrate := h.config(""), h.config(copyMigrate)
+	enterWhileBusy := h.enterMove(migrate, user)
+	enterWhileBusy.ExpectNonEmptyPlan = false // the next plan leaves her too: the pod still runs
 	resource.Test(t, resource.TestCase{
 		ProtoV6ProviderFactories: factories(provider.Options{}),
 		Steps: []resource.TestStep{
@@ -600,14 +633,22 @@ func TestAccHomeStorage_moveOutOfSharedLayoutByCopyBusy(t *testing.T) {
 					return testcluster.StartPod(h.ctx, h.cs, p)
 				},
 			},
+			enterWhileBusy,
 			{
-				Config:      migrate,
-				ExpectError: wrapRE(`move of alice's home by copy .* waits: pod\(s\) ` + server + ` use .*no claim was made`),
+				// The plan sees the pod: alice is left for a later apply
+				// (skip_running), nothing is copied.
+				Config: migrate,
+				Check:  func(*terraform.State) error { return h.notMoved(user) },
+			},
+			{
+				// Without skip_running the plan fails, naming her.
+				Config:      h.config(strings.Replace(copyMigrate, "batch_size = 1", "batch_size = 1\n    skip_running = false", 1)),
+				ExpectError: wrapRE(`Homes in use cannot be copied.*alice`),
 			},
 			{
 				PreConfig: func() {
 					if err := errors.Join(h.notMoved(user), h.directoryIntact(user)); err != nil {
-						t.Fatalf("after the apply refused while %s runs: %v", server, err)
+						t.Fatalf("after the plans that left %s's home while %s runs: %v", user, server, err)
 					}
 					if err := testcluster.DeletePod(h.ctx, h.cs, h.ns, server); err != nil {
 						t.Fatal(err)
