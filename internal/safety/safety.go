@@ -392,6 +392,9 @@ type groups struct {
 	// noCopyImage are listed users whose directory moves by a copy
 	// while migration.copy_image is not set.
 	noCopyImage []UserPlan
+	// copyLater are listed users whose directory moves by a copy once
+	// the hub runs this layout (hubRefusesCopy).
+	copyLater []UserPlan
 	// paused are rebinds an earlier apply started whose old claim is still
 	// there, while on_mode_change no longer says "migrate".
 	paused []pausedRebind

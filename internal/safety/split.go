@@ -148,6 +148,13 @@ func (p *planner) splitHome(up *UserPlan) {
 				p.g.noCopyImage = append(p.g.noCopyImage, *up)
 				return
 			}
+			if !p.hubRefusesCopy(up) {
+				// Until then a spawn would mount the directory (or the
+				// claim being copied) and write what the copy misses.
+				up.Reason = from + "; copied by a later apply, once the hub runs this layout (it refuses the user's spawns while the copy runs)"
+				p.g.copyLater = append(p.g.copyLater, *up)
+				return
+			}
 		default:
 			up.Reason = from
 			p.g.rebindDirs = append(p.g.rebindDirs, *up)
@@ -156,6 +163,24 @@ func (p *planner) splitHome(up *UserPlan) {
 		up.Action = ActionMigrate
 		p.g.migrating = append(p.g.migrating, *up)
 	}
+}
+
+// hubRefusesCopy reports whether the hub refuses up's spawns once a move
+// by copy has made up's claim: the hub runs the configuration the last
+// apply recorded (the prior state's) until this apply is done, and only a
+// hub moving homes out of the shared layout, whose template names that
+// very claim for the user, refuses a claim being copied (check_split). A
+// hub in the shared layout mounts the directory, one of the per-user
+// layout mounts the claim, one of another template another home: what the
+// user writes there during the copy would be missing from the copy. So a
+// move by copy starts in the apply after the one that switched the hub to
+// this layout (with no state, the hub's layout is not known).
+func (p *planner) hubRefusesCopy(up *UserPlan) bool {
+	if p.prior == nil || p.prior.Config.SplitFrom == nil {
+		return false
+	}
+	h, err := p.prior.Config.homeFor(up.User, "")
+	return err == nil && h.claim == up.Ref()
 }
 
 // splitClaim plans a claim that a move out of the shared layout made:
@@ -245,7 +270,7 @@ func (p *planner) rebindWhileMoving(up *UserPlan, ip InProgress) {
 // would see two homes. A move by copy needs the named servers on the
 // default server's claim then (zero copy, both are the same files).
 func (p *planner) checkNamedServersOfCopies() {
-	copying := slices.ContainsFunc(p.g.migrating, func(up UserPlan) bool { return up.Method == migration.MethodDirectoryCopy })
+	copying := len(p.g.copyLater) > 0 || slices.ContainsFunc(p.g.migrating, func(up UserPlan) bool { return up.Method == migration.MethodDirectoryCopy })
 	if !copying {
 		return
 	}

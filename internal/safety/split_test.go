@@ -359,6 +359,49 @@ func TestPlanSplit_directoryCopyWhereNoSplit(t *testing.T) {
 	}
 }
 
+// A directory moves by a copy only once the hub runs the move's layout
+// with the claim's name (the prior state's configuration): a hub of the
+// shared layout mounts the directory while the copy runs, one of the
+// per-user layout the claim being copied, one of another template another
+// claim; with no state the hub's layout is not known. The plan leaves the
+// copy to a later apply, saying so.
+func TestPlanSplit_directoryCopyWaitsForTheHubOfTheMove(t *testing.T) {
+	cfg := splitConfig("alice")
+	cfg.Migration.Method, cfg.Migration.CopyImage = migration.MethodCopy, "rsync:3"
+	per := cfg
+	per.SplitFrom = nil
+	other := cfg
+	other.NameTemplate = "home-{username}"
+	for _, tc := range []struct {
+		name  string
+		prior *Prior
+		now   bool
+	}{
+		{"no state", nil, false},
+		{"the shared layout", &Prior{Config: directoryView(cfg)}, false},
+		{"the per-user layout", &Prior{Config: per}, false},
+		{"the move with another claim template", &Prior{Config: other}, false},
+		{"the move", &Prior{Config: cfg}, true},
+	} {
+		res := Plan(cfg, tc.prior, sharedLive(RWX))
+		a := planOf(res, "alice")
+		switch {
+		case len(res.Errors) > 0:
+			t.Errorf("%s: %s", tc.name, findingsText(res.Errors))
+		case tc.now && (a.Action != ActionMigrate || a.Method != migration.MethodDirectoryCopy):
+			t.Errorf("%s: %+v", tc.name, a)
+		case !tc.now && (a.Action != ActionKeep || !strings.Contains(a.Reason, "copied by a later apply")):
+			t.Errorf("%s: %+v", tc.name, a)
+		}
+	}
+	// Named servers that would keep the directory are refused before the
+	// first apply, not after it.
+	cfg.NameTemplate = "claim-{user_server}"
+	if text := findingsText(Plan(cfg, &Prior{Config: directoryView(cfg)}, sharedLive(RWX)).Errors); !strings.Contains(text, "Named servers would keep the directory a copy leaves behind") {
+		t.Fatalf("named servers: %s", text)
+	}
+}
+
 // A copy not yet marked resumes (the hub refuses the user meanwhile); one
 // marked copied is the user's home, and its class is the configured one.
 // Back to the shared layout, or into the move again from it, a copied
