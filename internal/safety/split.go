@@ -201,22 +201,30 @@ func (p *planner) splitClaim(up *UserPlan) bool {
 		return false
 	}
 	from := fmt.Sprintf("directory %q of claim %s/%s", rec.Directory, rec.Namespace, rec.Shared)
+	// What the move made and how to undo it: a move by copy made a claim
+	// and no volume (deleting the claim deletes a copy only).
+	into := fmt.Sprintf("claim %s (volume %s)", up.Ref(), rec.Volume)
+	undo := fmt.Sprintf("delete claim %s and volume %s (its reclaim policy is Retain: the directory and its files stay)", up.Ref(), rec.Volume)
+	if rec.Method == migration.MethodDirectoryCopy {
+		into = fmt.Sprintf("claim %s (by a copy)", up.Ref())
+		undo = fmt.Sprintf("delete claim %s (it holds a copy, not yet the home: the directory and its files stay as they are)", up.Ref())
+	}
 	if dir, err := directoryView(p.cfg).SharedDirectory(up.User); p.cfg.SplitFrom != nil && (err != nil || dir != rec.Directory || rec.User != up.User || rec.Namespace != up.Namespace) {
 		up.Action, up.Reason = ActionKeep, "its move from "+from+" has not finished"
 		p.errorf("shared_home", "A move out of the shared layout began from another directory",
-			"An earlier apply began moving %q's home from %s into claim %s (volume %s), and it has not finished; under the settings now the user's directory is %q. "+
-				"Restore the settings it began with (shared_home.sub_path_template, slug_scheme) and apply to finish it, or undo it: delete claim %s and volume %s (reclaim policy Retain: the directory and its files stay).",
-			up.User, from, up.Ref(), rec.Volume, dir, up.Ref(), rec.Volume)
+			"An earlier apply began moving %q's home from %s into %s, and it has not finished; under the settings now the user's directory is %q. "+
+				"Restore the settings it began with (shared_home.sub_path_template, slug_scheme) and apply to finish it, or undo it: %s.",
+			up.User, from, into, dir, undo)
 		return true
 	}
 	sf := p.cfg.SplitFrom
 	if sf == nil || sf.Claim != rec.Shared || p.cfg.OnLayoutChange != OnLayoutChangeMigrate || !up.Managed {
 		up.Action, up.Reason = ActionKeep, "its move from "+from+" has not finished"
 		p.errorf("on_layout_change", "A move out of the shared layout has not finished",
-			"An earlier apply began moving %q's home from %s into claim %s (volume %s), and it has not finished; the hub refuses the user's spawns until it has. "+
+			"An earlier apply began moving %q's home from %s into %s, and it has not finished; the hub refuses the user's spawns until it has. "+
 				"Finish it: apply with layout = \"per_user\", shared_home naming claim %s, on_layout_change = \"migrate\" and the user listed in users. "+
-				"Or undo it: delete claim %s and volume %s (its reclaim policy is Retain: the directory and its files stay); the user's next spawn mounts the directory again.",
-			up.User, from, up.Ref(), rec.Volume, rec.Shared, up.Ref(), rec.Volume)
+				"Or undo it: %s; the user's next spawn mounts the directory again.",
+			up.User, from, into, rec.Shared, undo)
 		return true
 	}
 	up.Action, up.Method, up.Volume = ActionMigrate, migration.MethodSplit, rec.Volume

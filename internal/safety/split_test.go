@@ -402,6 +402,20 @@ func TestPlanSplit_directoryCopyWaitsForTheHubOfTheMove(t *testing.T) {
 	}
 }
 
+// An unfinished move by copy made a claim and no volume: the plan that
+// refuses to leave it says to undo it by deleting the claim, and names no
+// volume.
+func TestPlanSplit_unfinishedCopyUndoNamesTheClaimOnly(t *testing.T) {
+	live := sharedLive(RWX)
+	live.Claims = []claims.Claim{copyClaimOf("bob", false)}
+	cfg := splitConfig("bob")
+	cfg.OnLayoutChange = OnLayoutChangeFail
+	text := findingsText(Plan(cfg, &Prior{Config: cfg}, live).Errors)
+	if !strings.Contains(text, "undo it: delete claim hub/claim-bob (it holds a copy") || strings.Contains(text, "volume )") || strings.Contains(text, "volume  ") {
+		t.Fatalf("%s", text)
+	}
+}
+
 // A copy not yet marked resumes (the hub refuses the user meanwhile); one
 // marked copied is the user's home, and its class is the configured one.
 // Back to the shared layout, or into the move again from it, a copied
