@@ -193,12 +193,18 @@ func (w *world) spawnShared(who string) {
 		if strings.Contains(refused, "moved out of the shared layout") {
 			w.events["split: spawn refused, the move under way"]++
 		}
+		if strings.Contains(refused, "being copied from its directory") {
+			w.events["dcopy: spawn refused, being copied"]++
+		}
 		w.logf("hub: %s's spawn refused: %s", who, refused)
 		return
 	}
 	v := w.volOf(at.ref)
 	if v != nil && v.base != nil {
 		w.events["split: the hub mounts a moved home"]++
+	}
+	if m := w.claims[at.ref]; v != nil && w.hub.split != nil && m != nil && m.c.Annotations[migration.SplitCopiedAnnotation] != "" {
+		w.events["dcopy: the hub mounts a copied home"]++
 	}
 	if v == nil {
 		return // the pod waits for the claim
@@ -295,7 +301,13 @@ func (w *world) checkMoves(p plan, before map[string]homeSnap, old hubConfig) {
 			}
 			continue
 		}
-		if s.canon.dir == "" && w.canon(now).dir == "" {
+		if s.canon.dir == "" && w.canon(now).dir == "" && s.v.dcopy == "" {
+			if old.split != nil && namesClaim(p.res.Warnings, s.at.ref) {
+				// A claim of the move's layout (a recreated moved home) left
+				// where the configuration no longer looks, and named.
+				w.events["split: a home left behind, named by a warning"]++
+				w.report(s, slices.Collect(maps.Keys(s.files)))
+			}
 			continue // between per-user claims (migrations): the other invariants
 		}
 		if src := w.copySource(now.ref); w.claims[src] != nil && w.canon(loc{ref: src}) == s.canon {
@@ -329,7 +341,7 @@ func (w *world) checkMoves(p plan, before map[string]homeSnap, old hubConfig) {
 		listed := server == "" && slices.Contains(p.cfg.Users, user)
 		old := w.filesAt(s.at)
 		switch {
-		case p.prior == nil && s.at.dir == "" && s.canon.dir != "":
+		case p.prior == nil && s.at.dir == "" && (s.canon.dir != "" || s.v.dcopy != ""):
 			// No state, the hub mounting a claim a move out of the shared
 			// layout made: that claim is the user's directory, and a switch
 			// from the shared layout after state rm is not seen (DESIGN.md).

@@ -16,7 +16,8 @@ import (
 )
 
 // The history model's move out of the shared layout (safety.Config.SplitFrom:
-// layout = "per_user" with shared_home), zero copy. In the shared histories
+// layout = "per_user" with shared_home), zero copy (the move by copy:
+// history_split_copy_test.go). In the shared histories
 // a third of the configurations are that layout, with on_layout_change
 // "fail", "keep" or "migrate" and batch_size 0 to 2, so that histories go
 // from the shared layout to the move and on to the per-user layout, and
@@ -126,7 +127,13 @@ func (w *world) splitLoc(who string) (at loc, refused string) {
 		return loc{ref: ref}, "claim " + m.c.Name + " is being deleted"
 	case m.c.Annotations[migration.SplitAnnotation] != "":
 		rec, err := migration.DecodeSplitRecord(m.c.Annotations[migration.SplitAnnotation])
-		if err != nil || m.c.Phase != "Bound" || m.c.VolumeName != rec.Volume {
+		switch {
+		case err == nil && rec.Method == migration.MethodDirectoryCopy:
+			// Mounted once marked copied with its own UID (check_split).
+			if why := copyRefused(m); why != "" {
+				return loc{ref: ref}, why
+			}
+		case err != nil || m.c.Phase != "Bound" || m.c.VolumeName != rec.Volume:
 			return loc{ref: ref}, "claim " + m.c.Name + " is being moved out of the shared layout"
 		}
 	}
@@ -199,7 +206,7 @@ func (w *world) SharedSource(_ context.Context, namespace, claim string) (migrat
 	if m == nil || w.volOf(ref) == nil || w.volOf(ref).dirs == nil {
 		return migration.VolumeSource{}, "", fmt.Errorf("claim %s is not bound", ref)
 	}
-	return migration.VolumeSource{HostPath: sharedHostPath}, m.c.UID, nil
+	return w.sharedSource(), m.c.UID, nil
 }
 
 // PrepareDirectory is the Job that makes the directory as the init
@@ -313,7 +320,15 @@ func (w *world) runSplit(ctx context.Context, cfg safety.Config, up safety.UserP
 // start (the hub decides as the cluster is now), write or stop, and the
 // apply may be killed.
 func (w *world) afterSplitStep(user string, op migration.Op) error {
-	w.events["split: "+string(op)]++
+	return w.afterMoveStep("split: ", user, op)
+}
+
+// afterMoveStep is afterSplitStep of a move, its events prefixed.
+func (w *world) afterMoveStep(prefix, user string, op migration.Op) error {
+	w.events[prefix+string(op)]++
+	if w.afterOp != nil {
+		w.afterOp(user, op)
+	}
 	if w.calm || !w.interleave {
 		return nil
 	}
@@ -327,7 +342,7 @@ func (w *world) afterSplitStep(user string, op migration.Op) error {
 	}
 	if w.killAt > 0 && w.r.IntN(3) == 0 {
 		w.killed = true
-		w.events["split: killed after "+string(op)]++
+		w.events[prefix+"killed after "+string(op)]++
 		w.logf("apply: killed after the move's %s", op)
 		return errKilled
 	}

@@ -111,6 +111,9 @@ type volume struct {
 	reservedUID string
 	base        *volume
 	baseDir     string
+	// dcopy: the directory a move by copy copies into this volume's claim
+	// (history_split_copy_test.go): once marked, that claim is a moved home.
+	dcopy string
 }
 
 type mclaim struct{ c claims.Claim }
@@ -184,6 +187,9 @@ type world struct {
 	// afterRemove, when set, runs right after an apply deleted a claim
 	// (fixed histories act in the rebind's window with it).
 	afterRemove func()
+	// afterOp, when set, runs after each op of a move out of the shared
+	// layout (fixed histories act between the ops with it).
+	afterOp func(user string, op migration.Op)
 	// events counts what a history exercised (TestHistories requires each).
 	events map[string]int
 	// users are the hub's users and servers (hubUsers, or sharedUsers).
@@ -193,6 +199,9 @@ type world struct {
 	sharedRef  claims.Ref
 	sharedUID  string
 	sharedDirs map[string]bool
+	// sharedUnsplittable: the shared claim's volume is one no directory of
+	// can be a volume of its own (history_split_copy_test.go).
+	sharedUnsplittable bool
 	// reported are contents a layout change left in an old home that its
 	// plan named (on_layout_change = "keep"), or that a plan could not see
 	// (sharedLimit); they must stay on some volume.
@@ -538,6 +547,11 @@ func (w *world) live(cfg safety.Config, prior *safety.Prior) safety.Live {
 			c := m.c
 			c.AccessModes = slices.Clone(c.AccessModes)
 			l.Shared = &c
+			if cfg.SplitFrom != nil && cfg.OnLayoutChange == safety.OnLayoutChangeMigrate && w.volOf(c.Ref()) != nil {
+				// readLive: whether directories move zero copy or by a copy.
+				src := w.sharedSource()
+				l.SharedSource = &src
+			}
 		}
 	}
 	return l
@@ -959,6 +973,9 @@ func runHistory(t *testing.T, seed uint64) *world {
 		// to and from the shared layout; the hub may start in it.
 		l.shared = true
 		w.startShared()
+		// A third of them on a volume that cannot be split, where homes
+		// move by a copy (drawn apart: the other draws stay the same).
+		w.sharedUnsplittable = rand.New(rand.NewPCG(seed, 13)).IntN(3) == 0
 	}
 	for range r.IntN(4) {
 		w.hubAction()
@@ -972,6 +989,7 @@ func runHistory(t *testing.T, seed uint64) *world {
 	last := genConfig(r, l)
 	for range 14 {
 		w.putBack()
+		w.jobsBetweenApplies()
 		switch op := r.IntN(16); {
 		case op < 4: // plan and apply
 			cfg := genConfig(r, l)
@@ -1096,7 +1114,8 @@ func TestHistories(t *testing.T) {
 		"shared: init container made a directory", "shared: destroy", "shared: layout switched with the homes in place",
 		"split to done", "split: the Job made a directory", "split: killed after prepare-directory", "split: killed after create-split-claim",
 		"split: killed after create-volume", "split: wait-split-bound", "split: layout switched with the homes in place", "split: spawn refused, the move under way",
-		"split: the hub mounts a moved home", "operator undid a move as an error says"} {
+		"split: the hub mounts a moved home", "operator undid a move as an error says",
+		"directory-copy to done", "dcopy: spawn refused, being copied", "dcopy: the hub mounts a copied home"} {
 		if events[e] == 0 {
 			t.Errorf("no history exercised %q", e)
 		}

@@ -22,9 +22,8 @@ func (c *Client) PlannedSharedSource(ctx context.Context, namespace, claim strin
 	if err != nil || pv == nil {
 		return nil, err
 	}
-	src, err := volumeSourceOf(pv)
-	if err != nil {
-		return &migration.VolumeSource{}, nil
+	if src, err := volumeSourceOf(pv); err == nil {
+		return &src, nil
 	}
-	return &src, nil
+	return &migration.VolumeSource{}, nil // a kind no move splits: the homes are copied
 }

@@ -4,7 +4,6 @@ package provider
 
 import (
 	"context"
-	"encoding/json"
 	"slices"
 	"strings"
 
@@ -84,21 +83,7 @@ func (m *homeStorageModel) prior(ctx context.Context, diags *diag.Diagnostics) *
 	if cfg.Shared != nil {
 		return p // the shared layout manages no per-user claim
 	}
-	// While homes move out of the shared layout, a listed user had a claim
-	// only when the state's claims names one (the others were in their
-	// directories).
-	var had map[string]json.RawMessage
-	if cfg.SplitFrom != nil {
-		var recorded struct {
-			Users map[string]json.RawMessage `json:"users"`
-		}
-		_ = json.Unmarshal([]byte(m.Claims.ValueString()), &recorded) // unknown or empty: no user had one
-		had = recorded.Users
-	}
 	for _, u := range cfg.Users {
-		if _, ok := had[u]; cfg.SplitFrom != nil && !ok {
-			continue
-		}
 		name, err := kubespawner.Expand(cfg.NameTemplate, u, "", cfg.Scheme)
 		if err == nil {
 			p.Managed[u] = name

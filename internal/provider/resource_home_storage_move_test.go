@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
@@ -125,8 +126,10 @@ func TestAccHomeStorage_sharedLayoutNeedsSharedHome(t *testing.T) {
 // Moving out of a shared claim whose volume cannot serve a directory as a
 // volume of its own (a Longhorn volume here): the plan reads the volume and
 // moves each directory by a copy, which needs migration.copy_image (the
-// plan fails naming the users without it), never plans a split, and starts
-// no copy in the apply that gives the hub the move's settings.
+// plan fails naming the users without it), and never plans a split. The
+// copies start in the apply after the one that switched to the move's
+// layout: until then the hub does not refuse spawns on a claim being
+// copied.
 func TestAccHomeStorage_moveOutOfSharedLayoutByCopyPlans(t *testing.T) {
 	cs := acctest.Cluster(t).Admin()
 	ns := acctest.Namespace(t)
@@ -157,6 +160,18 @@ func TestAccHomeStorage_moveOutOfSharedLayoutByCopyPlans(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	later := func(s string) error { // left for the apply after the hub's switch
+		var plan map[string]map[string]string
+		if err := json.Unmarshal([]byte(s), &plan); err != nil {
+			return err
+		}
+		for _, u := range []string{"alice", "Bob"} {
+			if plan[u]["method"] != "none" || !strings.Contains(plan[u]["reason"], "copied by a later apply") {
+				return fmt.Errorf("%s: %v", u, plan)
+			}
+		}
+		return nil
+	}
 	copied := func(s string) error {
 		var plan map[string]map[string]string
 		if err := json.Unmarshal([]byte(s), &plan); err != nil {
@@ -179,9 +194,19 @@ func TestAccHomeStorage_moveOutOfSharedLayoutByCopyPlans(t *testing.T) {
 			},
 			{
 				// The first apply gives the hub the move's settings and copies
-				// no one: a copy needs a hub that refuses the user meanwhile.
+				// no one (a copy needs a hub that refuses the user meanwhile);
+				// the plan after it copies.
 				Config: movingConfig(t, ns, `  on_layout_change = "migrate"
   migration = { copy_image = "registry.example.org/tools/rsync:3" }`),
+				ConfigPlanChecks: resource.ConfigPlanChecks{
+					PreApply: []plancheck.PlanCheck{
+						plancheck.ExpectKnownValue(hsAddr, tfjsonpath.New("migration_plan"), knownvalue.StringFunc(later)),
+					},
+					PostApplyPostRefresh: []plancheck.PlanCheck{
+						expectClass("safe"),
+						plancheck.ExpectKnownValue(hsAddr, tfjsonpath.New("migration_plan"), knownvalue.StringFunc(copied)),
+					},
+				},
 				Check: func(*terraform.State) error {
 					for _, name := range []string{"claim-alice", "claim-bob"} {
 						if _, err := cs.CoreV1().PersistentVolumeClaims(ns).Get(ctx, name, metav1.GetOptions{}); err == nil {
@@ -190,16 +215,6 @@ func TestAccHomeStorage_moveOutOfSharedLayoutByCopyPlans(t *testing.T) {
 					}
 					return nil
 				},
-				ExpectNonEmptyPlan: true,
-			},
-			{
-				Config: movingConfig(t, ns, `  on_layout_change = "migrate"
-  migration = { copy_image = "registry.example.org/tools/rsync:3" }`),
-				ConfigPlanChecks: resource.ConfigPlanChecks{PostApplyPostRefresh: []plancheck.PlanCheck{
-					expectClass("safe"),
-					plancheck.ExpectKnownValue(hsAddr, tfjsonpath.New("migration_plan"), knownvalue.StringFunc(copied)),
-				}},
-				PlanOnly:           true,
 				ExpectNonEmptyPlan: true,
 			},
 		},

@@ -440,12 +440,6 @@ func (p *planner) run() Result {
 	p.deleteSourceFindings()
 	p.splitFindings()
 	for _, up := range p.g.gone {
-		if p.cfg.SplitFrom != nil {
-			p.warnf("users", "A moved home's claim was deleted outside Terraform",
-				"Claim %s of user %q, the user's home at the last apply, no longer exists. The hub mounts the user's directory of the shared claim again, which holds what it held when the home was moved "+
-					"(if it was moved by a copy, nothing written since). Apply moves that directory again.", up.Ref(), up.User)
-			continue
-		}
 		p.warnf("users", "A managed home claim was deleted outside Terraform",
 			"Claim %s of user %q no longer exists; whatever was in that home directory is gone. Apply will create the claim again, empty.", up.ClaimName, up.User)
 	}

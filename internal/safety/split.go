@@ -129,9 +129,6 @@ func (p *planner) splitHome(up *UserPlan) {
 		return
 	}
 	from := fmt.Sprintf("directory %q of claim %s/%s", dir, cfg.Namespace, cfg.SplitFrom.Claim)
-	if p.prior != nil && p.prior.Managed[up.User] != "" && p.idx.live[claims.Ref{Namespace: up.Namespace, Name: p.prior.Managed[up.User]}] == nil {
-		p.g.gone = append(p.g.gone, *up) // its claim was deleted since the last apply: the hub mounts the directory again
-	}
 	up.Action, up.Reason = ActionKeep, from+"; moved by a later apply"
 	switch {
 	case cfg.OnLayoutChange != OnLayoutChangeMigrate:
@@ -172,7 +169,7 @@ func (p *planner) copyCanStart(up *UserPlan, from string) bool {
 		up.Action, up.Reason = ActionKeep, from+"; needs a copy: set migration.copy_image"
 		p.g.noCopyImage = append(p.g.noCopyImage, *up)
 		return false
-	case p.prior == nil || p.prior.Config.SplitFrom == nil:
+	case !p.hubRefusesCopy(up):
 		up.Action, up.Reason = ActionKeep, from+"; copied by a later apply, once the hub has the move's settings"
 		p.g.hubFirst = append(p.g.hubFirst, *up)
 		return false
@@ -185,6 +182,24 @@ func (p *planner) copyCanStart(up *UserPlan, from string) bool {
 		return false
 	}
 	return true
+}
+
+// hubRefusesCopy reports whether the hub refuses up's spawns once a move
+// by copy has made up's claim: the hub runs the configuration the last
+// apply recorded (the prior state's) until this apply is done, and only a
+// hub moving homes out of the shared layout, whose template names that
+// very claim for the user, refuses a claim being copied (check_split). A
+// hub in the shared layout mounts the directory, one of the per-user
+// layout mounts the claim, one of another template another home: what the
+// user writes there during the copy would be missing from the copy. So a
+// move by copy starts in the apply after the one that switched the hub to
+// this layout (with no state, the hub's layout is not known).
+func (p *planner) hubRefusesCopy(up *UserPlan) bool {
+	if p.prior == nil || p.prior.Config.SplitFrom == nil {
+		return false
+	}
+	h, err := p.prior.Config.homeFor(up.User, "")
+	return err == nil && h.claim == up.Ref()
 }
 
 // dirOf is up's directory of the shared claim ("" when it cannot be named:
@@ -212,22 +227,30 @@ func (p *planner) splitClaim(up *UserPlan) bool {
 		return false
 	}
 	from := fmt.Sprintf("directory %q of claim %s/%s", rec.Directory, rec.Namespace, rec.Shared)
+	// What the move made and how to undo it: a move by copy made a claim
+	// and no volume (deleting the claim deletes a copy only).
+	into := fmt.Sprintf("claim %s (volume %s)", up.Ref(), rec.Volume)
+	undo := fmt.Sprintf("delete claim %s and volume %s (its reclaim policy is Retain: the directory and its files stay)", up.Ref(), rec.Volume)
+	if rec.Method == migration.MethodDirectoryCopy {
+		into = fmt.Sprintf("claim %s (by a copy)", up.Ref())
+		undo = fmt.Sprintf("delete claim %s (it holds a copy, not yet the home: the directory and its files stay as they are)", up.Ref())
+	}
 	if dir, err := directoryView(p.cfg).SharedDirectory(up.User); p.cfg.SplitFrom != nil && (err != nil || dir != rec.Directory || rec.User != up.User || rec.Namespace != up.Namespace) {
 		up.Action, up.Reason = ActionKeep, "its move from "+from+" has not finished"
 		p.errorf("shared_home", "A move out of the shared layout began from another directory",
-			"An earlier apply began moving %q's home from %s into claim %s (volume %s), and it has not finished; under the settings now the user's directory is %q. "+
-				"Restore the settings it began with (shared_home.sub_path_template, slug_scheme) and apply to finish it, or undo it: delete claim %s and volume %s (reclaim policy Retain: the directory and its files stay).",
-			up.User, from, up.Ref(), rec.Volume, dir, up.Ref(), rec.Volume)
+			"An earlier apply began moving %q's home from %s into %s, and it has not finished; under the settings now the user's directory is %q. "+
+				"Restore the settings it began with (shared_home.sub_path_template, slug_scheme) and apply to finish it, or undo it: %s.",
+			up.User, from, into, dir, undo)
 		return true
 	}
 	sf := p.cfg.SplitFrom
 	if sf == nil || sf.Claim != rec.Shared || p.cfg.OnLayoutChange != OnLayoutChangeMigrate || !up.Managed {
 		up.Action, up.Reason = ActionKeep, "its move from "+from+" has not finished"
 		p.errorf("on_layout_change", "A move out of the shared layout has not finished",
-			"An earlier apply began moving %q's home from %s into claim %s (volume %s), and it has not finished; the hub refuses the user's spawns until it has. "+
+			"An earlier apply began moving %q's home from %s into %s, and it has not finished; the hub refuses the user's spawns until it has. "+
 				"Finish it: apply with layout = \"per_user\", shared_home naming claim %s, on_layout_change = \"migrate\" and the user listed in users. "+
-				"Or undo it: delete claim %s and volume %s (its reclaim policy is Retain: the directory and its files stay); the user's next spawn mounts the directory again.",
-			up.User, from, up.Ref(), rec.Volume, rec.Shared, up.Ref(), rec.Volume)
+				"Or undo it: %s; the user's next spawn mounts the directory again.",
+			up.User, from, into, rec.Shared, undo)
 		return true
 	}
 	if shared := p.live.Shared; shared != nil && rec.SharedUID != "" && shared.UID != rec.SharedUID {
@@ -303,7 +326,7 @@ func (p *planner) checkNamedServersOfCopies() {
 	if p.cfg.SplitFrom == nil {
 		return // named servers mount their own claims: no directory is left to them
 	}
-	copying := slices.ContainsFunc(p.g.migrating, func(up UserPlan) bool { return up.Method == migration.MethodDirectoryCopy }) ||
+	copying := len(p.g.hubFirst) > 0 || slices.ContainsFunc(p.g.migrating, func(up UserPlan) bool { return up.Method == migration.MethodDirectoryCopy }) ||
 		slices.ContainsFunc(p.live.Claims, func(c claims.Claim) bool {
 			return c.Annotations[migration.SplitAnnotation] != "" && !onSharedDirectory(&c)
 		})
