@@ -227,6 +227,9 @@ func (p *planner) splitClaim(up *UserPlan) bool {
 		return false
 	}
 	from := fmt.Sprintf("directory %q of claim %s/%s", rec.Directory, rec.Namespace, rec.Shared)
+	if rec.Method == migration.MethodDirectoryCopy && p.copyClaimNotOurs(up, rec) {
+		return true
+	}
 	// What the move made and how to undo it: a move by copy made a claim
 	// and no volume (deleting the claim deletes a copy only).
 	into := fmt.Sprintf("claim %s (volume %s)", up.Ref(), rec.Volume)
@@ -266,20 +269,40 @@ func (p *planner) splitClaim(up *UserPlan) bool {
 	if rec.Method == migration.MethodDirectoryCopy {
 		up.Method, up.Volume = migration.MethodDirectoryCopy, ""
 		up.Reason = fmt.Sprintf("resume copying %s into claim %s", from, up.ClaimName)
-		if mark := c.Annotations[migration.SplitCopiedAnnotation]; mark != "" || c.Deleting {
-			up.Action, up.Method, up.Reason = ActionKeep, "", "a copied home made again, or being deleted"
-			p.errorf("users", "A copied home was made again or is being deleted",
-				"Claim %s of user %q carries the mark of a finished copy for another claim (UID %s, not %s), or is being deleted: it was deleted and made again (a restore?) or is going. "+
-					"Nothing is copied over it and the hub does not mount it. If it holds the user's files, remove annotation %s and set it to the claim's UID by hand; if not, delete it and apply again to copy the directory %q afresh.",
-				up.Ref(), up.User, orDash(mark), c.UID, migration.SplitCopiedAnnotation, rec.Directory)
-			return true
-		}
 		if !p.copyCanStart(up, from) {
 			return true
 		}
 	}
 	p.g.migrating = append(p.g.migrating, *up)
 	return true
+}
+
+// copyClaimNotOurs fails the plan for a claim of a move by copy that the
+// copy cannot go on with, whatever the settings: one marked copied for
+// another UID (made again, a restore: it may hold the user's home, never
+// to be deleted on the plan's word) or one being deleted. It reports
+// whether it did.
+func (p *planner) copyClaimNotOurs(up *UserPlan, rec *migration.SplitRecord) bool {
+	c := up.Live
+	mark := c.Annotations[migration.SplitCopiedAnnotation]
+	switch {
+	case mark != "":
+		up.Action, up.Reason = ActionKeep, "a copied home made again"
+		p.errorf("users", "A copied home was made again",
+			"Claim %s of user %q carries the mark of a finished copy of directory %q for another claim (UID %s; this one is %s): it was deleted and made again, by a restore for instance. "+
+				"It may hold the user's home: nothing is copied over it and the hub does not mount it. If it holds the user's files, set annotation %s to %s (the claim's UID) by hand; "+
+				"do not delete it unless you know it holds nothing of value.",
+			up.Ref(), up.User, rec.Directory, mark, c.UID, migration.SplitCopiedAnnotation, c.UID)
+		return true
+	case c.Deleting:
+		up.Action, up.Reason = ActionKeep, "a claim of a move by copy being deleted"
+		p.errorf("users", "A claim of a move by copy is being deleted",
+			"Claim %s of user %q, the new claim of an unfinished copy of directory %q, is being deleted (a running copy Job may hold it). Nothing is copied into it; the directory holds everything. "+
+				"Once it is gone, apply again to copy the directory afresh.",
+			up.Ref(), up.User, rec.Directory)
+		return true
+	}
+	return false
 }
 
 // rebindWhileMoving plans a rebind an earlier apply started, found while

@@ -503,7 +503,7 @@ func TestPlanSplit_directoryCopyMadeAgain(t *testing.T) {
 	res := Plan(cfg, &Prior{Config: cfg}, live)
 	text := findingsText(res.Errors)
 	if a, b := planOf(res, "alice"), planOf(res, "bob"); a.Action == ActionMigrate || b.Action == ActionMigrate ||
-		!strings.Contains(text, "A copied home was made again") && !strings.Contains(text, "The shared claim was made again") {
+		!strings.Contains(text, "A copied home was made again") || !strings.Contains(text, "The shared claim was made again") {
 		t.Fatalf("%+v\n%+v\n%s", a, b, text)
 	}
 	live.Shared.UID = "s1"
@@ -541,5 +541,32 @@ func TestPlanSplit_directoryCopySkipsDirectoriesInUse(t *testing.T) {
 	cfg.Migration.SkipRunning = false
 	if text := findingsText(Plan(cfg, &Prior{Config: cfg}, live).Errors); !strings.Contains(text, "Homes in use cannot be copied") || !strings.Contains(text, "alice") {
 		t.Fatalf("%s", text)
+	}
+}
+
+// A restored copied claim is never advised deleted, whatever the settings
+// (here the move was left: no shared_home); a copy claim being deleted is
+// not resumed; a resumed copy needs copy_image.
+func TestPlanSplit_directoryCopyClaimsTheCopyCannotGoOnWith(t *testing.T) {
+	cfg := splitConfig("alice", "bob", "carol")
+	restored := copyClaimOf("alice", false)
+	restored.Annotations[migration.SplitCopiedAnnotation] = "an-older-uid"
+	going := copyClaimOf("bob", false)
+	going.Deleting = true
+	live := sharedLive(RWX)
+	live.Claims = []claims.Claim{restored, going, copyClaimOf("carol", false)}
+	left := cfg
+	left.SplitFrom = nil
+	res := Plan(left, &Prior{Config: cfg}, live)
+	text := findingsText(res.Errors)
+	if !strings.Contains(text, "A copied home was made again") || strings.Contains(text, "Or undo it: delete claim hub/claim-alice") {
+		t.Fatalf("left the move: %s", text)
+	}
+	cfg.Migration.CopyImage = ""
+	res = Plan(cfg, &Prior{Config: cfg}, live)
+	text = findingsText(res.Errors)
+	if b, c := planOf(res, "bob"), planOf(res, "carol"); b.Action == ActionMigrate || c.Action == ActionMigrate ||
+		!strings.Contains(text, "A claim of a move by copy is being deleted") || !strings.Contains(text, "Homes in directories need a copy image") {
+		t.Fatalf("%+v\n%+v\n%s", b, c, text)
 	}
 }
