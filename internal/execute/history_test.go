@@ -933,7 +933,9 @@ func (w *world) destroy(cfg safety.Config, prior safety.Prior, replacing bool) {
 // priorOf is the state an apply of cfg records, as the provider's prior()
 // reads it: the shared layout manages no per-user claim.
 func priorOf(cfg safety.Config) *safety.Prior {
-	p := &safety.Prior{Config: cfg, Managed: map[string]string{}}
+	// The model's hub takes the settings of every apply that returns a
+	// state (Prior.HubSwitched).
+	p := &safety.Prior{Config: cfg, Managed: map[string]string{}, HubSwitched: cfg.SplitFrom != nil}
 	if cfg.Shared != nil {
 		return p
 	}

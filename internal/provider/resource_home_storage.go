@@ -137,7 +137,7 @@ func (r *homeStorageResource) ModifyPlan(ctx context.Context, req resource.Modif
 	if client == nil || !plannable(&plan) {
 		r.planWithoutCluster(&plan, client == nil, &resp.Diagnostics)
 	} else {
-		res, cfg, ok := r.classify(ctx, client, &plan, state, &resp.Diagnostics)
+		res, cfg, ok := r.classify(ctx, client, &plan, state, hubSettingsOf(ctx, req.Private, &resp.Diagnostics), &resp.Diagnostics)
 		if !ok {
 			return
 		}
@@ -174,11 +174,12 @@ func (r *homeStorageResource) planWithoutCluster(plan *homeStorageModel, noClien
 
 // classify reads the cluster and classifies the change (internal/safety);
 // its findings become diagnostics. ok is false when the plan fails.
-func (r *homeStorageResource) classify(ctx context.Context, client *kube.Client, plan, state *homeStorageModel, diags *diag.Diagnostics) (safety.Result, safety.Config, bool) {
+func (r *homeStorageResource) classify(ctx context.Context, client *kube.Client, plan, state *homeStorageModel, hub string, diags *diag.Diagnostics) (safety.Result, safety.Config, bool) {
 	cfg := plan.config(ctx, diags)
 	var prior *safety.Prior
 	if state != nil {
 		prior = state.prior(ctx, diags)
+		prior.HubSwitched = hub != "" && hub == moveSignature(prior.Config)
 		if plan.StorageClass != nil && state.StorageClass != nil {
 			cfg.ClassReplaced = immutableClassChanges(state.StorageClass, plan.StorageClass)
 		}
@@ -272,7 +273,7 @@ func (r *homeStorageResource) Create(ctx context.Context, req resource.CreateReq
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	if !r.apply(ctx, &plan, nil, &resp.Diagnostics) {
+	if !r.apply(ctx, &plan, nil, "", &resp.Diagnostics) {
 		return // nothing was created: no state
 	}
 	if resp.Diagnostics.HasError() {
@@ -283,6 +284,7 @@ func (r *homeStorageResource) Create(ctx context.Context, req resource.CreateReq
 		plan.DeletionPolicy = types.StringValue(safety.DeletionRetain)
 	}
 	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
+	recordHubSettings(ctx, resp.Private, &plan, "", &resp.Diagnostics)
 }
 
 func (r *homeStorageResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
@@ -292,10 +294,63 @@ func (r *homeStorageResource) Update(ctx context.Context, req resource.UpdateReq
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	if !r.apply(ctx, &plan, &state, &resp.Diagnostics) {
+	hub := hubSettingsOf(ctx, req.Private, &resp.Diagnostics)
+	if !r.apply(ctx, &plan, &state, hub, &resp.Diagnostics) {
 		plan = state // no claim was touched: the state stays as it was
 	}
 	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
+	recordHubSettings(ctx, resp.Private, &plan, hub, &resp.Diagnostics)
+}
+
+// hubKey is the private state that says which settings of a move out of
+// the shared layout (moveSignature) the hub was given: those of an apply
+// that finished without an error, after which Terraform applied what
+// passes spawner_settings to the hub (a failed apply stops it). A move by
+// copy starts only under such a hub (safety.Prior.HubSwitched).
+const hubKey = "hub_settings"
+
+// moveSignature is what identifies the hub's settings of a move out of the
+// shared layout for a copy: the namespace, the shared claim and directory
+// template, the claim template and the scheme; "" outside a move.
+func moveSignature(cfg safety.Config) string {
+	if cfg.SplitFrom == nil {
+		return ""
+	}
+	b, _ := json.Marshal([]string{cfg.Namespace, cfg.SplitFrom.Claim, cfg.SplitFrom.SubPathTemplate, cfg.NameTemplate, string(cfg.Scheme)})
+	return string(b)
+}
+
+// privateState is what the framework's private state offers to read.
+type privateState interface {
+	GetKey(ctx context.Context, key string) ([]byte, diag.Diagnostics)
+}
+
+// hubSettingsOf is the hubKey recorded; "" when none.
+func hubSettingsOf(ctx context.Context, p privateState, diags *diag.Diagnostics) string {
+	if p == nil {
+		return ""
+	}
+	b, d := p.GetKey(ctx, hubKey)
+	diags.Append(d...)
+	return string(b)
+}
+
+// privateWriter is what the framework's private state offers to write.
+type privateWriter interface {
+	SetKey(ctx context.Context, key string, value []byte) diag.Diagnostics
+}
+
+// recordHubSettings records the hub's settings after an apply of plan: this
+// apply's when it finished without an error, else the earlier record while
+// the settings are the same (an error in a later apply, such as a copy
+// that failed, does not unsay that the hub has them).
+func recordHubSettings(ctx context.Context, p privateWriter, plan *homeStorageModel, was string, diags *diag.Diagnostics) {
+	sig := moveSignature(plan.config(ctx, diags))
+	var v []byte
+	if sig != "" && (!diags.HasError() || was == sig) {
+		v = []byte(sig)
+	}
+	diags.Append(p.SetKey(ctx, hubKey, v)...)
 }
 
 func (r *homeStorageResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {

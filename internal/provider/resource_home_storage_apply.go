@@ -145,7 +145,7 @@ func liveClass(ctx context.Context, client *kube.Client, m *homeStorageModel) (*
 // what came of them. On partial failure the state records what exists, the
 // failed users are named, and a re-apply converges. It returns false when it
 // stopped before changing any claim; plan is then not a state to record.
-func (r *homeStorageResource) apply(ctx context.Context, plan, state *homeStorageModel, diags *diag.Diagnostics) bool {
+func (r *homeStorageResource) apply(ctx context.Context, plan, state *homeStorageModel, hub string, diags *diag.Diagnostics) bool {
 	client := requireClient(r.data, diags)
 	if client == nil {
 		return false
@@ -173,6 +173,7 @@ func (r *homeStorageResource) apply(ctx context.Context, plan, state *homeStorag
 	var prior *safety.Prior
 	if state != nil {
 		prior = state.prior(ctx, diags)
+		prior.HubSwitched = hub != "" && hub == moveSignature(prior.Config)
 	}
 	live, err := r.readLive(ctx, client, plan, state, readMode{pods: cfg.OnModeChange == safety.OnModeChangeRecreate, fresh: true, migrations: migrates(plan, state)})
 	if err != nil {

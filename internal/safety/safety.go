@@ -142,6 +142,11 @@ type Prior struct {
 	// ClassManaged: the state records the StorageClass this resource
 	// manages (a refresh forgets it when it was deleted outside Terraform).
 	ClassManaged bool
+	// HubSwitched: the last apply that gave the hub these settings of a
+	// move out of the shared layout finished without an error, so the
+	// configuration that passes spawner_settings to the hub ran after it
+	// (a failed apply stops it). A move by copy starts only then.
+	HubSwitched bool
 }
 
 // StorageClass is what is known of the class claims use.

@@ -195,7 +195,7 @@ func (p *planner) copyCanStart(up *UserPlan, from string) bool {
 // move by copy starts in the apply after the one that switched the hub to
 // this layout (with no state, the hub's layout is not known).
 func (p *planner) hubRefusesCopy(up *UserPlan) bool {
-	if p.prior == nil || p.prior.Config.SplitFrom == nil {
+	if p.prior == nil || p.prior.Config.SplitFrom == nil || !p.prior.HubSwitched {
 		return false
 	}
 	h, err := p.prior.Config.homeFor(up.User, "")

@@ -381,7 +381,7 @@ func TestPlanSplit_directoryCopyWaitsForTheHubOfTheMove(t *testing.T) {
 		{"the shared layout", &Prior{Config: directoryView(cfg)}, false},
 		{"the per-user layout", &Prior{Config: per}, false},
 		{"the move with another claim template", &Prior{Config: other}, false},
-		{"the move", &Prior{Config: cfg}, true},
+		{"the move", &Prior{Config: cfg, HubSwitched: true}, true},
 	} {
 		res := Plan(cfg, tc.prior, sharedLive(RWX))
 		a := planOf(res, "alice")
@@ -425,13 +425,13 @@ func TestPlanSplit_directoryCopyResumesAndIsNamedWhenLeft(t *testing.T) {
 	cfg.Migration.CopyImage = "rsync:3"
 	live := sharedLive(RWX)
 	live.Claims = []claims.Claim{copyClaimOf("alice", true), copyClaimOf("bob", false)}
-	res := Plan(cfg, &Prior{Config: cfg}, live)
+	res := Plan(cfg, &Prior{Config: cfg, HubSwitched: true}, live)
 	a, b := planOf(res, "alice"), planOf(res, "bob")
 	if len(res.Errors) != 0 || a.Action != ActionKeep || b.Action != ActionMigrate || b.Method != migration.MethodDirectoryCopy {
 		t.Fatalf("%+v\n%+v\n%s", a, b, findingsText(res.Errors))
 	}
 	back := sharedConfig("{username}", kubespawner.SchemeSafe, "alice", "bob")
-	text := findingsText(Plan(back, &Prior{Config: cfg}, live).Errors)
+	text := findingsText(Plan(back, &Prior{Config: cfg, HubSwitched: true}, live).Errors)
 	if !strings.Contains(text, "alice: claim hub/claim-alice → directory \"alice\" of claim hub/home-nfs (copied from directory") || strings.Contains(text, "bob:") {
 		t.Fatalf("back: %s", text)
 	}
@@ -448,7 +448,7 @@ func TestPlanSplit_directoryCopyNamedServersShareTheClaim(t *testing.T) {
 	cfg := splitConfig("alice")
 	cfg.Migration.CopyImage = "rsync:3"
 	cfg.NameTemplate = "claim-{user_server}"
-	prior := &Prior{Config: cfg}
+	prior := &Prior{Config: cfg, HubSwitched: true}
 	live := sharedLive(RWX)
 	live.SharedSource = &migration.VolumeSource{CSI: &migration.CSISource{Driver: "driver.longhorn.io", Handle: "pvc-1"}}
 	if text := findingsText(Plan(cfg, prior, live).Errors); !strings.Contains(text, "Named servers would keep the directory a copy leaves behind") {
@@ -460,14 +460,14 @@ func TestPlanSplit_directoryCopyNamedServersShareTheClaim(t *testing.T) {
 	}
 	cfg.NameTemplate = "claim-{username}"
 	live.SharedSource = &migration.VolumeSource{CSI: &migration.CSISource{Driver: "driver.longhorn.io", Handle: "pvc-1"}}
-	if text := findingsText(Plan(cfg, &Prior{Config: cfg}, live).Errors); text != "" {
+	if text := findingsText(Plan(cfg, &Prior{Config: cfg, HubSwitched: true}, live).Errors); text != "" {
 		t.Fatalf("claim-{username}: %s", text)
 	}
 	// Copies done, then the template changed: the named servers would mount
 	// the directory left behind, whether or not this plan copies anyone.
 	cfg.NameTemplate = "claim-{user_server}"
 	live.Claims = []claims.Claim{copyClaimOf("alice", true)}
-	if text := findingsText(Plan(cfg, &Prior{Config: cfg}, live).Errors); !strings.Contains(text, "Named servers would keep the directory a copy leaves behind") {
+	if text := findingsText(Plan(cfg, &Prior{Config: cfg, HubSwitched: true}, live).Errors); !strings.Contains(text, "Named servers would keep the directory a copy leaves behind") {
 		t.Fatalf("after the copies: %s", text)
 	}
 }
@@ -479,13 +479,15 @@ func TestPlanSplit_directoryCopyNamedServersShareTheClaim(t *testing.T) {
 func TestPlanSplit_directoryCopyWaitsForTheHub(t *testing.T) {
 	cfg := splitConfig("alice")
 	cfg.Migration.CopyImage, cfg.Migration.Method = "rsync:3", migration.MethodCopy
-	for _, prior := range []*Prior{nil, {Config: directoryView(cfg)}} {
+	// No state, the shared layout's, or the move's from an apply that
+	// failed (Terraform then applied nothing that passes the settings on).
+	for _, prior := range []*Prior{nil, {Config: directoryView(cfg)}, {Config: cfg}} {
 		res := Plan(cfg, prior, sharedLive(RWX))
 		if a := planOf(res, "alice"); a == nil || a.Action != ActionKeep || !strings.Contains(findingsText(res.Warnings), "Homes are copied from the next apply on") {
 			t.Fatalf("prior %v: %+v\n%s", prior, a, findingsText(res.Warnings))
 		}
 	}
-	if a := planOf(Plan(cfg, &Prior{Config: cfg}, sharedLive(RWX)), "alice"); a == nil || a.Action != ActionMigrate || a.Method != migration.MethodDirectoryCopy {
+	if a := planOf(Plan(cfg, &Prior{Config: cfg, HubSwitched: true}, sharedLive(RWX)), "alice"); a == nil || a.Action != ActionMigrate || a.Method != migration.MethodDirectoryCopy {
 		t.Fatalf("in the move: %+v", a)
 	}
 }
@@ -500,14 +502,14 @@ func TestPlanSplit_directoryCopyMadeAgain(t *testing.T) {
 	restored.Annotations[migration.SplitCopiedAnnotation] = "an-older-uid"
 	live.Claims = []claims.Claim{restored, copyClaimOf("bob", false)}
 	live.Shared.UID = "s2" // the records say s1
-	res := Plan(cfg, &Prior{Config: cfg}, live)
+	res := Plan(cfg, &Prior{Config: cfg, HubSwitched: true}, live)
 	text := findingsText(res.Errors)
 	if a, b := planOf(res, "alice"), planOf(res, "bob"); a.Action == ActionMigrate || b.Action == ActionMigrate ||
 		!strings.Contains(text, "A copied home was made again") || !strings.Contains(text, "The shared claim was made again") {
 		t.Fatalf("%+v\n%+v\n%s", a, b, text)
 	}
 	live.Shared.UID = "s1"
-	res = Plan(cfg, &Prior{Config: cfg}, live)
+	res = Plan(cfg, &Prior{Config: cfg, HubSwitched: true}, live)
 	if a, b := planOf(res, "alice"), planOf(res, "bob"); a.Action == ActionMigrate || b.Action != ActionMigrate || !strings.Contains(findingsText(res.Errors), "A copied home was made again") {
 		t.Fatalf("%+v\n%+v\n%s", a, b, findingsText(res.Errors))
 	}
@@ -534,12 +536,12 @@ func TestPlanSplit_directoryCopySkipsDirectoriesInUse(t *testing.T) {
 	live := sharedLive(RWX)
 	use := migration.NewDirectoryUse([]string{"alice/notebooks"})
 	live.DirectoriesInUse = &use
-	res := Plan(cfg, &Prior{Config: cfg}, live)
+	res := Plan(cfg, &Prior{Config: cfg, HubSwitched: true}, live)
 	if a, b := planOf(res, "alice"), planOf(res, "bob"); len(res.Errors) != 0 || a.Action != ActionKeep || b.Action != ActionMigrate || planOf(res, "carol").Action != ActionKeep {
 		t.Fatalf("%+v\n%+v\n%s", a, b, findingsText(res.Errors))
 	}
 	cfg.Migration.SkipRunning = false
-	if text := findingsText(Plan(cfg, &Prior{Config: cfg}, live).Errors); !strings.Contains(text, "Homes in use cannot be copied") || !strings.Contains(text, "alice") {
+	if text := findingsText(Plan(cfg, &Prior{Config: cfg, HubSwitched: true}, live).Errors); !strings.Contains(text, "Homes in use cannot be copied") || !strings.Contains(text, "alice") {
 		t.Fatalf("%s", text)
 	}
 }
@@ -557,13 +559,13 @@ func TestPlanSplit_directoryCopyClaimsTheCopyCannotGoOnWith(t *testing.T) {
 	live.Claims = []claims.Claim{restored, going, copyClaimOf("carol", false)}
 	left := cfg
 	left.SplitFrom = nil
-	res := Plan(left, &Prior{Config: cfg}, live)
+	res := Plan(left, &Prior{Config: cfg, HubSwitched: true}, live)
 	text := findingsText(res.Errors)
 	if !strings.Contains(text, "A copied home was made again") || strings.Contains(text, "Or undo it: delete claim hub/claim-alice") {
 		t.Fatalf("left the move: %s", text)
 	}
 	cfg.Migration.CopyImage = ""
-	res = Plan(cfg, &Prior{Config: cfg}, live)
+	res = Plan(cfg, &Prior{Config: cfg, HubSwitched: true}, live)
 	text = findingsText(res.Errors)
 	if b, c := planOf(res, "bob"), planOf(res, "carol"); b.Action == ActionMigrate || c.Action == ActionMigrate ||
 		!strings.Contains(text, "A claim of a move by copy is being deleted") || !strings.Contains(text, "Homes in directories need a copy image") {
