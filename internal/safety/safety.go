@@ -408,6 +408,9 @@ type groups struct {
 	// dirsInUse are listed users whose directory a pod uses while it
 	// should be copied and migration.skip_running is off.
 	dirsInUse []UserPlan
+	// refusedMeanwhile are users whose copy is under way (the hub refuses
+	// them) and waits for a pod using the directory.
+	refusedMeanwhile []UserPlan
 	// paused are rebinds an earlier apply started whose old claim is still
 	// there, while on_mode_change no longer says "migrate".
 	paused []pausedRebind

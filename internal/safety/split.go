@@ -176,8 +176,11 @@ func (p *planner) copyCanStart(up *UserPlan, from string) bool {
 	case p.live.DirectoriesInUse != nil && p.live.DirectoriesInUse.Uses(p.dirOf(up)):
 		// The copy would wait for the pod at apply; not counted in batch_size.
 		up.Action, up.Reason = ActionKeep, from+"; a running pod uses it: copied by a later apply"
-		if !p.cfg.Migration.SkipRunning {
+		switch {
+		case !p.cfg.Migration.SkipRunning:
 			p.g.dirsInUse = append(p.g.dirsInUse, *up)
+		case up.Live != nil:
+			p.g.refusedMeanwhile = append(p.g.refusedMeanwhile, *up) // its claim exists: the hub refuses the user meanwhile
 		}
 		return false
 	}
@@ -383,6 +386,12 @@ func (p *planner) splitFindings() {
 				"from the creation of a user's claim until the copy is verified the hub must refuse the user's spawns, and the hub of the shared layout mounts the directory whatever claim exists, "+
 				"so what the user wrote there meanwhile would be missing from the copy:\n%s\nApply again once the hub runs with the new settings (jupyter_spawner_config, and Helm when the hub's files come from there).",
 			len(h), describeReasons(h))
+	}
+	if r := p.g.refusedMeanwhile; len(r) > 0 {
+		p.warnf("migration.skip_running", "Copies under way wait for pods using the directories",
+			"%d listed user(s) have a copy under way (their claim exists, so the hub refuses their spawns until it is done), and a running pod mounts their directory of the shared claim, a directory above it, or all of it:\n%s\n"+
+				"Find the pods mounting claim %s/%s (a server started before the copy, a backup or admin pod) and stop them; the next apply then copies.",
+			len(r), describeReasons(r), p.cfg.Namespace, p.cfg.SplitFrom.Claim)
 	}
 	if u := p.g.dirsInUse; len(u) > 0 {
 		p.errorf("migration.skip_running", "Homes in use cannot be copied",

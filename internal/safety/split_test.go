@@ -540,6 +540,12 @@ func TestPlanSplit_directoryCopySkipsDirectoriesInUse(t *testing.T) {
 	if a, b := planOf(res, "alice"), planOf(res, "bob"); len(res.Errors) != 0 || a.Action != ActionKeep || b.Action != ActionMigrate || planOf(res, "carol").Action != ActionKeep {
 		t.Fatalf("%+v\n%+v\n%s", a, b, findingsText(res.Errors))
 	}
+	// A copy under way (its claim made: the hub refuses her) is named.
+	live.Claims = []claims.Claim{copyClaimOf("alice", false)}
+	if res := Plan(cfg, &Prior{Config: cfg, HubSwitched: true}, live); planOf(res, "alice").Action == ActionMigrate || !strings.Contains(findingsText(res.Warnings), "Copies under way wait for pods") {
+		t.Fatalf("under way: %+v\n%s", planOf(res, "alice"), findingsText(res.Warnings))
+	}
+	live.Claims = nil
 	cfg.Migration.SkipRunning = false
 	if text := findingsText(Plan(cfg, &Prior{Config: cfg, HubSwitched: true}, live).Errors); !strings.Contains(text, "Homes in use cannot be copied") || !strings.Contains(text, "alice") {
 		t.Fatalf("%s", text)
