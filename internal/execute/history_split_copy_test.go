@@ -45,7 +45,8 @@ import (
 // migration.SplitCopiedAnnotation equal to its own UID, and refuses the
 // spawn before (also when being deleted); a missing claim falls back to
 // the user's directory (history_split_test.go). Outside the move's layout
-// the hub reads no move's record (the per-user hub mounts any claim).
+// the model's hub reads no move's record and mounts any claim: harsher than
+// hub_config.py, whose per-user hub refuses an unfinished move's claim too.
 //
 // The checks: a copied claim is the user's home, the directory it was
 // copied from stale. Moving a server's home from the directory to the

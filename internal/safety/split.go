@@ -190,13 +190,14 @@ func (p *planner) copyCanStart(up *UserPlan, from string) bool {
 // hubRefusesCopy reports whether the hub refuses up's spawns once a move
 // by copy has made up's claim: the hub runs the configuration the last
 // apply recorded (the prior state's) until this apply is done, and only a
-// hub moving homes out of the shared layout, whose template names that
-// very claim for the user, refuses a claim being copied (check_split). A
-// hub in the shared layout mounts the directory, one of the per-user
-// layout mounts the claim, one of another template another home: what the
-// user writes there during the copy would be missing from the copy. So a
-// move by copy starts in the apply after the one that switched the hub to
-// this layout (with no state, the hub's layout is not known).
+// hub whose template names that very claim for the user refuses a claim
+// being copied (check_split). A hub in the shared layout mounts the
+// directory, one of another template another home (a per-user one may
+// have KubeSpawner create an empty claim first): what the user writes
+// there during the copy would be missing from the copy. So a move by copy
+// starts in the apply after one that gave the hub this layout and finished
+// without an error (Prior.HubSwitched; with no state, the hub's layout is
+// not known).
 func (p *planner) hubRefusesCopy(up *UserPlan) bool {
 	if p.prior == nil || p.prior.Config.SplitFrom == nil || !p.prior.HubSwitched {
 		return false
