@@ -3,12 +3,10 @@ package kube
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"maps"
-	"path"
 	"slices"
-	"strings"
+	"sync"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -72,94 +70,43 @@ func (c *Client) SharedClaimUID(ctx context.Context, namespace, claim string) (s
 func (c *Client) DirectoryUsers(ctx context.Context, namespace, shared, dir, claim string) ([]string, error) {
 	own := map[string]string{DirectoryJobName(claim): DirectoryJobComponent, migration.DirectoryCopyJobName(claim): DirectoryCopyJobComponent}
 	users := map[string]bool{}
-	seen := map[string]bool{}
-	opts := metav1.ListOptions{FieldSelector: "status.phase!=" + string(corev1.PodSucceeded) + ",status.phase!=" + string(corev1.PodFailed)}
-	err := eachPage(ctx, c, "pods", namespace, opts, func(ctx context.Context, opts metav1.ListOptions) (page[corev1.Pod], error) {
-		l, err := c.Kube.CoreV1().Pods(namespace).List(ctx, opts)
-		if err != nil {
-			return page[corev1.Pod]{}, err
+	err := c.eachUnfinishedPod(ctx, namespace, func(p *corev1.Pod) {
+		if comp, ok := own[p.Labels[JobNameLabel]]; ok && p.Labels[kubespawner.LabelAppComponent] == comp {
+			return
 		}
-		return page[corev1.Pod]{items: l.Items, meta: l.ListMeta}, nil
-	}, func(items []corev1.Pod, _ metav1.ListMeta, _ bool) {
-		for i := range items {
-			p := &items[i]
-			if seen[p.Name] || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
-				continue
-			}
-			seen[p.Name] = true
-			if comp, ok := own[p.Labels[JobNameLabel]]; ok && p.Labels[kubespawner.LabelAppComponent] == comp {
-				continue
-			}
-			if PodUsesDirectory(p, shared, dir, claim) {
-				users[p.Name] = true
-			}
+		if PodUsesDirectory(p, shared, dir, claim) {
+			users[p.Name] = true
 		}
 	})
 	if err != nil {
-		return nil, Explain(err, "list", "pods", namespace)
+		return nil, err
 	}
 	return slices.Sorted(maps.Keys(users)), nil
 }
 
 // PodUsesDirectory reports whether pod p mounts claim, or mounts directory
-// dir of claim shared (DirectoryUsers).
+// dir of claim shared, a directory above it or one below it, or all of it
+// (DirectoryUsers): the rule a plan reads too (SharedSubPaths,
+// migration.DirectoryUse).
 func PodUsesDirectory(p *corev1.Pod, shared, dir, claim string) bool {
-	sharedVols := map[string]bool{}
 	for _, v := range p.Spec.Volumes {
-		switch pvc := v.PersistentVolumeClaim; {
-		case pvc == nil:
-		case pvc.ClaimName == claim:
-			return true
-		case pvc.ClaimName == shared:
-			sharedVols[v.Name] = true
-		}
-	}
-	if len(sharedVols) == 0 {
-		return false
-	}
-	uses := func(cmd []string, env []corev1.EnvVar, mounts []corev1.VolumeMount) bool {
-		for _, m := range mounts {
-			if !sharedVols[m.Name] {
-				continue
-			}
-			sub := m.SubPath
-			switch {
-			case m.SubPathExpr != "":
-				return true
-			case sub == "" && layoutScript(cmd):
-				sub = envValue(env, "HOME_DIRECTORY") // "" when not a plain value: the root
-			}
-			if related(sub, dir) {
-				return true
-			}
-		}
-		return false
-	}
-	for _, ct := range p.Spec.InitContainers {
-		if uses(ct.Command, ct.Env, ct.VolumeMounts) {
+		if pvc := v.PersistentVolumeClaim; pvc != nil && pvc.ClaimName == claim {
 			return true
 		}
 	}
-	for _, ct := range p.Spec.Containers {
-		if uses(ct.Command, ct.Env, ct.VolumeMounts) {
-			return true
-		}
-	}
-	for _, ct := range p.Spec.EphemeralContainers {
-		if uses(ct.Command, ct.Env, ct.VolumeMounts) {
-			return true
-		}
-	}
-	return false
+	return migration.NewDirectoryUse(SharedSubPaths(p, shared)).Uses(dir)
 }
 
-// layoutScript: the command of the shared layout's init container and of
-// the directory Job (kubespawner.SharedDirectoryCommand), which mount the
-// shared claim's root and touch only the directory in their environment.
-func layoutScript(cmd []string) bool {
-	want, _ := kubespawner.SharedDirectoryCommand("", 0, 0, "")
-	return slices.Equal(cmd, want)
-}
+// layoutCommand is the command of the shared layout's init container and
+// of the directory Job (kubespawner.SharedDirectoryCommand), which mount
+// the shared claim's root and touch only the directory in their
+// environment.
+var layoutCommand = sync.OnceValue(func() []string {
+	cmd, _ := kubespawner.SharedDirectoryCommand("", 0, 0, "")
+	return cmd
+})
+
+func layoutScript(cmd []string) bool { return slices.Equal(cmd, layoutCommand()) }
 
 func envValue(env []corev1.EnvVar, name string) string {
 	for _, e := range env {
@@ -168,16 +115,6 @@ func envValue(env []corev1.EnvVar, name string) string {
 		}
 	}
 	return ""
-}
-
-// related: the mount of subPath sub shows directory dir, or is in it. The
-// root ("" or "."), a path that climbs or is absolute, count.
-func related(sub, dir string) bool {
-	s := path.Clean(sub)
-	if sub == "" || s == "." || path.IsAbs(s) || s == ".." || strings.HasPrefix(s, "../") || strings.Contains(s, "$") {
-		return true
-	}
-	return s == dir || strings.HasPrefix(dir, s+"/") || strings.HasPrefix(s, dir+"/")
 }
 
 // CreateDirectoryCopyClaim creates the user's claim of a move by copy
@@ -189,17 +126,7 @@ func (c *Client) CreateDirectoryCopyClaim(ctx context.Context, rec migration.Spl
 	if err != nil {
 		return err
 	}
-	err = c.Backoff.Retry(ctx, func() error {
-		_, err := c.Kube.CoreV1().PersistentVolumeClaims(pvc.Namespace).Create(ctx, pvc, metav1.CreateOptions{})
-		if apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("claim %s/%s: %w", pvc.Namespace, pvc.Name, execute.ErrExists)
-		}
-		return err
-	})
-	if errors.Is(err, execute.ErrExists) {
-		return err
-	}
-	return explainIf(err, "create", "persistentvolumeclaims", pvc.Namespace)
+	return c.createRecordedClaim(ctx, pvc)
 }
 
 // DirectoryCopyClaimObject is the user's claim of the move by copy rec:

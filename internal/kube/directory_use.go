@@ -16,7 +16,22 @@ import (
 // copy Jobs are left out (a move under way is resumed, not waited for).
 func (c *Client) SharedDirectoryUse(ctx context.Context, namespace, shared string) (migration.DirectoryUse, error) {
 	var subs []string
-	seen := map[string]bool{}
+	err := c.eachUnfinishedPod(ctx, namespace, func(p *corev1.Pod) {
+		if comp := p.Labels[kubespawner.LabelAppComponent]; p.Labels[JobNameLabel] != "" && (comp == DirectoryJobComponent || comp == DirectoryCopyJobComponent) {
+			return
+		}
+		subs = append(subs, SharedSubPaths(p, shared)...)
+	})
+	if err != nil {
+		return migration.DirectoryUse{}, err
+	}
+	return migration.NewDirectoryUse(subs), nil
+}
+
+// eachUnfinishedPod calls fn with each pod of namespace that is neither
+// Succeeded nor Failed, once (one paginated List).
+func (c *Client) eachUnfinishedPod(ctx context.Context, namespace string, fn func(*corev1.Pod)) error {
+	seen := map[string]bool{} // a restarted List shows a pod again
 	opts := metav1.ListOptions{FieldSelector: "status.phase!=" + string(corev1.PodSucceeded) + ",status.phase!=" + string(corev1.PodFailed)}
 	err := eachPage(ctx, c, "pods", namespace, opts, func(ctx context.Context, opts metav1.ListOptions) (page[corev1.Pod], error) {
 		l, err := c.Kube.CoreV1().Pods(namespace).List(ctx, opts)
@@ -31,16 +46,10 @@ func (c *Client) SharedDirectoryUse(ctx context.Context, namespace, shared strin
 				continue
 			}
 			seen[p.Name] = true
-			if comp := p.Labels[kubespawner.LabelAppComponent]; p.Labels[JobNameLabel] != "" && (comp == DirectoryJobComponent || comp == DirectoryCopyJobComponent) {
-				continue
-			}
-			subs = append(subs, SharedSubPaths(p, shared)...)
+			fn(p)
 		}
 	})
-	if err != nil {
-		return migration.DirectoryUse{}, Explain(err, "list", "pods", namespace)
-	}
-	return migration.NewDirectoryUse(subs), nil
+	return explainIf(err, "list", "pods", namespace)
 }
 
 // SharedSubPaths are the sub-paths of claim shared that pod p's containers

@@ -9,31 +9,58 @@ import (
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/migration"
 )
 
-// What a plan reads of pods' mounts (SharedSubPaths, migration.DirectoryUse)
-// says a directory is in use exactly when PodUsesDirectory, which the move
-// checks at apply, says so.
-func TestSharedSubPaths_agreesWithPodUsesDirectory(t *testing.T) {
+// Which pods use which directory of the shared claim, by the one rule the
+// plan (SharedSubPaths, migration.DirectoryUse) and the move
+// (PodUsesDirectory) read: each kind of container, the layout's directory
+// script by its environment, sub-path expressions and the whole claim; the
+// move also counts a mount of the user's new claim.
+func TestPodUsesDirectory(t *testing.T) {
 	script, _ := kubespawner.SharedDirectoryCommand("", 0, 0, "")
-	pod := func(containers ...corev1.Container) *corev1.Pod {
-		return &corev1.Pod{Spec: corev1.PodSpec{
-			Volumes: []corev1.Volume{{Name: "home", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "home-nfs"}}},
-				{Name: "other", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "scratch"}}}},
-			Containers: containers}}
+	vols := []corev1.Volume{
+		{Name: "home", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "home-nfs"}}},
+		{Name: "new", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "claim-alice"}}},
+		{Name: "other", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "scratch"}}},
 	}
-	mount := func(sub, expr string) corev1.Container {
-		return corev1.Container{VolumeMounts: []corev1.VolumeMount{{Name: "home", SubPath: sub, SubPathExpr: expr}}}
+	mount := func(vol, sub, expr string) corev1.Container {
+		return corev1.Container{VolumeMounts: []corev1.VolumeMount{{Name: vol, SubPath: sub, SubPathExpr: expr}}}
 	}
-	pods := []*corev1.Pod{
-		pod(mount("home/alice", "")), pod(mount("home/bob/notebooks", "")), pod(mount("home", "")), pod(mount("", "")),
-		pod(mount("", "$(USER)")), pod(mount("../x", "")), pod(corev1.Container{VolumeMounts: []corev1.VolumeMount{{Name: "other"}}}),
-		pod(corev1.Container{Command: script, Env: []corev1.EnvVar{{Name: "HOME_DIRECTORY", Value: "home/carol"}}, VolumeMounts: []corev1.VolumeMount{{Name: "home"}}}),
+	layout := func(env corev1.EnvVar) corev1.Container {
+		return corev1.Container{Command: script, Env: []corev1.EnvVar{env}, VolumeMounts: []corev1.VolumeMount{{Name: "home"}}}
 	}
-	for i, p := range pods {
+	dirs := []string{"home/alice", "home/al", "home/bob", "home/carol", "x"}
+	for _, tc := range []struct {
+		name string
+		pod  corev1.PodSpec
+		want []string // the directories it uses
+	}{
+		{"alice's directory", corev1.PodSpec{Containers: []corev1.Container{mount("home", "home/alice", "")}}, []string{"home/alice"}},
+		{"below bob's", corev1.PodSpec{Containers: []corev1.Container{mount("home", "home/bob/notebooks", "")}}, []string{"home/bob"}},
+		{"above all", corev1.PodSpec{InitContainers: []corev1.Container{mount("home", "home", "")}}, []string{"home/alice", "home/al", "home/bob", "home/carol"}},
+		{"the whole claim", corev1.PodSpec{EphemeralContainers: []corev1.EphemeralContainer{{EphemeralContainerCommon: corev1.EphemeralContainerCommon(mount("home", "", ""))}}}, dirs},
+		{"an expression", corev1.PodSpec{Containers: []corev1.Container{mount("home", "", "$(USER)")}}, dirs},
+		{"climbing out", corev1.PodSpec{Containers: []corev1.Container{mount("home", "../x", "")}}, dirs},
+		{"another claim", corev1.PodSpec{Containers: []corev1.Container{mount("other", "", "")}}, nil},
+		{"the layout's script", corev1.PodSpec{InitContainers: []corev1.Container{layout(corev1.EnvVar{Name: "HOME_DIRECTORY", Value: "home/carol"})}}, []string{"home/carol"}},
+		{"the layout's script, directory not plain", corev1.PodSpec{InitContainers: []corev1.Container{layout(corev1.EnvVar{Name: "HOME_DIRECTORY", ValueFrom: &corev1.EnvVarSource{}})}}, dirs},
+	} {
+		p := &corev1.Pod{Spec: tc.pod}
+		p.Spec.Volumes = vols
 		use := migration.NewDirectoryUse(SharedSubPaths(p, "home-nfs"))
-		for _, dir := range []string{"home/alice", "home/al", "home/bob", "home/carol", "home/dave", "home", "x"} {
-			if got, want := use.Uses(dir), PodUsesDirectory(p, "home-nfs", dir, "claim-none"); got != want {
-				t.Errorf("pod %d, %s: the plan says %v, the move %v", i, dir, got, want)
+		for _, dir := range dirs {
+			want := false
+			for _, w := range tc.want {
+				want = want || w == dir
+			}
+			if got := use.Uses(dir); got != want {
+				t.Errorf("%s, %s: the plan says %v, want %v", tc.name, dir, got, want)
+			}
+			if got := PodUsesDirectory(p, "home-nfs", dir, "claim-none"); got != want {
+				t.Errorf("%s, %s: the move says %v, want %v", tc.name, dir, got, want)
 			}
 		}
+	}
+	onClaim := &corev1.Pod{Spec: corev1.PodSpec{Volumes: vols, Containers: []corev1.Container{mount("new", "", "")}}}
+	if !PodUsesDirectory(onClaim, "home-nfs", "home/alice", "claim-alice") {
+		t.Error("a pod on the user's new claim does not hold the move")
 	}
 }

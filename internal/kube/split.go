@@ -363,7 +363,13 @@ func (c *Client) CreateSplitClaim(ctx context.Context, rec migration.SplitRecord
 	if err != nil {
 		return err
 	}
-	err = c.Backoff.Retry(ctx, func() error {
+	return c.createRecordedClaim(ctx, pvc)
+}
+
+// createRecordedClaim creates a move's claim, its record on it; one of
+// that name that exists is execute.ErrExists (never taken over).
+func (c *Client) createRecordedClaim(ctx context.Context, pvc *corev1.PersistentVolumeClaim) error {
+	err := c.Backoff.Retry(ctx, func() error {
 		_, err := c.Kube.CoreV1().PersistentVolumeClaims(pvc.Namespace).Create(ctx, pvc, metav1.CreateOptions{})
 		if apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("claim %s/%s: %w", pvc.Namespace, pvc.Name, execute.ErrExists)

@@ -23,3 +23,18 @@ func TestDirectoryUse_uses(t *testing.T) {
 		t.Error("no pod: in use")
 	}
 }
+
+// Which sub-paths of the shared claim show directory home/alice: the
+// directory, above it, in it, the root, paths that climb or are absolute,
+// expressions; not its siblings, after cleaning.
+func TestDirectoryUse_subPaths(t *testing.T) {
+	for sub, want := range map[string]bool{
+		"home/alice": true, "home/alice/": true, "./home/alice": true, "home": true, "home/alice/work": true,
+		"": true, ".": true, "/": true, "..": true, "../x": true, "home/alice/../bob": false, "home/x/../alice": true, "$(X)": true,
+		"home/alicia": false, "home/bob": false, "homes": false, "home/alice2": false,
+	} {
+		if got := NewDirectoryUse([]string{sub}).Uses("home/alice"); got != want {
+			t.Errorf("%q: %v, want %v", sub, got, want)
+		}
+	}
+}
