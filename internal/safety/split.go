@@ -101,21 +101,39 @@ func (p *planner) checkSplitFrom() {
 	}
 	// A named server whose directory is its own must not get the default
 	// server's claim: once that is moved, the server would mount it.
+	if h, ok := namedServerHomes(cfg, func(h serverHomes) bool { return h.dir != h.serverDir && h.claim == h.serverClaim }); ok {
+		p.errorf("pvc_name_template", "Named servers would mount the default server's home",
+			"shared_home.sub_path_template gives a named server a directory of its own (%q's server %q: %q; the default server: %q), and pvc_name_template gives it the default server's claim %s. "+
+				"Once a user's home is moved into that claim, their named servers would mount it instead of their own directories. "+
+				"Use a pvc_name_template with the server's name (e.g. \"claim-{user_server}\"): a named server then keeps its directory until it has a claim of its own.",
+			h.user, probeServer, h.serverDir, h.dir, h.claim)
+	}
+}
+
+// serverHomes are where a user's default server and a named server find
+// their homes while homes move out of the shared layout: their
+// directories, and the claims the per-user template gives them.
+type serverHomes struct {
+	user               string
+	dir, serverDir     string
+	claim, serverClaim claims.Ref
+}
+
+// namedServerHomes returns the first homes, of the first listed user or a
+// probe name, for which bad holds; false when none does.
+func namedServerHomes(cfg Config, bad func(serverHomes) bool) (serverHomes, bool) {
 	view := directoryView(cfg)
 	for _, u := range append(slices.Clone(cfg.Users[:min(len(cfg.Users), 1)]), probeUsers...) {
 		dir, err1 := view.homeFor(u, "")
 		serverDir, err2 := view.homeFor(u, probeServer)
 		claim, err3 := cfg.homeFor(u, "")
 		serverClaim, err4 := cfg.homeFor(u, probeServer)
-		if err1 == nil && err2 == nil && err3 == nil && err4 == nil && dir.dir != serverDir.dir && claim.claim == serverClaim.claim {
-			p.errorf("pvc_name_template", "Named servers would mount the default server's home",
-				"shared_home.sub_path_template gives a named server a directory of its own (%q's server %q: %q; the default server: %q), and pvc_name_template gives it the default server's claim %s. "+
-					"Once a user's home is moved into that claim, their named servers would mount it instead of their own directories. "+
-					"Use a pvc_name_template with the server's name (e.g. \"claim-{user_server}\"): a named server then keeps its directory until it has a claim of its own.",
-				u, probeServer, serverDir.dir, dir.dir, claim.claim)
-			return
+		h := serverHomes{user: u, dir: dir.dir, serverDir: serverDir.dir, claim: claim.claim, serverClaim: serverClaim.claim}
+		if err1 == nil && err2 == nil && err3 == nil && err4 == nil && bad(h) {
+			return h, true
 		}
 	}
+	return serverHomes{}, false
 }
 
 // splitHome plans a listed user's home that has no claim while homes move
@@ -360,20 +378,12 @@ func (p *planner) checkNamedServersOfCopies() {
 	if !copying {
 		return
 	}
-	view := directoryView(p.cfg)
-	for _, u := range append(slices.Clone(p.cfg.Users[:min(len(p.cfg.Users), 1)]), probeUsers...) {
-		dir, err1 := view.homeFor(u, "")
-		serverDir, err2 := view.homeFor(u, probeServer)
-		claim, err3 := p.cfg.homeFor(u, "")
-		serverClaim, err4 := p.cfg.homeFor(u, probeServer)
-		if err1 == nil && err2 == nil && err3 == nil && err4 == nil && dir.dir == serverDir.dir && claim.claim != serverClaim.claim {
-			p.errorf("pvc_name_template", "Named servers would keep the directory a copy leaves behind",
-				"Homes move by a copy, and a named server shares the default server's directory (%q for %q's server %q) but not its claim (%s, not %s): "+
-					"after the copy it would keep mounting the directory, while the default server mounts the copy, and the user's servers would see two different homes. "+
-					"Use pvc_name_template = \"claim-{username}\" (named servers mount the default server's claim), or a storage the move can split zero copy.",
-				dir.dir, u, probeServer, serverClaim.claim, claim.claim)
-			return
-		}
+	if h, ok := namedServerHomes(p.cfg, func(h serverHomes) bool { return h.dir == h.serverDir && h.claim != h.serverClaim }); ok {
+		p.errorf("pvc_name_template", "Named servers would keep the directory a copy leaves behind",
+			"Homes move by a copy, and a named server shares the default server's directory (%q for %q's server %q) but not its claim (%s, not %s): "+
+				"after the copy it would keep mounting the directory, while the default server mounts the copy, and the user's servers would see two different homes. "+
+				"Use pvc_name_template = \"claim-{username}\" (named servers mount the default server's claim), or a storage the move can split zero copy.",
+			h.dir, h.user, probeServer, h.serverClaim, h.claim)
 	}
 }
 
