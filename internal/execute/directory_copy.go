@@ -59,6 +59,7 @@ type DirectoryCopy struct {
 	User      string
 	Shared    string    // the shared claim, in Spec.Namespace
 	Directory string    // the user's directory in it
+	MovedFrom []string  // as Split.MovedFrom
 	Spec      ClaimSpec // the user's new claim: name, class, mode, size, labels
 	// The owner and mode of a directory the move creates, and the image
 	// that creates it (sh, mkdir, chown, chmod).
@@ -71,7 +72,7 @@ type DirectoryCopy struct {
 
 // split is the directory Job's view of the move (PrepareDirectory).
 func (j DirectoryCopy) split() Split {
-	return Split{User: j.User, Shared: j.Shared, Directory: j.Directory, Spec: j.Spec, UID: j.UID, GID: j.GID, Mode: j.Mode, Image: j.Image}
+	return Split{User: j.User, Shared: j.Shared, Directory: j.Directory, MovedFrom: j.MovedFrom, Spec: j.Spec, UID: j.UID, GID: j.GID, Mode: j.Mode, Image: j.Image}
 }
 
 // DirectoryCopy moves one user's home from its directory of the shared

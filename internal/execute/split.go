@@ -43,6 +43,10 @@ type Split struct {
 	User      string
 	Shared    string    // the shared claim, in Spec.Namespace
 	Directory string    // the user's directory in it
+	// MovedFrom are the places the directory had under earlier settings
+	// (kubespawner.Directory): a missing directory is the one of them that
+	// exists, renamed, and a pod using one of them uses the home.
+	MovedFrom []string
 	Spec      ClaimSpec // the user's new claim: name, mode, size, labels
 	// The owner and mode of a directory the move creates, and the image
 	// that creates it (sh, mkdir, chown, chmod).

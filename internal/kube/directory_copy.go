@@ -102,7 +102,7 @@ func PodUsesDirectory(p *corev1.Pod, shared, dir, claim string) bool {
 // the shared claim's root and touch only the directory in their
 // environment.
 var layoutCommand = sync.OnceValue(func() []string {
-	cmd, _ := kubespawner.SharedDirectoryCommand("", 0, 0, "")
+	cmd, _ := kubespawner.SharedDirectoryCommand(kubespawner.Directory{})
 	return cmd
 })
 

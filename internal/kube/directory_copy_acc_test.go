@@ -90,7 +90,7 @@ func sharedPod(ns, name, claim, sub, expr string, initDir *string) *corev1.Pod {
 		p.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "DIR", Value: "home/alice"}}
 	}
 	if initDir != nil {
-		cmd, vars := kubespawner.SharedDirectoryCommand(*initDir, 1000, 100, "0700")
+		cmd, vars := kubespawner.SharedDirectoryCommand(kubespawner.Directory{Path: *initDir, UID: 1000, GID: 100, Mode: "0700"})
 		ct := corev1.Container{Name: kubespawner.SharedInitContainer, Image: "busybox", Command: cmd,
 			VolumeMounts: []corev1.VolumeMount{{Name: "home", MountPath: kubespawner.SharedRoot}}}
 		for _, v := range vars {

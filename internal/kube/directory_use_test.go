@@ -15,7 +15,7 @@ import (
 // script by its environment, sub-path expressions and the whole claim; the
 // move also counts a mount of the user's new claim.
 func TestPodUsesDirectory(t *testing.T) {
-	script, _ := kubespawner.SharedDirectoryCommand("", 0, 0, "")
+	script, _ := kubespawner.SharedDirectoryCommand(kubespawner.Directory{})
 	vols := []corev1.Volume{
 		{Name: "home", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "home-nfs"}}},
 		{Name: "new", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "claim-alice"}}},

@@ -186,7 +186,7 @@ func DirectoryJobName(claim string) string {
 // container mounts it, the init container's script and environment, root
 // with only its capabilities, no retry, and a deadline of timeout.
 func DirectoryJob(job execute.Split, timeout time.Duration) *batchv1.Job {
-	cmd, vars := kubespawner.SharedDirectoryCommand(job.Directory, job.UID, job.GID, job.Mode)
+	cmd, vars := kubespawner.SharedDirectoryCommand(kubespawner.Directory{Path: job.Directory, MovedFrom: job.MovedFrom, UID: job.UID, GID: job.GID, Mode: job.Mode})
 	env := make([]corev1.EnvVar, 0, len(vars))
 	for _, v := range vars {
 		env = append(env, corev1.EnvVar{Name: v.Name, Value: v.Value})

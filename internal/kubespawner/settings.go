@@ -41,7 +41,12 @@ type SharedHome struct {
 	// server cannot write into).
 	UID, GID int64
 	Mode     string // octal, e.g. "0700"
-	Image    string // the init container's image: sh, mkdir, chown, chmod
+	Image    string // the init container's image: sh, mkdir, chown, chmod, mv -T
+	// MovedFrom are the templates of the directories the homes had under
+	// earlier settings, scheme-free (SchemeFree): a user's missing
+	// directory is the one of them that exists, renamed
+	// (SharedDirectoryCommand).
+	MovedFrom []string
 }
 
 // SharedInitContainer is the name of the init container that creates a
@@ -61,38 +66,89 @@ var SharedDirectoryCapabilities = []string{"CHOWN", "FOWNER", "DAC_OVERRIDE"}
 // EnvVar is one variable of a container's environment.
 type EnvVar struct{ Name, Value string }
 
-// SharedDirectoryCommand is the command that makes directory dir of the
-// shared claim mounted at SharedRoot when it is missing, owned by uid:gid
-// with mode (octal, e.g. "0700"), and its environment: dir may also be a
-// KubeSpawner template, which KubeSpawner expands in the environment. An
-// existing directory is left as it is. No component of the path may be a
+// Directory is a user's home directory on the shared claim as the layout's
+// init container, and any other pod that makes it, sees it.
+type Directory struct {
+	// Path is relative to the claim's root; it may be a KubeSpawner
+	// template, which KubeSpawner expands in the environment.
+	Path string
+	// MovedFrom are the places the home had under earlier settings
+	// (on_layout_change = "move"), relative paths or scheme-free templates
+	// (SchemeFree): a missing Path is the one of them that exists, renamed.
+	MovedFrom []string
+	// The owner and mode a missing directory is made with.
+	UID, GID int64
+	Mode     string // octal, e.g. "0700"
+}
+
+// SharedDirectoryCommand is the command that makes directory d of the
+// shared claim mounted at SharedRoot when it is missing, and its
+// environment.
+//
+// An existing directory is left as it is. No component of a path may be a
 // symbolic link (a user could point one of their own directories at
-// another user's home). The directory is made by one mkdir, which fails
+// another user's home). When the directory is missing and the home had
+// another place under earlier settings (d.MovedFrom) that exists, that
+// directory is renamed to it (one rename on the same file system: nothing
+// is copied); a rename never replaces a directory that holds anything
+// (rename(2) with mv -T: an empty one is replaced, one with files is
+// refused). A home found at two places (the directory and an earlier one
+// that is not empty, or two earlier ones) is refused: which holds the
+// user's files is for a person to say, and one of them may be another
+// user's (KubeSpawner's schemes can give one user's new name to another's
+// old one). Otherwise the directory is made by one mkdir, which fails
 // when another of the user's servers made it at the same moment: that one
 // is kept, never replaced (a rename over it could leave a server that
 // started on it writing into an unlinked directory). It is then given its
 // owner and mode; when that fails (a root-squashed NFS) it is removed
 // again, so that no root-owned home is left for the next spawn to take as
-// made. KubeSpawner formats the script with str.format, so it
-// holds no braces. The layout's init container runs it, and so does the
-// Job that makes a user's directory before their home moves to a claim of
-// its own.
-func SharedDirectoryCommand(dir string, uid, gid int64, mode string) ([]string, []EnvVar) {
+// made. KubeSpawner formats the script with str.format, so it holds no
+// braces. The layout's init container runs it, and so does the Job that
+// makes a user's directory before their home moves to a claim of its own.
+func SharedDirectoryCommand(d Directory) ([]string, []EnvVar) {
 	script := `set -euf
-case "$HOME_DIRECTORY" in
-""|/*|*/|.|./*|*/.|*/./*|..|../*|*/..|*/../*|*//*) echo "refusing home directory '$HOME_DIRECTORY'" >&2; exit 1;;
-esac
-d="` + SharedRoot + `"
-IFS=/
-for c in $HOME_DIRECTORY; do
-  d="$d/$c"
-  if [ -L "$d" ]; then echo "refusing home directory: $d is a symbolic link" >&2; exit 1; fi
+nl='
+'
+path_of() (
+  case "$1" in
+  ""|/*|*/|.|./*|*/.|*/./*|..|../*|*/..|*/../*|*//*) echo "refusing home directory '$1'" >&2; exit 1;;
+  esac
+  p="` + SharedRoot + `"
+  IFS=/
+  for c in $1; do
+    p="$p/$c"
+    if [ -L "$p" ]; then echo "refusing home directory: $p is a symbolic link" >&2; exit 1; fi
+  done
+  echo "$p"
+)
+holds_files() ( [ -n "$(ls -A "$1")" ] )
+d=$(path_of "$HOME_DIRECTORY")
+set +u
+moved=$HOME_MOVED_FROM
+set -u
+found=""
+IFS=$nl
+for o in $moved; do
+  s=$(path_of "$o")
+  if [ "$s" = "$d" ] || [ ! -e "$s" ]; then continue; fi
+  if [ ! -d "$s" ]; then echo "refusing home directory: its earlier place $s is not a directory" >&2; exit 1; fi
+  if [ -e "$d" ] && ! holds_files "$s"; then continue; fi
+  if [ -e "$d" ] || [ -n "$found" ]; then
+    echo "refusing home directory: the home is at two places, $s and $([ -n "$found" ] && echo "$found" || echo "$d"); move what the user needs into $d, remove the other, and spawn again" >&2; exit 1
+  fi
+  found=$s
 done
+IFS=' 	'"$nl"
 if [ -e "$d" ]; then
   if [ ! -d "$d" ]; then echo "refusing home directory: $d is not a directory" >&2; exit 1; fi
   exit 0
 fi
 mkdir -p "$(dirname "$d")"
+if [ -n "$found" ]; then
+  if mv -T "$found" "$d"; then echo "moved the home from $found to $d"; exit 0; fi
+  if [ -d "$d" ] && [ ! -L "$d" ] && [ ! -e "$found" ]; then exit 0; fi
+  echo "refusing home directory: cannot move $found to $d" >&2; exit 1
+fi
 if ! mkdir "$d" 2>/dev/null; then
   if [ -d "$d" ] && [ ! -L "$d" ]; then exit 0; fi
   echo "refusing home directory: cannot create $d" >&2; exit 1
@@ -102,18 +158,20 @@ if ! chown "$HOME_UID:$HOME_GID" "$d" || ! chmod "$HOME_MODE" "$d"; then
   echo "cannot give $d its owner and mode; removed it, so that the next spawn tries again" >&2; exit 1
 fi`
 	return []string{"sh", "-c", script}, []EnvVar{
-		{"HOME_DIRECTORY", dir},
-		{"HOME_UID", fmt.Sprint(uid)},
-		{"HOME_GID", fmt.Sprint(gid)},
-		{"HOME_MODE", mode},
+		{"HOME_DIRECTORY", d.Path},
+		{"HOME_MOVED_FROM", strings.Join(d.MovedFrom, "\n")},
+		{"HOME_UID", fmt.Sprint(d.UID)},
+		{"HOME_GID", fmt.Sprint(d.GID)},
+		{"HOME_MODE", d.Mode},
 	}
 }
 
 // initContainer creates the user's directory when it is missing, with the
-// owner and mode configured (SharedDirectoryCommand on the sub-path
-// template); an existing directory is left as it is.
+// owner and mode configured, or renames it from where earlier settings put
+// it (SharedDirectoryCommand on the sub-path template); an existing
+// directory is left as it is.
 func (s SharedHome) initContainer() map[string]any {
-	cmd, vars := SharedDirectoryCommand(s.SubPathTemplate, s.UID, s.GID, s.Mode)
+	cmd, vars := SharedDirectoryCommand(Directory{Path: s.SubPathTemplate, MovedFrom: s.MovedFrom, UID: s.UID, GID: s.GID, Mode: s.Mode})
 	env := make([]map[string]any, 0, len(vars))
 	for _, v := range vars {
 		env = append(env, map[string]any{"name": v.Name, "value": v.Value})
@@ -256,11 +314,9 @@ func CheckSubPathTemplate(t string) error {
 	if strings.Contains(t, "unescaped_") {
 		return fmt.Errorf("%q uses a raw name ({unescaped_...}): two users may get one directory (KubeSpawner strips a trailing \"-\") and a name such as \".\" is no directory of its own; use {username} or {escaped_username}", t)
 	}
-	type who struct{ user, server string }
-	probes := []who{{"jovyan", ""}, {"Ada.Lovelace@Example.org", ""}, {"alice", "gpu"}, {"alicegpu", ""}, {"alice-gpu", ""}, {"alice", ""}}
 	for _, scheme := range []Scheme{SchemeSafe, SchemeEscape} {
-		owner := map[string]who{}
-		for _, p := range probes {
+		owner := map[string]subPathProbe{}
+		for _, p := range subPathProbes {
 			d, err := Expand(t, p.user, p.server, scheme)
 			if err != nil {
 				return err
@@ -277,6 +333,15 @@ func CheckSubPathTemplate(t string) error {
 	}
 	return nil
 }
+
+// subPathProbe is a user's server whose directory a check tries.
+type subPathProbe struct{ user, server string }
+
+// subPathProbes are names whose directories differ between templates
+// and schemes in the ways that matter: escaping, a named server, a name
+// that runs into a server's.
+var subPathProbes = []subPathProbe{{"jovyan", ""}, {"Ada.Lovelace@Example.org", ""}, {"alice", "gpu"}, {"alicegpu", ""}, {"alice-gpu", ""}, {"alice", ""},
+	{"élodie", "GPU.large"}, {"a-very-long-user-name-that-kubespawner-must-shorten-with-a-hash-suffix", "gpu"}}
 
 func serverPart(s string) string {
 	if s == "" {

@@ -99,7 +99,7 @@ func TestSharedInitScript(t *testing.T) {
 func TestSharedInitScript_raceAndFailedChown(t *testing.T) {
 	root := t.TempDir()
 	run := func(dir, uid string, before string) (string, error) {
-		cmd, vars := SharedDirectoryCommand(dir, 0, 0, "0700")
+		cmd, vars := SharedDirectoryCommand(Directory{Path: dir, Mode: "0700"})
 		script := strings.ReplaceAll(cmd[2], SharedRoot, root)
 		// The other server's mkdir lands right before this one's.
 		script = strings.Replace(script, `if ! mkdir "$d"`, before+`if ! mkdir "$d"`, 1)
