@@ -41,8 +41,8 @@ type Splits interface {
 // claim of their own, zero copy.
 type Split struct {
 	User      string
-	Shared    string    // the shared claim, in Spec.Namespace
-	Directory string    // the user's directory in it
+	Shared    string // the shared claim, in Spec.Namespace
+	Directory string // the user's directory in it
 	// MovedFrom are the places the directory had under earlier settings
 	// (kubespawner.Directory): a missing directory is the one of them that
 	// exists, renamed, and a pod using one of them uses the home.
