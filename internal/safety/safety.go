@@ -278,6 +278,13 @@ type Result struct {
 	Extra              []UserPlan // other per-user claims (Config.ExtraVolumes) that differ or migrate
 	Errors             []Finding
 	Warnings           []Finding
+	// MovedFrom are the templates of the places homes had under earlier
+	// settings, which the layout's init container renames a missing
+	// directory from (migration.MovedFromAnnotation): the shared claim's
+	// list, with the place this change moves homes from
+	// (on_layout_change = "move"). Apply records it on the shared claim
+	// before anything else when it grew.
+	MovedFrom []string
 }
 
 // All is every user plan, the homes' (Users, Servers) then the other
@@ -344,6 +351,9 @@ func Plan(cfg Config, prior *Prior, live Live) Result {
 		p.checkSplitFrom()
 	}
 	res := p.run()
+	if cfg.SplitFrom != nil {
+		res.MovedFrom = liveMovedFrom(live, &res)
+	}
 	checkLayoutMoves(cfg, prior, shared, &res)
 	if cfg.SplitFrom != nil && prior == nil {
 		// Homes not yet moved are directories the plan cannot see, and a

@@ -278,6 +278,10 @@ func checkLayoutMoves(cfg Config, prior *Prior, live Live, res *Result) {
 	case m.example != "":
 		list += "\nHomes of users not listed in users, and of named servers, move too when their names differ under the two settings, for example\n  " + m.example
 	}
+	if cfg.OnLayoutChange == OnLayoutChangeMove {
+		checkRenames(cfg, prior, live, m, list, res)
+		return
+	}
 	if cfg.OnLayoutChange == OnLayoutChangeKeep {
 		res.Warnings = append(res.Warnings, Finding{"on_layout_change", what,
 			fmt.Sprintf("With on_layout_change = \"keep\", %d listed user(s) start in another home (new and empty unless it exists); their old ones stay where they are, untouched, and no longer mounted:\n%s",
@@ -314,6 +318,7 @@ func planShared(cfg Config, prior *Prior, live Live) Result {
 			fmt.Sprintf("Claim %s/%s is %v: every user's server mounts it, so all servers must run on the node it is attached to. That works on a one-node cluster; "+
 				"elsewhere servers on other nodes fail with Multi-Attach errors. Use a ReadWriteMany claim on a shared file system.", cfg.Namespace, sh.Claim, c.AccessModes)})
 	}
+	res.MovedFrom = liveMovedFrom(live, &res)
 	checkLayoutMoves(cfg, prior, live, &res)
 	// Per-user homes the template names: the layout does not mount them.
 	var kept, moving []string

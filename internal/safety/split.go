@@ -191,7 +191,7 @@ func (p *planner) copyCanStart(up *UserPlan, from string) bool {
 		up.Action, up.Reason = ActionKeep, from+"; copied by a later apply, once the hub has the move's settings"
 		p.g.hubFirst = append(p.g.hubFirst, *up)
 		return false
-	case p.live.DirectoriesInUse != nil && p.live.DirectoriesInUse.Uses(p.dirOf(up)):
+	case p.live.DirectoriesInUse != nil && p.homeInUse(up):
 		// The copy would wait for the pod at apply; not counted in batch_size.
 		up.Action, up.Reason = ActionKeep, from+"; a running pod uses it: copied by a later apply"
 		switch {
@@ -229,6 +229,25 @@ func (p *planner) hubRefusesCopy(up *UserPlan) bool {
 func (p *planner) dirOf(up *UserPlan) string {
 	h, _ := directoryView(p.cfg).homeFor(up.User, up.Server)
 	return h.dir
+}
+
+// homeInUse reports whether a running pod uses up's directory, or a place
+// it had under earlier settings that the directory Job renames it from
+// (a pod started before the rename uses the same files).
+func (p *planner) homeInUse(up *UserPlan) bool {
+	if p.live.DirectoriesInUse.Uses(p.dirOf(up)) {
+		return true
+	}
+	var moved []string
+	if p.live.Shared != nil {
+		moved, _ = migration.DecodeMovedFrom(p.live.Shared.Annotations[migration.MovedFromAnnotation]) // an error fails the plan (liveMovedFrom)
+	}
+	for _, d := range MovedDirectories(moved, up.User) {
+		if p.live.DirectoriesInUse.Uses(d) {
+			return true
+		}
+	}
+	return false
 }
 
 // splitClaim plans a claim that a move out of the shared layout made:

@@ -1,0 +1,120 @@
+package safety
+
+// Moves by rename (on_layout_change = "move"): a change of the shared
+// layout's sub_path_template or slug_scheme on the same claim renames each
+// user's directory to the new name at the user's next spawn. No pod runs at
+// plan time and no rename runs at apply: the layout's init container
+// renames the directory from the place the earlier settings gave it
+// (kubespawner.SharedDirectoryCommand), so users are switched one by one,
+// whenever they next start a server, and one who never does keeps their
+// home where it was until then. The earlier places are recorded on the
+// shared claim itself (migration.MovedFromAnnotation), the one source the
+// plan and every hub read, and the list only grows: a home is found at an
+// earlier place however many changes later, and a revert is one more move.
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/kubespawner"
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/migration"
+)
+
+// OnLayoutChangeMove renames listed and unlisted users' directories within
+// the shared claim to their new names, each at the user's next spawn.
+const OnLayoutChangeMove OnLayoutChange = "move"
+
+// liveMovedFrom is the shared claim's list of earlier places
+// (migration.MovedFromAnnotation); nil when the claim was not read.
+func liveMovedFrom(live Live, res *Result) []string {
+	if live.Shared == nil {
+		return nil
+	}
+	list, err := migration.DecodeMovedFrom(live.Shared.Annotations[migration.MovedFromAnnotation])
+	if err != nil {
+		res.Errors = append(res.Errors, Finding{"shared_home.claim_name", "The shared claim's list of earlier home directories cannot be read",
+			fmt.Sprintf("Claim %s/%s: %v. It lists where homes were before on_layout_change = \"move\" renamed them; without it users whose home was not renamed yet would start in new, empty directories. "+
+				"Restore it, as a JSON array of templates such as [\"{escaped_username}\"].", live.Shared.Namespace, live.Shared.Name, err)})
+	}
+	return list
+}
+
+// MovedDirectories are the places user's default server's home had under
+// earlier settings: the templates of movedFrom, expanded.
+func MovedDirectories(movedFrom []string, user string) []string {
+	var out []string
+	for _, t := range movedFrom {
+		// Scheme-free: any scheme expands it alike.
+		if d, err := kubespawner.Expand(t, user, "", kubespawner.SchemeSafe); err == nil {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// checkRenames plans a change that moves homes with on_layout_change =
+// "move": only directories of the same shared claim can be renamed, and a
+// listed user must not get another listed user's old directory or one
+// inside an old home. The homes moved are named; res.MovedFrom gains the
+// earlier template.
+func checkRenames(cfg Config, prior *Prior, live Live, m moves, list string, res *Result) {
+	if m.relayout || prior == nil || prior.Config.Shared == nil || cfg.Shared == nil {
+		res.Errors = append(res.Errors, Finding{"on_layout_change", "Homes can be renamed only within the shared claim",
+			fmt.Sprintf("on_layout_change = \"move\" renames users' directories of one shared claim when sub_path_template or slug_scheme changes. This change moves homes to another claim or layout:\n%s\n"+
+				"Use on_layout_change = \"migrate\" to move homes out of the shared layout into claims of their own, or \"keep\" to leave the old homes where they are.", list)})
+		return
+	}
+	was := prior.Config
+	entry, err := kubespawner.SchemeFree(was.Shared.SubPathTemplate, was.Scheme)
+	if err != nil {
+		res.Errors = append(res.Errors, Finding{"on_layout_change", "The old directories cannot be found at spawn",
+			fmt.Sprintf("The hub finds a user's old directory by the old template under the new scheme: %v. Change the template and the scheme in separate applies, or use on_layout_change = \"keep\".", err)})
+		return
+	}
+	if bad := renameConflicts(was, cfg); len(bad) > 0 {
+		res.Errors = append(res.Errors, Finding{"shared_home.sub_path_template", "A user's new directory is, or is inside, another home",
+			fmt.Sprintf("Renamed, these listed users' homes would take the place of another home, or move inside one:\n%s\n"+
+				"The user would see the other home's files. Choose a sub_path_template and slug_scheme that give no listed user another user's old directory.", CutLines(bad))})
+		return
+	}
+	res.MovedFrom = migration.WithMovedFrom(res.MovedFrom, entry)
+	res.Warnings = append(res.Warnings, Finding{"on_layout_change", "Users' home directories are renamed at their next spawn",
+		fmt.Sprintf("With on_layout_change = \"move\", %d listed user(s) find their home under its new name: the hub renames their directory (one rename on the shared file system, nothing copied) "+
+			"when they next start a server, and until then it stays where it is:\n%s\n"+
+			"A home found at both places with files in each, or whose new place holds files, is not renamed: that user's spawn fails, naming both, until a person keeps one. "+
+			"Claim %s/%s records the old place (annotation %s) for every later spawn.",
+			len(m.listed), list, cfg.Namespace, cfg.Shared.Claim, migration.MovedFromAnnotation)})
+}
+
+// renameConflicts names the listed users whose new directory under now is
+// another listed user's directory under was, or lies inside an old home
+// (a rename would move the home into itself, or into another user's).
+func renameConflicts(was, now Config) []string {
+	old := map[string]string{}
+	for _, u := range now.Users {
+		if h, err := was.homeFor(u, ""); err == nil {
+			old[h.dir] = u
+		}
+	}
+	var bad []string
+	for _, u := range now.Users {
+		h, err := now.homeFor(u, "")
+		if err != nil {
+			continue
+		}
+		if o, ok := old[h.dir]; ok && o != u {
+			bad = append(bad, fmt.Sprintf("%s: %q is %s's old home", u, h.dir, o))
+			continue
+		}
+		parts := strings.Split(h.dir, "/")
+		for i := 1; i < len(parts); i++ {
+			if o, ok := old[strings.Join(parts[:i], "/")]; ok {
+				bad = append(bad, fmt.Sprintf("%s: %q is inside %s's old home %q", u, h.dir, o, strings.Join(parts[:i], "/")))
+				break
+			}
+		}
+	}
+	slices.Sort(bad)
+	return bad
+}

@@ -1,0 +1,117 @@
+package safety
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/kubespawner"
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/migration"
+)
+
+// A change of the slug scheme with on_layout_change = "move" names every
+// listed user whose directory is renamed, fails nothing, and adds the old
+// place, scheme-free, to the shared claim's list, after what it holds.
+func TestPlanShared_moveRenamesAtSpawn(t *testing.T) {
+	was := sharedConfig("{username}", kubespawner.SchemeEscape, "alice", "Bob")
+	now := was
+	now.Scheme, now.OnLayoutChange = kubespawner.SchemeSafe, OnLayoutChangeMove
+	live := sharedLive(RWX)
+	live.Shared.Annotations = map[string]string{migration.MovedFromAnnotation: `["old/{safe_username}"]`}
+	res := Plan(now, &Prior{Config: was}, live)
+	if len(res.Errors) != 0 || res.Class != ClassSafe {
+		t.Fatalf("%s %s", res.Class, findingsText(res.Errors))
+	}
+	if text := findingsText(res.Warnings); !strings.Contains(text, "renamed at their next spawn") || !strings.Contains(text, "Bob:") || strings.Contains(text, "alice:") {
+		t.Errorf("warnings:\n%s", text)
+	}
+	if want := []string{"old/{safe_username}", "{escaped_username}"}; !slices.Equal(res.MovedFrom, want) {
+		t.Errorf("moved from %q, want %q", res.MovedFrom, want)
+	}
+	// The next plan, with the list recorded: nothing more to say or add.
+	live.Shared.Annotations[migration.MovedFromAnnotation] = migration.EncodeMovedFrom(res.MovedFrom)
+	res = Plan(now, &Prior{Config: now}, live)
+	if len(res.Errors)+len(res.Warnings) != 0 || res.Class != ClassNone || len(res.MovedFrom) != 2 {
+		t.Fatalf("after: %s %q %s %s", res.Class, res.MovedFrom, findingsText(res.Errors), findingsText(res.Warnings))
+	}
+	// Reverted: one more move; the list keeps every earlier place.
+	back := was
+	back.OnLayoutChange = OnLayoutChangeMove
+	res = Plan(back, &Prior{Config: now}, live)
+	if len(res.Errors) != 0 || !slices.Equal(res.MovedFrom, []string{"old/{safe_username}", "{escaped_username}", "{safe_username}"}) {
+		t.Fatalf("reverted: %q %s", res.MovedFrom, findingsText(res.Errors))
+	}
+	// Without a move the list is carried as it is (the hub keeps renaming).
+	back.OnLayoutChange = OnLayoutChangeFail
+	if res = Plan(back, &Prior{Config: back}, live); len(res.MovedFrom) != 2 {
+		t.Fatalf("carried: %q", res.MovedFrom)
+	}
+}
+
+// A move names what it cannot do: into another claim, a layout switch,
+// a list on the claim that cannot be read, a template the new scheme
+// cannot express, a listed user given another's old directory or one
+// inside an old home.
+func TestPlanShared_moveRefusals(t *testing.T) {
+	was := sharedConfig("{username}", kubespawner.SchemeEscape, "alice")
+	now := was
+	now.OnLayoutChange = OnLayoutChangeMove
+	now.Shared = &SharedHome{Claim: "other", SubPathTemplate: "{username}"}
+	live := sharedLive(RWX)
+	live.Shared.Name = "other"
+	if text := findingsText(Plan(now, &Prior{Config: was}, live).Errors); !strings.Contains(text, "only within the shared claim") {
+		t.Errorf("another claim:\n%s", text)
+	}
+	perUser := now
+	perUser.Shared = nil
+	if text := findingsText(Plan(perUser, &Prior{Config: was}, Live{}).Errors); !strings.Contains(text, "only within the shared claim") {
+		t.Errorf("a layout switch:\n%s", text)
+	}
+
+	now.Shared = &SharedHome{Claim: "home-nfs", SubPathTemplate: "{username}"}
+	now.Scheme = kubespawner.SchemeSafe
+	live = sharedLive(RWX)
+	live.Shared.Annotations = map[string]string{migration.MovedFromAnnotation: "{not json"}
+	if text := findingsText(Plan(now, &Prior{Config: was}, live).Errors); !strings.Contains(text, "cannot be read") {
+		t.Errorf("unreadable list:\n%s", text)
+	}
+
+	ws := sharedConfig("{user_server}/x", kubespawner.SchemeEscape, "alice")
+	ns := ws
+	ns.Scheme, ns.OnLayoutChange = kubespawner.SchemeSafe, OnLayoutChangeMove
+	if text := findingsText(Plan(ns, &Prior{Config: ws}, sharedLive(RWX)).Errors); !strings.Contains(text, "cannot be found at spawn") {
+		t.Errorf("inexpressible:\n%s", text)
+	}
+
+	// "a.b" was "a-2eb" under escape; safe gives user "a-2eb" that name.
+	was = sharedConfig("{username}", kubespawner.SchemeEscape, "a.b", "a-2eb")
+	now = was
+	now.Scheme, now.OnLayoutChange = kubespawner.SchemeSafe, OnLayoutChangeMove
+	if text := findingsText(Plan(now, &Prior{Config: was}, sharedLive(RWX)).Errors); !strings.Contains(text, `a-2eb: "a-2eb" is a.b's old home`) {
+		t.Errorf("taken:\n%s", text)
+	}
+	was = sharedConfig("{username}", kubespawner.SchemeSafe, "alice")
+	now = sharedConfig("{username}/home", kubespawner.SchemeSafe, "alice")
+	now.OnLayoutChange = OnLayoutChangeMove
+	if text := findingsText(Plan(now, &Prior{Config: was}, sharedLive(RWX)).Errors); !strings.Contains(text, `inside alice's old home "alice"`) {
+		t.Errorf("inside:\n%s", text)
+	}
+}
+
+// While homes move out of the shared layout, a pod on a place a home had
+// before a rename uses that home: the copy waits for it.
+func TestPlanSplit_podOnAnEarlierPlaceUsesTheHome(t *testing.T) {
+	cfg := splitConfig("alice", "bob")
+	cfg.Migration.CopyImage, cfg.Migration.Method, cfg.Migration.SkipRunning = "rsync:3", migration.MethodCopy, true
+	live := sharedLive(RWX)
+	live.Shared.Annotations = map[string]string{migration.MovedFromAnnotation: `["old/{escaped_username}"]`}
+	use := migration.NewDirectoryUse([]string{"old/alice"})
+	live.DirectoriesInUse = &use
+	res := Plan(cfg, &Prior{Config: cfg, HubSwitched: true}, live)
+	if a, b := planOf(res, "alice"), planOf(res, "bob"); len(res.Errors) != 0 || a.Action != ActionKeep || b.Action != ActionMigrate {
+		t.Fatalf("%+v\n%+v\n%s", a, b, findingsText(res.Errors))
+	}
+	if !slices.Equal(res.MovedFrom, []string{"old/{escaped_username}"}) {
+		t.Errorf("moved from %q", res.MovedFrom)
+	}
+}
