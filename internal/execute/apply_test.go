@@ -53,8 +53,8 @@ func (f *applyFake) SharedClaimUID(ctx context.Context, ns, claim string) (strin
 	return f.dcopy.SharedClaimUID(ctx, ns, claim)
 }
 
-func (f *applyFake) DirectoryUsers(ctx context.Context, ns, shared, dir, claim string) ([]string, error) {
-	return f.dcopy.DirectoryUsers(ctx, ns, shared, dir, claim)
+func (f *applyFake) DirectoryUsers(ctx context.Context, ns, shared string, dirs []string, claim string) ([]string, error) {
+	return f.dcopy.DirectoryUsers(ctx, ns, shared, dirs, claim)
 }
 
 func (f *applyFake) CreateDirectoryCopyClaim(ctx context.Context, rec migration.SplitRecord, spec ClaimSpec) error {

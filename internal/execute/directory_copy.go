@@ -28,7 +28,7 @@ type DirectoryCopies interface {
 	// directory in its environment)
 	// or that mount claim, but for the pods of the provider's own Jobs of
 	// this move (its directory Job and its copy Job).
-	DirectoryUsers(ctx context.Context, namespace, shared, dir, claim string) ([]string, error)
+	DirectoryUsers(ctx context.Context, namespace, shared string, dirs []string, claim string) ([]string, error)
 	// CreateDirectoryCopyClaim creates the claim spec describes, of class
 	// spec.Class, with KubeSpawner's labels and the record rec (its
 	// migration.SplitAnnotation). ErrExists when a claim of that name exists.
@@ -108,7 +108,7 @@ func (r SplitRunner) DirectoryCopy(ctx context.Context, job DirectoryCopy) (migr
 		}
 		var busy []string
 		if c == nil || c.Copied == "" { // a copied claim is the home: its pods are the user's
-			if busy, err = cl.DirectoryUsers(ctx, ns, job.Shared, job.Directory, rec.Claim); err != nil {
+			if busy, err = cl.DirectoryUsers(ctx, ns, job.Shared, append([]string{job.Directory}, job.MovedFrom...), rec.Claim); err != nil {
 				return "", nil, err
 			}
 		}

@@ -63,7 +63,7 @@ func (f *dcopyFake) PrepareDirectory(_ context.Context, job Split) error {
 	return nil
 }
 
-func (f *dcopyFake) DirectoryUsers(context.Context, string, string, string, string) ([]string, error) {
+func (f *dcopyFake) DirectoryUsers(context.Context, string, string, []string, string) ([]string, error) {
 	return append([]string(nil), f.users...), nil
 }
 

@@ -111,14 +111,14 @@ func relatedDir(sub, dir string) bool {
 	return sub == "" || s == "." || s == dir || strings.HasPrefix(dir, s+"/") || strings.HasPrefix(s, dir+"/")
 }
 
-func (w *world) DirectoryUsers(_ context.Context, namespace, shared, dir, claim string) ([]string, error) {
+func (w *world) DirectoryUsers(_ context.Context, namespace, shared string, dirs []string, claim string) ([]string, error) {
 	if err := w.between(); err != nil {
 		return nil, err
 	}
 	sref, cref := claims.Ref{Namespace: namespace, Name: shared}, claims.Ref{Namespace: namespace, Name: claim}
 	var out []string
 	for _, p := range w.pods {
-		if p.ref == cref || p.ref == sref && relatedDir(p.dir, dir) {
+		if p.ref == cref || p.ref == sref && slices.ContainsFunc(dirs, func(dir string) bool { return relatedDir(p.dir, dir) }) {
 			out = append(out, "jupyter-"+strings.ReplaceAll(p.who, "/", "--"))
 		}
 	}
@@ -127,7 +127,7 @@ func (w *world) DirectoryUsers(_ context.Context, namespace, shared, dir, claim 
 		if !j.running() || jref.Namespace != namespace || jref.Name == own {
 			continue
 		}
-		if j.dst == cref || j.src == cref || j.src == sref && (j.dir == "" || relatedDir(j.dir, dir)) {
+		if j.dst == cref || j.src == cref || j.src == sref && (j.dir == "" || slices.ContainsFunc(dirs, func(dir string) bool { return relatedDir(j.dir, dir) })) {
 			out = append(out, jref.Name+"-pod")
 		}
 	}

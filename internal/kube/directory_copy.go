@@ -57,8 +57,9 @@ func (c *Client) SharedClaimUID(ctx context.Context, namespace, claim string) (s
 	return string(pvc.UID), nil
 }
 
-// DirectoryUsers lists the unfinished pods in namespace that use directory
-// dir of claim shared, or that mount claim (execute.DirectoryCopies), from
+// DirectoryUsers lists the unfinished pods in namespace that use one of
+// dirs of claim shared (a home's directory and the places it had before a
+// rename), or that mount claim (execute.DirectoryCopies), from
 // one List of the namespace's pods that are not Succeeded or Failed. A pod
 // uses the directory when a container (init and ephemeral containers too)
 // mounts the shared claim with a subPath equal to dir, above it or below
@@ -67,14 +68,14 @@ func (c *Client) SharedClaimUID(ctx context.Context, namespace, claim string) (s
 // container, a move's directory Job) uses the directory in its
 // environment. The pods of this move's own directory and copy Jobs are
 // left out.
-func (c *Client) DirectoryUsers(ctx context.Context, namespace, shared, dir, claim string) ([]string, error) {
+func (c *Client) DirectoryUsers(ctx context.Context, namespace, shared string, dirs []string, claim string) ([]string, error) {
 	own := map[string]string{DirectoryJobName(claim): DirectoryJobComponent, migration.DirectoryCopyJobName(claim): DirectoryCopyJobComponent}
 	users := map[string]bool{}
 	err := c.eachUnfinishedPod(ctx, namespace, func(p *corev1.Pod) {
 		if comp, ok := own[p.Labels[JobNameLabel]]; ok && p.Labels[kubespawner.LabelAppComponent] == comp {
 			return
 		}
-		if PodUsesDirectory(p, shared, dir, claim) {
+		if PodUsesDirectory(p, shared, dirs, claim) {
 			users[p.Name] = true
 		}
 	})
@@ -84,17 +85,18 @@ func (c *Client) DirectoryUsers(ctx context.Context, namespace, shared, dir, cla
 	return slices.Sorted(maps.Keys(users)), nil
 }
 
-// PodUsesDirectory reports whether pod p mounts claim, or mounts directory
-// dir of claim shared, a directory above it or one below it, or all of it
+// PodUsesDirectory reports whether pod p mounts claim, or mounts one of
+// dirs of claim shared, a directory above it or one below it, or all of it
 // (DirectoryUsers): the rule a plan reads too (SharedSubPaths,
 // migration.DirectoryUse).
-func PodUsesDirectory(p *corev1.Pod, shared, dir, claim string) bool {
+func PodUsesDirectory(p *corev1.Pod, shared string, dirs []string, claim string) bool {
 	for _, v := range p.Spec.Volumes {
 		if pvc := v.PersistentVolumeClaim; pvc != nil && pvc.ClaimName == claim {
 			return true
 		}
 	}
-	return migration.NewDirectoryUse(SharedSubPaths(p, shared)).Uses(dir)
+	use := migration.NewDirectoryUse(SharedSubPaths(p, shared))
+	return slices.ContainsFunc(dirs, use.Uses)
 }
 
 // layoutCommand is the command of the shared layout's init container and

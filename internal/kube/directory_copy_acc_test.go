@@ -165,7 +165,7 @@ func TestAccDirectoryCopy(t *testing.T) {
 		}
 	}
 	wantBusy := []string{"below", "expr", "forged", "init-only", "jupyter-alice", "new-claim", "parent", "root"}
-	got, err := limited.DirectoryUsers(ctx, ns, "home-shared", "home/alice", "claim-alice")
+	got, err := limited.DirectoryUsers(ctx, ns, "home-shared", []string{"home/alice"}, "claim-alice")
 	if err != nil || !slices.Equal(got, wantBusy) {
 		t.Fatalf("users of alice's directory: %v %v, want %v", got, err, wantBusy)
 	}
@@ -359,7 +359,7 @@ func checkDirectoryCopyJob(t *testing.T, j *batchv1.Job, ns, user, claimUID stri
 func waitNoUsers(t *testing.T, c *Client, ns, user string) {
 	t.Helper()
 	for range 100 {
-		got, err := c.DirectoryUsers(context.Background(), ns, "home-shared", "home/"+user, "claim-"+user)
+		got, err := c.DirectoryUsers(context.Background(), ns, "home-shared", []string{"home/" + user}, "claim-"+user)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -2,6 +2,7 @@ package kube
 
 import (
 	"context"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -55,7 +56,8 @@ func (c *Client) eachUnfinishedPod(ctx context.Context, namespace string, fn fun
 // SharedSubPaths are the sub-paths of claim shared that pod p's containers
 // (init and ephemeral ones too) mount, as PodUsesDirectory reads them: ""
 // for the whole claim or a sub-path expression; the directory in the
-// environment of the shared layout's directory script.
+// environment of the shared layout's directory script, and the places it
+// may rename the directory from.
 func SharedSubPaths(p *corev1.Pod, shared string) []string {
 	vols := map[string]bool{}
 	for _, v := range p.Spec.Volumes {
@@ -78,6 +80,12 @@ func SharedSubPaths(p *corev1.Pod, shared string) []string {
 				sub = ""
 			case sub == "" && layoutScript(cmd):
 				sub = envValue(env, "HOME_DIRECTORY")
+				// It may rename the home from a place it had before.
+				for _, o := range strings.Split(envValue(env, "HOME_MOVED_FROM"), "\n") {
+					if o != "" {
+						subs = append(subs, o)
+					}
+				}
 			}
 			subs = append(subs, sub)
 		}

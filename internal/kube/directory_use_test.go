@@ -24,8 +24,8 @@ func TestPodUsesDirectory(t *testing.T) {
 	mount := func(vol, sub, expr string) corev1.Container {
 		return corev1.Container{VolumeMounts: []corev1.VolumeMount{{Name: vol, SubPath: sub, SubPathExpr: expr}}}
 	}
-	layout := func(env corev1.EnvVar) corev1.Container {
-		return corev1.Container{Command: script, Env: []corev1.EnvVar{env}, VolumeMounts: []corev1.VolumeMount{{Name: "home"}}}
+	layout := func(env ...corev1.EnvVar) corev1.Container {
+		return corev1.Container{Command: script, Env: env, VolumeMounts: []corev1.VolumeMount{{Name: "home"}}}
 	}
 	dirs := []string{"home/alice", "home/al", "home/bob", "home/carol", "x"}
 	for _, tc := range []struct {
@@ -41,6 +41,8 @@ func TestPodUsesDirectory(t *testing.T) {
 		{"climbing out", corev1.PodSpec{Containers: []corev1.Container{mount("home", "../x", "")}}, dirs},
 		{"another claim", corev1.PodSpec{Containers: []corev1.Container{mount("other", "", "")}}, nil},
 		{"the layout's script", corev1.PodSpec{InitContainers: []corev1.Container{layout(corev1.EnvVar{Name: "HOME_DIRECTORY", Value: "home/carol"})}}, []string{"home/carol"}},
+		{"the layout's script renaming", corev1.PodSpec{InitContainers: []corev1.Container{layout(corev1.EnvVar{Name: "HOME_DIRECTORY", Value: "home/carol"},
+			corev1.EnvVar{Name: "HOME_MOVED_FROM", Value: "x\nhome/bob"})}}, []string{"home/carol", "home/bob", "x"}},
 		{"the layout's script, directory not plain", corev1.PodSpec{InitContainers: []corev1.Container{layout(corev1.EnvVar{Name: "HOME_DIRECTORY", ValueFrom: &corev1.EnvVarSource{}})}}, dirs},
 	} {
 		p := &corev1.Pod{Spec: tc.pod}
@@ -54,13 +56,13 @@ func TestPodUsesDirectory(t *testing.T) {
 			if got := use.Uses(dir); got != want {
 				t.Errorf("%s, %s: the plan says %v, want %v", tc.name, dir, got, want)
 			}
-			if got := PodUsesDirectory(p, "home-nfs", dir, "claim-none"); got != want {
+			if got := PodUsesDirectory(p, "home-nfs", []string{dir}, "claim-none"); got != want {
 				t.Errorf("%s, %s: the move says %v, want %v", tc.name, dir, got, want)
 			}
 		}
 	}
 	onClaim := &corev1.Pod{Spec: corev1.PodSpec{Volumes: vols, Containers: []corev1.Container{mount("new", "", "")}}}
-	if !PodUsesDirectory(onClaim, "home-nfs", "home/alice", "claim-alice") {
+	if !PodUsesDirectory(onClaim, "home-nfs", []string{"home/alice"}, "claim-alice") {
 		t.Error("a pod on the user's new claim does not hold the move")
 	}
 }

@@ -79,6 +79,11 @@ func (r *homeStorageResource) ValidateConfig(ctx context.Context, req resource.V
 			"It moves each listed user's directory of shared_home's claim into a claim of their own: set layout = \"per_user\" and keep shared_home naming the claim that holds the homes. "+
 				"Other changes of the layout are kept (\"keep\") or refused (\"fail\").")
 	}
+	if m.OnLayoutChange.ValueString() == string(safety.OnLayoutChangeMove) && (m.SharedHome == nil || m.Layout.ValueString() == layoutPerUser) && !m.Layout.IsUnknown() {
+		resp.Diagnostics.AddAttributeError(path.Root("on_layout_change"), "on_layout_change = \"move\" renames directories of the shared claim",
+			"It renames each user's directory of shared_home's claim when sub_path_template or slug_scheme changes: keep shared_home and the shared layout. "+
+				"To move homes out of the shared layout into claims of their own, use on_layout_change = \"migrate\" with layout = \"per_user\".")
+	}
 	if m.AccessMode.ValueString() == safety.RWX && m.StorageClass == nil && m.StorageClassName.IsNull() && m.SharedHome == nil {
 		resp.Diagnostics.AddAttributeError(path.Root("storage_class_name"), "ReadWriteMany needs a storage class",
 			"The cluster's default class is usually a block-volume class that cannot serve ReadWriteMany. Name a class backed by a shared file system with storage_class_name, or create one with storage_class = { name = ..., provisioner = ... }.")
@@ -128,10 +133,11 @@ func (r *homeStorageResource) ModifyPlan(ctx context.Context, req resource.Modif
 	// destroy, never classified, deletes none.
 	resp.Diagnostics.Append(resp.Private.SetKey(ctx, destroyKey, nil)...)
 	plan.ID = plan.Namespace
-	if !plan.Capacity.IsUnknown() && !plan.AccessMode.IsUnknown() && !plan.PVCNameTemplate.IsUnknown() && !plan.SlugScheme.IsUnknown() && plan.sharedKnown() {
+	if !plan.Capacity.IsUnknown() && !plan.AccessMode.IsUnknown() && !plan.PVCNameTemplate.IsUnknown() && !plan.SlugScheme.IsUnknown() && plan.SharedHome == nil {
 		// Known from the configuration alone: it names no user, so no
-		// migration changes it.
-		plan.SpawnerSettings = types.StringValue(spawnerSettings(&plan))
+		// migration changes it. With shared_home it also holds the places
+		// homes had before a move (read from the shared claim: planValues).
+		plan.SpawnerSettings = types.StringValue(spawnerSettings(&plan, nil))
 	}
 	client := r.client()
 	if client == nil || !plannable(&plan) {
@@ -386,7 +392,7 @@ func (r *homeStorageResource) Read(ctx context.Context, req resource.ReadRequest
 		state.LegacyUsers = legacyValue(res)
 		state.ColocationRequired = types.BoolValue(res.ColocationRequired)
 		state.ChangeClass = types.StringValue(string(safety.ClassNone))
-		state.SpawnerSettings = types.StringValue(spawnerSettings(&state))
+		state.SpawnerSettings = types.StringValue(spawnerSettings(&state, res.MovedFrom))
 	}
 	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
 }

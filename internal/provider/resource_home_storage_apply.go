@@ -5,6 +5,7 @@ package provider
 
 import (
 	"context"
+	"slices"
 
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
@@ -13,6 +14,7 @@ import (
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/claims"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/execute"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/kube"
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/migration"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/safety"
 )
 
@@ -193,6 +195,13 @@ func (r *homeStorageResource) apply(ctx context.Context, plan, state *homeStorag
 	if !ok {
 		return false
 	}
+	// Where homes were before a move by rename is on the shared claim
+	// before the hub is given the new settings (Terraform applies what
+	// reads spawner_settings after this resource).
+	if err := recordMovedFrom(ctx, client, live, res); err != nil {
+		diags.AddAttributeError(path.Root("on_layout_change"), "Cannot record where the homes were", err.Error())
+		return false
+	}
 	// Apply does what the plan showed, to the objects the plan read: the
 	// changes read now are compared with the plan's, and a user whose claim
 	// changed since is left alone (OpenTofu's check of the plan made again
@@ -220,6 +229,22 @@ func (r *homeStorageResource) apply(ctx context.Context, plan, state *homeStorag
 	return true
 }
 
+// recordMovedFrom adds the places homes had before a move by rename
+// (safety.Result.MovedFrom) to the shared claim's list when it lacks some.
+func recordMovedFrom(ctx context.Context, client *kube.Client, live safety.Live, res safety.Result) error {
+	if live.Shared == nil || len(res.MovedFrom) == 0 {
+		return nil
+	}
+	have, err := migration.DecodeMovedFrom(live.Shared.Annotations[migration.MovedFromAnnotation])
+	if err != nil {
+		return err
+	}
+	if slices.Equal(migration.WithMovedFrom(have, res.MovedFrom...), have) {
+		return nil
+	}
+	return client.RecordMovedFrom(ctx, live.Shared.Ref(), live.Shared.UID, res.MovedFrom)
+}
+
 // runPlannedMigrations runs the migrations the plan showed (when the API
 // server can be reached) and sets migration_status. It reports whether
 // the plan showed any, and whether they ran.
@@ -234,7 +259,7 @@ func runPlannedMigrations(ctx context.Context, ex *execute.Apply, plan, state *h
 	}
 	ran = len(migrations) > 0 && reachable
 	if ran {
-		plan.MigrationStatus = runMigrations(ctx, ex, plan, migrations, cfg, spec)
+		plan.MigrationStatus = runMigrations(ctx, ex, plan, migrations, cfg, res, spec)
 	}
 	if plan.MigrationStatus.IsUnknown() {
 		plan.MigrationStatus = types.StringValue("{}")

@@ -228,7 +228,7 @@ type migrationStatusEntry struct {
 // max_parallel at a time, and returns migration_status. Failures are
 // reported with the apply's other failures (reportOutcome); no data is lost
 // by a failure at any step (the volume is retained from the first step on).
-func runMigrations(ctx context.Context, ex *execute.Apply, plan *homeStorageModel, items []migrationItem, cfg safety.Config, spec execute.ClaimSpec) types.String {
+func runMigrations(ctx context.Context, ex *execute.Apply, plan *homeStorageModel, items []migrationItem, cfg safety.Config, res safety.Result, spec execute.ClaimSpec) types.String {
 	labels := spec.Labels
 	ms := make([]execute.Migration, len(items))
 	for i, it := range items {
@@ -236,9 +236,9 @@ func runMigrations(ctx context.Context, ex *execute.Apply, plan *homeStorageMode
 		ms[i] = execute.Migration{Key: it.key, Plan: up}
 		switch up.Method {
 		case migration.MethodSplit:
-			ms[i].Split = splitJob(plan, cfg, up, spec)
+			ms[i].Split = splitJob(plan, cfg, res, up, spec)
 		case migration.MethodDirectoryCopy:
-			ms[i].DirectoryCopy = directoryCopyJob(plan, cfg, up, spec)
+			ms[i].DirectoryCopy = directoryCopyJob(plan, cfg, res, up, spec)
 		case migration.MethodCopy:
 			to := cfg.AccessMode
 			if up.CopyResume != nil {
@@ -272,24 +272,25 @@ func runMigrations(ctx context.Context, ex *execute.Apply, plan *homeStorageMode
 }
 
 // splitJob is the move of up's home out of the shared layout: its
-// directory (as the planner checked, the one a resumed move began from)
-// and the owner, mode and image of a directory the move makes.
-func splitJob(plan *homeStorageModel, cfg safety.Config, up safety.UserPlan, spec execute.ClaimSpec) *execute.Split {
+// directory (as the planner checked, the one a resumed move began from),
+// the places it had before a rename, and the owner, mode and image of a
+// directory the move makes.
+func splitJob(plan *homeStorageModel, cfg safety.Config, res safety.Result, up safety.UserPlan, spec execute.ClaimSpec) *execute.Split {
 	sh := plan.splitFrom()
 	dir, _ := kubespawner.Expand(cfg.SplitFrom.SubPathTemplate, up.User, "", cfg.Scheme) // the plan expanded it
 	spec = spec.For(up)
 	spec.Class = ""
-	return &execute.Split{User: up.User, Shared: cfg.SplitFrom.Claim, Directory: dir, Spec: spec,
+	return &execute.Split{User: up.User, Shared: cfg.SplitFrom.Claim, Directory: dir, MovedFrom: safety.MovedDirectories(res.MovedFrom, up.User), Spec: spec,
 		UID: sh.DirectoryUID.ValueInt64(), GID: sh.DirectoryGID.ValueInt64(), Mode: sh.DirectoryMode.ValueString(), Image: sh.InitImage.ValueString()}
 }
 
 // directoryCopyJob is the move of up's home out of the shared layout by a
 // copy: as splitJob, into a claim of the configured class, with the copy
 // image.
-func directoryCopyJob(plan *homeStorageModel, cfg safety.Config, up safety.UserPlan, spec execute.ClaimSpec) *execute.DirectoryCopy {
-	s := splitJob(plan, cfg, up, spec)
+func directoryCopyJob(plan *homeStorageModel, cfg safety.Config, res safety.Result, up safety.UserPlan, spec execute.ClaimSpec) *execute.DirectoryCopy {
+	s := splitJob(plan, cfg, res, up, spec)
 	spec = spec.For(up)
-	return &execute.DirectoryCopy{User: s.User, Shared: s.Shared, Directory: s.Directory, Spec: spec, UID: s.UID, GID: s.GID, Mode: s.Mode, Image: s.Image,
+	return &execute.DirectoryCopy{User: s.User, Shared: s.Shared, Directory: s.Directory, MovedFrom: s.MovedFrom, Spec: spec, UID: s.UID, GID: s.GID, Mode: s.Mode, Image: s.Image,
 		CopyImage: cfg.Migration.CopyImage}
 }
 

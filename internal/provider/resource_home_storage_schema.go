@@ -209,7 +209,7 @@ func homeStorageSchema() schema.Schema {
 					"and Nebari's classic deployments keep them, instead of a claim per user. Servers mount the user's directory (`sub_path_template`) of `claim_name`; an init container " +
 					"creates a missing directory with `directory_uid`, `directory_gid` and `directory_mode` (kubelet would create it owned by root) and leaves an existing one as it is. " +
 					"KubeSpawner creates no per-user claim (`storage_pvc_ensure = false`) and deletes none when a user or a named server is deleted (`delete_pvc = false`: per-user claims of an earlier layout, kept, are homes too). No other mount of the home volume, mount over the home's path or volume of the shared claim is accepted from `jupyter_spawner_config` (every server would get every home). " +
-					"The provider never creates, changes or deletes the shared claim, and destroy deletes no claim in this layout.\n\n" +
+					"The provider never creates or deletes the shared claim, and changes nothing of it but the list of earlier places of `on_layout_change = \"move\"` (an annotation); destroy deletes no claim in this layout.\n\n" +
 					"A change that moves homes (another `claim_name`, `sub_path_template`, `slug_scheme` or `namespace`, or a switch between this layout and per-user claims, also onto listed users' claims when the resource is new) " +
 					"fails the plan naming, old and new, every listed user whose default server's home moves, and an example of an unlisted user's or a named server's home that moves, " +
 					"unless `on_layout_change = \"keep\"`; a change that would give a user the directory holding the old homes (`home/{username}` to `{username}`: a user named `home`) fails even then. " +
@@ -232,13 +232,23 @@ func homeStorageSchema() schema.Schema {
 						MarkdownDescription: "Mode of a directory the init container creates, in octal; default `0700`.",
 						Validators:          []validator.String{stringvalidator.RegexMatches(octalModeRE, "must be an octal mode such as \"0700\" or \"2775\"")}},
 					"init_image": schema.StringAttribute{Required: true,
-						MarkdownDescription: "Image of the init container that creates a missing directory; it needs `sh`, `mkdir`, `chown` and `chmod` (e.g. a busybox or Alpine image)."},
+						MarkdownDescription: "Image of the init container that creates a missing directory; it needs `sh`, `ls`, `mkdir`, `chown`, `chmod` and, for `on_layout_change = \"move\"`, `mv -T` (e.g. a busybox or Alpine image)."},
 				}},
 			"on_layout_change": schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString(string(safety.OnLayoutChangeFail)),
 				MarkdownDescription: "What to do when a change moves users' homes to other directories or claims (see `shared_home` and `layout`): `fail` (default; the plan names every listed user whose home moves), " +
 					"`keep` (apply it: the old directories and claims stay as they are, untouched and no longer mounted, and those users start in the new ones), " +
-					"or `migrate` (with `layout = \"per_user\"` and `shared_home`: each listed user's directory becomes a claim of their own, zero copy; see `layout`).",
-				Validators: []validator.String{stringvalidator.OneOf(string(safety.OnLayoutChangeFail), string(safety.OnLayoutChangeKeep), string(safety.OnLayoutChangeMigrate))}},
+					"`move` (in the shared layout, when `sub_path_template` or `slug_scheme` changes on the same claim: each user's directory is renamed to its new name at the user's next spawn, see below), " +
+					"or `migrate` (with `layout = \"per_user\"` and `shared_home`: each listed user's directory becomes a claim of their own, zero copy or by a copy; see `layout`).\n\n" +
+					"**Move by rename.** The plan names every listed user whose directory is renamed, and fails where a listed user's new directory is another listed user's old one or lies inside an old home. " +
+					"Apply renames nothing: it records the old place, as a template any slug scheme expands alike (`{username}` of the `escape` scheme is `{escaped_username}`), " +
+					"in the shared claim's annotation `jupyter-infra.github.io/home-moved-from` (the provider needs `patch` on claims), and the layout's init container, when it finds the user's directory missing " +
+					"and the home at a place that annotation lists, renames it there: one rename on the shared file system, nothing copied, owner, mode and files kept. " +
+					"Every user is moved so, listed or not, whenever they next start a server; until then their home stays where it was. A rename never replaces a directory that holds files: " +
+					"a home found at two places with files (the new directory and an old one, or two old ones), or whose old place is a symbolic link, is not renamed, and the user's spawn fails naming both until a person keeps one. " +
+					"The list on the claim only grows (a home is found at an earlier place however many changes later; going back is one more move), and it is read at every plan: " +
+					"it survives a replaced resource or a removed state, and the move out of the shared layout renames a home from there too before it moves it. " +
+					"`init_image` needs an `mv` with `-T` (current BusyBox and Alpine images, GNU coreutils): without it the rename fails and so does the spawn, nothing moved. Not across claims or layouts, and not for a `{user_server}` path of the `escape` scheme that continues after it (the plan says so).",
+				Validators: []validator.String{stringvalidator.OneOf(string(safety.OnLayoutChangeFail), string(safety.OnLayoutChangeKeep), string(safety.OnLayoutChangeMove), string(safety.OnLayoutChangeMigrate))}},
 			"layout": schema.StringAttribute{Optional: true,
 				MarkdownDescription: "`shared` (every home a directory of `shared_home`'s claim; the default when `shared_home` is set) or `per_user` (a claim per user; the default otherwise). " +
 					"`per_user` with `shared_home` set moves homes out of the shared layout, one user at a time: the hub decides at each spawn, mounting the user's claim when it exists and " +

@@ -16,7 +16,27 @@ import (
 
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/acctest"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/kubespawner"
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/migration"
 )
+
+// movedFromSetting is HOME_MOVED_FROM of the layout's init container in
+// spawner_settings.
+func movedFromSetting(s *terraform.State) string {
+	var settings struct {
+		Inits []struct {
+			Env []struct{ Name, Value string } `json:"env"`
+		} `json:"init_containers"`
+	}
+	_ = json.Unmarshal([]byte(s.RootModule().Resources[hsAddr].Primary.Attributes["spawner_settings"]), &settings)
+	for _, c := range settings.Inits {
+		for _, e := range c.Env {
+			if e.Name == "HOME_MOVED_FROM" {
+				return e.Value
+			}
+		}
+	}
+	return "(none)"
+}
 
 func sharedHomeConfig(t *testing.T, ns, extra string) string {
 	return acctest.AdminConfig(t, fmt.Sprintf(`
@@ -41,7 +61,9 @@ resource "jupyter_home_storage" "homes" {
 // on_layout_change = "keep"; then the servers' settings mount each user's
 // directory; a change of slug_scheme fails naming, old and new, the user
 // whose directory moves (Bob; not alice), and applies with
-// on_layout_change = "keep"; a switch back to per-user claims names every
+// on_layout_change = "keep"; back, with on_layout_change = "move", the old
+// place is recorded on the shared claim and given to the servers; a switch
+// back to per-user claims names every
 // listed user; and destroy, even with deletion_policy = "delete", deletes
 // neither the shared claim nor a per-user claim found there.
 func TestAccHomeStorage_sharedLayout(t *testing.T) {
@@ -105,19 +127,49 @@ func TestAccHomeStorage_sharedLayout(t *testing.T) {
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{expectClass("safe")}},
 			},
 			{
+				// Back to the safe scheme, renaming: Bob's directory is
+				// named, the old place is recorded on the shared claim
+				// (scheme-free) and given to the layout's init container;
+				// the plan after the apply, which reads it back, is empty.
+				Config:           sharedHomeConfig(t, ns, `  on_layout_change = "move"`),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{expectClass("safe")}},
+				Check: func(s *terraform.State) error {
+					shared, err := cs.CoreV1().PersistentVolumeClaims(ns).Get(context.Background(), "home-nfs", metav1.GetOptions{})
+					if err != nil {
+						return err
+					}
+					if got := shared.Annotations[migration.MovedFromAnnotation]; got != `["{escaped_username}"]` {
+						return fmt.Errorf("the shared claim's list of earlier places: %q", got)
+					}
+					if got := movedFromSetting(s); got != "{escaped_username}" {
+						return fmt.Errorf("the init container's earlier places: %q", got)
+					}
+					return nil
+				},
+			},
+			{
+				// The list stays when on_layout_change no longer says move.
+				Config: sharedHomeConfig(t, ns, ""),
+				Check: func(s *terraform.State) error {
+					if got := movedFromSetting(s); got != "{escaped_username}" {
+						return fmt.Errorf("the init container's earlier places: %q", got)
+					}
+					return nil
+				},
+			},
+			{
 				Config: acctest.AdminConfig(t, fmt.Sprintf(`
 resource "jupyter_home_storage" "homes" {
   namespace       = %q
   access_mode     = "ReadWriteMany"
   storage_class_name = "nfs"
   capacity        = "1Gi"
-  slug_scheme     = "escape"
   users           = jsonencode({ alice = {}, "Bob" = {} })
   deletion_policy = "delete"
   allow_data_loss = true
 }
 `, ns)),
-				ExpectError: wrapRE(fmt.Sprintf(`(?s)The layout of the homes changed.*Bob: directory %q of claim %s/home-nfs → claim %s/claim-`, bobEscaped, ns, ns)),
+				ExpectError: wrapRE(fmt.Sprintf(`(?s)The layout of the homes changed.*Bob: directory %q of claim %s/home-nfs → claim %s/claim-`, bobSafe, ns, ns)),
 			},
 		},
 	})

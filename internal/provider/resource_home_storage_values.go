@@ -29,7 +29,7 @@ func planValues(plan, state *homeStorageModel, cfg safety.Config, res safety.Res
 	plan.MigrationPlan, nMigrations = migrationPlanValue(res, cfg)
 	// The settings name no user: a migration never changes them, so the
 	// hub's configuration does not change during one.
-	plan.SpawnerSettings = types.StringValue(spawnerSettings(plan))
+	plan.SpawnerSettings = types.StringValue(spawnerSettings(plan, res.MovedFrom))
 	plan.MigrationStatus = types.StringValue("{}")
 	if state != nil && !state.MigrationStatus.IsNull() {
 		plan.MigrationStatus = state.MigrationStatus
@@ -234,7 +234,9 @@ func canonicalQuantity(s string) string {
 
 // spawnerSettings is the spawner_settings attribute: KubeSpawner's settings
 // for this storage. It names no user: the hub finds copied homes at spawn.
-func spawnerSettings(m *homeStorageModel) string {
+// movedFrom are the places homes of the shared layout had under earlier
+// settings (safety.Result.MovedFrom, read from the shared claim).
+func spawnerSettings(m *homeStorageModel, movedFrom []string) string {
 	h := kubespawner.HomeStorage{
 		AccessMode: m.AccessMode.ValueString(), StorageClass: m.className(), Capacity: m.Capacity.ValueString(),
 		NameTemplate: m.PVCNameTemplate.ValueString(), Scheme: kubespawner.Scheme(m.SlugScheme.ValueString()),
@@ -242,7 +244,8 @@ func spawnerSettings(m *homeStorageModel) string {
 	}
 	if sh := m.SharedHome; sh != nil {
 		h.Shared = &kubespawner.SharedHome{Claim: sh.ClaimName.ValueString(), SubPathTemplate: sh.SubPathTemplate.ValueString(),
-			UID: sh.DirectoryUID.ValueInt64(), GID: sh.DirectoryGID.ValueInt64(), Mode: sh.DirectoryMode.ValueString(), Image: sh.InitImage.ValueString()}
+			UID: sh.DirectoryUID.ValueInt64(), GID: sh.DirectoryGID.ValueInt64(), Mode: sh.DirectoryMode.ValueString(), Image: sh.InitImage.ValueString(),
+			MovedFrom: movedFrom}
 		if m.splitFrom() != nil { // moving out: claims where they exist, directories elsewhere
 			h.SplitFrom, h.Shared = h.Shared, nil
 		}
@@ -285,7 +288,7 @@ func recordApply(plan *homeStorageModel, cfg safety.Config, res safety.Result, l
 		plan.Claims = claimsValue(&fresh, cfg, true)
 	}
 	if plan.SpawnerSettings.IsUnknown() {
-		plan.SpawnerSettings = types.StringValue(spawnerSettings(plan))
+		plan.SpawnerSettings = types.StringValue(spawnerSettings(plan, res.MovedFrom))
 	}
 	if plan.MigrationPlan.IsUnknown() {
 		plan.MigrationPlan, _ = migrationPlanValue(res, cfg)
