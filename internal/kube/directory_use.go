@@ -2,7 +2,6 @@ package kube
 
 import (
 	"context"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -81,10 +80,8 @@ func SharedSubPaths(p *corev1.Pod, shared string) []string {
 			case sub == "" && layoutScript(cmd):
 				sub = envValue(env, "HOME_DIRECTORY")
 				// It may rename the home from a place it had before.
-				for _, o := range strings.Split(envValue(env, "HOME_MOVED_FROM"), "\n") {
-					if o != "" {
-						subs = append(subs, o)
-					}
+				for i := 0; envValue(env, kubespawner.MovedFromVar(i)) != ""; i++ {
+					subs = append(subs, envValue(env, kubespawner.MovedFromVar(i)))
 				}
 			}
 			subs = append(subs, sub)

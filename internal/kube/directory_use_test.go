@@ -42,7 +42,7 @@ func TestPodUsesDirectory(t *testing.T) {
 		{"another claim", corev1.PodSpec{Containers: []corev1.Container{mount("other", "", "")}}, nil},
 		{"the layout's script", corev1.PodSpec{InitContainers: []corev1.Container{layout(corev1.EnvVar{Name: "HOME_DIRECTORY", Value: "home/carol"})}}, []string{"home/carol"}},
 		{"the layout's script renaming", corev1.PodSpec{InitContainers: []corev1.Container{layout(corev1.EnvVar{Name: "HOME_DIRECTORY", Value: "home/carol"},
-			corev1.EnvVar{Name: "HOME_MOVED_FROM", Value: "x\nhome/bob"})}}, []string{"home/carol", "home/bob", "x"}},
+			corev1.EnvVar{Name: "HOME_MOVED_FROM_1", Value: "x"}, corev1.EnvVar{Name: "HOME_MOVED_FROM_2", Value: "home/bob"})}}, []string{"home/carol", "home/bob", "x"}},
 		{"the layout's script, directory not plain", corev1.PodSpec{InitContainers: []corev1.Container{layout(corev1.EnvVar{Name: "HOME_DIRECTORY", ValueFrom: &corev1.EnvVarSource{}})}}, dirs},
 	} {
 		p := &corev1.Pod{Spec: tc.pod}

@@ -107,8 +107,6 @@ type Directory struct {
 // makes a user's directory before their home moves to a claim of its own.
 func SharedDirectoryCommand(d Directory) ([]string, []EnvVar) {
 	script := `set -euf
-nl='
-'
 path_of() (
   case "$1" in
   ""|/*|*/|.|./*|*/.|*/./*|..|../*|*/..|*/../*|*//*) echo "refusing home directory '$1'" >&2; exit 1;;
@@ -123,12 +121,14 @@ path_of() (
 )
 holds_files() ( [ -n "$(ls -A "$1")" ] )
 d=$(path_of "$HOME_DIRECTORY")
-set +u
-moved=$HOME_MOVED_FROM
-set -u
 found=""
-IFS=$nl
-for o in $moved; do
+i=1
+while :; do
+  set +u
+  eval "o=\$HOME_MOVED_FROM_$i"
+  set -u
+  if [ -z "$o" ]; then break; fi
+  i=$((i + 1))
   s=$(path_of "$o")
   if [ "$s" = "$d" ] || [ ! -e "$s" ]; then continue; fi
   if [ ! -d "$s" ]; then echo "refusing home directory: its earlier place $s is not a directory" >&2; exit 1; fi
@@ -138,7 +138,6 @@ for o in $moved; do
   fi
   found=$s
 done
-IFS=' 	'"$nl"
 if [ -e "$d" ]; then
   if [ ! -d "$d" ]; then echo "refusing home directory: $d is not a directory" >&2; exit 1; fi
   exit 0
@@ -157,14 +156,21 @@ if ! chown "$HOME_UID:$HOME_GID" "$d" || ! chmod "$HOME_MODE" "$d"; then
   rmdir "$d"
   echo "cannot give $d its owner and mode; removed it, so that the next spawn tries again" >&2; exit 1
 fi`
-	return []string{"sh", "-c", script}, []EnvVar{
-		{"HOME_DIRECTORY", d.Path},
-		{"HOME_MOVED_FROM", strings.Join(d.MovedFrom, "\n")},
-		{"HOME_UID", fmt.Sprint(d.UID)},
-		{"HOME_GID", fmt.Sprint(d.GID)},
-		{"HOME_MODE", d.Mode},
+	env := []EnvVar{{"HOME_DIRECTORY", d.Path}}
+	for i, o := range d.MovedFrom {
+		env = append(env, EnvVar{MovedFromVar(i), o})
 	}
+	return []string{"sh", "-c", script}, append(env,
+		EnvVar{"HOME_UID", fmt.Sprint(d.UID)},
+		EnvVar{"HOME_GID", fmt.Sprint(d.GID)},
+		EnvVar{"HOME_MODE", d.Mode})
 }
+
+// MovedFromVar is the variable of the directory script's environment that
+// holds Directory.MovedFrom[i]: one variable per place, since KubeSpawner
+// expands each value as one template (it strips a trailing "-" only at the
+// end of a value).
+func MovedFromVar(i int) string { return fmt.Sprintf("HOME_MOVED_FROM_%d", i+1) }
 
 // initContainer creates the user's directory when it is missing, with the
 // owner and mode configured, or renames it from where earlier settings put

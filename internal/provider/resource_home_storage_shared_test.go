@@ -19,7 +19,7 @@ import (
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/migration"
 )
 
-// movedFromSetting is HOME_MOVED_FROM of the layout's init container in
+// movedFromSetting is the first earlier place of the layout's init container in
 // spawner_settings.
 func movedFromSetting(s *terraform.State) string {
 	var settings struct {
@@ -30,7 +30,7 @@ func movedFromSetting(s *terraform.State) string {
 	_ = json.Unmarshal([]byte(s.RootModule().Resources[hsAddr].Primary.Attributes["spawner_settings"]), &settings)
 	for _, c := range settings.Inits {
 		for _, e := range c.Env {
-			if e.Name == "HOME_MOVED_FROM" {
+			if e.Name == "HOME_MOVED_FROM_1" {
 				return e.Value
 			}
 		}
