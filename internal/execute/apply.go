@@ -41,7 +41,7 @@ type Apply struct {
 type Outcome struct {
 	Class  *ClassOutcome  // nil when the apply manages no class
 	Shared *SharedOutcome // nil when the apply creates no shared claim
-	Homes []HomeOutcome // Selection.Homes, in order
+	Homes  []HomeOutcome  // Selection.Homes, in order
 	// Unreachable: a home change found that the API server could not be
 	// reached (the migrations are then not run).
 	Unreachable bool
