@@ -20,8 +20,14 @@ import (
 )
 
 func sharedHomeConfig(t *testing.T, ns, extra string) string {
+	return sharedHomeConfigOf(t, "homes", ns, "", extra)
+}
+
+// sharedHomeConfigOf is the shared layout's resource name in ns, with
+// shared (attributes of shared_home) and extra (of the resource).
+func sharedHomeConfigOf(t *testing.T, name, ns, shared, extra string) string {
 	return acctest.AdminConfig(t, fmt.Sprintf(`
-resource "jupyter_home_storage" "homes" {
+resource "jupyter_home_storage" %q {
   namespace   = %q
   access_mode = "ReadWriteMany"
   capacity    = "1Gi"
@@ -29,12 +35,13 @@ resource "jupyter_home_storage" "homes" {
   shared_home = {
     claim_name = "home-nfs"
     init_image = "busybox:1.36"
+%s
   }
   deletion_policy = "delete"
   allow_data_loss = true
 %s
 }
-`, ns, extra))
+`, name, ns, shared, extra))
 }
 
 // The shared layout through OpenTofu: the plan fails while the shared
@@ -125,25 +132,10 @@ resource "jupyter_home_storage" "homes" {
 }
 
 func sharedCreateConfig(t *testing.T, ns, name string) string {
-	return acctest.AdminConfig(t, fmt.Sprintf(`
-resource "jupyter_home_storage" %q {
-  namespace          = %q
-  access_mode        = "ReadWriteMany"
-  storage_class_name = "nfs"
-  capacity           = "1Gi"
-  users              = jsonencode({ alice = {} })
+	return sharedHomeConfigOf(t, name, ns, `    create_claim = true
+    capacity     = "2Gi"`, `  storage_class_name = "nfs"
   labels             = { team = "data" }
-  annotations        = { "example.org/owner" = "platform" }
-  shared_home = {
-    claim_name   = "home-nfs"
-    init_image   = "busybox:1.36"
-    create_claim = true
-    capacity     = "2Gi"
-  }
-  deletion_policy = "delete"
-  allow_data_loss = true
-}
-`, name, ns))
+  annotations        = { "example.org/owner" = "platform" }`)
 }
 
 // shared_home.create_claim through OpenTofu: the plan is safe and apply
