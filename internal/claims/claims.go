@@ -20,6 +20,15 @@ const (
 // provider creates.
 const ManagedBy = "terraform-provider-jupyter"
 
+// SharedCreatedAnnotation marks the shared layout's claim that a
+// jupyter_home_storage created (shared_home.create_claim), with the value
+// SharedCreatedBy. It records who made the claim; nothing deletes or
+// changes the claim because of it.
+const (
+	SharedCreatedAnnotation = "jupyter-infra.github.io/created-by"
+	SharedCreatedBy         = "jupyter_home_storage.shared_home.create_claim"
+)
+
 // Claim is what the provider knows about one PersistentVolumeClaim.
 type Claim struct {
 	Name           string

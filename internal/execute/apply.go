@@ -21,7 +21,7 @@ type Changes interface {
 }
 
 // Apply runs an apply's changes, in the order the provider calls them
-// (Class, then Homes, then Migrate), and gathers what came of them in
+// (Class, then SharedClaim, then Homes, then Migrate), and gathers what came of them in
 // Outcome, which the provider reports as one.
 type Apply struct {
 	Cluster Changes
@@ -39,8 +39,9 @@ type Apply struct {
 
 // Outcome is what an apply's changes came to.
 type Outcome struct {
-	Class *ClassOutcome // nil when the apply manages no class
-	Homes []HomeOutcome // Selection.Homes, in order
+	Class  *ClassOutcome  // nil when the apply manages no class
+	Shared *SharedOutcome // nil when the apply creates no shared claim
+	Homes  []HomeOutcome  // Selection.Homes, in order
 	// Unreachable: a home change found that the API server could not be
 	// reached (the migrations are then not run).
 	Unreachable bool
@@ -76,7 +77,7 @@ type Migration struct {
 
 // Failed reports whether some change failed or was not attempted.
 func (o Outcome) Failed() bool {
-	if o.Class != nil && o.Class.Err != nil {
+	if o.Class != nil && o.Class.Err != nil || o.Shared != nil && o.Shared.Err != nil {
 		return true
 	}
 	for _, h := range o.Homes {

@@ -21,6 +21,9 @@ type applyFake struct {
 	dcopy  *dcopyFake // the moves by copy's cluster
 	specs  []ClaimSpec
 	refuse map[string]error // a create's answer, by claim
+	// made are claims made since the plan, by name: a create of that name
+	// returns them as they are (the API server's AlreadyExists, then Get).
+	made map[string]claims.Claim
 }
 
 func (f *applyFake) SharedSource(ctx context.Context, ns, claim string) (migration.VolumeSource, string, error) {
@@ -96,6 +99,9 @@ func (f *applyFake) CreateHome(_ context.Context, spec ClaimSpec) (claims.Claim,
 	f.specs = append(f.specs, spec)
 	if err := f.refuse[spec.Name]; err != nil {
 		return claims.Claim{}, err
+	}
+	if c, ok := f.made[spec.Name]; ok {
+		return c, nil
 	}
 	c := claims.Claim{Name: spec.Name, Namespace: spec.Namespace, UID: f.newUID(), Username: spec.User, AccessModes: []string{spec.Mode},
 		Requested: spec.Size, Labels: spec.Labels, Annotations: spec.Annotations}
@@ -204,5 +210,33 @@ func TestApply_directoryCopy(t *testing.T) {
 	}
 	if c := f.dcopy.claims["claim-alice"]; c == nil || c.Copied != c.UID || f.dcopy.job != nil {
 		t.Fatalf("claim %+v, job %+v", c, f.dcopy.job)
+	}
+}
+
+// The shared claim is created from its spec (no user's); one made since the
+// plan is kept as it is and must be usable: in the configured mode, not
+// being deleted. An unusable one fails the apply before any home.
+func TestApply_sharedClaim(t *testing.T) {
+	spec := ClaimSpec{Namespace: ns, Name: "home-nfs", Mode: safety.RWX, Size: "500Gi", Shared: true, Labels: map[string]string{"team": "a"}}
+	f := newApplyFake()
+	a := &Apply{Cluster: f}
+	if !a.SharedClaim(context.Background(), spec) || a.Outcome.Failed() || len(f.specs) != 1 || !f.specs[0].Shared || f.specs[0].Size != "500Gi" {
+		t.Fatalf("create: %+v %+v", a.Outcome.Shared, f.specs)
+	}
+	for name, made := range map[string]claims.Claim{
+		"usable":        {Namespace: ns, Name: "home-nfs", UID: "x1", AccessModes: []string{safety.RWX}},
+		"another mode":  {Namespace: ns, Name: "home-nfs", UID: "x1", AccessModes: []string{safety.RWO}},
+		"being deleted": {Namespace: ns, Name: "home-nfs", UID: "x1", AccessModes: []string{safety.RWX}, Deleting: true},
+	} {
+		f := newApplyFake()
+		f.made = map[string]claims.Claim{"home-nfs": made}
+		a := &Apply{Cluster: f}
+		ok := a.SharedClaim(context.Background(), spec)
+		if want := name == "usable"; ok != want || a.Outcome.Failed() == want || a.Outcome.Shared.Claim == nil || a.Outcome.Shared.Claim.UID != "x1" {
+			t.Errorf("%s: ok=%v %+v", name, ok, a.Outcome.Shared)
+		}
+		if name != "usable" && !strings.Contains(fmt.Sprint(a.Outcome.Shared.Err), "home-nfs") {
+			t.Errorf("%s: %v", name, a.Outcome.Shared.Err)
+		}
 	}
 }

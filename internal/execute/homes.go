@@ -67,6 +67,10 @@ type ClaimSpec struct {
 	// Labels and Annotations are the configuration's, added to KubeSpawner's.
 	Labels      map[string]string
 	Annotations map[string]string
+	// Shared: the shared layout's claim (shared_home.create_claim), no
+	// user's: built without KubeSpawner's labels, marked as this
+	// resource's (claims.SharedCreatedAnnotation). User and Server are "".
+	Shared bool
 }
 
 // For is s for the claim of up: its namespace, name, user and server.
@@ -80,8 +84,9 @@ func (s ClaimSpec) For(up safety.UserPlan) ClaimSpec {
 type Claims interface {
 	// CreateHome creates the claim spec describes and returns it as
 	// created. A claim of that name that exists already for the same user
-	// and server (KubeSpawner made it since the plan) is returned as it is;
-	// one of another user or server is an error, never taken for this one.
+	// and server (KubeSpawner made it since the plan) is returned as it is,
+	// unchanged; one of another user or server is an error, never taken
+	// for this one (a shared claim is no user's).
 	CreateHome(ctx context.Context, spec ClaimSpec) (claims.Claim, error)
 	// ResizeClaim asks for size in the claim's request.
 	ResizeClaim(ctx context.Context, namespace, name, size string) error
@@ -119,4 +124,32 @@ func Home(ctx context.Context, cl Homes, up safety.UserPlan, uid, image string, 
 		return nil, err
 	}
 	return &c, nil
+}
+
+// SharedOutcome is what the creation of the shared layout's claim came to.
+type SharedOutcome struct {
+	Namespace, Name string
+	Claim           *claims.Claim // the claim created, or found made since the plan
+	Err             error
+}
+
+// SharedClaim creates the shared layout's claim (spec.Shared), which the
+// plan, read right before with fresh facts, found missing and allowed to
+// create (safety.Result.CreateShared). A claim of that name made since
+// (by someone else) is kept as it is, never changed, and must be usable as
+// the plan would require it (safety.SharedClaimProblem); the one created
+// is too. It reports whether the claim is there and usable: when it is
+// not, no home may be changed.
+func (a *Apply) SharedClaim(ctx context.Context, spec ClaimSpec) bool {
+	out := SharedOutcome{Namespace: spec.Namespace, Name: spec.Name}
+	c, err := a.Cluster.CreateHome(ctx, spec)
+	if err == nil {
+		out.Claim = &c
+		if f := safety.SharedClaimProblem(spec.Namespace, spec.Mode, &c); f != nil {
+			err = fmt.Errorf("%s: %s", f.Summary, f.Detail)
+		}
+	}
+	out.Err = err
+	a.Outcome.Shared = &out
+	return err == nil
 }

@@ -2,6 +2,8 @@ package kube
 
 import (
 	"context"
+	"fmt"
+	"maps"
 
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -19,7 +21,11 @@ var _ execute.Changes = (*Client)(nil)
 // CreateHome creates the home claim spec describes (execute.Claims), built
 // by HomeClaim, and returns it as created (CreateClaim).
 func (c *Client) CreateHome(ctx context.Context, spec execute.ClaimSpec) (claims.Claim, error) {
-	pvc, err := HomeClaim(spec)
+	build := HomeClaim
+	if spec.Shared {
+		build = SharedClaim
+	}
+	pvc, err := build(spec)
 	if err != nil {
 		return claims.Claim{}, err
 	}
@@ -50,6 +56,36 @@ func HomeClaim(spec execute.ClaimSpec) (*corev1.PersistentVolumeClaim, error) {
 	return NewClaim(metav1.ObjectMeta{Name: spec.Name, Namespace: spec.Namespace, Labels: l, Annotations: a},
 		spec.Mode, spec.Class, size), nil
 }
+
+// SharedClaim is the shared layout's claim spec describes
+// (shared_home.create_claim): no user's, so without KubeSpawner's labels
+// and annotations (it is no home claim the hub or a List of homes would
+// take for a user's); the configuration's labels and annotations, labelled
+// as managed by this provider, and annotated as created by this resource.
+func SharedClaim(spec execute.ClaimSpec) (*corev1.PersistentVolumeClaim, error) {
+	if !spec.Shared || spec.User != "" || spec.Server != "" {
+		return nil, fmt.Errorf("claim %s/%s: not a shared claim", spec.Namespace, spec.Name)
+	}
+	l := maps.Clone(spec.Labels)
+	if l == nil {
+		l = map[string]string{}
+	}
+	l[kubespawner.LabelAppManagedBy], l[kubespawner.LabelAppComponent] = claims.ManagedBy, SharedClaimComponent
+	a := maps.Clone(spec.Annotations)
+	if a == nil {
+		a = map[string]string{}
+	}
+	a[claims.SharedCreatedAnnotation] = claims.SharedCreatedBy
+	size, err := resource.ParseQuantity(spec.Size)
+	if err != nil {
+		return nil, fmt.Errorf("claim %s/%s: size %q: %w", spec.Namespace, spec.Name, spec.Size, err)
+	}
+	return NewClaim(metav1.ObjectMeta{Name: spec.Name, Namespace: spec.Namespace, Labels: l, Annotations: a}, spec.Mode, spec.Class, size), nil
+}
+
+// SharedClaimComponent is the app.kubernetes.io/component label of a
+// shared claim the provider created.
+const SharedClaimComponent = "shared-home"
 
 // GetClass returns the named class (execute.Classes); nil when it does not
 // exist.

@@ -65,3 +65,32 @@ func TestStorageClassOf(t *testing.T) {
 		t.Fatalf("StorageClassOf = %+v", o)
 	}
 }
+
+// The shared claim a resource creates is no user's: none of KubeSpawner's
+// labels or annotations (the List of homes and the hub would take it for a
+// user's), the configuration's, the provider's managed-by label and the
+// annotation that this resource created it; the spec's mode, class and size.
+func TestSharedClaim(t *testing.T) {
+	spec := execute.ClaimSpec{Namespace: "hub", Name: "home-nfs", Mode: "ReadWriteMany", Class: "nfs", Size: "500Gi", Shared: true,
+		Labels: map[string]string{"team": "a"}, Annotations: map[string]string{"note": "b"}}
+	pvc, err := SharedClaim(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantLabels := map[string]string{"team": "a", kubespawner.LabelAppManagedBy: claims.ManagedBy, kubespawner.LabelAppComponent: SharedClaimComponent}
+	wantAnn := map[string]string{"note": "b", claims.SharedCreatedAnnotation: claims.SharedCreatedBy}
+	if !reflect.DeepEqual(pvc.Labels, wantLabels) || !reflect.DeepEqual(pvc.Annotations, wantAnn) {
+		t.Fatalf("labels %v, annotations %v", pvc.Labels, pvc.Annotations)
+	}
+	if pvc.Name != "home-nfs" || pvc.Namespace != "hub" || *pvc.Spec.StorageClassName != "nfs" || pvc.Spec.AccessModes[0] != corev1.ReadWriteMany ||
+		!pvc.Spec.Resources.Requests[corev1.ResourceStorage].Equal(resource.MustParse("500Gi")) {
+		t.Fatalf("claim %+v", pvc)
+	}
+	if spec.Labels[kubespawner.LabelAppManagedBy] != "" || len(spec.Annotations) != 1 {
+		t.Fatalf("the configuration's maps were written: %v %v", spec.Labels, spec.Annotations)
+	}
+	spec.User = "alice"
+	if _, err := SharedClaim(spec); err == nil {
+		t.Fatal("a user's spec built as a shared claim")
+	}
+}

@@ -34,6 +34,24 @@ func (c *Client) ListVolumes(ctx context.Context, selector string) ([]corev1.Per
 		})
 }
 
+// FormerVolumes names the volumes once bound to claim namespace/name (a
+// claimRef with a UID: a claim of that name existed), each with its phase,
+// for a plan that would create that claim (one paginated List). A volume
+// made for a claim to come (a claimRef without a UID) is not one.
+func (c *Client) FormerVolumes(ctx context.Context, namespace, name string) ([]string, error) {
+	pvs, err := c.ListVolumes(ctx, "")
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, pv := range pvs {
+		if ref := pv.Spec.ClaimRef; ref != nil && ref.Namespace == namespace && ref.Name == name && ref.UID != "" {
+			out = append(out, fmt.Sprintf("%s (%s, claim UID %s)", pv.Name, pv.Status.Phase, ref.UID))
+		}
+	}
+	return out, nil
+}
+
 // MigrationsInProgress returns the volumes that carry a migration record
 // for a claim in namespace ("": any namespace), by the claim its record names.
 func (c *Client) MigrationsInProgress(ctx context.Context, namespace string) (map[claims.Ref]corev1.PersistentVolume, map[claims.Ref]*migration.Record, error) {

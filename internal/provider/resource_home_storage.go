@@ -84,9 +84,27 @@ func (r *homeStorageResource) ValidateConfig(ctx context.Context, req resource.V
 			"It renames each user's directory of shared_home's claim when sub_path_template or slug_scheme changes: keep shared_home and the shared layout. "+
 				"To move homes out of the shared layout into claims of their own, use on_layout_change = \"migrate\" with layout = \"per_user\".")
 	}
-	if m.AccessMode.ValueString() == safety.RWX && m.StorageClass == nil && m.StorageClassName.IsNull() && m.SharedHome == nil {
+	validateCreateClaim(&m, &resp.Diagnostics)
+	if m.AccessMode.ValueString() == safety.RWX && m.StorageClass == nil && m.StorageClassName.IsNull() && (m.SharedHome == nil || m.SharedHome.CreateClaim.ValueBool()) {
 		resp.Diagnostics.AddAttributeError(path.Root("storage_class_name"), "ReadWriteMany needs a storage class",
 			"The cluster's default class is usually a block-volume class that cannot serve ReadWriteMany. Name a class backed by a shared file system with storage_class_name, or create one with storage_class = { name = ..., provisioner = ... }.")
+	}
+}
+
+// validateCreateClaim checks shared_home.create_claim and
+// shared_home.capacity: one goes with the other.
+func validateCreateClaim(m *homeStorageModel, diags *diag.Diagnostics) {
+	sh := m.SharedHome
+	if sh == nil || sh.CreateClaim.IsUnknown() || sh.Capacity.IsUnknown() {
+		return
+	}
+	switch {
+	case sh.CreateClaim.ValueBool() && sh.Capacity.IsNull():
+		diags.AddAttributeError(path.Root("shared_home").AtName("capacity"), "shared_home.create_claim needs shared_home.capacity",
+			"The shared claim holds every user's home: give its size, e.g. capacity = \"500Gi\". The resource's capacity is one user's home claim's, and is not used for it.")
+	case !sh.CreateClaim.ValueBool() && !sh.Capacity.IsNull():
+		diags.AddAttributeError(path.Root("shared_home").AtName("capacity"), "shared_home.capacity is used only with create_claim",
+			"shared_home.capacity is the size of the claim shared_home.create_claim = true creates; an existing shared claim is never resized. Set create_claim = true, or remove capacity.")
 	}
 }
 

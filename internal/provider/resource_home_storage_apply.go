@@ -51,9 +51,15 @@ func (r *homeStorageResource) readLive(ctx context.Context, client *kube.Client,
 	if err := readInProgress(ctx, client, cfg, &live); err != nil {
 		return live, err
 	}
-	if sh := directoryOf(cfg); sh != nil {
+	if sh := safety.DirectoryOf(cfg); sh != nil {
 		if live.Shared, err = client.Claim(ctx, cfg.Namespace, sh.Claim); err != nil {
 			return live, err
+		}
+		if live.Shared == nil && sh.Create {
+			// Whether a claim of that name existed, before one is created.
+			if live.FormerSharedVolumes, err = client.FormerVolumes(ctx, cfg.Namespace, sh.Claim); err != nil {
+				return live, err
+			}
 		}
 	}
 	if cfg.SplitFrom != nil && cfg.OnLayoutChange == safety.OnLayoutChangeMigrate && live.Shared != nil {
@@ -195,6 +201,16 @@ func (r *homeStorageResource) apply(ctx context.Context, plan, state *homeStorag
 	if !ok {
 		return false
 	}
+	labels, annotations := stringMap(ctx, plan.Labels, diags), stringMap(ctx, plan.Annotations, diags)
+	if res.CreateShared {
+		// Decided on the claims just read: it is still missing, and never existed.
+		sh := cfg.Shared
+		if !ex.SharedClaim(ctx, execute.ClaimSpec{Namespace: cfg.Namespace, Name: sh.Claim, Mode: cfg.AccessMode, Class: cfg.StorageClass, Size: sh.Capacity,
+			Labels: labels, Annotations: annotations, Shared: true}) {
+			reportOutcome(diags, ex.Outcome)
+			return false
+		}
+	}
 	// Where homes were before a move by rename is on the shared claim
 	// before the hub is given the new settings (Terraform applies what
 	// reads spawner_settings after this resource).
@@ -208,7 +224,6 @@ func (r *homeStorageResource) apply(ctx context.Context, plan, state *homeStorag
 	// at apply catches most of these before this point).
 	sel := execute.Select(res, planned, known)
 	reportReconcile(diags, sel.Refused, sel.Moot)
-	labels, annotations := stringMap(ctx, plan.Labels, diags), stringMap(ctx, plan.Annotations, diags)
 	spec := execute.ClaimSpec{Mode: cfg.AccessMode, Class: cfg.StorageClass, Size: cfg.Capacity, Labels: labels, Annotations: annotations}
 	ex.Homes(ctx, sel, spec, cfg.Migration.CopyImage)
 	out := homesOutcomeOf(sel, ex.Outcome)
@@ -369,13 +384,4 @@ func appliedClaims(before []claims.Claim, homes []execute.HomeOutcome, cfg safet
 		out = append(out, c)
 	}
 	return out
-}
-
-// directoryOf is the shared claim where users' homes are directories: the
-// shared layout's, or the one homes move out of; nil when none.
-func directoryOf(cfg safety.Config) *safety.SharedHome {
-	if cfg.Shared != nil {
-		return cfg.Shared
-	}
-	return cfg.SplitFrom
 }

@@ -86,6 +86,13 @@ func TestAccHomeStorage_badInputNamesAttributeAndFix(t *testing.T) {
 			`Repeated migration\.rebind_drivers entry.*migration\.rebind_drivers: "nfs\.example\.org" is listed more than once \(rebind_drivers\[0\] and rebind_drivers\[2\]\)`},
 		{"rebind_drivers_empty", ns, `capacity = "1Gi"` + "\n" + `migration = { rebind_drivers = [] }` + block,
 			`Attribute migration\.rebind_drivers list must contain at least 1 elements`},
+		{"create_claim_without_capacity", ns, `capacity = "1Gi"` + "\n" + `shared_home = { claim_name = "home-nfs", init_image = "busybox", create_claim = true }` + block,
+			`shared_home\.create_claim needs shared_home\.capacity.*give its size, e\.g\. capacity = "500Gi"`},
+		{"shared_capacity_without_create_claim", ns, `capacity = "1Gi"` + "\n" + `shared_home = { claim_name = "home-nfs", init_image = "busybox", capacity = "500Gi" }` + block,
+			`shared_home\.capacity is used only with create_claim.*never resized.*Set create_claim = true, or remove capacity`},
+		{"create_claim_rwx_without_class", ns, `capacity = "1Gi"` + "\n" + `access_mode = "ReadWriteMany"` + "\n" +
+			`shared_home = { claim_name = "home-nfs", init_image = "busybox", create_claim = true, capacity = "500Gi" }`,
+			`ReadWriteMany needs a storage class.*storage_class_name`},
 		{"unknown_on_mode_change", ns, `capacity = "1Gi"` + "\n" + `on_mode_change = "replace"` + block,
 			`on_mode_change = "replace".*value must be one of:.*"fail".*"keep_existing".*"recreate"`},
 	}

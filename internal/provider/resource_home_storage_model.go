@@ -38,7 +38,8 @@ func (m *homeStorageModel) config(ctx context.Context, diags *diag.Diagnostics) 
 	}
 	cfg.OnLayoutChange = safety.OnLayoutChange(m.OnLayoutChange.ValueString())
 	if sh := m.SharedHome; sh != nil {
-		cfg.Shared = &safety.SharedHome{Claim: sh.ClaimName.ValueString(), SubPathTemplate: sh.SubPathTemplate.ValueString()}
+		cfg.Shared = &safety.SharedHome{Claim: sh.ClaimName.ValueString(), SubPathTemplate: sh.SubPathTemplate.ValueString(),
+			Create: sh.CreateClaim.ValueBool(), Capacity: sh.Capacity.ValueString()}
 		if m.Layout.ValueString() == layoutPerUser {
 			cfg.SplitFrom, cfg.Shared = cfg.Shared, nil
 		}
@@ -133,7 +134,7 @@ func (m *homeStorageModel) sharedKnown() bool {
 	if sh == nil {
 		return true
 	}
-	for _, v := range []attr.Value{sh.ClaimName, sh.SubPathTemplate, sh.DirectoryUID, sh.DirectoryGID, sh.DirectoryMode, sh.InitImage} {
+	for _, v := range []attr.Value{sh.ClaimName, sh.SubPathTemplate, sh.DirectoryUID, sh.DirectoryGID, sh.DirectoryMode, sh.InitImage, sh.CreateClaim, sh.Capacity} {
 		if v.IsUnknown() {
 			return false
 		}
@@ -147,7 +148,8 @@ func sameShared(a, b *sharedModel) bool {
 		return a == b
 	}
 	return a.ClaimName.Equal(b.ClaimName) && a.SubPathTemplate.Equal(b.SubPathTemplate) && a.DirectoryUID.Equal(b.DirectoryUID) &&
-		a.DirectoryGID.Equal(b.DirectoryGID) && a.DirectoryMode.Equal(b.DirectoryMode) && a.InitImage.Equal(b.InitImage)
+		a.DirectoryGID.Equal(b.DirectoryGID) && a.DirectoryMode.Equal(b.DirectoryMode) && a.InitImage.Equal(b.InitImage) &&
+		a.CreateClaim.Equal(b.CreateClaim) && a.Capacity.Equal(b.Capacity)
 }
 
 // sameArguments reports whether plan and state agree on every argument.

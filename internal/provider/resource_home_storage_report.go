@@ -30,6 +30,8 @@ func reportOutcome(diags *diag.Diagnostics, o execute.Outcome) {
 	case summary == "":
 	case o.Class != nil && o.Class.Err != nil:
 		diags.AddAttributeError(path.Root("storage_class"), summary, detail)
+	case o.Shared != nil && o.Shared.Err != nil:
+		diags.AddAttributeError(path.Root("shared_home").AtName("create_claim"), summary, detail)
 	default:
 		diags.AddError(summary, detail)
 	}
@@ -53,6 +55,11 @@ func outcomeReport(o execute.Outcome) (summary, detail string) {
 		add("Cannot create the StorageClass",
 			fmt.Sprintf("StorageClass %s: %v\n%s No claim was changed: apply stops before the claims when the class they use cannot be made. "+
 				"Fix the cause and apply again.", c.Name, c.Err, done))
+	}
+	if sh := o.Shared; sh != nil && sh.Err != nil {
+		add("Cannot create the shared home claim",
+			fmt.Sprintf("Claim %s/%s: %v\nNo home was changed: apply stops before the homes when the claim that holds them is not there and usable. "+
+				"A claim made since the plan is kept as it is, never changed. Fix the cause and apply again.", sh.Namespace, sh.Name, sh.Err))
 	}
 	if head, body := homesReport(o); head != "" {
 		add(head, body)

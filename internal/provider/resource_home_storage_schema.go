@@ -60,6 +60,8 @@ type sharedModel struct {
 	DirectoryGID    types.Int64  `tfsdk:"directory_gid"`
 	DirectoryMode   types.String `tfsdk:"directory_mode"`
 	InitImage       types.String `tfsdk:"init_image"`
+	CreateClaim     types.Bool   `tfsdk:"create_claim"`
+	Capacity        types.String `tfsdk:"capacity"`
 }
 
 type migrationModel struct {
@@ -205,11 +207,11 @@ func homeStorageSchema() schema.Schema {
 				"A later apply resumes an unfinished migration from the cluster's record of it."),
 			"spawner_settings": computedStr("JSON object of the KubeSpawner settings this storage implies (`storage_access_modes`, `storage_class`, `storage_capacity`, `pvc_name_template`, `slug_scheme`, `storage_pvc_ensure`, the home `volumes` and `volume_mounts`)."),
 			"shared_home": schema.SingleNestedAttribute{Optional: true,
-				MarkdownDescription: "The shared layout: every user's home is a directory of one existing claim, as zero-to-jupyterhub's `singleuser.storage.type: static` " +
+				MarkdownDescription: "The shared layout: every user's home is a directory of one claim (an existing one, or one this resource creates: `create_claim`), as zero-to-jupyterhub's `singleuser.storage.type: static` " +
 					"and Nebari's classic deployments keep them, instead of a claim per user. Servers mount the user's directory (`sub_path_template`) of `claim_name`; an init container " +
 					"creates a missing directory with `directory_uid`, `directory_gid` and `directory_mode` (kubelet would create it owned by root) and leaves an existing one as it is. " +
 					"KubeSpawner creates no per-user claim (`storage_pvc_ensure = false`) and deletes none when a user or a named server is deleted (`delete_pvc = false`: per-user claims of an earlier layout, kept, are homes too). No other mount of the home volume, mount over the home's path or volume of the shared claim is accepted from `jupyter_spawner_config` (every server would get every home). " +
-					"The provider never creates or deletes the shared claim, and changes nothing of it but the list of earlier places of `on_layout_change = \"move\"` (an annotation); destroy deletes no claim in this layout.\n\n" +
+					"The provider never deletes the shared claim, and destroy deletes no claim in this layout; it creates the claim only with `create_claim`, and changes nothing of it but the list of earlier places of `on_layout_change = \"move\"` (an annotation).\n\n" +
 					"A change that moves homes (another `claim_name`, `sub_path_template`, `slug_scheme` or `namespace`, or a switch between this layout and per-user claims, also onto listed users' claims when the resource is new) " +
 					"fails the plan naming, old and new, every listed user whose default server's home moves, and an example of an unlisted user's or a named server's home that moves, " +
 					"unless `on_layout_change = \"keep\"`; a change that would give a user the directory holding the old homes (`home/{username}` to `{username}`: a user named `home`) fails even then. " +
@@ -233,6 +235,23 @@ func homeStorageSchema() schema.Schema {
 						Validators:          []validator.String{stringvalidator.RegexMatches(octalModeRE, "must be an octal mode such as \"0700\" or \"2775\"")}},
 					"init_image": schema.StringAttribute{Required: true,
 						MarkdownDescription: "Image of the init container that creates a missing directory; it needs `sh`, `ls`, `mkdir`, `chown`, `chmod` and, for `on_layout_change = \"move\"`, `mv -T` (e.g. a busybox or Alpine image)."},
+					"create_claim": schema.BoolAttribute{Optional: true, Computed: true, Default: booldefault.StaticBool(false),
+						MarkdownDescription: "Create `claim_name` when it does not exist (default `false`: it must exist, and a plan without it fails). Apply creates it right before anything else it changes, in `namespace`, " +
+							"with `access_mode`, the resource's storage class (`storage_class` or `storage_class_name`; the cluster's default when neither is set), `shared_home.capacity`, " +
+							"the resource's `labels` and `annotations`, the label `app.kubernetes.io/managed-by: terraform-provider-jupyter` and the annotation " +
+							"`jupyter-infra.github.io/created-by: jupyter_home_storage.shared_home.create_claim`; the plan warns that it does and is `safe`. The claim is not listed in `changes`, which is by user. " +
+							"A claim that exists is used as it is: never resized, relabelled or otherwise changed, also when someone made it between plan and apply (apply then checks its mode as the plan does).\n\n" +
+							"It never creates a claim that existed: when the state shows that the last apply used a claim of that name (in this namespace), a volume was bound to one " +
+							"(a PersistentVolume whose `claimRef` names it with a UID; read only when the claim is missing), or a home was moved out of one, the plan fails naming the claim: a new, empty claim would give every user an empty home. " +
+							"Restore the claim (bind its retained volume again, or from a backup), or create an empty one yourself if starting over is intended. " +
+							"Nor while homes move out of the shared layout (`layout = \"per_user\"`): the homes not yet moved are directories of the claim that is missing. " +
+							"The provider never deletes the claim: not on destroy, also with `deletion_policy = \"delete\"` (the destroy plan warns that it stays), not on replacement, not when `create_claim` is turned off or `shared_home` removed. " +
+							"With `ReadWriteMany` it needs a storage class that serves it (`storage_class` or `storage_class_name`)."},
+					"capacity": schema.StringAttribute{Optional: true,
+						MarkdownDescription: "Size of the claim `create_claim` creates, a Kubernetes quantity such as `500Gi`; required with `create_claim`, and only then. " +
+							"It is the whole file system's, not a user's: the resource's `capacity` is each user's home claim's (KubeSpawner's `storage_capacity`), and the shared claim holds every home. " +
+							"Some provisioners enforce it (Longhorn, CephFS quotas, Azure Files), others ignore it (NFS subdirectories, EFS). A claim that exists is never resized to it.",
+						Validators: []validator.String{quantityValidator{}}},
 				}},
 			"on_layout_change": schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString(string(safety.OnLayoutChangeFail)),
 				MarkdownDescription: "What to do when a change moves users' homes to other directories or claims (see `shared_home` and `layout`): `fail` (default; the plan names every listed user whose home moves), " +

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"regexp"
 	"testing"
+	"time"
 
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"github.com/hashicorp/terraform-plugin-testing/plancheck"
@@ -39,8 +40,14 @@ func movedFromSetting(s *terraform.State) string {
 }
 
 func sharedHomeConfig(t *testing.T, ns, extra string) string {
+	return sharedHomeConfigOf(t, "homes", ns, "", extra)
+}
+
+// sharedHomeConfigOf is the shared layout's resource name in ns, with
+// shared (attributes of shared_home) and extra (of the resource).
+func sharedHomeConfigOf(t *testing.T, name, ns, shared, extra string) string {
 	return acctest.AdminConfig(t, fmt.Sprintf(`
-resource "jupyter_home_storage" "homes" {
+resource "jupyter_home_storage" %q {
   namespace   = %q
   access_mode = "ReadWriteMany"
   capacity    = "1Gi"
@@ -48,12 +55,13 @@ resource "jupyter_home_storage" "homes" {
   shared_home = {
     claim_name = "home-nfs"
     init_image = "busybox:1.36"
+%s
   }
   deletion_policy = "delete"
   allow_data_loss = true
 %s
 }
-`, ns, extra))
+`, name, ns, shared, extra))
 }
 
 // The shared layout through OpenTofu: the plan fails while the shared
@@ -170,6 +178,108 @@ resource "jupyter_home_storage" "homes" {
 }
 `, ns)),
 				ExpectError: wrapRE(fmt.Sprintf(`(?s)The layout of the homes changed.*Bob: directory %q of claim %s/home-nfs → claim %s/claim-`, bobSafe, ns, ns)),
+			},
+		},
+	})
+}
+
+func sharedCreateConfig(t *testing.T, ns, name string) string {
+	return sharedHomeConfigOf(t, name, ns, `    create_claim = true
+    capacity     = "2Gi"`, `  storage_class_name = "nfs"
+  labels             = { team = "data" }
+  annotations        = { "example.org/owner" = "platform" }`)
+}
+
+// shared_home.create_claim through OpenTofu: the plan is safe and apply
+// creates the missing shared claim with the resource's mode, class, the
+// shared capacity, its labels and annotations and the provider's
+// annotation, outside changes; a volume reserved for that claim (a
+// claimRef without a UID) is no sign that it existed. Destroy with
+// deletion_policy = "delete" and allow_data_loss leaves it, and a new
+// resource uses it as it is. Once it is deleted, the plan refuses to create
+// it again, from the state; and, for a resource without a state, from the
+// volume that was bound to it.
+func TestAccHomeStorage_sharedCreateClaim(t *testing.T) {
+	cs := acctest.Cluster(t).Admin()
+	ns := acctest.Namespace(t)
+	ctx := context.Background()
+	pv := &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "pv-" + ns + "-home-nfs"},
+		Spec: corev1.PersistentVolumeSpec{
+			Capacity:                      corev1.ResourceList{corev1.ResourceStorage: kresource.MustParse("2Gi")},
+			AccessModes:                   []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany},
+			StorageClassName:              "nfs",
+			PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimRetain,
+			ClaimRef:                      &corev1.ObjectReference{Namespace: ns, Name: "home-nfs"},
+			PersistentVolumeSource:        corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/tmp/" + ns}},
+		}}
+	if _, err := cs.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cs.CoreV1().PersistentVolumes().Delete(context.Background(), pv.Name, metav1.DeleteOptions{})
+	})
+	var uid string
+	claimLeft := func() {
+		if got := uids(t, cs, ns, "home-nfs")["home-nfs"]; got == "" || got != uid {
+			t.Fatalf("the shared claim is %q, was %q: destroy or a new resource touched it", got, uid)
+		}
+	}
+	deleteShared := func() {
+		if err := cs.CoreV1().PersistentVolumeClaims(ns).Delete(ctx, "home-nfs", metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; uids(t, cs, ns, "home-nfs")["home-nfs"] != ""; i++ {
+			if i == 300 {
+				t.Fatal("the shared claim is not gone")
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: protoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{
+				Config: sharedCreateConfig(t, ns, "homes"),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(hsAddr, plancheck.ResourceActionCreate), expectClass("safe"),
+				}},
+				Check: resource.ComposeTestCheckFunc(
+					resource.TestCheckResourceAttr(hsAddr, "changes", "{}"),
+					claimCheck(cs, ns, "home-nfs", func(pvc *corev1.PersistentVolumeClaim) error {
+						uid = string(pvc.UID)
+						size := pvc.Spec.Resources.Requests[corev1.ResourceStorage]
+						if len(pvc.Spec.AccessModes) != 1 || pvc.Spec.AccessModes[0] != corev1.ReadWriteMany || pvc.Spec.StorageClassName == nil ||
+							*pvc.Spec.StorageClassName != "nfs" || size.String() != "2Gi" {
+							return fmt.Errorf("spec %+v", pvc.Spec)
+						}
+						if pvc.Annotations["jupyter-infra.github.io/created-by"] != "jupyter_home_storage.shared_home.create_claim" ||
+							pvc.Annotations["example.org/owner"] != "platform" || pvc.Labels["team"] != "data" ||
+							pvc.Labels["app.kubernetes.io/managed-by"] != "terraform-provider-jupyter" || pvc.Labels["hub.jupyter.org/username"] != "" {
+							return fmt.Errorf("labels %v, annotations %v", pvc.Labels, pvc.Annotations)
+						}
+						return nil
+					}),
+				),
+			},
+			{
+				Config:  sharedCreateConfig(t, ns, "homes"),
+				Destroy: true,
+			},
+			{
+				// A new resource over the claim: used as it is.
+				PreConfig: claimLeft,
+				Config:    sharedCreateConfig(t, ns, "homes"),
+				Check:     func(*terraform.State) error { claimLeft(); return nil },
+			},
+			{
+				PreConfig:   deleteShared,
+				Config:      sharedCreateConfig(t, ns, "homes"),
+				ExpectError: wrapRE(fmt.Sprintf(`(?s)The shared home claim existed and is gone.*Claim %s/home-nfs held every user's home.*the last apply of this resource used it`, ns)),
+			},
+			{
+				// Another resource, without a state: the volume shows it.
+				Config:      sharedCreateConfig(t, ns, "other"),
+				ExpectError: wrapRE(fmt.Sprintf(`(?s)The shared home claim existed and is gone.*volume %s \([A-Za-z]+, claim UID [-0-9a-f]+\) was bound to a claim of this name`, pv.Name)),
 			},
 		},
 	})

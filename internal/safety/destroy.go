@@ -10,10 +10,16 @@ import (
 )
 
 // Destroy classifies destroying the resource: claims stay unless the
-// configuration says both deletion_policy = "delete" and allow_data_loss.
+// configuration says both deletion_policy = "delete" and allow_data_loss,
+// and the shared layout's claim always stays.
 func Destroy(cfg Config, prior Prior, live Live) Result {
 	var res Result
 	res.Class = ClassNone
+	if sh := DirectoryOf(cfg); sh != nil && cfg.DeletionPolicy == DeletionDelete {
+		res.Warnings = append(res.Warnings, Finding{"deletion_policy", "The shared home claim stays",
+			fmt.Sprintf("deletion_policy = \"delete\" never deletes claim %s/%s, which holds the homes of the shared layout (also when this resource created it, shared_home.create_claim): "+
+				"destroy leaves it with its data.", cfg.Namespace, sh.Claim)})
+	}
 	if cfg.Shared != nil {
 		return res // the shared layout manages no per-user claim, and never deletes the shared one
 	}

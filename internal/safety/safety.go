@@ -183,6 +183,11 @@ type Live struct {
 	// (migration.skip_running leaves it for a later apply). Nil when not
 	// read.
 	DirectoriesInUse *migration.DirectoryUse
+	// FormerSharedVolumes are volumes once bound to a claim of the shared
+	// claim's name (their claimRef has a UID), read only while that claim
+	// does not exist and shared_home.create_claim may create it: a claim
+	// of that name existed, and its homes may be on them.
+	FormerSharedVolumes []string
 }
 
 // Ref is the identity of a claim as the plan reads it: a claim without a
@@ -285,6 +290,9 @@ type Result struct {
 	// (on_layout_change = "move"). Apply records it on the shared claim
 	// before anything else when it grew.
 	MovedFrom []string
+	// CreateShared: the shared layout's claim does not exist and apply
+	// creates it (shared_home.create_claim).
+	CreateShared bool
 }
 
 // All is every user plan, the homes' (Users, Servers) then the other

@@ -25,6 +25,12 @@ import (
 type SharedHome struct {
 	Claim           string
 	SubPathTemplate string
+	// Create: the resource creates the claim when it does not exist
+	// (shared_home.create_claim), of Capacity (shared_home.capacity), and
+	// never one that existed (sharedExisted) or while homes move out of it.
+	// A claim that exists is never changed.
+	Create   bool
+	Capacity string
 }
 
 // OnLayoutChange says what to do when a change of settings moves users'
@@ -302,21 +308,34 @@ func planShared(cfg Config, prior *Prior, live Live) Result {
 	res := Result{Class: ClassNone}
 	sh := cfg.Shared
 	switch c := live.Shared; {
+	case c == nil && sh.Create:
+		if existed := sharedExisted(cfg, sh, prior, live); len(existed) > 0 {
+			res.Errors = append(res.Errors, sharedGone(cfg, sh, existed))
+			break
+		}
+		res.CreateShared, res.Class = true, ClassSafe
+		class := cfg.StorageClass
+		if class == "" {
+			class = "the cluster's default class"
+		}
+		res.Warnings = append(res.Warnings, Finding{"shared_home.create_claim", "The shared home claim is created",
+			fmt.Sprintf("Claim %s/%s does not exist: apply creates it (%s, %s, %s, with the resource's labels and annotations and %s: %s). "+
+				"It starts empty; the init container makes each user's directory at their first spawn. "+
+				"The provider never changes or deletes it: not on destroy (whatever deletion_policy says), not on replacement, not when create_claim is turned off or shared_home removed.",
+				cfg.Namespace, sh.Claim, cfg.AccessMode, class, sh.Capacity, claims.SharedCreatedAnnotation, claims.SharedCreatedBy)})
 	case c == nil:
 		res.Errors = append(res.Errors, Finding{"shared_home.claim_name", "The shared home claim does not exist",
-			fmt.Sprintf("Claim %s/%s holds every user's home in this layout and was not found. Create it (a ReadWriteMany claim on a shared file system), or name the existing one.",
+			fmt.Sprintf("Claim %s/%s holds every user's home in this layout and was not found. Create it (a ReadWriteMany claim on a shared file system), name the existing one, "+
+				"or set shared_home.create_claim = true (with shared_home.capacity) to have this resource create it.",
 				cfg.Namespace, sh.Claim)})
-	case c.Deleting:
-		res.Errors = append(res.Errors, Finding{"shared_home.claim_name", "The shared home claim is being deleted",
-			fmt.Sprintf("Claim %s/%s is being deleted; no server could mount it. It goes once the pods using it stop.", cfg.Namespace, sh.Claim)})
-	case !slices.Contains(c.AccessModes, cfg.AccessMode):
-		res.Errors = append(res.Errors, Finding{"access_mode", "The shared home claim has another access mode",
-			fmt.Sprintf("Claim %s/%s is %v, and access_mode says %s. In the shared layout access_mode is the shared claim's: the hub pins users' servers to one node by it. Set access_mode to the claim's mode.",
-				cfg.Namespace, sh.Claim, c.AccessModes, cfg.AccessMode)})
-	case cfg.AccessMode != RWX:
-		res.Warnings = append(res.Warnings, Finding{"shared_home.claim_name", "The shared home claim is not ReadWriteMany",
-			fmt.Sprintf("Claim %s/%s is %v: every user's server mounts it, so all servers must run on the node it is attached to. That works on a one-node cluster; "+
-				"elsewhere servers on other nodes fail with Multi-Attach errors. Use a ReadWriteMany claim on a shared file system.", cfg.Namespace, sh.Claim, c.AccessModes)})
+	default:
+		if f := SharedClaimProblem(cfg.Namespace, cfg.AccessMode, c); f != nil {
+			res.Errors = append(res.Errors, *f)
+		} else if cfg.AccessMode != RWX {
+			res.Warnings = append(res.Warnings, Finding{"shared_home.claim_name", "The shared home claim is not ReadWriteMany",
+				fmt.Sprintf("Claim %s/%s is %v: every user's server mounts it, so all servers must run on the node it is attached to. That works on a one-node cluster; "+
+					"elsewhere servers on other nodes fail with Multi-Attach errors. Use a ReadWriteMany claim on a shared file system.", cfg.Namespace, sh.Claim, c.AccessModes)})
+		}
 	}
 	res.MovedFrom = liveMovedFrom(live, &res)
 	checkLayoutMoves(cfg, prior, live, &res)
@@ -348,12 +367,76 @@ func planShared(cfg Config, prior *Prior, live Live) Result {
 				len(kept), cfg.Namespace, sh.Claim, CutLines(kept))})
 	}
 	switch {
+	case prior == nil && sh.Create:
+		// A new resource that may create the claim is safe whether or not
+		// it does: so that a claim someone makes between plan and apply
+		// does not make the apply's plan differ from the plan.
+		res.Class = ClassSafe
+		if !res.CreateShared {
+			res.Warnings = append(res.Warnings, adoptionWarnings(cfg)...)
+		}
 	case prior == nil:
 		res.Warnings = append(res.Warnings, adoptionWarnings(cfg)...)
 	case !sameConfig(prior.Config, cfg) || prior.Config.Shared == nil || *prior.Config.Shared != *sh:
 		res.Class = ClassSafe // the hub's settings change; no claim does
 	}
 	return res
+}
+
+// SharedClaimProblem is why claim c cannot hold the homes of a deployment
+// in namespace whose access_mode is mode: it is being deleted, or it has
+// another access mode; nil when it can. The plan and the apply (a claim
+// made between them, which apply keeps as it is) ask the same.
+func SharedClaimProblem(namespace, mode string, c *claims.Claim) *Finding {
+	switch {
+	case c.Deleting:
+		return &Finding{"shared_home.claim_name", "The shared home claim is being deleted",
+			fmt.Sprintf("Claim %s/%s is being deleted; no server could mount it. It goes once the pods using it stop.", namespace, c.Name)}
+	case !slices.Contains(c.AccessModes, mode):
+		return &Finding{"access_mode", "The shared home claim has another access mode",
+			fmt.Sprintf("Claim %s/%s is %v, and access_mode says %s. In the shared layout access_mode is the shared claim's: the hub pins users' servers to one node by it. Set access_mode to the claim's mode.",
+				namespace, c.Name, c.AccessModes, mode)}
+	}
+	return nil
+}
+
+// sharedExisted says why the shared claim sh, which does not exist, is
+// known to have existed; nil when nothing says so. Creating it again would
+// give every user an empty home in place of the one they had: the last
+// apply used it (every apply of the shared layout, or of a move out of it,
+// found it or created it), a volume was bound to a claim of that name, or
+// a home was moved out of it.
+func sharedExisted(cfg Config, sh *SharedHome, prior *Prior, live Live) []string {
+	var out []string
+	if prior != nil && prior.Config.Namespace == cfg.Namespace {
+		for _, was := range []*SharedHome{prior.Config.Shared, prior.Config.SplitFrom} {
+			if was != nil && was.Claim == sh.Claim {
+				out = append(out, "the last apply of this resource used it (the state's shared_home.claim_name)")
+				break
+			}
+		}
+	}
+	for _, v := range live.FormerSharedVolumes {
+		out = append(out, fmt.Sprintf("volume %s was bound to a claim of this name", v))
+	}
+	for i := range live.Claims {
+		c := &live.Claims[i]
+		if rec, err := splitRecord(c); err == nil && rec != nil && rec.Namespace == cfg.Namespace && rec.Shared == sh.Claim {
+			out = append(out, fmt.Sprintf("claim %s was moved out of it (its record names the shared claim, UID %s)", c.Ref(), orDash(rec.SharedUID)))
+		}
+	}
+	return out
+}
+
+// sharedGone is the finding of a shared claim that existed and is gone,
+// which create_claim never makes again.
+func sharedGone(cfg Config, sh *SharedHome, existed []string) Finding {
+	return Finding{"shared_home.create_claim", "The shared home claim existed and is gone",
+		fmt.Sprintf("Claim %s/%s held every user's home and does not exist any more:\n%s\n"+
+			"A new claim of that name would be empty, and every user's server would start in an empty home; shared_home.create_claim never creates a claim that existed. "+
+			"Restore it: if its volume is kept (reclaim policy Retain, phase Released), create the claim bound to it (spec.volumeName, after clearing the volume's spec.claimRef), "+
+			"or restore it from a backup. If the homes are lost for good and users are to start empty, create the empty claim yourself; the plan then finds it.",
+			cfg.Namespace, sh.Claim, CutLines(existed))}
 }
 
 // adoptionWarnings are what a plan without a state says of the directories

@@ -147,11 +147,15 @@ func TestDestroyShared_deletesNothing(t *testing.T) {
 	cfg.DeletionPolicy, cfg.AllowDataLoss = DeletionDelete, true
 	live := sharedLive(RWX)
 	live.Claims = []claims.Claim{{Namespace: "hub", Name: "claim-alice", UID: "a1", Username: "alice", AccessModes: []string{RWX}}}
+	cfg.Shared.Create, cfg.Shared.Capacity = true, "500Gi" // also the claim this resource created
 	res := Destroy(cfg, Prior{Config: cfg, Managed: map[string]string{"alice": "claim-alice"}}, live)
 	for _, up := range res.Users {
 		if up.Action == ActionRecreate {
 			t.Fatalf("destroy deletes %s", up.ClaimName)
 		}
+	}
+	if res.Class != ClassNone || !strings.Contains(findingsText(res.Warnings), "never deletes claim hub/home-nfs") {
+		t.Fatalf("destroy: %s\n%s", res.Class, findingsText(res.Warnings))
 	}
 }
 
@@ -262,5 +266,116 @@ func TestPlanShared_parentOfOldHomesNeverAHome(t *testing.T) {
 	now.Shared = &SharedHome{Claim: "home-nfs", SubPathTemplate: "homes/{username}"}
 	if res := Plan(now, &Prior{Config: was}, sharedLive(RWX)); len(res.Errors) != 0 {
 		t.Fatalf("home/{username} → homes/{username} (kept): %s", findingsText(res.Errors))
+	}
+}
+
+func creatingConfig(users ...string) Config {
+	cfg := sharedConfig("{username}", kubespawner.SchemeSafe, users...)
+	cfg.Shared.Create, cfg.Shared.Capacity = true, "500Gi"
+	return cfg
+}
+
+func findingAt(fs []Finding, attr, summary string) bool {
+	for _, f := range fs {
+		if f.Attribute == attr && strings.Contains(f.Summary, summary) {
+			return true
+		}
+	}
+	return false
+}
+
+// With shared_home.create_claim a missing shared claim is created: the
+// plan is safe and says so, and says nothing of directories the hub
+// mounts now (a new claim has none). A claim that exists is never
+// created over or changed: it is checked as without create_claim.
+func TestPlanShared_createClaimWhenMissing(t *testing.T) {
+	cfg := creatingConfig("alice")
+	res := Plan(cfg, nil, Live{})
+	if len(res.Errors) != 0 || !res.CreateShared || res.Class != ClassSafe {
+		t.Fatalf("missing, create_claim: create=%v %s\n%s", res.CreateShared, res.Class, findingsText(res.Errors))
+	}
+	warn := findingsText(res.Warnings)
+	for _, want := range []string{"Claim hub/home-nfs does not exist: apply creates it (ReadWriteMany, the cluster's default class, 500Gi", claims.SharedCreatedAnnotation, "never changes or deletes it"} {
+		if !strings.Contains(warn, want) {
+			t.Errorf("warning lacks %q:\n%s", want, warn)
+		}
+	}
+	if findingAt(res.Warnings, "shared_home.sub_path_template", "cannot see which directories") {
+		t.Errorf("a claim the apply creates has no directories to adopt:\n%s", warn)
+	}
+	// Exists: nothing to create. A new resource is safe all the same, so
+	// that a claim made between plan and apply changes nothing planned.
+	res = Plan(cfg, nil, sharedLive(RWX))
+	if len(res.Errors) != 0 || res.CreateShared || res.Class != ClassSafe || findingAt(res.Warnings, "shared_home.create_claim", "") {
+		t.Fatalf("exists, new resource: create=%v %s\n%s%s", res.CreateShared, res.Class, findingsText(res.Errors), findingsText(res.Warnings))
+	}
+	if res = Plan(cfg, &Prior{Config: cfg}, sharedLive(RWX)); res.CreateShared || res.Class != ClassNone || len(res.Errors)+len(res.Warnings) != 0 {
+		t.Fatalf("exists, no change: create=%v %s\n%s%s", res.CreateShared, res.Class, findingsText(res.Errors), findingsText(res.Warnings))
+	}
+	// Another mode: refused as without create_claim, never created over.
+	if res = Plan(cfg, &Prior{Config: cfg}, sharedLive(RWO)); res.CreateShared || !findingAt(res.Errors, "access_mode", "another access mode") {
+		t.Fatalf("exists in another mode: create=%v\n%s", res.CreateShared, findingsText(res.Errors))
+	}
+	// Without create_claim the error says how to have it created.
+	cfg.Shared.Create = false
+	if res = Plan(cfg, nil, Live{}); res.CreateShared || !strings.Contains(findingsText(res.Errors), "shared_home.create_claim = true") {
+		t.Fatalf("missing, no create_claim: create=%v\n%s", res.CreateShared, findingsText(res.Errors))
+	}
+}
+
+// A shared claim that existed and is gone is never created again: every
+// user would start in an empty home. The state's last apply used it, a
+// volume was bound to a claim of that name, or a home was moved out of
+// it: each alone refuses, naming the claim, what shows it existed and
+// what to do.
+func TestPlanShared_createClaimNeverRecreatesAClaimThatExisted(t *testing.T) {
+	cfg := creatingConfig("alice")
+	withoutCreate := cfg
+	withoutCreate.Shared = &SharedHome{Claim: "home-nfs", SubPathTemplate: "{username}"}
+	moving := cfg
+	moving.Shared, moving.SplitFrom = nil, withoutCreate.Shared
+	moved := claims.Claim{Namespace: "hub", Name: "claim-bob", UID: "b1", Username: "bob", AccessModes: []string{RWX}, Phase: "Bound",
+		Annotations: map[string]string{migration.SplitAnnotation: migration.SplitRecord{User: "bob", Namespace: "hub", Claim: "claim-bob",
+			Shared: "home-nfs", SharedUID: "s1", Directory: "bob", Volume: "pv-bob"}.Encode()}}
+	for name, tc := range map[string]struct {
+		prior *Prior
+		live  Live
+		want  string
+	}{
+		"state of the shared layout":       {&Prior{Config: cfg}, Live{}, "the last apply of this resource used it"},
+		"state without create_claim":       {&Prior{Config: withoutCreate}, Live{}, "the last apply of this resource used it"},
+		"state of a move out of it":        {&Prior{Config: moving}, Live{}, "the last apply of this resource used it"},
+		"a volume bound to it, no state":   {nil, Live{FormerSharedVolumes: []string{"pv-home (Released)"}}, "volume pv-home (Released) was bound to a claim of this name"},
+		"a home moved out of it, no state": {nil, Live{Claims: []claims.Claim{moved}}, "claim hub/claim-bob was moved out of it (its record names the shared claim, UID s1)"},
+	} {
+		res := Plan(cfg, tc.prior, tc.live)
+		text := findingsText(res.Errors)
+		if res.CreateShared || !findingAt(res.Errors, "shared_home.create_claim", "existed and is gone") || !strings.Contains(text, tc.want) ||
+			!strings.Contains(text, "Claim hub/home-nfs held every user's home") || !strings.Contains(text, "create the claim bound to it") {
+			t.Errorf("%s: create=%v\n%s", name, res.CreateShared, text)
+		}
+	}
+	// Another claim (or namespace) in the state is no sign of this one.
+	other := cfg
+	other.Shared = &SharedHome{Claim: "home-old", SubPathTemplate: "{username}"}
+	other.OnLayoutChange = OnLayoutChangeKeep
+	now := cfg
+	now.OnLayoutChange = OnLayoutChangeKeep
+	if res := Plan(now, &Prior{Config: other}, Live{}); !res.CreateShared || len(res.Errors) != 0 {
+		t.Fatalf("a new claim name: create=%v\n%s", res.CreateShared, findingsText(res.Errors))
+	}
+}
+
+// While homes move out of the shared layout create_claim never creates
+// the shared claim: the homes not yet moved are directories of the claim
+// that is gone, and a new one holds none of them.
+func TestPlanSplit_createClaimRefusedWhileMoving(t *testing.T) {
+	cfg := creatingConfig("alice")
+	cfg.Shared, cfg.SplitFrom = nil, cfg.Shared
+	cfg.OnLayoutChange = OnLayoutChangeMigrate
+	res := Plan(cfg, nil, Live{})
+	if res.CreateShared || !findingAt(res.Errors, "shared_home.create_claim", "not created while homes move out") ||
+		!strings.Contains(findingsText(res.Errors), "Claim hub/home-nfs holds the homes not yet moved") {
+		t.Fatalf("create=%v\n%s", res.CreateShared, findingsText(res.Errors))
 	}
 }

@@ -33,6 +33,15 @@ func directoryView(cfg Config) Config {
 	return cfg
 }
 
+// DirectoryOf is the shared claim where users' homes are directories: the
+// shared layout's, or the one homes move out of; nil when none.
+func DirectoryOf(cfg Config) *SharedHome {
+	if cfg.Shared != nil {
+		return cfg.Shared
+	}
+	return cfg.SplitFrom
+}
+
 // splitRecord is the record of the move that made c, nil when none (or
 // when it cannot be read: then splitClaim reports it).
 func splitRecord(c *claims.Claim) (*migration.SplitRecord, error) {
@@ -92,6 +101,10 @@ func splitDone(c *claims.Claim, rec *migration.SplitRecord) bool {
 func (p *planner) checkSplitFrom() {
 	cfg := p.cfg
 	switch c := p.live.Shared; {
+	case c == nil && cfg.SplitFrom.Create:
+		p.errorf("shared_home.create_claim", "The shared home claim is not created while homes move out of it",
+			"Claim %s/%s holds the homes not yet moved into claims of their own, and was not found. shared_home.create_claim never creates it while homes move out of it (layout = \"per_user\"): "+
+				"a new claim would be empty, and every user not yet moved would start in an empty directory of it. Name the claim that holds the homes, or restore it.", cfg.Namespace, cfg.SplitFrom.Claim)
 	case c == nil:
 		p.errorf("shared_home.claim_name", "The shared home claim does not exist",
 			"Claim %s/%s holds the homes not yet moved into claims of their own, and was not found. Name the claim that holds them.", cfg.Namespace, cfg.SplitFrom.Claim)
