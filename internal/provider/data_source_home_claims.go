@@ -33,6 +33,7 @@ type homeClaimsModel struct {
 	Claims           types.String `tfsdk:"claims"`
 	Count            types.Int64  `tfsdk:"claim_count"`
 	AccessModeCounts types.Map    `tfsdk:"access_mode_counts"`
+	homesModel
 }
 
 func (d *homeClaimsDataSource) Metadata(_ context.Context, req datasource.MetadataRequest, resp *datasource.MetadataResponse) {
@@ -65,6 +66,7 @@ func (d *homeClaimsDataSource) Schema(_ context.Context, _ datasource.SchemaRequ
 				MarkdownDescription: "Claims per access mode, e.g. `{ ReadWriteOnce = 12 }`."},
 		},
 	}
+	maps.Copy(resp.Schema.Attributes, homesAttributes())
 }
 
 func (d *homeClaimsDataSource) Configure(_ context.Context, req datasource.ConfigureRequest, resp *datasource.ConfigureResponse) {
@@ -88,6 +90,17 @@ func (d *homeClaimsDataSource) Read(ctx context.Context, req datasource.ReadRequ
 	live, err := client.ListClaims(ctx, m.Namespace.ValueString(), selector)
 	if err != nil {
 		resp.Diagnostics.AddError("Cannot read home claims", err.Error())
+		return
+	}
+	var shared *claims.Claim
+	if !m.SharedClaim.IsNull() {
+		if shared, err = client.Claim(ctx, m.Namespace.ValueString(), m.SharedClaim.ValueString()); err != nil {
+			resp.Diagnostics.AddAttributeError(path.Root("shared_claim"), "Cannot read the shared claim", err.Error())
+			return
+		}
+	}
+	m.readHomes(m.Namespace.ValueString(), live, shared, &resp.Diagnostics)
+	if resp.Diagnostics.HasError() {
 		return
 	}
 	readClaims(ctx, &m, live, &resp.State, &resp.Diagnostics)
