@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"regexp"
-	"strings"
 	"testing"
 
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
@@ -95,7 +94,7 @@ output "claims" {
 	})
 }
 
-// sharedLayoutStep adds to seedMixed's claims a shared claim home-nfs,
+// seedSharedLayout adds to seedMixed's claims a shared claim home-nfs,
 // makes alice's claim a finished zero-copy move of her directory
 // home/alice (bound to the volume its record names) and adds erin's, an
 // unfinished one (Pending); dan has no claim, nor has Bob under the name
@@ -103,6 +102,31 @@ output "claims" {
 // Moving out of the shared layout, the hub mounts alice's claim, refuses
 // erin and mounts Bob's and dan's directories; in the shared layout every
 // home is the directory.
+func seedSharedLayout(t *testing.T, ns string) {
+	cs := acctest.Cluster(t).Admin()
+	acctest.Seed(t, cs, ns, acctest.SeedClaim{Name: "home-nfs", Modes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany}, Size: "5Gi", Bound: true},
+		acctest.SeedClaim{Name: "claim-erin", Username: "erin", StorageClass: ptr("longhorn")})
+	ctx := context.Background()
+	shared, err := cs.CoreV1().PersistentVolumeClaims(ns).Get(ctx, "home-nfs", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, dir := range map[string]string{"claim-alice": "home/alice", "claim-erin": "home/erin"} {
+		pvc, err := cs.CoreV1().PersistentVolumeClaims(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec := migration.SplitRecord{User: pvc.Annotations["hub.jupyter.org/username"], Namespace: ns, Claim: name, Shared: "home-nfs",
+			SharedUID: string(shared.UID), Directory: dir, Volume: cmp.Or(pvc.Spec.VolumeName, migration.SplitVolumeName(ns, name))}
+		pvc.Annotations[migration.SplitAnnotation] = rec.Encode()
+		if _, err := cs.CoreV1().PersistentVolumeClaims(ns).Update(ctx, pvc, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// sharedLayoutStep reads seedSharedLayout's homes, moving out of the
+// shared layout and in it.
 func sharedLayoutStep(t *testing.T, ns string) resource.TestStep {
 	str := knownvalue.StringExact
 	home := func(kind, claim, sub string, moved bool, from, method, reason string) knownvalue.Check {
@@ -110,28 +134,7 @@ func sharedLayoutStep(t *testing.T, ns string) resource.TestStep {
 			"moved": knownvalue.Bool(moved), "moved_from": str(from), "method": str(method), "reason": str(reason)})
 	}
 	return resource.TestStep{
-		PreConfig: func() {
-			cs := acctest.Cluster(t).Admin()
-			acctest.Seed(t, cs, ns, acctest.SeedClaim{Name: "home-nfs", Modes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany}, Size: "5Gi", Bound: true},
-				acctest.SeedClaim{Name: "claim-erin", Username: "erin", StorageClass: ptr("longhorn")})
-			ctx := context.Background()
-			shared, err := cs.CoreV1().PersistentVolumeClaims(ns).Get(ctx, "home-nfs", metav1.GetOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			for name, dir := range map[string]string{"claim-alice": "home/alice", "claim-erin": "home/erin"} {
-				pvc, err := cs.CoreV1().PersistentVolumeClaims(ns).Get(ctx, name, metav1.GetOptions{})
-				if err != nil {
-					t.Fatal(err)
-				}
-				rec := migration.SplitRecord{User: pvc.Annotations["hub.jupyter.org/username"], Namespace: ns, Claim: name, Shared: "home-nfs",
-					SharedUID: string(shared.UID), Directory: dir, Volume: cmp.Or(pvc.Spec.VolumeName, migration.SplitVolumeName(ns, name))}
-				pvc.Annotations[migration.SplitAnnotation] = rec.Encode()
-				if _, err := cs.CoreV1().PersistentVolumeClaims(ns).Update(ctx, pvc, metav1.UpdateOptions{}); err != nil {
-					t.Fatal(err)
-				}
-			}
-		},
+		PreConfig: func() { seedSharedLayout(t, ns) },
 		Config: acctest.AdminConfig(t, fmt.Sprintf(`
 locals {
   users = ["alice", "Bob", "dan", "erin"]
@@ -196,6 +199,23 @@ func TestAccHomeClaimsDataSource_selectorAndEmpty(t *testing.T) {
 }`, ns)),
 				ExpectError: regexp.MustCompile(`Invalid label selector`),
 			},
+			// The shared layout's inputs: jupyter_home_storage's rules, and
+			// none of them without shared_claim.
+			{
+				Config: acctest.AdminConfig(t, fmt.Sprintf(`data "jupyter_home_claims" "test" {
+  namespace         = %q
+  shared_claim      = "home-nfs"
+  sub_path_template = "/home/{username}"
+}`, ns)),
+				ExpectError: regexp.MustCompile(`(?s)Invalid sub_path_template.*relative to the claim's root`),
+			},
+			{
+				Config: acctest.AdminConfig(t, fmt.Sprintf(`data "jupyter_home_claims" "test" {
+  namespace = %q
+  users     = jsonencode({ alice = {} })
+}`, ns)),
+				ExpectError: regexp.MustCompile(`(?s)Attribute "shared_claim" must be specified when "users" is\s+specified`),
+			},
 			{
 				Config: acctest.AdminConfig(t, fmt.Sprintf(`data "jupyter_home_claims" "test" {
   namespace      = %q
@@ -236,22 +256,28 @@ func TestAccHomeClaimsDataSource_example(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	const nsLine = `namespace = "jhub"`
-	if strings.Count(string(src), nsLine) != 1 {
-		t.Fatalf("the example does not hold %s exactly once", nsLine)
+	nsLine := regexp.MustCompile(`(namespace\s*=\s*)"jhub"`)
+	if n := len(nsLine.FindAllString(string(src), -1)); n != 2 {
+		t.Fatalf("the example holds namespace = \"jhub\" %d times, not twice", n)
 	}
 	str := knownvalue.StringExact
 	resource.Test(t, resource.TestCase{
 		ProtoV6ProviderFactories: protoV6ProviderFactories,
 		Steps: []resource.TestStep{{
-			Config: acctest.AdminConfig(t, strings.Replace(string(src), nsLine, fmt.Sprintf("namespace = %q", ns), 1)),
+			PreConfig: func() { seedSharedLayout(t, ns) },
+			Config:    acctest.AdminConfig(t, nsLine.ReplaceAllString(string(src), fmt.Sprintf("${1}%q", ns))),
 			ConfigStateChecks: []statecheck.StateCheck{
 				statecheck.ExpectKnownOutputValue("homes_per_mode", knownvalue.MapExact(map[string]knownvalue.Check{
-					"ReadWriteOnce": knownvalue.Int64Exact(2), "ReadWriteMany": knownvalue.Int64Exact(1)})),
+					"ReadWriteOnce": knownvalue.Int64Exact(3), "ReadWriteMany": knownvalue.Int64Exact(2)})),
 				statecheck.ExpectKnownOutputValue("rwo_users", knownvalue.ListExact([]knownvalue.Check{
-					str("alice"), str("carol@example.org/gpu")})),
+					str("alice"), str("carol@example.org/gpu"), str("erin")})),
 				statecheck.ExpectKnownOutputValue("pending_claims", knownvalue.MapExact(map[string]knownvalue.Check{
-					"Bob": str("claim-bob---1f1b2a2e"), "carol@example.org/gpu": str("claim-carol--gpu")})),
+					"Bob": str("claim-bob---1f1b2a2e"), "carol@example.org/gpu": str("claim-carol--gpu"), "erin": str("claim-erin")})),
+				statecheck.ExpectKnownOutputValue("still_in_directories", knownvalue.MapExact(map[string]knownvalue.Check{"dan": str("home/dan")})),
+				statecheck.ExpectKnownOutputValue("moved", knownvalue.ListExact([]knownvalue.Check{str("alice")})),
+				statecheck.ExpectKnownOutputValue("waiting", knownvalue.MapExact(map[string]knownvalue.Check{
+					"erin": str("claim claim-erin is being moved out of the shared claim (Pending, not Bound)")})),
+				statecheck.ExpectKnownOutputValue("shared_claim_bound", knownvalue.Bool(true)),
 			},
 		}},
 	})
