@@ -34,7 +34,7 @@ func hubHomesLive() []claims.Claim {
 	copyRecord := func(step migration.Step, target string) map[string]string {
 		return map[string]string{migration.CopyAnnotation: `{"step":"` + string(step) + `","user":"x","target":"` + target + `","to":"ReadWriteMany"}`}
 	}
-	alice := split("alice", true) // moved, zero copy: mounted
+	alice := split("alice", true)  // moved, zero copy: mounted
 	carol := split("carol", false) // being moved: not Bound
 	dave := split("dave", true)    // Bound to another volume
 	dave.VolumeName = "pv-other"
