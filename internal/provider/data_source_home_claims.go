@@ -43,7 +43,10 @@ func (d *homeClaimsDataSource) Metadata(_ context.Context, req datasource.Metada
 func (d *homeClaimsDataSource) Schema(_ context.Context, _ datasource.SchemaRequest, resp *datasource.SchemaResponse) {
 	resp.Schema = schema.Schema{
 		MarkdownDescription: "Reads the home-directory claims of one JupyterHub deployment: every PersistentVolumeClaim " +
-			"in `namespace` that matches `label_selector`, with one paginated List (no request per claim).",
+			"in `namespace` that matches `label_selector`, with one paginated List (no request per claim).\n\n" +
+			"With `shared_claim` (the shared layout: every home a directory of one claim, as zero-to-jupyterhub's `static` storage and Nebari classic keep them), " +
+			"it also says where each user named in `users` has their home now (`homes`): their directory, a claim of their own (a finished move of the directory), " +
+			"or a spawn the hub refuses while a move is under way, as the hub decides at each spawn; and what the shared claim is (`shared_claim_status`, one Get more).",
 		Attributes: map[string]schema.Attribute{
 			"namespace": schema.StringAttribute{Required: true, MarkdownDescription: "Namespace of the JupyterHub deployment.",
 				Validators: []validator.String{namespaceValidator()}},
