@@ -135,14 +135,23 @@ func readClaims(ctx context.Context, m *homeClaimsModel, live []claims.Claim, st
 // the value is stable.
 func homeClaimsJSON(byKey map[string]claims.Claim) string {
 	keys := slices.Sorted(maps.Keys(byKey)) // as encoding/json orders a map's keys
-	b := make([]byte, 0, 2+len(keys)*320)
+	return sortedJSONObject(keys, 320, func(b []byte, k string) []byte {
+		c := byKey[k]
+		return appendLiveClaim(b, &c)
+	})
+}
+
+// sortedJSONObject writes one JSON object of keys (sorted, as encoding/json
+// orders a map's keys), each value appended by value; size is about the
+// bytes of one entry.
+func sortedJSONObject(keys []string, size int, value func(b []byte, key string) []byte) string {
+	b := make([]byte, 0, 2+len(keys)*size)
 	b = append(b, '{')
 	for i, k := range keys {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		c := byKey[k]
-		b = appendLiveClaim(append(appendJSONString(b, k), ':'), &c)
+		b = value(append(appendJSONString(b, k), ':'), k)
 	}
 	return string(append(b, '}'))
 }

@@ -151,20 +151,14 @@ func orDefault(v types.String, def string) string {
 // homesJSON is the `homes` value: one object per user, every field
 // written, in the order of users (sorted), as encoding/json writes a map.
 func homesJSON(users []string, homes map[string]safety.Home) string {
-	b := make([]byte, 0, 2+len(users)*140)
-	b = append(b, '{')
-	for i, u := range users {
-		if i > 0 {
-			b = append(b, ',')
-		}
+	return sortedJSONObject(users, 140, func(b []byte, u string) []byte {
 		h := homes[u]
-		b = appendJSONString(append(appendJSONString(b, u), `:{"home":`...), h.Kind)
+		b = appendJSONString(append(b, `{"home":`...), h.Kind)
 		b = appendJSONString(append(b, `,"claim":`...), h.Claim)
 		b = appendJSONString(append(b, `,"sub_path":`...), h.SubPath)
 		b = strconv.AppendBool(append(b, `,"moved":`...), h.Moved)
 		b = appendJSONString(append(b, `,"moved_from":`...), h.MovedFrom)
 		b = appendJSONString(append(b, `,"method":`...), string(h.Method))
-		b = append(appendJSONString(append(b, `,"reason":`...), h.Reason), '}')
-	}
-	return string(append(b, '}'))
+		return append(appendJSONString(append(b, `,"reason":`...), h.Reason), '}')
+	})
 }
