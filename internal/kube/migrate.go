@@ -20,7 +20,7 @@ import (
 )
 
 // MigratedAnnotation on a rebound claim says where it came from.
-const MigratedAnnotation = "jupyter-infra.github.io/migrated"
+const MigratedAnnotation = migration.MigratedAnnotation
 
 // ListVolumes returns every PersistentVolume matching selector, in pages.
 func (c *Client) ListVolumes(ctx context.Context, selector string) ([]corev1.PersistentVolume, error) {

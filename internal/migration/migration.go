@@ -81,6 +81,9 @@ const (
 	// migrated, so that one label-selected List finds every migration in
 	// progress, including those whose claim is deleted.
 	NamespaceLabel = "jupyter-infra.github.io/home-migration-namespace"
+	// MigratedAnnotation on a rebound claim says where it came from; the
+	// hub refuses a spawn on such a claim until it is Bound.
+	MigratedAnnotation = "jupyter-infra.github.io/migrated"
 )
 
 // Record is what a volume carries while its claim is rebound: enough to

@@ -33,6 +33,7 @@ type homeClaimsModel struct {
 	Claims           types.String `tfsdk:"claims"`
 	Count            types.Int64  `tfsdk:"claim_count"`
 	AccessModeCounts types.Map    `tfsdk:"access_mode_counts"`
+	homesModel
 }
 
 func (d *homeClaimsDataSource) Metadata(_ context.Context, req datasource.MetadataRequest, resp *datasource.MetadataResponse) {
@@ -42,7 +43,10 @@ func (d *homeClaimsDataSource) Metadata(_ context.Context, req datasource.Metada
 func (d *homeClaimsDataSource) Schema(_ context.Context, _ datasource.SchemaRequest, resp *datasource.SchemaResponse) {
 	resp.Schema = schema.Schema{
 		MarkdownDescription: "Reads the home-directory claims of one JupyterHub deployment: every PersistentVolumeClaim " +
-			"in `namespace` that matches `label_selector`, with one paginated List (no request per claim).",
+			"in `namespace` that matches `label_selector`, with one paginated List (no request per claim).\n\n" +
+			"With `shared_claim` (the shared layout: every home a directory of one claim, as zero-to-jupyterhub's `static` storage and Nebari classic keep them), " +
+			"it also says where each user named in `users` has their home now (`homes`): their directory, a claim of their own (a finished move of the directory), " +
+			"or a spawn the hub refuses while a move is under way, as the hub decides at each spawn; and what the shared claim is (`shared_claim_status`, one Get more).",
 		Attributes: map[string]schema.Attribute{
 			"namespace": schema.StringAttribute{Required: true, MarkdownDescription: "Namespace of the JupyterHub deployment.",
 				Validators: []validator.String{namespaceValidator()}},
@@ -65,6 +69,7 @@ func (d *homeClaimsDataSource) Schema(_ context.Context, _ datasource.SchemaRequ
 				MarkdownDescription: "Claims per access mode, e.g. `{ ReadWriteOnce = 12 }`."},
 		},
 	}
+	maps.Copy(resp.Schema.Attributes, homesAttributes())
 }
 
 func (d *homeClaimsDataSource) Configure(_ context.Context, req datasource.ConfigureRequest, resp *datasource.ConfigureResponse) {
@@ -88,6 +93,17 @@ func (d *homeClaimsDataSource) Read(ctx context.Context, req datasource.ReadRequ
 	live, err := client.ListClaims(ctx, m.Namespace.ValueString(), selector)
 	if err != nil {
 		resp.Diagnostics.AddError("Cannot read home claims", err.Error())
+		return
+	}
+	var shared *claims.Claim
+	if !m.SharedClaim.IsNull() {
+		if shared, err = client.Claim(ctx, m.Namespace.ValueString(), m.SharedClaim.ValueString()); err != nil {
+			resp.Diagnostics.AddAttributeError(path.Root("shared_claim"), "Cannot read the shared claim", err.Error())
+			return
+		}
+	}
+	m.readHomes(m.Namespace.ValueString(), live, shared, &resp.Diagnostics)
+	if resp.Diagnostics.HasError() {
 		return
 	}
 	readClaims(ctx, &m, live, &resp.State, &resp.Diagnostics)
@@ -119,14 +135,23 @@ func readClaims(ctx context.Context, m *homeClaimsModel, live []claims.Claim, st
 // the value is stable.
 func homeClaimsJSON(byKey map[string]claims.Claim) string {
 	keys := slices.Sorted(maps.Keys(byKey)) // as encoding/json orders a map's keys
-	b := make([]byte, 0, 2+len(keys)*320)
+	return sortedJSONObject(keys, 320, func(b []byte, k string) []byte {
+		c := byKey[k]
+		return appendLiveClaim(b, &c)
+	})
+}
+
+// sortedJSONObject writes one JSON object of keys (sorted, as encoding/json
+// orders a map's keys), each value appended by value; size is about the
+// bytes of one entry.
+func sortedJSONObject(keys []string, size int, value func(b []byte, key string) []byte) string {
+	b := make([]byte, 0, 2+len(keys)*size)
 	b = append(b, '{')
 	for i, k := range keys {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		c := byKey[k]
-		b = appendLiveClaim(append(appendJSONString(b, k), ':'), &c)
+		b = value(append(appendJSONString(b, k), ':'), k)
 	}
 	return string(append(b, '}'))
 }

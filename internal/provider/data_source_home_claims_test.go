@@ -1,18 +1,22 @@
 package provider
 
 import (
+	"cmp"
+	"context"
 	"fmt"
 	"os"
 	"regexp"
-	"strings"
 	"testing"
 
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
 	"github.com/hashicorp/terraform-plugin-testing/statecheck"
+	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/acctest"
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/migration"
 )
 
 func ptr[T any](v T) *T { return &v }
@@ -83,9 +87,95 @@ output "claims" {
 					"carol@example.org/gpu": claim("claim-carol--gpu", "carol@example.org", "carol-example-org", "gpu",
 						"ReadWriteOnce", "longhorn", "10Gi", "", "Pending", str("")),
 				})),
+				statecheck.ExpectKnownValue(ds, tfjsonpath.New("homes"), knownvalue.Null()),
+				statecheck.ExpectKnownValue(ds, tfjsonpath.New("shared_claim_status"), knownvalue.Null()),
 			},
-		}},
+		}, sharedLayoutStep(t, ns)},
 	})
+}
+
+// seedSharedLayout adds to seedMixed's claims a shared claim home-nfs,
+// makes alice's claim a finished zero-copy move of her directory
+// home/alice (bound to the volume its record names) and adds erin's, an
+// unfinished one (Pending); dan has no claim, nor has Bob under the name
+// the template gives (KubeSpawner 7's safe name; his claim has another).
+// Moving out of the shared layout, the hub mounts alice's claim, refuses
+// erin and mounts Bob's and dan's directories; in the shared layout every
+// home is the directory.
+func seedSharedLayout(t *testing.T, ns string) {
+	cs := acctest.Cluster(t).Admin()
+	acctest.Seed(t, cs, ns, acctest.SeedClaim{Name: "home-nfs", Modes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany}, Size: "5Gi", Bound: true},
+		acctest.SeedClaim{Name: "claim-erin", Username: "erin", StorageClass: ptr("longhorn")})
+	ctx := context.Background()
+	shared, err := cs.CoreV1().PersistentVolumeClaims(ns).Get(ctx, "home-nfs", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, dir := range map[string]string{"claim-alice": "home/alice", "claim-erin": "home/erin"} {
+		pvc, err := cs.CoreV1().PersistentVolumeClaims(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec := migration.SplitRecord{User: pvc.Annotations["hub.jupyter.org/username"], Namespace: ns, Claim: name, Shared: "home-nfs",
+			SharedUID: string(shared.UID), Directory: dir, Volume: cmp.Or(pvc.Spec.VolumeName, migration.SplitVolumeName(ns, name))}
+		pvc.Annotations[migration.SplitAnnotation] = rec.Encode()
+		if _, err := cs.CoreV1().PersistentVolumeClaims(ns).Update(ctx, pvc, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// sharedLayoutStep reads seedSharedLayout's homes, moving out of the
+// shared layout and in it.
+func sharedLayoutStep(t *testing.T, ns string) resource.TestStep {
+	str := knownvalue.StringExact
+	home := func(kind, claim, sub string, moved bool, from, method, reason string) knownvalue.Check {
+		return knownvalue.ObjectExact(map[string]knownvalue.Check{"home": str(kind), "claim": str(claim), "sub_path": str(sub),
+			"moved": knownvalue.Bool(moved), "moved_from": str(from), "method": str(method), "reason": str(reason)})
+	}
+	return resource.TestStep{
+		PreConfig: func() { seedSharedLayout(t, ns) },
+		Config: acctest.AdminConfig(t, fmt.Sprintf(`
+locals {
+  users = ["alice", "Bob", "dan", "erin"]
+}
+data "jupyter_home_claims" "test" {
+  namespace         = %[1]q
+  shared_claim      = "home-nfs"
+  sub_path_template = "home/{username}"
+  layout            = "per_user"
+  users             = jsonencode({ for u in local.users : u => {} })
+}
+data "jupyter_home_claims" "shared" {
+  namespace         = %[1]q
+  shared_claim      = "home-nfs"
+  sub_path_template = "home/{username}"
+  users             = jsonencode({ for u in local.users : u => {} })
+}
+output "moving" {
+  value = jsondecode(data.jupyter_home_claims.test.homes)
+}
+output "shared" {
+  value = { for u, h in jsondecode(data.jupyter_home_claims.shared.homes) : u => "${h.home} ${h.claim} ${h.sub_path}" }
+}`, ns)),
+		ConfigStateChecks: []statecheck.StateCheck{
+			statecheck.ExpectKnownOutputValue("moving", knownvalue.MapExact(map[string]knownvalue.Check{
+				"alice": home("claim", "claim-alice", "home/alice", true, "home/alice", "split", ""),
+				"Bob":   home("directory", "home-nfs", "home/bob---cd9fb1e1", false, "", "", ""),
+				"dan":   home("directory", "home-nfs", "home/dan", false, "", "", ""),
+				"erin":  home("refused", "claim-erin", "home/erin", false, "", "", "claim claim-erin is being moved out of the shared claim (Pending, not Bound)"),
+			})),
+			statecheck.ExpectKnownOutputValue("shared", knownvalue.MapExact(map[string]knownvalue.Check{
+				"alice": str("directory home-nfs home/alice"), "Bob": str("directory home-nfs home/bob---cd9fb1e1"),
+				"dan": str("directory home-nfs home/dan"), "erin": str("directory home-nfs home/erin"),
+			})),
+			statecheck.ExpectKnownValue("data.jupyter_home_claims.test", tfjsonpath.New("shared_claim_status"), knownvalue.ObjectExact(map[string]knownvalue.Check{
+				"exists": knownvalue.Bool(true), "uid": knownvalue.StringRegexp(regexp.MustCompile(`^[0-9a-f-]{36}$`)),
+				"access_modes": knownvalue.ListExact([]knownvalue.Check{str("ReadWriteMany")}), "storage_class_name": str(""),
+				"phase": str("Bound"), "volume_name": str("pv-" + ns + "-home-nfs"), "deleting": knownvalue.Bool(false),
+			})),
+		},
+	}
 }
 
 func TestAccHomeClaimsDataSource_selectorAndEmpty(t *testing.T) {
@@ -108,6 +198,23 @@ func TestAccHomeClaimsDataSource_selectorAndEmpty(t *testing.T) {
   label_selector = "a b c"
 }`, ns)),
 				ExpectError: regexp.MustCompile(`Invalid label selector`),
+			},
+			// The shared layout's inputs: jupyter_home_storage's rules, and
+			// none of them without shared_claim.
+			{
+				Config: acctest.AdminConfig(t, fmt.Sprintf(`data "jupyter_home_claims" "test" {
+  namespace         = %q
+  shared_claim      = "home-nfs"
+  sub_path_template = "/home/{username}"
+}`, ns)),
+				ExpectError: regexp.MustCompile(`(?s)Invalid sub_path_template.*relative to the claim's root`),
+			},
+			{
+				Config: acctest.AdminConfig(t, fmt.Sprintf(`data "jupyter_home_claims" "test" {
+  namespace = %q
+  users     = jsonencode({ alice = {} })
+}`, ns)),
+				ExpectError: regexp.MustCompile(`(?s)Attribute "shared_claim" must be specified when "users" is\s+specified`),
 			},
 			{
 				Config: acctest.AdminConfig(t, fmt.Sprintf(`data "jupyter_home_claims" "test" {
@@ -149,22 +256,28 @@ func TestAccHomeClaimsDataSource_example(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	const nsLine = `namespace = "jhub"`
-	if strings.Count(string(src), nsLine) != 1 {
-		t.Fatalf("the example does not hold %s exactly once", nsLine)
+	nsLine := regexp.MustCompile(`(namespace\s*=\s*)"jhub"`)
+	if n := len(nsLine.FindAllString(string(src), -1)); n != 2 {
+		t.Fatalf("the example holds namespace = \"jhub\" %d times, not twice", n)
 	}
 	str := knownvalue.StringExact
 	resource.Test(t, resource.TestCase{
 		ProtoV6ProviderFactories: protoV6ProviderFactories,
 		Steps: []resource.TestStep{{
-			Config: acctest.AdminConfig(t, strings.Replace(string(src), nsLine, fmt.Sprintf("namespace = %q", ns), 1)),
+			PreConfig: func() { seedSharedLayout(t, ns) },
+			Config:    acctest.AdminConfig(t, nsLine.ReplaceAllString(string(src), fmt.Sprintf("${1}%q", ns))),
 			ConfigStateChecks: []statecheck.StateCheck{
 				statecheck.ExpectKnownOutputValue("homes_per_mode", knownvalue.MapExact(map[string]knownvalue.Check{
-					"ReadWriteOnce": knownvalue.Int64Exact(2), "ReadWriteMany": knownvalue.Int64Exact(1)})),
+					"ReadWriteOnce": knownvalue.Int64Exact(3), "ReadWriteMany": knownvalue.Int64Exact(2)})),
 				statecheck.ExpectKnownOutputValue("rwo_users", knownvalue.ListExact([]knownvalue.Check{
-					str("alice"), str("carol@example.org/gpu")})),
+					str("alice"), str("carol@example.org/gpu"), str("erin")})),
 				statecheck.ExpectKnownOutputValue("pending_claims", knownvalue.MapExact(map[string]knownvalue.Check{
-					"Bob": str("claim-bob---1f1b2a2e"), "carol@example.org/gpu": str("claim-carol--gpu")})),
+					"Bob": str("claim-bob---1f1b2a2e"), "carol@example.org/gpu": str("claim-carol--gpu"), "erin": str("claim-erin")})),
+				statecheck.ExpectKnownOutputValue("still_in_directories", knownvalue.MapExact(map[string]knownvalue.Check{"dan": str("home/dan")})),
+				statecheck.ExpectKnownOutputValue("moved", knownvalue.ListExact([]knownvalue.Check{str("alice")})),
+				statecheck.ExpectKnownOutputValue("waiting", knownvalue.MapExact(map[string]knownvalue.Check{
+					"erin": str("claim claim-erin is being moved out of the shared claim (Pending, not Bound)")})),
+				statecheck.ExpectKnownOutputValue("shared_claim_bound", knownvalue.Bool(true)),
 			},
 		}},
 	})

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -18,6 +19,8 @@ import (
 	"github.com/hashicorp/terraform-plugin-go/tftypes"
 
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/claims"
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/migration"
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/safety"
 )
 
 // manyClaims is n claims as KubeSpawner makes them: bound, ReadWriteOnce,
@@ -223,5 +226,65 @@ func TestHomeClaimsJSONIsEncodingJSON(t *testing.T) {
 	byKey, _ := claims.ByKey(live)
 	if got, want := homeClaimsJSON(byKey), homeClaimsJSONReference(byKey); got != want {
 		t.Fatalf("2,000 claims as KubeSpawner makes them differ from encoding/json")
+	}
+}
+
+// homes of 18,001 users moving out of the shared layout (manyClaims'
+// default servers, found under the escape scheme, and one in a directory):
+// safety.HubHomes and the JSON, what Read adds to the List and the Get of
+// the shared claim.
+func BenchmarkHomeClaimsHomes20000(b *testing.B) {
+	live := manyClaims(20000)
+	users := make([]string, 0, 20000)
+	for _, c := range live {
+		if c.Servername == "" {
+			users = append(users, c.Username)
+		}
+	}
+	users = append(users, "new-user@example.org")
+	m := homesModel{SharedClaim: types.StringValue("home-nfs"), Layout: types.StringValue(layoutPerUser), SlugScheme: types.StringValue("escape"),
+		Users: types.StringValue(`{"` + strings.Join(users, `":{},"`) + `":{}}`)}
+	shared := &claims.Claim{Name: "home-nfs", Phase: "Bound", AccessModes: []string{"ReadWriteMany"}}
+	b.ReportAllocs()
+	for b.Loop() {
+		var diags diag.Diagnostics
+		m.readHomes("jhub", live, shared, &diags)
+		if diags.HasError() || !strings.Contains(m.Homes.ValueString(), `"user00001@example.org":{"home":"claim"`) {
+			b.Fatal(diags, m.Homes.ValueString()[:200])
+		}
+	}
+}
+
+// homes is what encoding/json writes for the homes by user.
+func TestHomesJSON(t *testing.T) {
+	type home struct {
+		Home      string `json:"home"`
+		Claim     string `json:"claim"`
+		SubPath   string `json:"sub_path"`
+		Moved     bool   `json:"moved"`
+		MovedFrom string `json:"moved_from"`
+		Method    string `json:"method"`
+		Reason    string `json:"reason"`
+	}
+	homes := map[string]safety.Home{
+		"alice":   {Kind: safety.HomeClaim, Claim: "claim-alice", SubPath: "home/alice", Moved: true, MovedFrom: "home/alice", Method: migration.MethodSplit},
+		"bob<&>":  {Kind: safety.HomeDirectory, Claim: "home-nfs", SubPath: "home/bob-3c-26-3e"},
+		"élodie":  {Kind: safety.HomeRefused, Claim: "claim-elodie", Reason: "claim \"claim-elodie\" is being deleted\n"},
+		"":        {},
+		"zed/srv": {Kind: safety.HomeDirectory},
+	}
+	want := map[string]home{}
+	users := []string{}
+	for u, h := range homes {
+		users = append(users, u)
+		want[u] = home{h.Kind, h.Claim, h.SubPath, h.Moved, h.MovedFrom, string(h.Method), h.Reason}
+	}
+	slices.Sort(users)
+	w, err := json.Marshal(want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := homesJSON(users, homes); got != string(w) {
+		t.Errorf("homesJSON:\n%s\nencoding/json:\n%s", got, w)
 	}
 }

@@ -137,8 +137,7 @@ func homeStorageSchema() schema.Schema {
 					"keyed `user/server` in `changes`, `claims`, `migration_plan` and `migration_status`, and never recreated.",
 				Validators: []validator.String{templateValidator{}}},
 			"slug_scheme": schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString(string(kubespawner.SchemeSafe)),
-				MarkdownDescription: "KubeSpawner's `slug_scheme`: `safe` (default, KubeSpawner ≥ 7) or `escape` (older deployments; Nebari's data-science-pack pins it).",
-				Validators:          []validator.String{stringvalidator.OneOf(string(kubespawner.SchemeSafe), string(kubespawner.SchemeEscape))}},
+				MarkdownDescription: slugSchemeDescription, Validators: []validator.String{slugSchemeValidator()}},
 			"users": schema.StringAttribute{Optional: true,
 				MarkdownDescription: "JupyterHub users whose claims Terraform creates and manages, as one JSON object from each raw username to `{}` (no per-user settings yet): " +
 					"`users = jsonencode({ for u in var.users : u => {} })` for a list or set of names, or `jsonencode({ alice = {}, bob = {} })`. " +
@@ -221,7 +220,7 @@ func homeStorageSchema() schema.Schema {
 					"which Pod Security's `baseline` level allows and `restricted` does not.",
 				Attributes: map[string]schema.Attribute{
 					"claim_name": schema.StringAttribute{Required: true, MarkdownDescription: "The claim holding every home, in `namespace` (z2jh's `singleuser.storage.static.pvcName`).",
-						Validators: []validator.String{stringvalidator.RegexMatches(dns1123Subdomain, "must be a claim name (a DNS subdomain), e.g. \"home-nfs\"")}},
+						Validators: []validator.String{sharedClaimValidator()}},
 					"sub_path_template": schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString("{username}"),
 						MarkdownDescription: "The user's directory in the claim, a KubeSpawner template relative to the claim's root: `{username}` (default, z2jh's `static.subPath`), `home/{username}` (Nebari classic). " +
 							"`{username}` follows `slug_scheme`; `{escaped_username}` keeps the names KubeSpawner gave before version 7.",
@@ -278,7 +277,7 @@ func homeStorageSchema() schema.Schema {
 					"The shared claim's volume must be a host path, NFS, `nfs.csi.k8s.io` or `efs.csi.aws.com` (without an access point); the provider needs to create PersistentVolumes (cluster-wide). " +
 					"An apply stopped at any step resumes; a move not finished is never planned over (the plan says how to finish or undo it). " +
 					"Once every user has a claim, remove `shared_home` (the plan fails unless `on_layout_change = \"keep\"`: users not listed who were never moved would get new, empty claims).",
-				Validators: []validator.String{stringvalidator.OneOf(layoutShared, layoutPerUser)}},
+				Validators: []validator.String{layoutValidator()}},
 			"migration": schema.SingleNestedAttribute{Optional: true,
 				MarkdownDescription: "How `on_mode_change = \"migrate\"` moves users to the new mode without losing data.\n\n" +
 					"**Rebind** (zero copy) serves the same volume in the new mode. Per user, with the user's servers stopped: the volume's reclaim policy is set to `Retain` " +
@@ -470,6 +469,22 @@ var octalModeRE = regexp.MustCompile(`^0?[0-7]{3,4}$`)
 
 // subPathTemplateValidator checks shared_home.sub_path_template: a
 // KubeSpawner template naming a directory below the claim's root.
+// The validators and descriptions jupyter_home_storage and the
+// jupyter_home_claims data source share: one attribute, one rule.
+
+const slugSchemeDescription = "KubeSpawner's `slug_scheme`: `safe` (default, KubeSpawner ≥ 7) or `escape` (older deployments; Nebari's data-science-pack pins it)."
+
+func slugSchemeValidator() validator.String {
+	return stringvalidator.OneOf(string(kubespawner.SchemeSafe), string(kubespawner.SchemeEscape))
+}
+
+// sharedClaimValidator: the shared layout's claim, a claim name.
+func sharedClaimValidator() validator.String {
+	return stringvalidator.RegexMatches(dns1123Subdomain, "must be a claim name (a DNS subdomain), e.g. \"home-nfs\"")
+}
+
+func layoutValidator() validator.String { return stringvalidator.OneOf(layoutShared, layoutPerUser) }
+
 type subPathTemplateValidator struct{}
 
 func (subPathTemplateValidator) Description(context.Context) string {
@@ -483,7 +498,7 @@ func (subPathTemplateValidator) ValidateString(_ context.Context, req validator.
 		return
 	}
 	if err := kubespawner.CheckSubPathTemplate(req.ConfigValue.ValueString()); err != nil {
-		resp.Diagnostics.AddAttributeError(req.Path, "Invalid shared_home.sub_path_template",
+		resp.Diagnostics.AddAttributeError(req.Path, "Invalid "+req.Path.String(),
 			fmt.Sprintf("%v. Write a directory relative to the claim's root with the user's name in it, e.g. \"{username}\" or \"home/{username}\".", err))
 	}
 }

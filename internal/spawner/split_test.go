@@ -12,9 +12,11 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/acctest"
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/claims"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/hubtest"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/kubespawner"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/migration"
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/safety"
 )
 
 // splitHome is the per-user layout (ReadWriteOnce claims) while homes move
@@ -303,6 +305,7 @@ func TestSpawnerSpawn_splitFromShared(t *testing.T) {
 			t.Errorf("%s: refused %q (%s), pod %v; want the home being moved", id, s.Refused, s.RefusedLog, s.Pod != nil)
 		}
 	}
+	agreesWithHubHomes(t, cs, ns, got)
 	for _, id := range []string{"bob", "Ada.Lovelace@Example.org"} {
 		name, _ := kubespawner.Expand("claim-{username}", id, "", kubespawner.SchemeSafe)
 		if _, err := cs.CoreV1().PersistentVolumeClaims(ns).Get(context.Background(), name, metav1.GetOptions{}); err == nil {
@@ -324,6 +327,52 @@ func TestSpawnerSpawn_splitFromShared(t *testing.T) {
 			}
 		}
 	})
+}
+
+// agreesWithHubHomes checks that safety.HubHomes, what the
+// jupyter_home_claims data source reports, decides every spawn of got as
+// the hub file did, from the claims of ns as they are now: a refused
+// spawn is refused, a claim mounted is the claim, a directory the
+// directory of home-nfs.
+func agreesWithHubHomes(t *testing.T, cs kubernetes.Interface, ns string, got map[string]hubSpawn) {
+	t.Helper()
+	list, err := cs.CoreV1().PersistentVolumeClaims(ns).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var live []claims.Claim
+	var shared *claims.Claim
+	for _, p := range list.Items {
+		c := claims.Claim{Name: p.Name, Namespace: p.Namespace, UID: string(p.UID), Labels: p.Labels, Annotations: p.Annotations,
+			Phase: string(p.Status.Phase), VolumeName: p.Spec.VolumeName, Deleting: p.DeletionTimestamp != nil}
+		live = append(live, c)
+		if c.Name == "home-nfs" {
+			shared = &c
+		}
+	}
+	h := splitHome()
+	cfg := safety.Config{Namespace: ns, NameTemplate: h.NameTemplate, Scheme: h.Scheme,
+		SplitFrom: &safety.SharedHome{Claim: h.SplitFrom.Claim, SubPathTemplate: h.SplitFrom.SubPathTemplate}}
+	users := hubtest.SortedKeys(got)
+	homes := safety.HubHomes(cfg, users, live, shared)
+	for _, u := range users {
+		s, home := got[u], homes[u]
+		if (s.Refused != "") != (home.Kind == safety.HomeRefused) {
+			t.Errorf("%s: the hub refused %q (%s); the data source says %+v", u, s.Refused, s.RefusedLog, home)
+			continue
+		}
+		if s.Refused != "" {
+			continue
+		}
+		p := splitPodOf(t, u, s)
+		want := splitPod{homeClaim: home.Claim}
+		if home.Kind == safety.HomeDirectory {
+			want.homeSub = home.SubPath
+		}
+		if p.homeClaim != want.homeClaim || p.homeSub != want.homeSub {
+			t.Errorf("%s: the hub mounts %s %q; the data source says %+v", u, p.homeClaim, p.homeSub, home)
+		}
+	}
 }
 
 // moving is what a user is told while their home is being moved.
@@ -465,6 +514,7 @@ func TestSpawnerSpawn_splitFromSharedCopies(t *testing.T) {
 	if jon.HookRequests > 3 {
 		t.Errorf("jon: the hooks made %d API requests, want at most 3", jon.HookRequests)
 	}
+	agreesWithHubHomes(t, cs, ns, got)
 	for _, name := range []string{"claim-hana", "claim-ivo", "claim-jon"} {
 		if _, err := cs.CoreV1().PersistentVolumeClaims(ns).Get(context.Background(), name, metav1.GetOptions{}); err == nil {
 			t.Errorf("claim %s was made", name)
@@ -544,6 +594,7 @@ func TestSpawnerSpawn_splitFromSharedByCopy(t *testing.T) {
 			t.Errorf("%s: refused %q (%s), pod %v; want the home being copied", u, s.Refused, s.RefusedLog, s.Pod != nil)
 		}
 	}
+	agreesWithHubHomes(t, cs, ns, got)
 	s := got["ola"]
 	if s.Refused != "" {
 		t.Fatalf("ola: refused %s (%s)", s.Refused, s.RefusedLog)
