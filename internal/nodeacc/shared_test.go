@@ -39,7 +39,10 @@ import (
 // and holding a file, as it was; each server writes a file into its home
 // and reports the home's owner and mode. A pod mounting the claim's root
 // then finds each server's file in exactly its user's directory and
-// nothing anywhere else.
+// nothing anywhere else. Then slug_scheme changes with on_layout_change =
+// "move": at the next spawns Ada's init container renames her directory to
+// its new name (alice's stays), each server reads what it wrote before,
+// and nothing is left at the old place.
 func TestAccHomeStorage_sharedLayout(t *testing.T) {
 	c := acctest.Cluster(t)
 	t.Parallel()
@@ -164,6 +167,43 @@ output "helm_values" {
 				},
 			},
 			{Config: cfg, PlanOnly: true},
+			{
+				// The escape scheme, moving: the hub (restarted with the new
+				// settings) spawns both again; Ada's init container, told her
+				// safe directory as the earlier place (KubeSpawner expanded
+				// the scheme-free template), renames it to her escaped name:
+				// her server reads what it wrote before there, and nothing
+				// is left at the old place. alice's name is the same.
+				Config: strings.Replace(cfg, "  shared_home = {", "  slug_scheme = \"escape\"\n  on_layout_change = \"move\"\n  shared_home = {", 1),
+				Check: func(s *terraform.State) error {
+					var own map[string]any
+					if err := yaml.Unmarshal([]byte(fmt.Sprint(s.RootModule().Outputs["helm_values"].Value)), &own); err != nil {
+						return fmt.Errorf("helm_values: %w", err)
+					}
+					hub := hubtest.StartHub(t, api, hubtest.MergeValues(hubtest.Z2jhValues(t), own), t.TempDir(), spawner.FilesDir)
+					got, err := hub.Spawn(users)
+					if err != nil {
+						return err
+					}
+					adaEscaped, err := kubespawner.Expand(template, ada, "", kubespawner.SchemeEscape)
+					if err != nil || adaEscaped == adaDir {
+						return fmt.Errorf("Ada's escaped directory %q (%v) is her safe one", adaEscaped, err)
+					}
+					written := func(u string) string { return "written by the server of " + u + "\n" }
+					want := map[string]sharedHomeWant{
+						"alice": {dir: aliceDir, owner: "1001:100", mode: 0o2770, files: map[string]string{"notes.txt": notes, "whose.txt": written("alice")},
+							movedFrom: []string{aliceDir}},
+						ada: {dir: adaEscaped, owner: fmt.Sprintf("%d:%d", uid, gid), mode: wantMode, files: map[string]string{"whose.txt": written(ada)},
+							movedFrom: []string{adaDir}},
+					}
+					for _, u := range users {
+						if err := runSharedHomePod(ctx, t, cs, ns, claim, u.Name, got[u.Name], want[u.Name]); err != nil {
+							return err
+						}
+					}
+					return sharedClaimHolds(ctx, cs, ns, claim, want)
+				},
+			},
 		},
 	})
 	t.Logf("took %s", time.Since(start).Round(time.Second))
@@ -195,6 +235,9 @@ type sharedHomeWant struct {
 	owner string
 	mode  uint64
 	files map[string]string
+	// movedFrom are the earlier places the init container is told, as
+	// KubeSpawner expanded them.
+	movedFrom []string
 }
 
 // runSharedHomePod runs KubeSpawner's pod of user's server on the node:
@@ -246,13 +289,20 @@ func runSharedHomePod(ctx context.Context, t *testing.T, cs kubernetes.Interface
 			continue
 		}
 		var dir string
+		var moved []string
 		for _, e := range ic.Env {
 			if e.Name == "HOME_DIRECTORY" {
 				dir = e.Value
 			}
+			if strings.HasPrefix(e.Name, "HOME_MOVED_FROM_") {
+				moved = append(moved, e.Value)
+			}
 		}
 		if dir != w.dir {
 			return fmt.Errorf("%s: the init container is told directory %q, want %q", user, dir, w.dir)
+		}
+		if !slices.Equal(moved, w.movedFrom) {
+			return fmt.Errorf("%s: the init container is told earlier places %q, want %q", user, moved, w.movedFrom)
 		}
 		if ic.Image != testcluster.ToolsImage {
 			return fmt.Errorf("%s: the init container's image is %s, the configured init_image %s", user, ic.Image, testcluster.ToolsImage)
