@@ -58,7 +58,7 @@ func MovedDirectories(movedFrom []string, user string) []string {
 // listed user must not get another listed user's old directory or one
 // inside an old home. The homes moved are named; res.MovedFrom gains the
 // earlier template.
-func checkRenames(cfg Config, prior *Prior, live Live, m moves, list string, res *Result) {
+func checkRenames(cfg Config, prior *Prior, m moves, list string, res *Result) {
 	if m.relayout || prior == nil || prior.Config.Shared == nil || cfg.Shared == nil {
 		res.Errors = append(res.Errors, Finding{"on_layout_change", "Homes can be renamed only within the shared claim",
 			fmt.Sprintf("on_layout_change = \"move\" renames users' directories of one shared claim when sub_path_template or slug_scheme changes. This change moves homes to another claim or layout:\n%s\n"+

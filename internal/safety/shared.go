@@ -285,7 +285,7 @@ func checkLayoutMoves(cfg Config, prior *Prior, live Live, res *Result) {
 		list += "\nHomes of users not listed in users, and of named servers, move too when their names differ under the two settings, for example\n  " + m.example
 	}
 	if cfg.OnLayoutChange == OnLayoutChangeMove {
-		checkRenames(cfg, prior, live, m, list, res)
+		checkRenames(cfg, prior, m, list, res)
 		return
 	}
 	if cfg.OnLayoutChange == OnLayoutChangeKeep {
