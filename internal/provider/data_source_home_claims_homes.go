@@ -84,7 +84,8 @@ func homesAttributes() map[string]schema.Attribute {
 			"a move, copy or rebind under way, a missing shared claim), `claim` (the claim mounted: `shared_claim` for a directory; for `refused` the claim whose state refuses it), " +
 			"`sub_path` (the user's directory of `shared_claim` under `sub_path_template` and `slug_scheme`, whatever the home is), " +
 			"`moved` (`true` when the claim is a finished move of that very directory of `shared_claim`, per the move's record), `moved_from` (the directory the record names, for any claim a move made), " +
-			"`method` (that move's: `split`, zero copy, the claim's volume is the directory itself; or `directory-copy`, the directory was copied and is stale since) and `reason`. " +
+			"`method` (that move's: `split`, zero copy, the claim's volume is the directory itself; or `directory-copy`, the directory was copied and is stale since), `reason` " +
+			"and `earlier_places` (for a directory: the places `shared_claim` records the home had before a move by rename, `on_layout_change = \"move\"` of jupyter_home_storage; until the user's next spawn renames it, the home may still be at one of them). " +
 			"With `layout = \"per_user\"` the hub's rule: the claim `pvc_name_template` names exists → it is the home once its move finished (a switched copy followed), the spawn is refused while it is under way; " +
 			"it does not exist → its switched copy, else the directory. " +
 			"Decided from the claims the List finds, so keep `label_selector` at its default (a claim outside the selector counts as missing), " +
@@ -159,6 +160,14 @@ func homesJSON(users []string, homes map[string]safety.Home) string {
 		b = strconv.AppendBool(append(b, `,"moved":`...), h.Moved)
 		b = appendJSONString(append(b, `,"moved_from":`...), h.MovedFrom)
 		b = appendJSONString(append(b, `,"method":`...), string(h.Method))
-		return append(appendJSONString(append(b, `,"reason":`...), h.Reason), '}')
+		b = appendJSONString(append(b, `,"reason":`...), h.Reason)
+		b = append(b, `,"earlier_places":[`...)
+		for i, d := range h.EarlierPlaces {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendJSONString(b, d)
+		}
+		return append(b, "]}"...)
 	})
 }

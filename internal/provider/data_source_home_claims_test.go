@@ -131,7 +131,8 @@ func sharedLayoutStep(t *testing.T, ns string) resource.TestStep {
 	str := knownvalue.StringExact
 	home := func(kind, claim, sub string, moved bool, from, method, reason string) knownvalue.Check {
 		return knownvalue.ObjectExact(map[string]knownvalue.Check{"home": str(kind), "claim": str(claim), "sub_path": str(sub),
-			"moved": knownvalue.Bool(moved), "moved_from": str(from), "method": str(method), "reason": str(reason)})
+			"moved": knownvalue.Bool(moved), "moved_from": str(from), "method": str(method), "reason": str(reason),
+			"earlier_places": knownvalue.ListExact([]knownvalue.Check{})})
 	}
 	return resource.TestStep{
 		PreConfig: func() { seedSharedLayout(t, ns) },

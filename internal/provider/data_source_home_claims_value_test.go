@@ -258,17 +258,18 @@ func BenchmarkHomeClaimsHomes20000(b *testing.B) {
 // homes is what encoding/json writes for the homes by user.
 func TestHomesJSON(t *testing.T) {
 	type home struct {
-		Home      string `json:"home"`
-		Claim     string `json:"claim"`
-		SubPath   string `json:"sub_path"`
-		Moved     bool   `json:"moved"`
-		MovedFrom string `json:"moved_from"`
-		Method    string `json:"method"`
-		Reason    string `json:"reason"`
+		Home      string   `json:"home"`
+		Claim     string   `json:"claim"`
+		SubPath   string   `json:"sub_path"`
+		Moved     bool     `json:"moved"`
+		MovedFrom string   `json:"moved_from"`
+		Method    string   `json:"method"`
+		Reason    string   `json:"reason"`
+		Earlier   []string `json:"earlier_places"`
 	}
 	homes := map[string]safety.Home{
 		"alice":   {Kind: safety.HomeClaim, Claim: "claim-alice", SubPath: "home/alice", Moved: true, MovedFrom: "home/alice", Method: migration.MethodSplit},
-		"bob<&>":  {Kind: safety.HomeDirectory, Claim: "home-nfs", SubPath: "home/bob-3c-26-3e"},
+		"bob<&>":  {Kind: safety.HomeDirectory, Claim: "home-nfs", SubPath: "home/bob-3c-26-3e", EarlierPlaces: []string{"bob<&>", "old/\"b\""}},
 		"élodie":  {Kind: safety.HomeRefused, Claim: "claim-elodie", Reason: "claim \"claim-elodie\" is being deleted\n"},
 		"":        {},
 		"zed/srv": {Kind: safety.HomeDirectory},
@@ -277,7 +278,11 @@ func TestHomesJSON(t *testing.T) {
 	users := []string{}
 	for u, h := range homes {
 		users = append(users, u)
-		want[u] = home{h.Kind, h.Claim, h.SubPath, h.Moved, h.MovedFrom, string(h.Method), h.Reason}
+		if h.EarlierPlaces == nil {
+			h.EarlierPlaces = []string{}
+			homes[u] = h
+		}
+		want[u] = home{h.Kind, h.Claim, h.SubPath, h.Moved, h.MovedFrom, string(h.Method), h.Reason, h.EarlierPlaces}
 	}
 	slices.Sort(users)
 	w, err := json.Marshal(want)

@@ -44,6 +44,12 @@ type Home struct {
 	// the user's under these settings).
 	Moved  bool
 	Reason string // why the spawn is refused
+	// EarlierPlaces are, for a directory home, the places the shared claim
+	// records the user's home had before a move by rename
+	// (migration.MovedFromAnnotation), other than SubPath: until the user's
+	// next spawn renames it, the home may still be at one of them. Empty,
+	// never nil.
+	EarlierPlaces []string
 }
 
 // HubHomes is where each of users' default servers finds its home at a
@@ -72,9 +78,22 @@ func HubHomes(cfg Config, users []string, live []claims.Claim, shared *claims.Cl
 	for _, cs := range h.copies {
 		slices.SortFunc(cs, func(a, b *claims.Claim) int { return strings.Compare(a.Name, b.Name) })
 	}
+	var moved []string
+	if shared != nil {
+		moved, _ = migration.DecodeMovedFrom(shared.Annotations[migration.MovedFromAnnotation]) // one that cannot be read lists none
+	}
 	out := make(map[string]Home, len(users))
 	for _, u := range users {
-		out[u] = h.home(u)
+		home := h.home(u)
+		home.EarlierPlaces = []string{}
+		if home.Kind == HomeDirectory {
+			for _, d := range MovedDirectories(moved, u) {
+				if d != home.SubPath && !slices.Contains(home.EarlierPlaces, d) {
+					home.EarlierPlaces = append(home.EarlierPlaces, d)
+				}
+			}
+		}
+		out[u] = home
 	}
 	return out
 }

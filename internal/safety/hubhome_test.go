@@ -1,6 +1,8 @@
 package safety
 
 import (
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -145,7 +147,7 @@ func TestHubHomes_movingOutOfTheSharedLayout(t *testing.T) {
 		if w.Kind == HomeRefused && g.Kind == HomeRefused && strings.HasPrefix(g.Reason, w.Reason) {
 			g.Reason = w.Reason
 		}
-		if g != w {
+		if !sameHome(g, w) {
 			t.Errorf("%s: %+v\n\twant %+v", u, got[u], w)
 		}
 	}
@@ -153,8 +155,38 @@ func TestHubHomes_movingOutOfTheSharedLayout(t *testing.T) {
 	// Without the shared claim, users still in their directory are
 	// refused; moved users keep their claims.
 	got = HubHomes(cfg, []string{"alice", "bob"}, live[1:], nil)
-	if got["alice"] != want["alice"] || got["bob"].Kind != HomeRefused || !strings.Contains(got["bob"].Reason, "shared claim home-nfs") {
+	if !sameHome(got["alice"], want["alice"]) || got["bob"].Kind != HomeRefused || !strings.Contains(got["bob"].Reason, "shared claim home-nfs") {
 		t.Errorf("no shared claim: %+v", got)
+	}
+}
+
+// sameHome compares homes, an empty list of earlier places as none.
+func sameHome(a, b Home) bool {
+	if len(a.EarlierPlaces) == 0 {
+		a.EarlierPlaces = nil
+	}
+	if len(b.EarlierPlaces) == 0 {
+		b.EarlierPlaces = nil
+	}
+	return reflect.DeepEqual(a, b)
+}
+
+// After a move by rename a directory home may still be at a place the
+// shared claim records: each user's own, expanded, without the directory
+// itself; a claim home has none.
+func TestHubHomes_earlierPlaces(t *testing.T) {
+	cfg := sharedConfig("home/{username}", kubespawner.SchemeSafe)
+	shared := &claims.Claim{Namespace: "hub", Name: "home-nfs", UID: "s1", Annotations: map[string]string{
+		migration.MovedFromAnnotation: `["{escaped_username}","home/{safe_username}","{escaped_username}"]`}}
+	got := HubHomes(cfg, []string{"Ada.X", "bob"}, nil, shared)
+	if w := []string{"-41da-2e-58"}; !slices.Equal(got["Ada.X"].EarlierPlaces, w) {
+		t.Errorf("Ada.X: %q, want %q", got["Ada.X"].EarlierPlaces, w)
+	}
+	if w := []string{"bob"}; !slices.Equal(got["bob"].EarlierPlaces, w) || got["bob"].EarlierPlaces == nil {
+		t.Errorf("bob: %q, want %q", got["bob"].EarlierPlaces, w)
+	}
+	if got := HubHomes(cfg, []string{"bob"}, nil, nil); got["bob"].EarlierPlaces == nil || len(got["bob"].EarlierPlaces) != 0 {
+		t.Errorf("no shared claim: %#v", got["bob"].EarlierPlaces)
 	}
 }
 
@@ -172,7 +204,7 @@ func TestHubHomes_sharedLayout(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if w := (Home{Kind: HomeDirectory, Claim: "home-nfs", SubPath: d}); got[u] != w {
+			if w := (Home{Kind: HomeDirectory, Claim: "home-nfs", SubPath: d}); !sameHome(got[u], w) {
 				t.Errorf("%s %s: %+v, want %+v", scheme, u, got[u], w)
 			}
 		}
