@@ -1,6 +1,7 @@
 package kubespawner
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 )
@@ -60,4 +61,49 @@ func SchemeFree(t string, scheme Scheme) (string, error) {
 		}
 	}
 	return free, nil
+}
+
+// MovedFromOf is the earlier places the settings (HomeStorage.Settings,
+// as JSON) give the layout's init container, in order: what the hub was
+// told.
+func MovedFromOf(settingsJSON string) []string {
+	var s struct {
+		Inits []struct {
+			Name string `json:"name"`
+			Env  []struct {
+				Name  string `json:"name"`
+				Value string `json:"value"`
+			} `json:"env"`
+		} `json:"init_containers"`
+		Split *struct {
+			Init struct {
+				Name string `json:"name"`
+				Env  []struct {
+					Name  string `json:"name"`
+					Value string `json:"value"`
+				} `json:"env"`
+			} `json:"init_container"`
+		} `json:"jupyter_home_split_from"`
+	}
+	if json.Unmarshal([]byte(settingsJSON), &s) != nil {
+		return nil
+	}
+	env := map[string]string{}
+	for _, c := range s.Inits {
+		if c.Name == SharedInitContainer {
+			for _, e := range c.Env {
+				env[e.Name] = e.Value
+			}
+		}
+	}
+	if s.Split != nil && s.Split.Init.Name == SharedInitContainer {
+		for _, e := range s.Split.Init.Env {
+			env[e.Name] = e.Value
+		}
+	}
+	var out []string
+	for i := 0; env[MovedFromVar(i)] != ""; i++ {
+		out = append(out, env[MovedFromVar(i)])
+	}
+	return out
 }

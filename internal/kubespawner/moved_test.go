@@ -1,9 +1,11 @@
 package kubespawner
 
 import (
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -219,6 +221,17 @@ func TestSharedInitScript_moved(t *testing.T) {
 			if readHome(t, at("old/gina"))["notes"] != "gina's" || readHome(t, at("new/gina"))["x"] != "other\n" {
 				t.Errorf("gina's homes changed: %v %v", readHome(t, at("old/gina")), readHome(t, at("new/gina")))
 			}
+			// ivy's named server: her earlier place held the home of all
+			// her servers (it names no server); only the default server
+			// takes it, the named one starts in a directory of its own.
+			writeHome(t, at("old/ivy"), map[string]string{"notes": "ivy's"})
+			named := Directory{Path: "new/ivy--gpu", MovedFrom: []string{"old/ivy"}, Server: "gpu", UID: uid, GID: gid, Mode: "0700"}
+			if out, err := runDirectoryScript(t, shell, root, named, "", ""); err != nil {
+				t.Fatalf("ivy's gpu: %v %s", err, out)
+			}
+			if readHome(t, at("old/ivy"))["notes"] != "ivy's" || len(readHome(t, at("new/ivy--gpu"))) != 0 {
+				t.Errorf("ivy's named server took her home: %v %v", readHome(t, at("old/ivy")), readHome(t, at("new/ivy--gpu")))
+			}
 			// hank: another server renamed it at the same moment.
 			writeHome(t, at("old/hank"), map[string]string{"notes": "hank's"})
 			if out, err := runDirectoryScript(t, shell, root, dir("hank"), `  if mv -T`, `  mv -T "$found" "$d"`+"\n"); err != nil {
@@ -228,5 +241,41 @@ func TestSharedInitScript_moved(t *testing.T) {
 				t.Errorf("hank's home: %v", readHome(t, at("new/hank")))
 			}
 		})
+	}
+}
+
+// A place that names no server was the home of all the user's servers:
+// the script is told so (only the default server takes it); one that names
+// the server is each server's own.
+func TestSharedDirectoryCommand_placesOfAllServers(t *testing.T) {
+	_, vars := SharedDirectoryCommand(Directory{Path: "{user_server}", MovedFrom: []string{"{safe_username}", "x/{safe_user_server}"}, Server: "{servername}"})
+	env := map[string]string{}
+	for _, v := range vars {
+		env[v.Name] = v.Value
+	}
+	if env[MovedFromVar(0)] != "{safe_username}" || env[MovedFromVar(0)+"_USER"] != "1" || env[MovedFromVar(1)] != "x/{safe_user_server}" || env[MovedFromVar(1)+"_USER"] != "" || env["HOME_SERVER"] != "{servername}" {
+		t.Errorf("%v", env)
+	}
+}
+
+// What the settings tell the init container is read back, in order, in
+// the shared layout and while homes move out of it.
+func TestMovedFromOf(t *testing.T) {
+	shared := SharedHome{Claim: "home-nfs", SubPathTemplate: "homes_v2/{username}", UID: 1000, GID: 100, Mode: "0700", Image: "busybox",
+		MovedFrom: []string{"{escaped_username}", "old_/{safe_user_server}"}}
+	for _, h := range []HomeStorage{
+		{AccessMode: "ReadWriteMany", Capacity: "1Gi", NameTemplate: "claim-{username}", Scheme: SchemeSafe, Shared: &shared},
+		{AccessMode: "ReadWriteMany", Capacity: "1Gi", NameTemplate: "claim-{username}", Scheme: SchemeSafe, SplitFrom: &shared},
+	} {
+		b, err := json.Marshal(h.Settings())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := MovedFromOf(string(b)); !slices.Equal(got, shared.MovedFrom) {
+			t.Errorf("%q, want %q", got, shared.MovedFrom)
+		}
+	}
+	if got := MovedFromOf(""); got != nil {
+		t.Errorf("none: %q", got)
 	}
 }

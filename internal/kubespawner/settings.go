@@ -75,7 +75,12 @@ type Directory struct {
 	// MovedFrom are the places the home had under earlier settings
 	// (on_layout_change = "move"), relative paths or scheme-free templates
 	// (SchemeFree): a missing Path is the one of them that exists, renamed.
+	// A place that does not name the server (no NamesServer field) was the
+	// home of all the user's servers: only the default server takes it.
 	MovedFrom []string
+	// Server is the server's name, "" for the default server: the
+	// template "{servername}" in the layout's init container.
+	Server string
 	// The owner and mode a missing directory is made with.
 	UID, GID int64
 	Mode     string // octal, e.g. "0700"
@@ -121,14 +126,19 @@ path_of() (
 )
 holds_files() ( [ -n "$(ls -A "$1")" ] )
 d=$(path_of "$HOME_DIRECTORY")
+set +u
+server=$HOME_SERVER
+set -u
 found=""
 i=1
 while :; do
   set +u
   eval "o=\$HOME_MOVED_FROM_$i"
+  eval "users=\$HOME_MOVED_FROM_$i""_USER"
   set -u
   if [ -z "$o" ]; then break; fi
   i=$((i + 1))
+  if [ -n "$users" ] && [ -n "$server" ]; then continue; fi
   s=$(path_of "$o")
   if [ "$s" = "$d" ] || [ ! -e "$s" ]; then continue; fi
   if [ ! -d "$s" ]; then echo "refusing home directory: its earlier place $s is not a directory" >&2; exit 1; fi
@@ -156,9 +166,12 @@ if ! chown "$HOME_UID:$HOME_GID" "$d" || ! chmod "$HOME_MODE" "$d"; then
   rmdir "$d"
   echo "cannot give $d its owner and mode; removed it, so that the next spawn tries again" >&2; exit 1
 fi`
-	env := []EnvVar{{"HOME_DIRECTORY", d.Path}}
+	env := []EnvVar{{"HOME_DIRECTORY", d.Path}, {"HOME_SERVER", d.Server}}
 	for i, o := range d.MovedFrom {
 		env = append(env, EnvVar{MovedFromVar(i), o})
+		if !NamesServer(o) {
+			env = append(env, EnvVar{MovedFromVar(i) + "_USER", "1"})
+		}
 	}
 	return []string{"sh", "-c", script}, append(env,
 		EnvVar{"HOME_UID", fmt.Sprint(d.UID)},
@@ -177,7 +190,7 @@ func MovedFromVar(i int) string { return fmt.Sprintf("HOME_MOVED_FROM_%d", i+1) 
 // it (SharedDirectoryCommand on the sub-path template); an existing
 // directory is left as it is.
 func (s SharedHome) initContainer() map[string]any {
-	cmd, vars := SharedDirectoryCommand(Directory{Path: s.SubPathTemplate, MovedFrom: s.MovedFrom, UID: s.UID, GID: s.GID, Mode: s.Mode})
+	cmd, vars := SharedDirectoryCommand(Directory{Path: s.SubPathTemplate, MovedFrom: s.MovedFrom, Server: "{servername}", UID: s.UID, GID: s.GID, Mode: s.Mode})
 	env := make([]map[string]any, 0, len(vars))
 	for _, v := range vars {
 		env = append(env, map[string]any{"name": v.Name, "value": v.Value})

@@ -39,10 +39,10 @@ import (
 // and holding a file, as it was; each server writes a file into its home
 // and reports the home's owner and mode. A pod mounting the claim's root
 // then finds each server's file in exactly its user's directory and
-// nothing anywhere else. Then slug_scheme changes with on_layout_change =
-// "move": at the next spawns Ada's init container renames her directory to
-// its new name (alice's stays), each server reads what it wrote before,
-// and nothing is left at the old place.
+// nothing anywhere else. Then slug_scheme and sub_path_template change
+// with on_layout_change = "move": at the next spawns each init container
+// renames the user's directory to its new name, each server reads what it
+// wrote before, and nothing is left at the old places.
 func TestAccHomeStorage_sharedLayout(t *testing.T) {
 	c := acctest.Cluster(t)
 	t.Parallel()
@@ -168,13 +168,17 @@ output "helm_values" {
 			},
 			{Config: cfg, PlanOnly: true},
 			{
-				// The escape scheme, moving: the hub (restarted with the new
-				// settings) spawns both again; Ada's init container, told her
-				// safe directory as the earlier place (KubeSpawner expanded
-				// the scheme-free template), renames it to her escaped name:
-				// her server reads what it wrote before there, and nothing
-				// is left at the old place. alice's name is the same.
-				Config: strings.Replace(cfg, "  shared_home = {", "  slug_scheme = \"escape\"\n  on_layout_change = \"move\"\n  shared_home = {", 1),
+				// The escape scheme under another directory, moving: the hub
+				// (restarted with the new settings) spawns both again; each
+				// init container, told the user's safe directory as the
+				// earlier place (KubeSpawner expanded the scheme-free
+				// template), renames it to the new name: each server reads
+				// what it wrote before there, owner and mode kept, and
+				// nothing is left at the old places. (The same template
+				// under the other scheme is refused by the plan: the schemes
+				// can give one user's old name to another.)
+				Config: strings.Replace(strings.Replace(cfg, "  shared_home = {", "  slug_scheme = \"escape\"\n  on_layout_change = \"move\"\n  shared_home = {", 1),
+					`sub_path_template = "home/{username}"`, `sub_path_template = "homes_v2/{username}"`, 1),
 				Check: func(s *terraform.State) error {
 					var own map[string]any
 					if err := yaml.Unmarshal([]byte(fmt.Sprint(s.RootModule().Outputs["helm_values"].Value)), &own); err != nil {
@@ -185,13 +189,13 @@ output "helm_values" {
 					if err != nil {
 						return err
 					}
-					adaEscaped, err := kubespawner.Expand(template, ada, "", kubespawner.SchemeEscape)
-					if err != nil || adaEscaped == adaDir {
+					adaEscaped, err := kubespawner.Expand("homes_v2/{username}", ada, "", kubespawner.SchemeEscape)
+					if err != nil || adaEscaped == "homes_v2/"+strings.TrimPrefix(adaDir, "home/") {
 						return fmt.Errorf("Ada's escaped directory %q (%v) is her safe one", adaEscaped, err)
 					}
 					written := func(u string) string { return "written by the server of " + u + "\n" }
 					want := map[string]sharedHomeWant{
-						"alice": {dir: aliceDir, owner: "1001:100", mode: 0o2770, files: map[string]string{"notes.txt": notes, "whose.txt": written("alice")},
+						"alice": {dir: "homes_v2/alice", owner: "1001:100", mode: 0o2770, files: map[string]string{"notes.txt": notes, "whose.txt": written("alice")},
 							movedFrom: []string{aliceDir}},
 						ada: {dir: adaEscaped, owner: fmt.Sprintf("%d:%d", uid, gid), mode: wantMode, files: map[string]string{"whose.txt": written(ada)},
 							movedFrom: []string{adaDir}},
@@ -201,7 +205,7 @@ output "helm_values" {
 							return err
 						}
 					}
-					return sharedClaimHolds(ctx, cs, ns, claim, want)
+					return sharedClaimHolds(ctx, cs, ns, claim, want, "home")
 				},
 			},
 		},
@@ -390,8 +394,9 @@ func parseHomeReport(msg string) (string, map[string]string, error) {
 // sharedClaimHolds reads the whole shared claim in a pod mounting its
 // root: every user's directory with its owner and mode as want says, its
 // files and nothing else, and no other file or directory anywhere except
-// the directories above the users'.
-func sharedClaimHolds(ctx context.Context, cs kubernetes.Interface, ns, claim string, want map[string]sharedHomeWant) error {
+// the directories above the users' and the empty ones of emptyDirs (left
+// where homes were renamed from).
+func sharedClaimHolds(ctx context.Context, cs kubernetes.Interface, ns, claim string, want map[string]sharedHomeWant, emptyDirs ...string) error {
 	got, err := testcluster.RunPod(ctx, cs, testcluster.ClaimPod(ns, "shared-root", claim, `set -eu
 cd /home
 find . -mindepth 1 | sort | while read -r f; do
@@ -421,6 +426,9 @@ done > /dev/termination-log
 		}
 	}
 	wantFiles, wantDirs := map[string]string{}, map[string]bool{}
+	for _, d := range emptyDirs {
+		wantDirs[d] = true
+	}
 	for user, w := range want {
 		if attrs, want := dirs[w.dir], fmt.Sprintf("%s %o", w.owner, w.mode); attrs != want {
 			return fmt.Errorf("%s's directory %s on the shared claim is %q, want %q (listing:\n%s)", user, w.dir, attrs, want, got)

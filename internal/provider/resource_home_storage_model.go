@@ -80,7 +80,8 @@ func (m *homeStorageModel) splitFrom() *sharedModel {
 // prior is what the state says was applied.
 func (m *homeStorageModel) prior(ctx context.Context, diags *diag.Diagnostics) *safety.Prior {
 	cfg := m.config(ctx, diags)
-	p := &safety.Prior{Config: cfg, Managed: map[string]string{}, ClassManaged: m.StorageClass != nil}
+	p := &safety.Prior{Config: cfg, Managed: map[string]string{}, ClassManaged: m.StorageClass != nil,
+		MovedFrom: kubespawner.MovedFromOf(m.SpawnerSettings.ValueString())}
 	if cfg.Shared != nil {
 		return p // the shared layout manages no per-user claim
 	}

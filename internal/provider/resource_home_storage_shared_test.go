@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -87,6 +88,10 @@ func TestAccHomeStorage_sharedLayout(t *testing.T) {
 		}
 	}
 	bobSafe, _ := kubespawner.Expand("{username}", "Bob", "", kubespawner.SchemeSafe)
+	v2 := func(cfg string) string {
+		return strings.Replace(cfg, `init_image = "busybox:1.36"`, `init_image = "busybox:1.36"
+    sub_path_template = "v2_/{username}"`, 1)
+	}
 	bobEscaped, _ := kubespawner.Expand("{username}", "Bob", "", kubespawner.SchemeEscape)
 	resource.Test(t, resource.TestCase{
 		ProtoV6ProviderFactories: protoV6ProviderFactories,
@@ -135,11 +140,13 @@ func TestAccHomeStorage_sharedLayout(t *testing.T) {
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{expectClass("safe")}},
 			},
 			{
-				// Back to the safe scheme, renaming: Bob's directory is
-				// named, the old place is recorded on the shared claim
-				// (scheme-free) and given to the layout's init container;
-				// the plan after the apply, which reads it back, is empty.
-				Config:           sharedHomeConfig(t, ns, `  on_layout_change = "move"`),
+				// Back to the safe scheme, under another directory, renaming:
+				// the old place is recorded on the shared claim (scheme-free)
+				// and given to the layout's init container; the plan after
+				// the apply, which reads it back, is empty. (The same
+				// template under the other scheme is refused: the schemes
+				// can give one user's old name to another user.)
+				Config:           v2(sharedHomeConfig(t, ns, `  on_layout_change = "move"`)),
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{expectClass("safe")}},
 				Check: func(s *terraform.State) error {
 					shared, err := cs.CoreV1().PersistentVolumeClaims(ns).Get(context.Background(), "home-nfs", metav1.GetOptions{})
@@ -157,7 +164,7 @@ func TestAccHomeStorage_sharedLayout(t *testing.T) {
 			},
 			{
 				// The list stays when on_layout_change no longer says move.
-				Config: sharedHomeConfig(t, ns, ""),
+				Config: v2(sharedHomeConfig(t, ns, "")),
 				Check: func(s *terraform.State) error {
 					if got := movedFromSetting(s); got != "{escaped_username}" {
 						return fmt.Errorf("the init container's earlier places: %q", got)
@@ -177,7 +184,7 @@ resource "jupyter_home_storage" "homes" {
   allow_data_loss = true
 }
 `, ns)),
-				ExpectError: wrapRE(fmt.Sprintf(`(?s)The layout of the homes changed.*Bob: directory %q of claim %s/home-nfs → claim %s/claim-`, bobSafe, ns, ns)),
+				ExpectError: wrapRE(fmt.Sprintf(`(?s)The layout of the homes changed.*Bob: directory "v2_/%s" of claim %s/home-nfs → claim %s/claim-`, bobSafe, ns, ns)),
 			},
 		},
 	})

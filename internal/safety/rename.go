@@ -40,6 +40,69 @@ func liveMovedFrom(live Live, res *Result) []string {
 	return list
 }
 
+// placesOf is the list of earlier places the hub is given: the shared
+// claim's, with those the last apply gave the hub for the same claim that
+// the claim lacks (edited by hand, or the claim made again from a backup):
+// a place dropped would leave the homes still there unfound, their users
+// in new, empty directories. Apply writes the list back (a warning says so).
+func placesOf(cfg Config, prior *Prior, live Live, res *Result) []string {
+	list := liveMovedFrom(live, res)
+	if prior == nil || live.Shared == nil || len(prior.MovedFrom) == 0 {
+		return list
+	}
+	was := directoryView(prior.Config).Shared
+	now := directoryView(cfg).Shared
+	if was == nil || now == nil || was.Claim != now.Claim || prior.Config.Namespace != cfg.Namespace {
+		return list
+	}
+	full := migration.WithMovedFrom(list, prior.MovedFrom...)
+	if len(full) > len(list) {
+		res.Warnings = append(res.Warnings, Finding{"shared_home.claim_name", "The shared claim lost earlier places of homes",
+			fmt.Sprintf("Claim %s/%s lacks places the last apply recorded (annotation %s): %q. Users whose home is still there would start in new, empty directories; apply records them again.",
+				cfg.Namespace, now.Claim, migration.MovedFromAnnotation, full[len(list):])})
+	}
+	return full
+}
+
+// checkPlaces fails the plan when the directory template and the earlier
+// places homes are renamed from can meet or nest for two users
+// (kubespawner.SeparateTemplates): a user whose directory is missing would
+// rename another user's home into their own, or mount it; or a user would
+// get the directory holding others' homes. Slugs of the two schemes
+// overlap ("bob-" escaped is "bob-2d", the safe name of user "bob-2d"), so
+// the same template under another scheme is such a place; a literal
+// directory or a character no name has ("homes_v2/") sets them apart.
+func checkPlaces(cfg Config, places []string, res *Result) {
+	sh := directoryView(cfg).Shared
+	if sh == nil || len(places) == 0 {
+		return
+	}
+	current := sh.SubPathTemplate
+	if free, err := kubespawner.SchemeFree(current, cfg.Scheme); err == nil {
+		current = free
+	}
+	all := append([]string{current}, places...)
+	var bad []string
+	for i, a := range all {
+		for _, b := range all[i+1:] {
+			if a == b {
+				continue // one template: each user their own directory
+			}
+			if err := kubespawner.SeparateTemplates(a, b); err != nil {
+				bad = append(bad, err.Error())
+			}
+		}
+	}
+	if len(bad) == 0 {
+		return
+	}
+	res.Errors = append(res.Errors, Finding{"shared_home.sub_path_template", "Homes renamed at spawn could be taken by another user",
+		fmt.Sprintf("The hub renames a user's missing directory from the places homes had before (%q, recorded on claim %s/%s), and these directories can be another user's:\n%s\n"+
+			"A user whose directory is missing would rename another user's home into their own, or mount it. Choose a sub_path_template whose directories no earlier place can give, "+
+			"for any name: a directory of its own with a character no name has (e.g. \"homes_v2/{username}\"), or keep the old names ({escaped_username} keeps KubeSpawner's names from before version 7).",
+			places, cfg.Namespace, sh.Claim, CutLines(bad))})
+}
+
 // MovedDirectories are the places user's default server's home had under
 // earlier settings: the templates of movedFrom, expanded.
 func MovedDirectories(movedFrom []string, user string) []string {
@@ -66,6 +129,12 @@ func checkRenames(cfg Config, prior *Prior, m moves, list string, res *Result) {
 		return
 	}
 	was := prior.Config
+	if kubespawner.NamesServer(was.Shared.SubPathTemplate) && !kubespawner.NamesServer(cfg.Shared.SubPathTemplate) {
+		res.Errors = append(res.Errors, Finding{"shared_home.sub_path_template", "Homes of named servers cannot be renamed into one directory",
+			fmt.Sprintf("%q gives each of a user's servers a directory of its own, %q one for all of them: a rename cannot merge them. Use on_layout_change = \"keep\" and merge them by hand.",
+				was.Shared.SubPathTemplate, cfg.Shared.SubPathTemplate)})
+		return
+	}
 	entry, err := kubespawner.SchemeFree(was.Shared.SubPathTemplate, was.Scheme)
 	if err != nil {
 		res.Errors = append(res.Errors, Finding{"on_layout_change", "The old directories cannot be found at spawn",

@@ -9,23 +9,24 @@ import (
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/migration"
 )
 
-// A change of the slug scheme with on_layout_change = "move" names every
-// listed user whose directory is renamed, fails nothing, and adds the old
-// place, scheme-free, to the shared claim's list, after what it holds.
+// A change of the slug scheme and the template with on_layout_change =
+// "move" names every listed user whose directory is renamed, fails
+// nothing, and adds the old place, scheme-free, to the shared claim's
+// list, after what it holds.
 func TestPlanShared_moveRenamesAtSpawn(t *testing.T) {
 	was := sharedConfig("{username}", kubespawner.SchemeEscape, "alice", "Bob")
-	now := was
-	now.Scheme, now.OnLayoutChange = kubespawner.SchemeSafe, OnLayoutChangeMove
+	now := sharedConfig("homes_v2/{username}", kubespawner.SchemeSafe, "alice", "Bob")
+	now.OnLayoutChange = OnLayoutChangeMove
 	live := sharedLive(RWX)
-	live.Shared.Annotations = map[string]string{migration.MovedFromAnnotation: `["old/{safe_username}"]`}
+	live.Shared.Annotations = map[string]string{migration.MovedFromAnnotation: `["old_/{safe_username}"]`}
 	res := Plan(now, &Prior{Config: was}, live)
 	if len(res.Errors) != 0 || res.Class != ClassSafe {
 		t.Fatalf("%s %s", res.Class, findingsText(res.Errors))
 	}
-	if text := findingsText(res.Warnings); !strings.Contains(text, "renamed at their next spawn") || !strings.Contains(text, "Bob:") || strings.Contains(text, "alice:") {
+	if text := findingsText(res.Warnings); !strings.Contains(text, "renamed at their next spawn") || !strings.Contains(text, "Bob:") || !strings.Contains(text, `alice: directory "alice" of claim hub/home-nfs → directory "homes_v2/alice"`) {
 		t.Errorf("warnings:\n%s", text)
 	}
-	if want := []string{"old/{safe_username}", "{escaped_username}"}; !slices.Equal(res.MovedFrom, want) {
+	if want := []string{"old_/{safe_username}", "{escaped_username}"}; !slices.Equal(res.MovedFrom, want) {
 		t.Errorf("moved from %q, want %q", res.MovedFrom, want)
 	}
 	// The next plan, with the list recorded: nothing more to say or add.
@@ -38,7 +39,7 @@ func TestPlanShared_moveRenamesAtSpawn(t *testing.T) {
 	back := was
 	back.OnLayoutChange = OnLayoutChangeMove
 	res = Plan(back, &Prior{Config: now}, live)
-	if len(res.Errors) != 0 || !slices.Equal(res.MovedFrom, []string{"old/{safe_username}", "{escaped_username}", "{safe_username}"}) {
+	if len(res.Errors) != 0 || !slices.Equal(res.MovedFrom, []string{"old_/{safe_username}", "{escaped_username}", "homes_v2/{safe_username}"}) {
 		t.Fatalf("reverted: %q %s", res.MovedFrom, findingsText(res.Errors))
 	}
 	// Without a move the list is carried as it is (the hub keeps renaming).
@@ -104,14 +105,70 @@ func TestPlanSplit_podOnAnEarlierPlaceUsesTheHome(t *testing.T) {
 	cfg := splitConfig("alice", "bob")
 	cfg.Migration.CopyImage, cfg.Migration.Method, cfg.Migration.SkipRunning = "rsync:3", migration.MethodCopy, true
 	live := sharedLive(RWX)
-	live.Shared.Annotations = map[string]string{migration.MovedFromAnnotation: `["old/{escaped_username}"]`}
-	use := migration.NewDirectoryUse([]string{"old/alice"})
+	live.Shared.Annotations = map[string]string{migration.MovedFromAnnotation: `["old_/{escaped_username}"]`}
+	use := migration.NewDirectoryUse([]string{"old_/alice"})
 	live.DirectoriesInUse = &use
 	res := Plan(cfg, &Prior{Config: cfg, HubSwitched: true}, live)
 	if a, b := planOf(res, "alice"), planOf(res, "bob"); len(res.Errors) != 0 || a.Action != ActionKeep || b.Action != ActionMigrate {
 		t.Fatalf("%+v\n%+v\n%s", a, b, findingsText(res.Errors))
 	}
-	if !slices.Equal(res.MovedFrom, []string{"old/{escaped_username}"}) {
+	if !slices.Equal(res.MovedFrom, []string{"old_/{escaped_username}"}) {
 		t.Errorf("moved from %q", res.MovedFrom)
+	}
+}
+
+// Earlier places and the directory template must never give two users
+// one directory, or one inside another's, for any names: the same template
+// under the other scheme ("bob-" escaped is user "bob-2d"'s safe name), a
+// chain whose first template holds the later ones (user "home"), and a
+// list that lost a place the last apply recorded (restored, with a
+// warning) are all checked against every place on the claim.
+func TestPlanShared_placesNeverMeet(t *testing.T) {
+	was := sharedConfig("{username}", kubespawner.SchemeEscape, "alice")
+	now := was
+	now.Scheme, now.OnLayoutChange = kubespawner.SchemeSafe, OnLayoutChangeMove
+	if text := findingsText(Plan(now, &Prior{Config: was}, sharedLive(RWX)).Errors); !strings.Contains(text, "could be taken by another user") {
+		t.Errorf("escape to safe on one template:\n%s", text)
+	}
+	// home/{username} → u-{username} (moved) → {username}: user "home"
+	// would get the directory holding the homes not renamed since.
+	first := sharedConfig("home/{username}", kubespawner.SchemeSafe, "alice")
+	second := sharedConfig("u-{username}", kubespawner.SchemeSafe, "alice")
+	second.OnLayoutChange = OnLayoutChangeMove
+	live := sharedLive(RWX)
+	res := Plan(second, &Prior{Config: first}, live)
+	if len(res.Errors) != 0 {
+		t.Fatalf("first move: %s", findingsText(res.Errors))
+	}
+	live.Shared.Annotations = map[string]string{migration.MovedFromAnnotation: migration.EncodeMovedFrom(res.MovedFrom)}
+	third := sharedConfig("{username}", kubespawner.SchemeSafe, "alice")
+	third.OnLayoutChange = OnLayoutChangeMove
+	if text := findingsText(Plan(third, &Prior{Config: second}, live).Errors); !strings.Contains(text, "could be taken by another user") || !strings.Contains(text, "home/{safe_username}") {
+		t.Errorf("chain:\n%s", text)
+	}
+	// So is a keep onto such a template while the list holds a place.
+	third.OnLayoutChange = OnLayoutChangeKeep
+	if text := findingsText(Plan(third, &Prior{Config: second}, live).Errors); !strings.Contains(text, "could be taken by another user") {
+		t.Errorf("keep:\n%s", text)
+	}
+	// The claim lost its list: restored from what the last apply gave the hub.
+	res = Plan(second, &Prior{Config: second, MovedFrom: []string{"home/{safe_username}"}}, sharedLive(RWX))
+	if !slices.Equal(res.MovedFrom, []string{"home/{safe_username}"}) || !strings.Contains(findingsText(res.Warnings), "lost earlier places") {
+		t.Errorf("lost: %q\n%s", res.MovedFrom, findingsText(res.Warnings))
+	}
+}
+
+// A move from a directory per server to one per user cannot merge them;
+// the other way the default server takes the home (the script's rule).
+func TestPlanShared_moveAndNamedServers(t *testing.T) {
+	perServer := sharedConfig("{user_server}", kubespawner.SchemeSafe, "alice")
+	perUser := sharedConfig("v2_/{username}", kubespawner.SchemeSafe, "alice")
+	perUser.OnLayoutChange = OnLayoutChangeMove
+	if text := findingsText(Plan(perUser, &Prior{Config: perServer}, sharedLive(RWX)).Errors); !strings.Contains(text, "cannot be renamed into one directory") {
+		t.Errorf("per server to per user:\n%s", text)
+	}
+	perServer.OnLayoutChange = OnLayoutChangeMove
+	if res := Plan(perServer, &Prior{Config: perUser}, sharedLive(RWX)); len(res.Errors) != 0 {
+		t.Errorf("per user to per server:\n%s", findingsText(res.Errors))
 	}
 }

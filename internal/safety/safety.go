@@ -147,6 +147,10 @@ type Prior struct {
 	// configuration that passes spawner_settings to the hub ran after it
 	// (a failed apply stops it). A move by copy starts only then.
 	HubSwitched bool
+	// MovedFrom are the earlier places of homes of the shared claim
+	// (Result.MovedFrom) the last apply gave the hub: a list the claim no
+	// longer has is restored, never dropped.
+	MovedFrom []string
 }
 
 // StorageClass is what is known of the class claims use.
@@ -360,7 +364,7 @@ func Plan(cfg Config, prior *Prior, live Live) Result {
 	}
 	res := p.run()
 	if cfg.SplitFrom != nil {
-		res.MovedFrom = liveMovedFrom(live, &res)
+		res.MovedFrom = placesOf(cfg, prior, live, &res)
 	}
 	checkLayoutMoves(cfg, prior, shared, &res)
 	if cfg.SplitFrom != nil && prior == nil {

@@ -337,8 +337,9 @@ func planShared(cfg Config, prior *Prior, live Live) Result {
 					"elsewhere servers on other nodes fail with Multi-Attach errors. Use a ReadWriteMany claim on a shared file system.", cfg.Namespace, sh.Claim, c.AccessModes)})
 		}
 	}
-	res.MovedFrom = liveMovedFrom(live, &res)
+	res.MovedFrom = placesOf(cfg, prior, live, &res)
 	checkLayoutMoves(cfg, prior, live, &res)
+	checkPlaces(cfg, res.MovedFrom, &res)
 	// Per-user homes the template names: the layout does not mount them.
 	var kept, moving []string
 	for i := range live.Claims {
