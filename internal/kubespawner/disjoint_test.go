@@ -14,13 +14,13 @@ func TestSeparateTemplates(t *testing.T) {
 		a, b string
 		ok   bool
 	}{
-		{"{escaped_username}", "{safe_username}", false},              // "bob-2d": bob- escaped, bob-2d safe
-		{"{escaped_username}", "v2_/{safe_username}", true},           // "_" is in no name
-		{"home/{escaped_username}", "homes/{safe_username}", true},    // another literal directory
-		{"{safe_username}", "{safe_username}/home", false},            // one inside the other
-		{"home/{escaped_username}", "{safe_username}", false},         // user "home" holds the old homes
-		{"home/{escaped_username}", "u-{safe_username}", true},        // "u-" then a name is never "home"
-		{"h{escaped_username}", "{safe_username}", false},             // user "hx" vs user "x"
+		{"{escaped_username}", "{safe_username}", false},           // "bob-2d": bob- escaped, bob-2d safe
+		{"{escaped_username}", "v2_/{safe_username}", true},        // "_" is in no name
+		{"home/{escaped_username}", "homes/{safe_username}", true}, // another literal directory
+		{"{safe_username}", "{safe_username}/home", false},         // one inside the other
+		{"home/{escaped_username}", "{safe_username}", false},      // user "home" holds the old homes
+		{"home/{escaped_username}", "u-{safe_username}", true},     // "u-" then a name is never "home"
+		{"h{escaped_username}", "{safe_username}", false},          // user "hx" vs user "x"
 		{"homes.old/{escaped_username}", "homes/{safe_username}", true},
 		{"{escaped_user_server}", "{safe_username}", false},
 		{"x/{safe_username}/y", "x/{escaped_username}", false},
