@@ -257,13 +257,17 @@ func homeStorageSchema() schema.Schema {
 					"`keep` (apply it: the old directories and claims stay as they are, untouched and no longer mounted, and those users start in the new ones), " +
 					"`move` (in the shared layout, when `sub_path_template` or `slug_scheme` changes on the same claim: each user's directory is renamed to its new name at the user's next spawn, see below), " +
 					"or `migrate` (with `layout = \"per_user\"` and `shared_home`: each listed user's directory becomes a claim of their own, zero copy or by a copy; see `layout`).\n\n" +
-					"**Move by rename.** The plan names every listed user whose directory is renamed, and fails where a listed user's new directory is another listed user's old one or lies inside an old home. " +
+					"**Move by rename.** The plan names every listed user whose directory is renamed. It fails where the new template and any earlier place (the old one, and every place the claim recorded before) can give two users one directory, or one inside another's, " +
+					"for any names: KubeSpawner's two schemes overlap (user `bob-` is `bob-2d` under `escape`, and `bob-2d` is user `bob-2d`'s `safe` name), so the same template under the other scheme is refused: " +
+					"move into a directory no old name can be, one with a character names never have (e.g. `homes_v2/{username}`), or keep the old names with `{escaped_username}`. " +
+					"It also fails where a listed user's new directory is another listed user's old one or lies inside an old home, and for a move from a directory per server (`{user_server}`) to one per user (a rename cannot merge them); " +
+					"from one per user to one per server, the default server takes the home and named servers start in directories of their own. " +
 					"Apply renames nothing: it records the old place, as a template any slug scheme expands alike (`{username}` of the `escape` scheme is `{escaped_username}`), " +
 					"in the shared claim's annotation `jupyter-infra.github.io/home-moved-from` (the provider needs `patch` on claims), and the layout's init container, when it finds the user's directory missing " +
 					"and the home at a place that annotation lists, renames it there: one rename on the shared file system, nothing copied, owner, mode and files kept. " +
 					"Every user is moved so, listed or not, whenever they next start a server; until then their home stays where it was. A rename never replaces a directory that holds files: " +
 					"a home found at two places with files (the new directory and an old one, or two old ones), or whose old place is a symbolic link, is not renamed, and the user's spawn fails naming both until a person keeps one. " +
-					"The list on the claim only grows (a home is found at an earlier place however many changes later; going back is one more move), and it is read at every plan: " +
+					"The list on the claim only grows (a home is found at an earlier place however many changes later; going back is one more move), and it is read at every plan (a list the claim lost is written back from what the last apply gave the hub, with a warning): " +
 					"it survives a replaced resource or a removed state, and the move out of the shared layout renames a home from there too before it moves it. " +
 					"`init_image` needs an `mv` with `-T` (current BusyBox and Alpine images, GNU coreutils): without it the rename fails and so does the spawn, nothing moved. Not across claims or layouts, and not for a `{user_server}` path of the `escape` scheme that continues after it (the plan says so).",
 				Validators: []validator.String{stringvalidator.OneOf(string(safety.OnLayoutChangeFail), string(safety.OnLayoutChangeKeep), string(safety.OnLayoutChangeMove), string(safety.OnLayoutChangeMigrate))}},

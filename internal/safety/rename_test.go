@@ -115,6 +115,12 @@ func TestPlanSplit_podOnAnEarlierPlaceUsesTheHome(t *testing.T) {
 	if !slices.Equal(res.MovedFrom, []string{"old_/{escaped_username}"}) {
 		t.Errorf("moved from %q", res.MovedFrom)
 	}
+	// The move's directory Job renames from there too: places that can be
+	// another user's are refused as in the shared layout.
+	live.Shared.Annotations[migration.MovedFromAnnotation] = `["{escaped_username}"]`
+	if text := findingsText(Plan(cfg, &Prior{Config: cfg, HubSwitched: true}, live).Errors); !strings.Contains(text, "could be taken by another user") {
+		t.Errorf("moving out:\n%s", text)
+	}
 }
 
 // Earlier places and the directory template must never give two users

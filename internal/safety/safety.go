@@ -365,6 +365,7 @@ func Plan(cfg Config, prior *Prior, live Live) Result {
 	res := p.run()
 	if cfg.SplitFrom != nil {
 		res.MovedFrom = placesOf(cfg, prior, live, &res)
+		checkPlaces(cfg, res.MovedFrom, &res)
 	}
 	checkLayoutMoves(cfg, prior, shared, &res)
 	if cfg.SplitFrom != nil && prior == nil {
