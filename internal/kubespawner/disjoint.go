@@ -18,7 +18,26 @@ type patToken struct {
 
 func slugChar(c byte) bool { return c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' }
 
+//
+// Two things widen it, so that it holds every directory the template can
+// give: KubeSpawner strips trailing "-" from an expansion unless the
+// template ends in "-" (a default server's "x-{servername}" is "x"), so a
+// "-" in the run of fields and "-" at the end may be missing (it becomes
+// a field, which may be empty); and a file system may not tell upper from
+// lower case (Azure Files, SMB), so letters are compared in lower case.
 func pattern(t string) []patToken {
+	out := tokens(t)
+	if !strings.HasSuffix(t, "-") {
+		for k := len(out) - 1; k >= 0 && (out[k].star || out[k].lit == '-'); k-- {
+			out[k] = patToken{star: true}
+		}
+	}
+	return out
+}
+
+// tokens is template t as written: each field a star, each other
+// character itself (letters in lower case).
+func tokens(t string) []patToken {
 	var out []patToken
 	for i := 0; i < len(t); {
 		switch {
@@ -33,7 +52,11 @@ func pattern(t string) []patToken {
 			out = append(out, patToken{star: true})
 			i += j + 1
 		default:
-			out = append(out, patToken{lit: t[i]})
+			c := t[i]
+			if c >= 'A' && c <= 'Z' {
+				c += 'a' - 'A'
+			}
+			out = append(out, patToken{lit: c})
 			i++
 		}
 	}
@@ -100,6 +123,31 @@ func SeparateTemplates(a, b string) error {
 		return fmt.Errorf("a directory %q gives can hold directories %q gives", a, b)
 	case meet(pa, append(pb, anyBelow...)):
 		return fmt.Errorf("a directory %q gives can hold directories %q gives", b, a)
+	}
+	return nil
+}
+
+// fieldsApart fails when two fields of template t share a path component
+// with nothing between them but characters a name can hold: where one
+// name ends and the next begins is then a guess ("{servername}{username}"
+// gives user alice's server gpu, and user gpualice, "gpualice";
+// "{servername}-{username}" gives "gpu-x-alice" to x-alice's server gpu and
+// to alice's server gpu-x). {user_server} is one field.
+func fieldsApart(t string) error {
+	for _, comp := range strings.Split(t, "/") {
+		fields, apart := 0, true
+		for _, tok := range tokens(comp) {
+			switch {
+			case tok.star:
+				if fields > 0 && !apart {
+					return fmt.Errorf("%q has two fields in one directory name with only name characters between them: two users can get one directory. Put them in directories of their own, use {user_server}, or set them apart with a character names never have, e.g. \"{username}.{servername}\"", t)
+				}
+				fields++
+				apart = false
+			case !slugChar(tok.lit):
+				apart = true
+			}
+		}
 	}
 	return nil
 }

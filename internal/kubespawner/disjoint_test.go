@@ -55,3 +55,35 @@ func TestNamesServer(t *testing.T) {
 		}
 	}
 }
+
+// KubeSpawner strips trailing "-" of an expansion, and some file systems
+// do not tell case apart: the patterns hold those directories too.
+func TestSeparateTemplates_stripAndCase(t *testing.T) {
+	for _, c := range [][2]string{
+		{"s/{escaped_username}/x-{escaped_servername}", "s{safe_servername}/{safe_username}/x"}, // "s/bob-2d/x" both
+		{"{escaped_username}--{escaped_servername}", "home/{safe_user_server}"},                 // user "home" holds them
+		{"Home/{escaped_username}", "home/{safe_username}"},
+	} {
+		if err := SeparateTemplates(c[0], c[1]); err == nil {
+			t.Errorf("%s vs %s: separate", c[0], c[1])
+		}
+	}
+	d1, _ := Expand("s/{escaped_username}/x-{escaped_servername}", "bob-", "", SchemeSafe)
+	d2, _ := Expand("s{safe_servername}/{safe_username}/x", "bob-2d", "", SchemeSafe)
+	if d1 != d2 {
+		t.Errorf("the witness: %q and %q", d1, d2)
+	}
+}
+
+func TestCheckSubPathTemplate_fieldsApart(t *testing.T) {
+	for _, bad := range []string{"{servername}{username}", "{servername}-{username}", "h/{username}x{servername}"} {
+		if err := CheckSubPathTemplate(bad); err == nil || !strings.Contains(err.Error(), "two fields") {
+			t.Errorf("%s: %v", bad, err)
+		}
+	}
+	for _, ok := range []string{"{user_server}", "home/{username}", "{username}.{servername}x", "u-{username}"} {
+		if err := fieldsApart(ok); err != nil {
+			t.Errorf("%s: %v", ok, err)
+		}
+	}
+}

@@ -333,6 +333,9 @@ func CheckSubPathTemplate(t string) error {
 	if strings.Contains(t, "unescaped_") {
 		return fmt.Errorf("%q uses a raw name ({unescaped_...}): two users may get one directory (KubeSpawner strips a trailing \"-\") and a name such as \".\" is no directory of its own; use {username} or {escaped_username}", t)
 	}
+	if err := fieldsApart(t); err != nil {
+		return err
+	}
 	for _, scheme := range []Scheme{SchemeSafe, SchemeEscape} {
 		owner := map[string]subPathProbe{}
 		for _, p := range subPathProbes {

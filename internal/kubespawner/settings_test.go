@@ -19,7 +19,7 @@ func TestCheckSubPathTemplate(t *testing.T) {
 		"home":                         "same directory",
 		"/home/{username}":             "absolute",
 		"../{username}":                `".."`,
-		"{username}{servername}":       "same directory",
+		"{username}{servername}":       "two fields",
 		"home/{unescaped_username}":    "raw name",
 		"{username}/../{username}":     `".."`,
 		"home/{username}/{servername}": "empty", // the default server's directory ends in "/"

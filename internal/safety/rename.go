@@ -32,6 +32,13 @@ func liveMovedFrom(live Live, res *Result) []string {
 		return nil
 	}
 	list, err := migration.DecodeMovedFrom(live.Shared.Annotations[migration.MovedFromAnnotation])
+	for _, t := range list {
+		if err == nil {
+			if err = kubespawner.CheckSubPathTemplate(t); err != nil {
+				err = fmt.Errorf("place %q: %w", t, err)
+			}
+		}
+	}
 	if err != nil {
 		res.Errors = append(res.Errors, Finding{"shared_home.claim_name", "The shared claim's list of earlier home directories cannot be read",
 			fmt.Sprintf("Claim %s/%s: %v. It lists where homes were before on_layout_change = \"move\" renamed them; without it users whose home was not renamed yet would start in new, empty directories. "+
@@ -83,6 +90,13 @@ func checkPlaces(cfg Config, places []string, res *Result) {
 	}
 	all := append([]string{current}, places...)
 	var bad []string
+	if !kubespawner.NamesServer(current) {
+		for _, p := range places {
+			if kubespawner.NamesServer(p) {
+				bad = append(bad, fmt.Sprintf("%q gives each server a directory of its own, %q one for all of a user's servers: a named server's old home would be renamed into the user's", p, sh.SubPathTemplate))
+			}
+		}
+	}
 	for i, a := range all {
 		for _, b := range all[i+1:] {
 			if a == b {
@@ -96,8 +110,8 @@ func checkPlaces(cfg Config, places []string, res *Result) {
 	if len(bad) == 0 {
 		return
 	}
-	res.Errors = append(res.Errors, Finding{"shared_home.sub_path_template", "Homes renamed at spawn could be taken by another user",
-		fmt.Sprintf("The hub renames a user's missing directory from the places homes had before (%q, recorded on claim %s/%s), and these directories can be another user's:\n%s\n"+
+	res.Errors = append(res.Errors, Finding{"shared_home.sub_path_template", "Homes renamed at spawn could be taken by another home",
+		fmt.Sprintf("The hub renames a user's missing directory from the places homes had before (%q, recorded on claim %s/%s), and these directories can be another user's or another server's:\n%s\n"+
 			"A user whose directory is missing would rename another user's home into their own, or mount it. Choose a sub_path_template whose directories no earlier place can give, "+
 			"for any name: a directory of its own with a character no name has (e.g. \"homes_v2/{username}\"), or keep the old names ({escaped_username} keeps KubeSpawner's names from before version 7).",
 			places, cfg.Namespace, sh.Claim, CutLines(bad))})

@@ -118,7 +118,7 @@ func TestPlanSplit_podOnAnEarlierPlaceUsesTheHome(t *testing.T) {
 	// The move's directory Job renames from there too: places that can be
 	// another user's are refused as in the shared layout.
 	live.Shared.Annotations[migration.MovedFromAnnotation] = `["{escaped_username}"]`
-	if text := findingsText(Plan(cfg, &Prior{Config: cfg, HubSwitched: true}, live).Errors); !strings.Contains(text, "could be taken by another user") {
+	if text := findingsText(Plan(cfg, &Prior{Config: cfg, HubSwitched: true}, live).Errors); !strings.Contains(text, "could be taken by another home") {
 		t.Errorf("moving out:\n%s", text)
 	}
 }
@@ -133,7 +133,7 @@ func TestPlanShared_placesNeverMeet(t *testing.T) {
 	was := sharedConfig("{username}", kubespawner.SchemeEscape, "alice")
 	now := was
 	now.Scheme, now.OnLayoutChange = kubespawner.SchemeSafe, OnLayoutChangeMove
-	if text := findingsText(Plan(now, &Prior{Config: was}, sharedLive(RWX)).Errors); !strings.Contains(text, "could be taken by another user") {
+	if text := findingsText(Plan(now, &Prior{Config: was}, sharedLive(RWX)).Errors); !strings.Contains(text, "could be taken by another home") {
 		t.Errorf("escape to safe on one template:\n%s", text)
 	}
 	// home/{username} → u-{username} (moved) → {username}: user "home"
@@ -149,12 +149,12 @@ func TestPlanShared_placesNeverMeet(t *testing.T) {
 	live.Shared.Annotations = map[string]string{migration.MovedFromAnnotation: migration.EncodeMovedFrom(res.MovedFrom)}
 	third := sharedConfig("{username}", kubespawner.SchemeSafe, "alice")
 	third.OnLayoutChange = OnLayoutChangeMove
-	if text := findingsText(Plan(third, &Prior{Config: second}, live).Errors); !strings.Contains(text, "could be taken by another user") || !strings.Contains(text, "home/{safe_username}") {
+	if text := findingsText(Plan(third, &Prior{Config: second}, live).Errors); !strings.Contains(text, "could be taken by another home") || !strings.Contains(text, "home/{safe_username}") {
 		t.Errorf("chain:\n%s", text)
 	}
 	// So is a keep onto such a template while the list holds a place.
 	third.OnLayoutChange = OnLayoutChangeKeep
-	if text := findingsText(Plan(third, &Prior{Config: second}, live).Errors); !strings.Contains(text, "could be taken by another user") {
+	if text := findingsText(Plan(third, &Prior{Config: second}, live).Errors); !strings.Contains(text, "could be taken by another home") {
 		t.Errorf("keep:\n%s", text)
 	}
 	// The claim lost its list: restored from what the last apply gave the hub.
@@ -176,5 +176,37 @@ func TestPlanShared_moveAndNamedServers(t *testing.T) {
 	perServer.OnLayoutChange = OnLayoutChangeMove
 	if res := Plan(perServer, &Prior{Config: perUser}, sharedLive(RWX)); len(res.Errors) != 0 {
 		t.Errorf("per user to per server:\n%s", findingsText(res.Errors))
+	}
+}
+
+// A place the claim lost, restored from the state, is one a pod may still
+// use: the copy waits for it as for the claim's own places.
+func TestPlanSplit_restoredPlaceInUse(t *testing.T) {
+	cfg := splitConfig("alice", "bob")
+	cfg.Migration.CopyImage, cfg.Migration.Method, cfg.Migration.SkipRunning = "rsync:3", migration.MethodCopy, true
+	live := sharedLive(RWX)
+	use := migration.NewDirectoryUse([]string{"old_/alice"})
+	live.DirectoriesInUse = &use
+	res := Plan(cfg, &Prior{Config: cfg, HubSwitched: true, MovedFrom: []string{"old_/{escaped_username}"}}, live)
+	if a := planOf(res, "alice"); a.Action != ActionKeep || !strings.Contains(findingsText(res.Warnings), "lost earlier places") {
+		t.Fatalf("%+v\n%s", a, findingsText(res.Warnings))
+	}
+}
+
+// A template for all of a user's servers while a place gives each server
+// its own (a keep in between) would rename a named server's home into the
+// user's: refused. Places on the claim are templates the hub can expand.
+func TestPlanShared_placesOfServersAndBadPlaces(t *testing.T) {
+	cfg := sharedConfig("v3_/{username}", kubespawner.SchemeSafe, "alice")
+	live := sharedLive(RWX)
+	live.Shared.Annotations = map[string]string{migration.MovedFromAnnotation: `["{safe_user_server}"]`}
+	if text := findingsText(Plan(cfg, &Prior{Config: cfg}, live).Errors); !strings.Contains(text, "a named server's old home") {
+		t.Errorf("servers:\n%s", text)
+	}
+	for _, bad := range []string{`[""]`, `["{nope}"]`, `["{unescaped_username}"]`} {
+		live.Shared.Annotations[migration.MovedFromAnnotation] = bad
+		if text := findingsText(Plan(cfg, &Prior{Config: cfg}, live).Errors); !strings.Contains(text, "cannot be read") {
+			t.Errorf("%s:\n%s", bad, text)
+		}
 	}
 }

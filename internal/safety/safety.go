@@ -355,6 +355,11 @@ func Plan(cfg Config, prior *Prior, live Live) Result {
 	left := leftBehind(cfg, prior, live.Claims)
 	live.Claims = ownClaims(cfg, live.Claims)
 	p := planner{cfg: cfg, prior: prior, live: live, left: map[string]bool{}}
+	var places Result // the earlier places of homes, and what is found of them
+	if cfg.SplitFrom != nil {
+		p.places = placesOf(cfg, prior, live, &places)
+		checkPlaces(cfg, p.places, &places)
+	}
 	for _, l := range left {
 		p.left[l.claim.Username] = true
 	}
@@ -363,10 +368,9 @@ func Plan(cfg Config, prior *Prior, live Live) Result {
 		p.checkSplitFrom()
 	}
 	res := p.run()
-	if cfg.SplitFrom != nil {
-		res.MovedFrom = placesOf(cfg, prior, live, &res)
-		checkPlaces(cfg, res.MovedFrom, &res)
-	}
+	res.MovedFrom = p.places
+	res.Errors = append(res.Errors, places.Errors...)
+	res.Warnings = append(res.Warnings, places.Warnings...)
 	checkLayoutMoves(cfg, prior, shared, &res)
 	if cfg.SplitFrom != nil && prior == nil {
 		// Homes not yet moved are directories the plan cannot see, and a
@@ -388,6 +392,9 @@ type planner struct {
 	// classChange: apply creates or replaces the StorageClass, a change to
 	// the cluster even when no claim is touched.
 	classChange bool
+	// places are the earlier places of homes of the shared claim homes move
+	// out of (placesOf): a pod on one uses the home.
+	places []string
 }
 
 // index is the live claims by what the plan asks of them.

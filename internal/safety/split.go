@@ -251,11 +251,7 @@ func (p *planner) homeInUse(up *UserPlan) bool {
 	if p.live.DirectoriesInUse.Uses(p.dirOf(up)) {
 		return true
 	}
-	var moved []string
-	if p.live.Shared != nil {
-		moved, _ = migration.DecodeMovedFrom(p.live.Shared.Annotations[migration.MovedFromAnnotation]) // an error fails the plan (liveMovedFrom)
-	}
-	for _, d := range MovedDirectories(moved, up.User) {
+	for _, d := range MovedDirectories(p.places, up.User) {
 		if p.live.DirectoriesInUse.Uses(d) {
 			return true
 		}
