@@ -18,7 +18,6 @@ type patToken struct {
 
 func slugChar(c byte) bool { return c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' }
 
-//
 // Two things widen it, so that it holds every directory the template can
 // give: KubeSpawner strips trailing "-" from an expansion unless the
 // template ends in "-" (a default server's "x-{servername}" is "x"), so a
