@@ -298,7 +298,7 @@ func runSharedHomePod(ctx context.Context, t *testing.T, cs kubernetes.Interface
 			if e.Name == "HOME_DIRECTORY" {
 				dir = e.Value
 			}
-			if strings.HasPrefix(e.Name, "HOME_MOVED_FROM_") {
+			if strings.HasPrefix(e.Name, "HOME_MOVED_FROM_") && !strings.HasSuffix(e.Name, "_USER") {
 				moved = append(moved, e.Value)
 			}
 		}
