@@ -25,6 +25,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/acctest"
@@ -37,7 +38,9 @@ import (
 // Moving homes out of the shared layout through OpenTofu, on the real
 // node: the shared claim is a host path of this machine; servers' pods
 // (mounting their user's directory of it, as the shared layout mounts a
-// home) write alice's and bob's homes; jupyter_home_storage then goes from
+// home) write alice's and bob's homes (bob's is then left at the place an
+// earlier template gave it, recorded on the shared claim, as a move by
+// rename leaves a user who has not spawned since); jupyter_home_storage then goes from
 // layout "shared" to "per_user" with on_layout_change = "migrate" and
 // moves them, one per apply (batch_size = 1), into claims of their own.
 // Pods mounting those claims (whole, as the per-user layout mounts a home)
@@ -216,6 +219,27 @@ func newMoveHomes(t *testing.T, users ...string) *moveHomes {
 }
 
 func (h *moveHomes) dir(user string) string { return filepath.Join(h.root, "home", user) }
+
+// atEarlierPlace leaves user's home where an earlier template put it,
+// dir/user (renamed on this machine's disk: the same inodes), as a hub
+// leaves the homes of users who have not spawned since a move by rename,
+// and records that place on the shared claim: the move out of the shared
+// layout must rename it back before it moves it.
+func (h *moveHomes) atEarlierPlace(user, dir string) {
+	h.t.Helper()
+	to := filepath.Join(h.root, dir, user)
+	if err := os.MkdirAll(filepath.Dir(to), 0o755); err != nil {
+		h.t.Fatal(err)
+	}
+	if err := os.Rename(h.dir(user), to); err != nil {
+		h.t.Fatal(err)
+	}
+	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{
+		migration.MovedFromAnnotation: migration.EncodeMovedFrom([]string{dir + "/{safe_username}"})}}})
+	if _, err := h.cs.CoreV1().PersistentVolumeClaims(h.ns).Patch(h.ctx, movedShared, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		h.t.Fatal(err)
+	}
+}
 
 // write has each user's server write their home through their directory
 // of the shared claim (subPath), then sets an extended attribute on their
@@ -508,7 +532,10 @@ func TestAccHomeStorage_moveOutOfSharedLayout(t *testing.T) {
 			},
 			{
 				// The per-user layout, homes not moved: the plan fails naming
-				// both, and changes nothing.
+				// both, and changes nothing. bob's home is still where an
+				// earlier template put it (a move by rename he has not
+				// spawned since): his move renames it back first.
+				PreConfig:   func() { h.atEarlierPlace(second, "home_v1") },
 				Config:      h.config(`layout = "per_user"`),
 				PlanOnly:    true,
 				ExpectError: wrapRE(`Listed users' homes are directories of the shared claim.*2 listed user\(s\).*alice.*bob`),
