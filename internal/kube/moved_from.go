@@ -14,13 +14,15 @@ import (
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/migration"
 )
 
-// RecordMovedFrom adds templates to the shared claim's list of the places
-// homes had under earlier settings (migration.MovedFromAnnotation), only
-// while the claim is the object uid the plan read and is not being
-// deleted. Nothing is ever taken off the list; one another apply added
-// meanwhile is kept (the patch carries the resourceVersion it was made
-// from, and a conflict is read and merged again).
-func (c *Client) RecordMovedFrom(ctx context.Context, shared claims.Ref, uid string, templates []string) error {
+// RecordPlaces adds templates to the shared claim's lists of the places
+// homes had under earlier settings: moved are renamed from at spawn
+// (migration.MovedFromAnnotation), left were left by a keep
+// (migration.LeftAtAnnotation). Only while the claim is the object uid the
+// plan read and is not being deleted. Nothing is ever taken off a list;
+// places another apply added meanwhile are kept (the patch carries the
+// resourceVersion it was made from, and a conflict is read and merged
+// again).
+func (c *Client) RecordPlaces(ctx context.Context, shared claims.Ref, uid string, moved, left []string) error {
 	err := c.Backoff.Retry(ctx, func() error {
 		pvc, err := c.Kube.CoreV1().PersistentVolumeClaims(shared.Namespace).Get(ctx, shared.Name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
@@ -35,16 +37,20 @@ func (c *Client) RecordMovedFrom(ctx context.Context, shared claims.Ref, uid str
 		case pvc.DeletionTimestamp != nil:
 			return fmt.Errorf("the shared claim %s is being deleted; nothing was changed", shared)
 		}
-		have, err := migration.DecodeMovedFrom(pvc.Annotations[migration.MovedFromAnnotation])
-		if err != nil {
-			return fmt.Errorf("claim %s: %w; nothing was changed", shared, err)
+		set := map[string]any{}
+		for key, add := range map[string][]string{migration.MovedFromAnnotation: moved, migration.LeftAtAnnotation: left} {
+			have, err := migration.DecodeMovedFrom(pvc.Annotations[key])
+			if err != nil {
+				return fmt.Errorf("claim %s: %w; nothing was changed", shared, err)
+			}
+			if want := migration.WithMovedFrom(have, add...); !slices.Equal(want, have) {
+				set[key] = migration.EncodeMovedFrom(want)
+			}
 		}
-		want := migration.WithMovedFrom(have, templates...)
-		if slices.Equal(want, have) {
+		if len(set) == 0 {
 			return nil
 		}
-		body, err := json.Marshal(map[string]any{"metadata": map[string]any{"resourceVersion": pvc.ResourceVersion,
-			"annotations": map[string]any{migration.MovedFromAnnotation: migration.EncodeMovedFrom(want)}}})
+		body, err := json.Marshal(map[string]any{"metadata": map[string]any{"resourceVersion": pvc.ResourceVersion, "annotations": set}})
 		if err != nil {
 			return err
 		}

@@ -15,6 +15,13 @@ import (
 // earlier place is found there however many changes later.
 const MovedFromAnnotation = "jupyter-infra.github.io/home-moved-from"
 
+// LeftAtAnnotation, on the shared claim, lists the templates of the
+// directories homes were left at, unmounted, by on_layout_change = "keep"
+// (scheme-free, in the form of MovedFromAnnotation). Nothing renames from
+// them; no later template may give a user one of them (it may be another
+// user's home). It only grows.
+const LeftAtAnnotation = "jupyter-infra.github.io/home-left-at"
+
 // DecodeMovedFrom reads MovedFromAnnotation's value; "" is none.
 func DecodeMovedFrom(v string) ([]string, error) {
 	if v == "" {

@@ -214,7 +214,7 @@ func (r *homeStorageResource) apply(ctx context.Context, plan, state *homeStorag
 	// Where homes were before a move by rename is on the shared claim
 	// before the hub is given the new settings (Terraform applies what
 	// reads spawner_settings after this resource).
-	if err := recordMovedFrom(ctx, client, live, res); err != nil {
+	if err := recordPlaces(ctx, client, live, res); err != nil {
 		diags.AddAttributeError(path.Root("on_layout_change"), "Cannot record where the homes were", err.Error())
 		return false
 	}
@@ -244,20 +244,25 @@ func (r *homeStorageResource) apply(ctx context.Context, plan, state *homeStorag
 	return true
 }
 
-// recordMovedFrom adds the places homes had before a move by rename
-// (safety.Result.MovedFrom) to the shared claim's list when it lacks some.
-func recordMovedFrom(ctx context.Context, client *kube.Client, live safety.Live, res safety.Result) error {
-	if live.Shared == nil || len(res.MovedFrom) == 0 {
+// recordPlaces adds the places homes had before a move by rename, and
+// those a keep left homes at (safety.Result.MovedFrom, LeftAt), to the
+// shared claim's lists when they lack some.
+func recordPlaces(ctx context.Context, client *kube.Client, live safety.Live, res safety.Result) error {
+	if live.Shared == nil {
 		return nil
 	}
-	have, err := migration.DecodeMovedFrom(live.Shared.Annotations[migration.MovedFromAnnotation])
-	if err != nil {
-		return err
+	grows := false
+	for key, add := range map[string][]string{migration.MovedFromAnnotation: res.MovedFrom, migration.LeftAtAnnotation: res.LeftAt} {
+		have, err := migration.DecodeMovedFrom(live.Shared.Annotations[key])
+		if err != nil {
+			return err
+		}
+		grows = grows || !slices.Equal(migration.WithMovedFrom(have, add...), have)
 	}
-	if slices.Equal(migration.WithMovedFrom(have, res.MovedFrom...), have) {
+	if !grows {
 		return nil
 	}
-	return client.RecordMovedFrom(ctx, live.Shared.Ref(), live.Shared.UID, res.MovedFrom)
+	return client.RecordPlaces(ctx, live.Shared.Ref(), live.Shared.UID, res.MovedFrom, res.LeftAt)
 }
 
 // runPlannedMigrations runs the migrations the plan showed (when the API

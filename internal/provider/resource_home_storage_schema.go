@@ -254,7 +254,8 @@ func homeStorageSchema() schema.Schema {
 				}},
 			"on_layout_change": schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString(string(safety.OnLayoutChangeFail)),
 				MarkdownDescription: "What to do when a change moves users' homes to other directories or claims (see `shared_home` and `layout`): `fail` (default; the plan names every listed user whose home moves), " +
-					"`keep` (apply it: the old directories and claims stay as they are, untouched and no longer mounted, and those users start in the new ones), " +
+					"`keep` (apply it: the old directories and claims stay as they are, untouched and no longer mounted, and those users start in the new ones; on the same shared claim the old place is recorded in its annotation `jupyter-infra.github.io/home-left-at`, " +
+					"and, as for `move`, a template whose directories can be those old homes of other users is refused), " +
 					"`move` (in the shared layout, when `sub_path_template` or `slug_scheme` changes on the same claim: each user's directory is renamed to its new name at the user's next spawn, see below), " +
 					"or `migrate` (with `layout = \"per_user\"` and `shared_home`: each listed user's directory becomes a claim of their own, zero copy or by a copy; see `layout`).\n\n" +
 					"**Move by rename.** The plan names every listed user whose directory is renamed. It fails where the new template and any earlier place (the old one, and every place the claim recorded before) can give two users one directory, or one inside another's, " +

@@ -69,12 +69,14 @@ resource "jupyter_home_storage" %q {
 // claim is missing, and over alice's claim of the per-user layout unless
 // on_layout_change = "keep"; then the servers' settings mount each user's
 // directory; a change of slug_scheme fails naming, old and new, the user
-// whose directory moves (Bob; not alice), and applies with
-// on_layout_change = "keep"; back, with on_layout_change = "move", the old
-// place is recorded on the shared claim and given to the servers; a switch
-// back to per-user claims names every
-// listed user; and destroy, even with deletion_policy = "delete", deletes
-// neither the shared claim nor a per-user claim found there.
+// whose directory moves (Bob; not alice), and with on_layout_change =
+// "keep" too (the other scheme's names can be other users' old homes);
+// under a directory of its own it applies, recording the place homes were
+// left at; with on_layout_change = "move" the old place is recorded on the
+// shared claim and given to the servers; a switch back to per-user claims
+// names every listed user; and destroy, even with deletion_policy =
+// "delete", deletes neither the shared claim nor a per-user claim found
+// there.
 func TestAccHomeStorage_sharedLayout(t *testing.T) {
 	cs := acctest.Cluster(t).Admin()
 	ns := acctest.Namespace(t)
@@ -88,10 +90,11 @@ func TestAccHomeStorage_sharedLayout(t *testing.T) {
 		}
 	}
 	bobSafe, _ := kubespawner.Expand("{username}", "Bob", "", kubespawner.SchemeSafe)
-	v2 := func(cfg string) string {
+	under := func(dir, cfg string) string {
 		return strings.Replace(cfg, `init_image = "busybox:1.36"`, `init_image = "busybox:1.36"
-    sub_path_template = "v2_/{username}"`, 1)
+    sub_path_template = "`+dir+`/{username}"`, 1)
 	}
+	v2 := func(cfg string) string { return under("v2_", cfg) }
 	bobEscaped, _ := kubespawner.Expand("{username}", "Bob", "", kubespawner.SchemeEscape)
 	resource.Test(t, resource.TestCase{
 		ProtoV6ProviderFactories: protoV6ProviderFactories,
@@ -135,9 +138,29 @@ func TestAccHomeStorage_sharedLayout(t *testing.T) {
 				ExpectError: wrapRE(fmt.Sprintf(`(?s)Users' home directories change.*Bob: directory %q of claim %s/home-nfs → directory %q`, bobSafe, ns, bobEscaped)),
 			},
 			{
+				// Kept under the other scheme, the old homes stay where the
+				// new names can be other users' ("bob-" escaped is user
+				// "bob-2d"'s safe name): refused.
 				Config: sharedHomeConfig(t, ns, `  slug_scheme = "escape"
   on_layout_change = "keep"`),
+				ExpectError: regexp.MustCompile(`Homes renamed at spawn could be taken by another home`),
+			},
+			{
+				// Under a directory no old name can be, kept: the old place
+				// is recorded on the shared claim as one homes were left at.
+				Config: under("v1_", sharedHomeConfig(t, ns, `  slug_scheme = "escape"
+  on_layout_change = "keep"`)),
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{expectClass("safe")}},
+				Check: func(*terraform.State) error {
+					shared, err := cs.CoreV1().PersistentVolumeClaims(ns).Get(context.Background(), "home-nfs", metav1.GetOptions{})
+					if err != nil {
+						return err
+					}
+					if got := shared.Annotations[migration.LeftAtAnnotation]; got != `["{safe_username}"]` {
+						return fmt.Errorf("the shared claim's list of places homes were left at: %q", got)
+					}
+					return nil
+				},
 			},
 			{
 				// Back to the safe scheme, under another directory, renaming:
@@ -153,10 +176,10 @@ func TestAccHomeStorage_sharedLayout(t *testing.T) {
 					if err != nil {
 						return err
 					}
-					if got := shared.Annotations[migration.MovedFromAnnotation]; got != `["{escaped_username}"]` {
+					if got := shared.Annotations[migration.MovedFromAnnotation]; got != `["v1_/{escaped_username}"]` {
 						return fmt.Errorf("the shared claim's list of earlier places: %q", got)
 					}
-					if got := movedFromSetting(s); got != "{escaped_username}" {
+					if got := movedFromSetting(s); got != "v1_/{escaped_username}" {
 						return fmt.Errorf("the init container's earlier places: %q", got)
 					}
 					return nil
@@ -166,7 +189,7 @@ func TestAccHomeStorage_sharedLayout(t *testing.T) {
 				// The list stays when on_layout_change no longer says move.
 				Config: v2(sharedHomeConfig(t, ns, "")),
 				Check: func(s *terraform.State) error {
-					if got := movedFromSetting(s); got != "{escaped_username}" {
+					if got := movedFromSetting(s); got != "v1_/{escaped_username}" {
 						return fmt.Errorf("the init container's earlier places: %q", got)
 					}
 					return nil

@@ -28,10 +28,21 @@ const OnLayoutChangeMove OnLayoutChange = "move"
 // liveMovedFrom is the shared claim's list of earlier places
 // (migration.MovedFromAnnotation); nil when the claim was not read.
 func liveMovedFrom(live Live, res *Result) []string {
+	return livePlaces(live, migration.MovedFromAnnotation, res)
+}
+
+// liveLeftAt is the shared claim's list of places homes were left at by a
+// keep (migration.LeftAtAnnotation); nil when the claim was not read.
+func liveLeftAt(live Live, res *Result) []string {
+	return livePlaces(live, migration.LeftAtAnnotation, res)
+}
+
+// livePlaces reads a list of places of the shared claim, annotation key.
+func livePlaces(live Live, key string, res *Result) []string {
 	if live.Shared == nil {
 		return nil
 	}
-	list, err := migration.DecodeMovedFrom(live.Shared.Annotations[migration.MovedFromAnnotation])
+	list, err := migration.DecodeMovedFrom(live.Shared.Annotations[key])
 	for _, t := range list {
 		if err == nil {
 			if err = kubespawner.CheckSubPathTemplate(t); err != nil {
@@ -41,8 +52,8 @@ func liveMovedFrom(live Live, res *Result) []string {
 	}
 	if err != nil {
 		res.Errors = append(res.Errors, Finding{"shared_home.claim_name", "The shared claim's list of earlier home directories cannot be read",
-			fmt.Sprintf("Claim %s/%s: %v. It lists where homes were before on_layout_change = \"move\" renamed them; without it users whose home was not renamed yet would start in new, empty directories. "+
-				"Restore it, as a JSON array of templates such as [\"{escaped_username}\"].", live.Shared.Namespace, live.Shared.Name, err)})
+			fmt.Sprintf("Claim %s/%s, annotation %s: %v. It lists where homes were before a change of sub_path_template or slug_scheme (renamed from there at spawn, or left there); without it users could start in new, empty directories, or in another user's old one. "+
+				"Restore it, as a JSON array of templates such as [\"{escaped_username}\"].", live.Shared.Namespace, live.Shared.Name, key, err)})
 	}
 	return list
 }
@@ -79,16 +90,16 @@ func placesOf(cfg Config, prior *Prior, live Live, res *Result) []string {
 // overlap ("bob-" escaped is "bob-2d", the safe name of user "bob-2d"), so
 // the same template under another scheme is such a place; a literal
 // directory or a character no name has ("homes_v2/") sets them apart.
-func checkPlaces(cfg Config, places []string, res *Result) {
+func checkPlaces(cfg Config, places, left []string, res *Result) {
 	sh := directoryView(cfg).Shared
-	if sh == nil || len(places) == 0 {
+	if sh == nil || len(places)+len(left) == 0 {
 		return
 	}
 	current := sh.SubPathTemplate
 	if free, err := kubespawner.SchemeFree(current, cfg.Scheme); err == nil {
 		current = free
 	}
-	all := append([]string{current}, places...)
+	all := append(append([]string{current}, places...), left...)
 	var bad []string
 	if !kubespawner.NamesServer(current) {
 		for _, p := range places {
@@ -111,10 +122,29 @@ func checkPlaces(cfg Config, places []string, res *Result) {
 		return
 	}
 	res.Errors = append(res.Errors, Finding{"shared_home.sub_path_template", "Homes renamed at spawn could be taken by another home",
-		fmt.Sprintf("The hub renames a user's missing directory from the places homes had before (%q, recorded on claim %s/%s), and these directories can be another user's or another server's:\n%s\n"+
+		fmt.Sprintf("The hub renames a user's missing directory from the places homes had before (%q), and homes were left at others (%q; both recorded on claim %s/%s); these directories can be another user's or another server's:\n%s\n"+
 			"A user whose directory is missing would rename another user's home into their own, or mount it. Choose a sub_path_template whose directories no earlier place can give, "+
 			"for any name: a directory of its own with a character no name has (e.g. \"homes_v2/{username}\"), or keep the old names ({escaped_username} keeps KubeSpawner's names from before version 7).",
-			places, cfg.Namespace, sh.Claim, CutLines(bad))})
+			places, left, cfg.Namespace, sh.Claim, CutLines(bad))})
+}
+
+// leftBy adds to res.LeftAt the place a change with on_layout_change =
+// "keep" leaves homes at, when it changes the directories of the same
+// shared claim: the old homes stay there, unmounted, and no later template
+// may give a user one of them. It fails the plan when the old template
+// cannot be written independently of the scheme.
+func leftBy(cfg Config, prior *Prior, m moves, res *Result) {
+	if m.relayout || prior == nil || prior.Config.Shared == nil || cfg.Shared == nil || *prior.Config.Shared == *cfg.Shared && prior.Config.Scheme == cfg.Scheme {
+		return
+	}
+	was := prior.Config
+	entry, err := kubespawner.SchemeFree(was.Shared.SubPathTemplate, was.Scheme)
+	if err != nil {
+		res.Errors = append(res.Errors, Finding{"on_layout_change", "The old directories cannot be recorded",
+			fmt.Sprintf("Homes left by a keep are recorded on the shared claim as a template any scheme expands alike, so that no later template gives a user one of them: %v. Change the template and the scheme in separate applies.", err)})
+		return
+	}
+	res.LeftAt = migration.WithMovedFrom(res.LeftAt, entry)
 }
 
 // MovedDirectories are the places user's default server's home had under

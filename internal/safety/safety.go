@@ -294,6 +294,10 @@ type Result struct {
 	// (on_layout_change = "move"). Apply records it on the shared claim
 	// before anything else when it grew.
 	MovedFrom []string
+	// LeftAt are the templates of the places homes were left at by a keep
+	// (migration.LeftAtAnnotation): the shared claim's list, with the place
+	// this change leaves homes at. Apply records it with MovedFrom.
+	LeftAt []string
 	// CreateShared: the shared layout's claim does not exist and apply
 	// creates it (shared_home.create_claim).
 	CreateShared bool
@@ -358,7 +362,8 @@ func Plan(cfg Config, prior *Prior, live Live) Result {
 	var places Result // the earlier places of homes, and what is found of them
 	if cfg.SplitFrom != nil {
 		p.places = placesOf(cfg, prior, live, &places)
-		checkPlaces(cfg, p.places, &places)
+		places.LeftAt = liveLeftAt(live, &places)
+		checkPlaces(cfg, p.places, places.LeftAt, &places)
 	}
 	for _, l := range left {
 		p.left[l.claim.Username] = true
@@ -368,7 +373,7 @@ func Plan(cfg Config, prior *Prior, live Live) Result {
 		p.checkSplitFrom()
 	}
 	res := p.run()
-	res.MovedFrom = p.places
+	res.MovedFrom, res.LeftAt = p.places, places.LeftAt
 	res.Errors = append(res.Errors, places.Errors...)
 	res.Warnings = append(res.Warnings, places.Warnings...)
 	checkLayoutMoves(cfg, prior, shared, &res)

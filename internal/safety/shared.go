@@ -289,6 +289,7 @@ func checkLayoutMoves(cfg Config, prior *Prior, live Live, res *Result) {
 		return
 	}
 	if cfg.OnLayoutChange == OnLayoutChangeKeep {
+		leftBy(cfg, prior, m, res)
 		res.Warnings = append(res.Warnings, Finding{"on_layout_change", what,
 			fmt.Sprintf("With on_layout_change = \"keep\", %d listed user(s) start in another home (new and empty unless it exists); their old ones stay where they are, untouched, and no longer mounted:\n%s",
 				len(m.listed), list)})
@@ -338,8 +339,9 @@ func planShared(cfg Config, prior *Prior, live Live) Result {
 		}
 	}
 	res.MovedFrom = placesOf(cfg, prior, live, &res)
+	res.LeftAt = liveLeftAt(live, &res)
 	checkLayoutMoves(cfg, prior, live, &res)
-	checkPlaces(cfg, res.MovedFrom, &res)
+	checkPlaces(cfg, res.MovedFrom, res.LeftAt, &res)
 	// Per-user homes the template names: the layout does not mount them.
 	var kept, moving []string
 	for i := range live.Claims {

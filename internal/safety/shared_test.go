@@ -1,6 +1,7 @@
 package safety
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -48,10 +49,18 @@ func TestPlanShared_slugSchemeChangeNamesEveryMovedDirectory(t *testing.T) {
 	if strings.Contains(text, "alice:") {
 		t.Errorf("alice's directory does not move:\n%s", text)
 	}
+	// Kept, the old homes stay where the new scheme can give them to other
+	// users ("bob-" escaped is user "bob-2d"'s safe name): refused. Under a
+	// directory no old name can be, the old homes are left and recorded.
 	now.OnLayoutChange = OnLayoutChangeKeep
 	res = Plan(now, &Prior{Config: was}, sharedLive(RWX))
-	if len(res.Errors) != 0 || !strings.Contains(findingsText(res.Warnings), "Bob:") || res.Class != ClassSafe {
-		t.Fatalf("keep: %s %s\n%s", res.Class, findingsText(res.Errors), findingsText(res.Warnings))
+	if text := findingsText(res.Errors); !strings.Contains(text, "could be taken by another home") {
+		t.Fatalf("keep onto the other scheme: %s", text)
+	}
+	now.Shared = &SharedHome{Claim: "home-nfs", SubPathTemplate: "homes_v2/{username}"}
+	res = Plan(now, &Prior{Config: was}, sharedLive(RWX))
+	if len(res.Errors) != 0 || !strings.Contains(findingsText(res.Warnings), "Bob:") || res.Class != ClassSafe || !slices.Equal(res.LeftAt, []string{"{escaped_username}"}) {
+		t.Fatalf("keep: %s %q %s\n%s", res.Class, res.LeftAt, findingsText(res.Errors), findingsText(res.Warnings))
 	}
 }
 
