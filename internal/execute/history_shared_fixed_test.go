@@ -94,10 +94,12 @@ func TestHistory_sharedDestroyDeletesNoClaim(t *testing.T) {
 }
 
 // (c) A change of sub_path_template that moves a listed user ({username}
-// to {escaped_username}: Bob's directory "bob---cd9fb1e1" becomes "-42ob",
-// alice's stays) fails unless on_layout_change = "keep"; with keep the
-// plan names Bob and his old directory stays as it is. Fails when the
-// plan compares only the claims of the homes, not their directories.
+// to e_/{escaped_username}: Bob's directory "bob---cd9fb1e1" becomes
+// "e_/-42ob") fails unless on_layout_change = "keep"; with keep the plan
+// names Bob and his old directory stays as it is. Fails when the plan
+// compares only the claims of the homes, not their directories. (Onto
+// {escaped_username} itself a keep is refused: the escaped names of some
+// users are the safe names of others, whose old homes stay there.)
 func TestHistory_sharedTemplateChange(t *testing.T) {
 	w := sharedWorld(t)
 	w.hub.shared, w.hub.scheme = &safety.SharedHome{Claim: sharedClaim, SubPathTemplate: "{username}"}, kubespawner.SchemeSafe
@@ -106,8 +108,8 @@ func TestHistory_sharedTemplateChange(t *testing.T) {
 	w.session("alice")
 	w.session("Bob")
 	now := cfg
-	now.Shared = &safety.SharedHome{Claim: sharedClaim, SubPathTemplate: "{escaped_username}"}
-	w.mustRefuse(t, now, state, `Bob: directory "bob---cd9fb1e1" of claim hub/home-nfs → directory "-42ob"`)
+	now.Shared = &safety.SharedHome{Claim: sharedClaim, SubPathTemplate: "e_/{escaped_username}"}
+	w.mustRefuse(t, now, state, `Bob: directory "bob---cd9fb1e1" of claim hub/home-nfs → directory "e_/-42ob"`)
 	now.OnLayoutChange = safety.OnLayoutChangeKeep
 	_, state = w.planApply(t, now, state)
 	old := w.filesAt(loc{hubRef(sharedClaim), "bob---cd9fb1e1"})
