@@ -134,7 +134,8 @@ func checkPlaces(cfg Config, places, left []string, res *Result) {
 // may give a user one of them. It fails the plan when the old template
 // cannot be written independently of the scheme.
 func leftBy(cfg Config, prior *Prior, m moves, res *Result) {
-	if m.relayout || prior == nil || prior.Config.Shared == nil || cfg.Shared == nil || *prior.Config.Shared == *cfg.Shared && prior.Config.Scheme == cfg.Scheme {
+	if m.relayout || prior == nil || prior.Config.Shared == nil || cfg.Shared == nil ||
+		prior.Config.Shared.SubPathTemplate == cfg.Shared.SubPathTemplate && prior.Config.Scheme == cfg.Scheme {
 		return
 	}
 	was := prior.Config
