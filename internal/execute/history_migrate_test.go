@@ -200,7 +200,7 @@ func (w *world) CreateReboundClaim(_ context.Context, rec migration.Record, v mi
 	ref := claims.Ref{Namespace: rec.Namespace, Name: rec.Claim}
 	note := fmt.Sprintf("rebind from %s, volume %s", strings.Join(rec.From, ","), v.Name)
 	if m := w.claims[ref]; m != nil {
-		if m.c.VolumeName == v.Name && m.c.Annotations[migratedAnnotation] == note {
+		if m.c.VolumeName == v.Name && m.c.Annotations[migration.MigratedAnnotation] == note {
 			return nil
 		}
 		return fmt.Errorf("claim %s: %w", ref, ErrExists)
@@ -209,7 +209,7 @@ func (w *world) CreateReboundClaim(_ context.Context, rec migration.Record, v mi
 	if ann == nil {
 		ann = map[string]string{}
 	}
-	ann[migratedAnnotation] = note
+	ann[migration.MigratedAnnotation] = note
 	c := claims.Claim{Name: rec.Claim, Namespace: rec.Namespace, UID: w.uid(), Username: rec.User, Servername: rec.Annotations[kubespawner.AnnotationServername],
 		AccessModes: []string{rec.To}, Requested: rec.Requested, RequestedBytes: gi(rec.Requested), VolumeName: v.Name, Phase: "Pending",
 		Labels: maps.Clone(rec.Labels), Annotations: ann}
@@ -379,10 +379,6 @@ func (w *world) AnnotateClaim(_ context.Context, namespace, name, key, value str
 
 var _ Migrations = (*world)(nil)
 
-// migratedAnnotation is internal/kube's MigratedAnnotation on a rebound
-// claim, which the hub reads (a test of internal/kube checks the name).
-const migratedAnnotation = "jupyter-infra.github.io/migrated"
-
 // verifyRsync reads the rsync options of migration.VerifyScript's check:
 // whether it skips files newer in the target (--update, -u) and whether it
 // compares content (--checksum, -c; else size and time).
@@ -443,7 +439,7 @@ func (w *world) hubHome(who string) (ref claims.Ref, create bool, refused string
 		switch {
 		case m.c.Deleting:
 			return "claim " + m.c.Name + " is being deleted"
-		case m.c.Annotations[migratedAnnotation] != "" && m.c.Phase != "Bound":
+		case m.c.Annotations[migration.MigratedAnnotation] != "" && m.c.Phase != "Bound":
 			return "claim " + m.c.Name + " is being rebound"
 		}
 		return ""

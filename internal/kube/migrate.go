@@ -19,9 +19,6 @@ import (
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/migration"
 )
 
-// MigratedAnnotation on a rebound claim says where it came from.
-const MigratedAnnotation = migration.MigratedAnnotation
-
 // ListVolumes returns every PersistentVolume matching selector, in pages.
 func (c *Client) ListVolumes(ctx context.Context, selector string) ([]corev1.PersistentVolume, error) {
 	return listAll(ctx, c, "persistentvolumes", "", metav1.ListOptions{LabelSelector: selector},
@@ -166,7 +163,7 @@ func (c *Client) CreateReboundClaim(ctx context.Context, rec migration.Record, v
 		switch {
 		case gerr != nil:
 			return gerr
-		case got.Spec.VolumeName == pvc.Spec.VolumeName && got.Annotations[MigratedAnnotation] == pvc.Annotations[MigratedAnnotation]:
+		case got.Spec.VolumeName == pvc.Spec.VolumeName && got.Annotations[migration.MigratedAnnotation] == pvc.Annotations[migration.MigratedAnnotation]:
 			return nil
 		}
 		return fmt.Errorf("claim %s/%s: %w", pvc.Namespace, pvc.Name, execute.ErrExists)
@@ -195,7 +192,7 @@ func reboundClaim(rec migration.Record, v migration.Volume) (*corev1.PersistentV
 	for k, val := range rec.Annotations {
 		ann[k] = val
 	}
-	ann[MigratedAnnotation] = fmt.Sprintf("rebind from %s, volume %s", strings.Join(rec.From, ","), v.Name)
+	ann[migration.MigratedAnnotation] = fmt.Sprintf("rebind from %s, volume %s", strings.Join(rec.From, ","), v.Name)
 	// The claim's own class; a claim that named none gets the volume's,
 	// even "" (binding needs them to agree; the default class would not).
 	class := v.StorageClass

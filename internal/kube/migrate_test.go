@@ -38,7 +38,7 @@ func TestReboundClaimSize(t *testing.T) {
 // The hub refuses a spawn on a claim a rebind created until it is bound:
 // it knows such a claim by this annotation, whose name its Python writes.
 func TestMigratedAnnotationIsTheHubs(t *testing.T) {
-	if want := `rebound = "` + MigratedAnnotation + `"  # MigratedAnnotation`; !strings.Contains(spawner.Python(), want) {
+	if want := `rebound = "` + migration.MigratedAnnotation + `"  # MigratedAnnotation`; !strings.Contains(spawner.Python(), want) {
 		t.Errorf("the hub's Python lacks %s", want)
 	}
 }

@@ -88,17 +88,17 @@ func runDirectoryScript(t *testing.T, shell, root string, d Directory, at, befor
 // shells are the shells the script runs under here: dash (sh) and
 // BusyBox's, which the images of init containers usually are.
 func shells(t *testing.T) []string {
-	out := []string{"sh"}
-	if p, err := exec.LookPath("busybox"); err == nil {
-		dir := t.TempDir()
-		for _, tool := range []string{"sh", "mv", "ls", "mkdir", "chown", "chmod", "rmdir", "dirname"} {
-			if err := os.Symlink(p, filepath.Join(dir, tool)); err != nil {
-				t.Fatal(err)
-			}
-		}
-		out = append(out, filepath.Join(dir, "sh"))
+	p, err := exec.LookPath("busybox")
+	if err != nil {
+		t.Fatalf("no busybox (the test bed's node image has it; make nodedeps installs it): %v", err)
 	}
-	return out
+	dir := t.TempDir()
+	for _, tool := range []string{"sh", "mv", "ls", "mkdir", "chown", "chmod", "rmdir", "dirname"} {
+		if err := os.Symlink(p, filepath.Join(dir, tool)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return []string{"sh", filepath.Join(dir, "sh")}
 }
 
 func writeHome(t *testing.T, dir string, files map[string]string) {

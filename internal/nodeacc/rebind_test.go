@@ -24,7 +24,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/acctest"
-	"github.com/jupyter-infra/terraform-provider-jupyter/internal/kube"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/migration"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/provider"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/testcluster"
@@ -317,8 +316,8 @@ func (h *rebindHome) rebound() resource.TestCheckFunc {
 			return fmt.Errorf("%s has its old UID: it was not rebound", h.claim)
 		case pvc.Annotations["hub.jupyter.org/username"] != h.user || pvc.Labels["component"] != "singleuser-storage":
 			return fmt.Errorf("%s lost KubeSpawner's labels or annotations: %v %v", h.claim, pvc.Labels, pvc.Annotations)
-		case pvc.Annotations[kube.MigratedAnnotation] == "":
-			return fmt.Errorf("%s: no %s annotation", h.claim, kube.MigratedAnnotation)
+		case pvc.Annotations[migration.MigratedAnnotation] == "":
+			return fmt.Errorf("%s: no %s annotation", h.claim, migration.MigratedAnnotation)
 		}
 		pv, err := h.cs.CoreV1().PersistentVolumes().Get(h.ctx, h.volume, metav1.GetOptions{})
 		if err != nil {

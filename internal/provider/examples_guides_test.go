@@ -58,14 +58,20 @@ func guideConfig(t *testing.T, from, ns string, files []string, edits ...string)
 // a z2jh static or Nebari classic deployment has it): the plan moves its
 // directories zero copy.
 func nfsSharedClaim(t *testing.T, ns, name string) {
+	staticSharedClaim(t, ns, name, "nfs-"+ns, corev1.PersistentVolumeSource{NFS: &corev1.NFSVolumeSource{Server: "nfs.example.org", Path: "/export/homes"}})
+}
+
+// staticSharedClaim makes claim name in ns, bound to volume pvName of
+// source (ReadWriteMany, Retain, no class), as a static shared claim is.
+func staticSharedClaim(t *testing.T, ns, name, pvName string, source corev1.PersistentVolumeSource) {
 	t.Helper()
 	cs := acctest.Cluster(t).Admin()
 	ctx := context.Background()
-	pv := &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "nfs-" + ns},
+	pv := &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: pvName},
 		Spec: corev1.PersistentVolumeSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany},
 			Capacity:                      corev1.ResourceList{corev1.ResourceStorage: kresource.MustParse("100Gi")},
 			PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimRetain,
-			PersistentVolumeSource:        corev1.PersistentVolumeSource{NFS: &corev1.NFSVolumeSource{Server: "nfs.example.org", Path: "/export/homes"}},
+			PersistentVolumeSource:        source,
 			ClaimRef:                      &corev1.ObjectReference{Kind: "PersistentVolumeClaim", Namespace: ns, Name: name}}}
 	if _, err := cs.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)

@@ -22,7 +22,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/acctest"
-	"github.com/jupyter-infra/terraform-provider-jupyter/internal/kube"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/migration"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/spawner"
 )
@@ -99,8 +98,8 @@ func rebound(cs kubernetes.Interface, ns string, vols map[string][2]string, oldU
 				return fmt.Errorf("%s: same UID: the claim was not recreated", name)
 			case pvc.Labels["hub.jupyter.org/username"] == "" || pvc.Annotations["hub.jupyter.org/username"] == "" || pvc.Labels["component"] != "singleuser-storage":
 				return fmt.Errorf("%s lost KubeSpawner's labels or annotations: %v %v", name, pvc.Labels, pvc.Annotations)
-			case pvc.Annotations[kube.MigratedAnnotation] == "":
-				return fmt.Errorf("%s: no %s annotation", name, kube.MigratedAnnotation)
+			case pvc.Annotations[migration.MigratedAnnotation] == "":
+				return fmt.Errorf("%s: no %s annotation", name, migration.MigratedAnnotation)
 			}
 			pv, err := cs.CoreV1().PersistentVolumes().Get(ctx, want[0], metav1.GetOptions{})
 			if err != nil {

@@ -134,32 +134,7 @@ func TestAccHomeStorage_moveOutOfSharedLayoutByCopyPlans(t *testing.T) {
 	cs := acctest.Cluster(t).Admin()
 	ns := acctest.Namespace(t)
 	ctx := context.Background()
-	pv := &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "lh-" + ns},
-		Spec: corev1.PersistentVolumeSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany},
-			Capacity:                      corev1.ResourceList{corev1.ResourceStorage: kresource.MustParse("10Gi")},
-			PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimRetain,
-			PersistentVolumeSource:        corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{Driver: "driver.longhorn.io", VolumeHandle: "lh-" + ns}},
-			ClaimRef:                      &corev1.ObjectReference{Kind: "PersistentVolumeClaim", Namespace: ns, Name: "home-nfs"}}}
-	if _, err := cs.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = cs.CoreV1().PersistentVolumes().Delete(context.Background(), pv.Name, metav1.DeleteOptions{})
-	})
-	none := ""
-	pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "home-nfs", Namespace: ns},
-		Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany}, StorageClassName: &none, VolumeName: pv.Name,
-			Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: kresource.MustParse("10Gi")}}}}
-	created, err := cs.CoreV1().PersistentVolumeClaims(ns).Create(ctx, pvc, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if created.Status.Phase != corev1.ClaimBound { // the binder may have been first
-		created.Status.Phase = corev1.ClaimBound
-		if _, err := cs.CoreV1().PersistentVolumeClaims(ns).UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	staticSharedClaim(t, ns, "home-nfs", "lh-"+ns, corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{Driver: "driver.longhorn.io", VolumeHandle: "lh-" + ns}})
 	later := func(s string) error { // left for the apply after the hub's switch
 		var plan map[string]map[string]string
 		if err := json.Unmarshal([]byte(s), &plan); err != nil {

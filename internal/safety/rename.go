@@ -68,8 +68,7 @@ func placesOf(cfg Config, prior *Prior, live Live, res *Result) []string {
 	if prior == nil || live.Shared == nil || len(prior.MovedFrom) == 0 {
 		return list
 	}
-	was := directoryView(prior.Config).Shared
-	now := directoryView(cfg).Shared
+	was, now := DirectoryOf(prior.Config), DirectoryOf(cfg)
 	if was == nil || now == nil || was.Claim != now.Claim || prior.Config.Namespace != cfg.Namespace {
 		return list
 	}
@@ -91,7 +90,7 @@ func placesOf(cfg Config, prior *Prior, live Live, res *Result) []string {
 // the same template under another scheme is such a place; a literal
 // directory or a character no name has ("homes_v2/") sets them apart.
 func checkPlaces(cfg Config, places, left []string, res *Result) {
-	sh := directoryView(cfg).Shared
+	sh := DirectoryOf(cfg)
 	if sh == nil || len(places)+len(left) == 0 {
 		return
 	}
@@ -121,11 +120,18 @@ func checkPlaces(cfg Config, places, left []string, res *Result) {
 	if len(bad) == 0 {
 		return
 	}
+	var where []string
+	if len(places) > 0 {
+		where = append(where, fmt.Sprintf("homes not renamed yet are at %q (renamed from there at each user's next spawn)", places))
+	}
+	if len(left) > 0 {
+		where = append(where, fmt.Sprintf("a keep left old homes at %q", left))
+	}
 	res.Errors = append(res.Errors, Finding{"shared_home.sub_path_template", "Homes renamed at spawn could be taken by another home",
-		fmt.Sprintf("The hub renames a user's missing directory from the places homes had before (%q), and homes were left at others (%q; both recorded on claim %s/%s); these directories can be another user's or another server's:\n%s\n"+
-			"A user whose directory is missing would rename another user's home into their own, or mount it. Choose a sub_path_template whose directories no earlier place can give, "+
+		fmt.Sprintf("On claim %s/%s %s (recorded on the claim). With sub_path_template %q and slug_scheme %q, some of those directories can be another user's or another server's for some names:\n%s\n"+
+			"A user whose directory is missing would rename another user's home into their own, or mount another user's old home. Choose a sub_path_template whose directories none of those places can give, "+
 			"for any name: a directory of its own with a character no name has (e.g. \"homes_v2/{username}\"), or keep the old names ({escaped_username} keeps KubeSpawner's names from before version 7).",
-			places, left, cfg.Namespace, sh.Claim, CutLines(bad))})
+			cfg.Namespace, sh.Claim, strings.Join(where, ", and "), sh.SubPathTemplate, cfg.Scheme, CutLines(bad))})
 }
 
 // leftBy adds to res.LeftAt the place a change with on_layout_change =
