@@ -22,8 +22,11 @@ type dcopyFake struct {
 	files     map[string]map[string]string // claim -> its files
 	job       *dcopyJob
 	users     []string // the pods DirectoryUsers reports
-	uid       int
-	calls     []string
+	// busyDirs are pods on directories of the shared claim, reported when
+	// DirectoryUsers asks for their directory.
+	busyDirs map[string][]string
+	uid      int
+	calls    []string
 	// failJob makes the next Job that runs fail.
 	failJob bool
 	// afterClaim, when set, runs once the claim is created (a server that
@@ -63,8 +66,12 @@ func (f *dcopyFake) PrepareDirectory(_ context.Context, job Split) error {
 	return nil
 }
 
-func (f *dcopyFake) DirectoryUsers(context.Context, string, string, []string, string) ([]string, error) {
-	return append([]string(nil), f.users...), nil
+func (f *dcopyFake) DirectoryUsers(_ context.Context, _, _ string, dirs []string, _ string) ([]string, error) {
+	out := append([]string(nil), f.users...)
+	for _, d := range dirs {
+		out = append(out, f.busyDirs[d]...)
+	}
+	return out, nil
 }
 
 func (f *dcopyFake) CreateDirectoryCopyClaim(_ context.Context, rec migration.SplitRecord, spec ClaimSpec) error {
@@ -385,5 +392,18 @@ func TestDirectoryCopy_claimReplacedBeforeTheMark(t *testing.T) {
 func TestDirectoryCopy_needsTheInterface(t *testing.T) {
 	if _, err := (SplitRunner{Cluster: newSplitFake()}).DirectoryCopy(context.Background(), aliceDirectoryCopy()); err == nil || !strings.Contains(err.Error(), "cannot move by copy") {
 		t.Fatal(err)
+	}
+}
+
+// A pod on the place the home had before a move by rename uses the home
+// (the directory Job renames it from there): the copy waits for it.
+func TestDirectoryCopy_podOnAnEarlierPlace(t *testing.T) {
+	f := newDcopyFake()
+	f.busyDirs = map[string][]string{"old_/alice": {"jupyter-alice-before-the-rename"}}
+	job := aliceDirectoryCopy()
+	job.MovedFrom = []string{"old_/alice"}
+	step, err := dcopyRunner(f, nil).DirectoryCopy(context.Background(), job)
+	if err == nil || !strings.Contains(err.Error(), "jupyter-alice-before-the-rename") || len(f.claims) != 0 || step != migration.StepPending {
+		t.Fatalf("%s %v, claims %v", step, err, f.claims)
 	}
 }
