@@ -95,7 +95,7 @@ func DecodeCopyRecord(s string) (*CopyRecord, error) {
 // provider's copy or verification Jobs, or the copy Job of a move by copy
 // out of the shared layout (its pods are not users' servers).
 func IsMigrationJob(name string) bool {
-	return strings.HasPrefix(name, "home-copy-") || strings.HasPrefix(name, "home-verify-") || strings.HasPrefix(name, directoryCopyJobPrefix)
+	return strings.HasPrefix(name, "home-copy-") || strings.HasPrefix(name, "home-verify-") || strings.HasPrefix(name, directoryCopyJobPrefix) || strings.HasPrefix(name, mergeJobPrefix)
 }
 
 // JobName is the copy Job of a source claim: the same name every time, so
