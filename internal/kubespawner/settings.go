@@ -111,7 +111,51 @@ type Directory struct {
 // braces. The layout's init container runs it, and so does the Job that
 // makes a user's directory before their home moves to a claim of its own.
 func SharedDirectoryCommand(d Directory) ([]string, []EnvVar) {
-	script := `set -euf
+	return directoryCommand(strings.Replace(directoryScript, mergeCheckMarker, "", 1), d)
+}
+
+// MergeDirectoryCommand is the command of the Job that makes directory
+// d.Path of the shared claim before a merge copies a user's claim into it,
+// and its environment: SharedDirectoryCommand's, refusing first a
+// directory that holds anything (or is no directory) and an earlier place
+// of the home (earlier, expanded for the user) that does; d.MovedFrom is
+// not used (nothing is renamed into a directory a merge fills).
+func MergeDirectoryCommand(d Directory, earlier []string) ([]string, []EnvVar) {
+	d.MovedFrom = nil
+	cmd, env := directoryCommand(strings.Replace(directoryScript, mergeCheckMarker, mergeCheck, 1), d)
+	for i, e := range earlier {
+		env = append(env, EnvVar{fmt.Sprintf("HOME_EARLIER_%d", i+1), e})
+	}
+	return cmd, env
+}
+
+// mergeCheck refuses a directory a merge would copy into when it, or an
+// earlier place of the home, holds anything.
+const mergeCheck = `if [ -e "$d" ]; then
+  if [ ! -d "$d" ] || holds_files "$d"; then
+    echo "refusing to merge into $d: it holds files already; a merge copies into an empty directory only. Move them away (or remove them if they are not needed) and apply again" >&2; exit 1
+  fi
+fi
+i=1
+while :; do
+  set +u
+  eval "o=\$HOME_EARLIER_$i"
+  set -u
+  if [ -z "$o" ]; then break; fi
+  i=$((i + 1))
+  s=$(path_of "$o")
+  if [ "$s" = "$d" ] || [ ! -e "$s" ]; then continue; fi
+  if [ ! -d "$s" ] || holds_files "$s"; then
+    echo "refusing to merge into $d: an earlier place of the home, $s, holds files (the hub would find the home at two places). Move what is needed and remove it, then apply again" >&2; exit 1
+  fi
+done
+`
+
+const mergeCheckMarker = "#merge-check\n"
+
+// directoryScript is SharedDirectoryCommand's script, with
+// mergeCheckMarker where MergeDirectoryCommand checks the directory.
+const directoryScript = `set -euf
 path_of() (
   case "$1" in
   ""|/*|*/|.|./*|*/.|*/./*|..|../*|*/..|*/../*|*//*) echo "refusing home directory '$1'" >&2; exit 1;;
@@ -126,7 +170,7 @@ path_of() (
 )
 holds_files() ( [ -n "$(ls -A "$1")" ] )
 d=$(path_of "$HOME_DIRECTORY")
-set +u
+` + mergeCheckMarker + `set +u
 server=$HOME_SERVER
 set -u
 found=""
@@ -166,6 +210,8 @@ if ! chown "$HOME_UID:$HOME_GID" "$d" || ! chmod "$HOME_MODE" "$d"; then
   rmdir "$d"
   echo "cannot give $d its owner and mode; removed it, so that the next spawn tries again" >&2; exit 1
 fi`
+
+func directoryCommand(script string, d Directory) ([]string, []EnvVar) {
 	env := []EnvVar{{"HOME_DIRECTORY", d.Path}, {"HOME_SERVER", d.Server}}
 	for i, o := range d.MovedFrom {
 		env = append(env, EnvVar{MovedFromVar(i), o})

@@ -74,10 +74,10 @@ func (r *homeStorageResource) ValidateConfig(ctx context.Context, req resource.V
 		resp.Diagnostics.AddAttributeError(path.Root("layout"), "layout = \"shared\" needs shared_home",
 			"The shared layout keeps every home in a directory of one claim: name it in shared_home (claim_name, init_image), or set layout = \"per_user\".")
 	}
-	if m.OnLayoutChange.ValueString() == string(safety.OnLayoutChangeMigrate) && (m.SharedHome == nil || m.Layout.ValueString() != layoutPerUser) && !m.Layout.IsUnknown() {
-		resp.Diagnostics.AddAttributeError(path.Root("on_layout_change"), "on_layout_change = \"migrate\" moves homes out of the shared layout",
-			"It moves each listed user's directory of shared_home's claim into a claim of their own: set layout = \"per_user\" and keep shared_home naming the claim that holds the homes. "+
-				"Other changes of the layout are kept (\"keep\") or refused (\"fail\").")
+	if m.OnLayoutChange.ValueString() == string(safety.OnLayoutChangeMigrate) && m.SharedHome == nil && !m.Layout.IsUnknown() {
+		resp.Diagnostics.AddAttributeError(path.Root("on_layout_change"), "on_layout_change = \"migrate\" moves homes between claims of their own and the shared claim",
+			"With layout = \"per_user\" it moves each listed user's directory of shared_home's claim into a claim of their own; with layout = \"shared\" it copies each listed user's claim "+
+				"into their directory of shared_home's claim. Name that claim in shared_home. Other changes of the layout are kept (\"keep\") or refused (\"fail\").")
 	}
 	if m.OnLayoutChange.ValueString() == string(safety.OnLayoutChangeMove) && (m.SharedHome == nil || m.Layout.ValueString() == layoutPerUser) && !m.Layout.IsUnknown() {
 		resp.Diagnostics.AddAttributeError(path.Root("on_layout_change"), "on_layout_change = \"move\" renames directories of the shared claim",
@@ -337,10 +337,11 @@ const hubKey = "hub_settings"
 // shared layout for a copy: the namespace, the shared claim and directory
 // template, the claim template and the scheme; "" outside a move.
 func moveSignature(cfg safety.Config) string {
-	if cfg.SplitFrom == nil {
+	fb := safety.Fallback(cfg)
+	if fb == nil {
 		return ""
 	}
-	b, _ := json.Marshal([]string{cfg.Namespace, cfg.SplitFrom.Claim, cfg.SplitFrom.SubPathTemplate, cfg.NameTemplate, string(cfg.Scheme)})
+	b, _ := json.Marshal([]string{cfg.Namespace, fb.Claim, fb.SubPathTemplate, cfg.NameTemplate, string(cfg.Scheme)})
 	return string(b)
 }
 

@@ -74,7 +74,15 @@ func (r *homeStorageResource) readLive(ctx context.Context, client *kube.Client,
 		}
 		live.DirectoriesInUse = &use
 	}
-	needPods := mode.pods || len(live.InProgress) > 0
+	if cfg.MergeInto != nil && live.Shared != nil {
+		// Merges wait while a pod uses the claim or the directory.
+		use, err := client.SharedDirectoryUse(ctx, cfg.Namespace, cfg.MergeInto.Claim)
+		if err != nil {
+			return live, err
+		}
+		live.DirectoriesInUse = &use
+	}
+	needPods := mode.pods || len(live.InProgress) > 0 || cfg.MergeInto != nil
 	if mode.migrations {
 		// Whether a server runs matters only for a claim a migration may
 		// touch: one that differs, or the source of a finished copy.

@@ -40,8 +40,11 @@ func (m *homeStorageModel) config(ctx context.Context, diags *diag.Diagnostics) 
 	if sh := m.SharedHome; sh != nil {
 		cfg.Shared = &safety.SharedHome{Claim: sh.ClaimName.ValueString(), SubPathTemplate: sh.SubPathTemplate.ValueString(),
 			Create: sh.CreateClaim.ValueBool(), Capacity: sh.Capacity.ValueString()}
-		if m.Layout.ValueString() == layoutPerUser {
+		switch {
+		case m.Layout.ValueString() == layoutPerUser:
 			cfg.SplitFrom, cfg.Shared = cfg.Shared, nil
+		case m.merging():
+			cfg.MergeInto, cfg.Shared = cfg.Shared, nil
 		}
 	}
 	if q, err := kresource.ParseQuantity(cfg.Capacity); err == nil {
@@ -75,6 +78,13 @@ func (m *homeStorageModel) splitFrom() *sharedModel {
 		return m.SharedHome
 	}
 	return nil
+}
+
+// merging: homes move into the shared layout (layout = "shared" with
+// on_layout_change = "migrate"): the hub mounts users' claims until they
+// are merged into their directories.
+func (m *homeStorageModel) merging() bool {
+	return m.SharedHome != nil && m.Layout.ValueString() == layoutShared && m.OnLayoutChange.ValueString() == string(safety.OnLayoutChangeMigrate)
 }
 
 // prior is what the state says was applied.

@@ -246,7 +246,7 @@ func spawnerSettings(m *homeStorageModel, movedFrom []string) string {
 		h.Shared = &kubespawner.SharedHome{Claim: sh.ClaimName.ValueString(), SubPathTemplate: sh.SubPathTemplate.ValueString(),
 			UID: sh.DirectoryUID.ValueInt64(), GID: sh.DirectoryGID.ValueInt64(), Mode: sh.DirectoryMode.ValueString(), Image: sh.InitImage.ValueString(),
 			MovedFrom: movedFrom}
-		if m.splitFrom() != nil { // moving out: claims where they exist, directories elsewhere
+		if m.splitFrom() != nil || m.merging() { // moving out or in: claims where they exist (and are not merged), directories elsewhere
 			h.SplitFrom, h.Shared = h.Shared, nil
 		}
 	}

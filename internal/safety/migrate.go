@@ -104,7 +104,7 @@ func (p *planner) migrate(up *UserPlan, extra bool) {
 		up.Reason += "; " + why
 		p.g.refused = append(p.g.refused, *up)
 		return
-	case method == migration.MethodRebind && p.cfg.SplitFrom != nil:
+	case method == migration.MethodRebind && Fallback(p.cfg) != nil:
 		// While homes move out of the shared layout the hub mounts the
 		// user's directory when the claim is missing: in a rebind's window
 		// (claim deleted, not yet made again) the user would write there.
@@ -263,7 +263,7 @@ func (p *planner) copied(up *UserPlan) {
 		}
 		// While homes move out of the shared layout the hub mounts the
 		// user's directory when this claim is missing: it stays.
-		if m := p.cfg.Migration; m.DeleteSources && p.cfg.AllowDataLoss && p.cfg.OnModeChange == OnModeChangeMigrate && up.TargetLive != nil && p.cfg.SplitFrom == nil {
+		if m := p.cfg.Migration; m.DeleteSources && p.cfg.AllowDataLoss && p.cfg.OnModeChange == OnModeChangeMigrate && up.TargetLive != nil && Fallback(p.cfg) == nil {
 			up.Action = ActionDeleteSource
 			up.Reason = fmt.Sprintf("delete %s, the old home: the user's home is %s, a verified copy (%d files, %d bytes)", c.Name, rec.Target, rec.Files, rec.Bytes)
 			p.g.deleteSources = append(p.g.deleteSources, *up)

@@ -95,6 +95,14 @@ type Config struct {
 	// the shared one: a user without a claim of their own finds their home
 	// in their directory of this claim (split.go). Never set with Shared.
 	SplitFrom *SharedHome
+	// MergeInto, when set, is the per-user layout's hub while homes move
+	// into the shared layout (layout = "shared", on_layout_change =
+	// "migrate"): a user's claim is mounted until a merge copied it into
+	// their directory of this claim (merge.go); a user without a claim, or
+	// whose claim was merged, finds their home in that directory. The hub's
+	// settings are SplitFrom's (Fallback). Never set with Shared or
+	// SplitFrom.
+	MergeInto *SharedHome
 	// ClassReplaced names the settings of the StorageClass this resource
 	// manages that cannot change in place (apply deletes and creates it
 	// again); empty when none change.
@@ -360,7 +368,7 @@ func Plan(cfg Config, prior *Prior, live Live) Result {
 	live.Claims = ownClaims(cfg, live.Claims)
 	p := planner{cfg: cfg, prior: prior, live: live, left: map[string]bool{}}
 	var places Result // the earlier places of homes, and what is found of them
-	if cfg.SplitFrom != nil {
+	if Fallback(cfg) != nil {
 		p.places = placesOf(cfg, prior, live, &places)
 		places.LeftAt = liveLeftAt(live, &places)
 		checkPlaces(cfg, p.places, places.LeftAt, &places)
@@ -369,15 +377,18 @@ func Plan(cfg Config, prior *Prior, live Live) Result {
 		p.left[l.claim.Username] = true
 	}
 	p.checkLeftBehind(left)
-	if cfg.SplitFrom != nil {
+	switch {
+	case cfg.SplitFrom != nil:
 		p.checkSplitFrom()
+	case cfg.MergeInto != nil:
+		p.checkMergeInto()
 	}
 	res := p.run()
 	res.MovedFrom, res.LeftAt = p.places, places.LeftAt
 	res.Errors = append(res.Errors, places.Errors...)
 	res.Warnings = append(res.Warnings, places.Warnings...)
 	checkLayoutMoves(cfg, prior, shared, &res)
-	if cfg.SplitFrom != nil && prior == nil {
+	if Fallback(cfg) != nil && prior == nil {
 		// Homes not yet moved are directories the plan cannot see, and a
 		// move takes the directory the settings name (as a new resource
 		// in the shared layout).
@@ -446,6 +457,15 @@ type groups struct {
 	// refusedMeanwhile are users whose copy is under way (the hub refuses
 	// them) and waits for a pod using the directory.
 	refusedMeanwhile []UserPlan
+	// mergedAway are users whose claim was merged into the shared claim
+	// while the settings have no fallback: the hub refuses them.
+	mergedAway []UserPlan
+	// mergedElsewhere are users merged into a directory the settings no
+	// longer name.
+	mergedElsewhere []UserPlan
+	// mergesInUse are listed users whose merge waits for a pod while
+	// migration.skip_running is off.
+	mergesInUse []UserPlan
 	// paused are rebinds an earlier apply started whose old claim is still
 	// there, while on_mode_change no longer says "migrate".
 	paused []pausedRebind
@@ -481,7 +501,10 @@ func (p *planner) run() Result {
 	p.migrationFindings()
 	p.pausedFindings()
 	p.deleteSourceFindings()
-	p.splitFindings()
+	if p.cfg.MergeInto == nil {
+		p.splitFindings()
+	}
+	p.mergeFindings()
 	for _, up := range p.g.gone {
 		p.warnf("users", "A managed home claim was deleted outside Terraform",
 			"Claim %s of user %q no longer exists; whatever was in that home directory is gone. Apply will create the claim again, empty.", up.ClaimName, up.User)
@@ -588,11 +611,12 @@ func (p *planner) planHome(up UserPlan) (UserPlan, bool) {
 	c, t := up.Live, p.idx.targets[up.Ref()]
 	ip, resuming := p.live.InProgress[up.Ref()]
 	switch {
+	case c != nil && p.mergeClaim(&up):
 	case c != nil && p.splitClaim(&up):
 	case c != nil && c.Annotations[migration.CopyAnnotation] != "":
 		up.TargetLive = t
 		p.copied(&up)
-	case resuming && p.cfg.SplitFrom != nil:
+	case resuming && Fallback(p.cfg) != nil:
 		p.rebindWhileMoving(&up, ip)
 	case resuming && p.rebindWaits(&up, ip):
 		p.g.paused = append(p.g.paused, pausedRebind{up, ip})
@@ -655,6 +679,10 @@ func (p *planner) planClaim(up UserPlan) (UserPlan, bool) {
 		return up, false // was managed, is no longer listed and its claim is gone
 	case c == nil && p.cfg.SplitFrom != nil:
 		p.splitHome(&up) // the home is a directory of the shared claim
+	case c == nil && p.cfg.MergeInto != nil:
+		// The home is the user's directory: never a claim, which the hub
+		// would mount instead.
+		up.Action, up.Reason = ActionKeep, fmt.Sprintf("directory %q of claim %s/%s", p.dirOf(&up), p.cfg.Namespace, p.cfg.MergeInto.Claim)
 	case c == nil:
 		up.Action, up.Reason = ActionCreate, "no claim yet"
 		// Only when the claim the state recorded is gone; after a template
@@ -667,6 +695,11 @@ func (p *planner) planClaim(up UserPlan) (UserPlan, bool) {
 		up.Action, up.Reason = ActionKeep, "being deleted by someone else"
 		p.warnf("users", "A home claim is being deleted",
 			"Claim %s of user %q has a deletion timestamp: someone else is deleting it. Once it is gone, the next plan will create it again, empty.", c.Name, u)
+	case p.cfg.MergeInto != nil && (!up.Managed || up.Server != ""):
+		// Mounted until merged; never changed, rebound or copied elsewhere.
+		up.Action, up.Reason = ActionObserve, "mounted until merged into the shared claim (only listed users' default servers are merged)"
+	case p.cfg.MergeInto != nil:
+		p.mergeHome(&up)
 	case p.differs(c) != "":
 		up.Reason = p.differs(c)
 		p.g.mismatched = append(p.g.mismatched, up)
@@ -781,5 +814,5 @@ func sameConfig(a, b Config) bool {
 // out of): a change there changes the hub's settings.
 func sameDirectories(a, b Config) bool {
 	eq := func(x, y *SharedHome) bool { return x == nil && y == nil || x != nil && y != nil && *x == *y }
-	return eq(a.Shared, b.Shared) && eq(a.SplitFrom, b.SplitFrom)
+	return eq(a.Shared, b.Shared) && eq(a.SplitFrom, b.SplitFrom) && eq(a.MergeInto, b.MergeInto)
 }

@@ -113,10 +113,10 @@ type moves struct {
 // is new, or its state was removed) the homes found are compared: a listed
 // user's claim of the per-user layout is a home the shared layout leaves.
 func layoutMoves(cfg Config, prior *Prior, live Live) moves {
-	if cfg.SplitFrom != nil {
+	if Fallback(cfg) != nil {
 		return splitMoves(cfg, prior, live)
 	}
-	if prior != nil && prior.Config.SplitFrom != nil {
+	if prior != nil && Fallback(prior.Config) != nil {
 		if cfg.Shared == nil {
 			return unsplitMoves(cfg, prior.Config, live)
 		}
@@ -349,7 +349,7 @@ func planShared(cfg Config, prior *Prior, live Live) Result {
 		if c.Username == "" || c.Name == sh.Claim && c.Namespace == cfg.Namespace {
 			continue
 		}
-		if copyInFlight(c) {
+		if copyInFlight(c) || mergeInFlight(c) {
 			moving = append(moving, fmt.Sprintf("%s: %s", c.Username, c.Ref()))
 			continue
 		}
@@ -412,7 +412,7 @@ func SharedClaimProblem(namespace, mode string, c *claims.Claim) *Finding {
 func sharedExisted(cfg Config, sh *SharedHome, prior *Prior, live Live) []string {
 	var out []string
 	if prior != nil && prior.Config.Namespace == cfg.Namespace {
-		for _, was := range []*SharedHome{prior.Config.Shared, prior.Config.SplitFrom} {
+		for _, was := range []*SharedHome{prior.Config.Shared, prior.Config.SplitFrom, prior.Config.MergeInto} {
 			if was != nil && was.Claim == sh.Claim {
 				out = append(out, "the last apply of this resource used it (the state's shared_home.claim_name)")
 				break

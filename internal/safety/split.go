@@ -27,10 +27,21 @@ const OnLayoutChangeMigrate OnLayoutChange = "migrate"
 // (SplitFrom) as its shared layout: where a user without a claim of
 // their own finds their home.
 func directoryView(cfg Config) Config {
-	if cfg.SplitFrom != nil {
-		cfg.Shared, cfg.SplitFrom = cfg.SplitFrom, nil
+	if fb := Fallback(cfg); fb != nil {
+		cfg.Shared, cfg.SplitFrom, cfg.MergeInto = fb, nil, nil
 	}
 	return cfg
+}
+
+// Fallback is the shared claim where the hub of the per-user layout finds
+// the homes of users without a claim of their own: the one homes move out
+// of (SplitFrom) or into (MergeInto); nil when none. Both give the hub the
+// same settings: it decides each spawn from the claims.
+func Fallback(cfg Config) *SharedHome {
+	if cfg.SplitFrom != nil {
+		return cfg.SplitFrom
+	}
+	return cfg.MergeInto
 }
 
 // DirectoryOf is the shared claim where users' homes are directories: the
@@ -39,7 +50,7 @@ func DirectoryOf(cfg Config) *SharedHome {
 	if cfg.Shared != nil {
 		return cfg.Shared
 	}
-	return cfg.SplitFrom
+	return Fallback(cfg)
 }
 
 // splitRecord is the record of the move that made c, nil when none (or
@@ -476,7 +487,7 @@ func (p *planner) splitFindings() {
 func splitMoves(cfg Config, prior *Prior, live Live) moves {
 	now := directoryView(cfg)
 	var m moves
-	moving := prior != nil && prior.Config.SplitFrom != nil
+	moving := prior != nil && Fallback(prior.Config) != nil
 	switch {
 	case prior != nil && prior.Config.Shared == nil && !moving:
 		return m
@@ -506,6 +517,11 @@ func splitMoves(cfg Config, prior *Prior, live Live) moves {
 		who := c.Username
 		if server != "" {
 			who += "'s server " + server
+		}
+		if hasMergeRecord(c) || moving && cfg.MergeInto != nil && c.Annotations[migration.SplitAnnotation] == "" {
+			// Merged: the hub mounts the directory (compared above); under
+			// way, or a claim a merge is yet to copy: planned as a home.
+			continue
 		}
 		if c.Annotations[migration.SplitAnnotation] != "" {
 			// A moved home is the directory its record names: a move only
@@ -599,6 +615,12 @@ func backFromSplit(cfg, was Config, live Live) []string {
 		if server != "" {
 			who += "'s server " + server
 		}
+		if hasMergeRecord(c) {
+			if line := backFromMerge(c, to); line != "" {
+				listed = append(listed, who+": "+line)
+			}
+			continue
+		}
 		rec, err := splitRecord(c)
 		switch {
 		case err != nil:
@@ -644,8 +666,8 @@ func hasOwnClaim(cfg Config, live Live, u string) bool {
 		return false
 	}
 	for i := range live.Claims {
-		if cfg.ref(&live.Claims[i]) == h.claim {
-			return true
+		if c := &live.Claims[i]; cfg.ref(c) == h.claim {
+			return !merged(c) // a merged claim's home is the directory
 		}
 	}
 	return false
