@@ -11,7 +11,8 @@ import (
 
 // Changes is every change an apply makes to the cluster: the StorageClass,
 // the home claims' creates, resizes and gated deletes, and the steps of the
-// migrations. internal/kube implements it.
+// migrations. internal/kube implements it (and Merges, which a
+// SplitRunner asks its Cluster for).
 type Changes interface {
 	Migrations
 	Splits
@@ -72,6 +73,7 @@ type Migration struct {
 	Copy          *Copy          // set for a copy
 	Split         *Split         // set for a split
 	DirectoryCopy *DirectoryCopy // set for a move by copy out of the shared layout
+	Merge         *Merge         // set for a merge into the shared layout
 	Rebind        *Rebind        // set otherwise
 }
 
@@ -136,6 +138,8 @@ func (a *Apply) Migrate(ctx context.Context, ms []Migration, n int) {
 			step, err = split.Split(ctx, *m.Split)
 		case m.DirectoryCopy != nil:
 			step, err = split.DirectoryCopy(ctx, *m.DirectoryCopy)
+		case m.Merge != nil:
+			step, err = split.Merge(ctx, *m.Merge)
 		default:
 			step, err = run.Rebind(ctx, *m.Rebind)
 		}

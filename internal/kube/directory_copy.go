@@ -69,7 +69,12 @@ func (c *Client) SharedClaimUID(ctx context.Context, namespace, claim string) (s
 // environment. The pods of this move's own directory and copy Jobs are
 // left out.
 func (c *Client) DirectoryUsers(ctx context.Context, namespace, shared string, dirs []string, claim string) ([]string, error) {
-	own := map[string]string{DirectoryJobName(claim): DirectoryJobComponent, migration.DirectoryCopyJobName(claim): DirectoryCopyJobComponent}
+	return c.directoryUsers(ctx, namespace, shared, dirs, claim, map[string]string{DirectoryJobName(claim): DirectoryJobComponent, migration.DirectoryCopyJobName(claim): DirectoryCopyJobComponent})
+}
+
+// directoryUsers is DirectoryUsers leaving out the pods of the Jobs own
+// names (Job name → component).
+func (c *Client) directoryUsers(ctx context.Context, namespace, shared string, dirs []string, claim string, own map[string]string) ([]string, error) {
 	users := map[string]bool{}
 	err := c.eachUnfinishedPod(ctx, namespace, func(p *corev1.Pod) {
 		if comp, ok := own[p.Labels[JobNameLabel]]; ok && p.Labels[kubespawner.LabelAppComponent] == comp {
@@ -103,12 +108,17 @@ func PodUsesDirectory(p *corev1.Pod, shared string, dirs []string, claim string)
 // of the directory Job (kubespawner.SharedDirectoryCommand), which mount
 // the shared claim's root and touch only the directory in their
 // environment.
-var layoutCommand = sync.OnceValue(func() []string {
+// A merge's directory Job (kubespawner.MergeDirectoryCommand) too: it
+// reads the earlier places in its environment, and changes none.
+var layoutCommands = sync.OnceValue(func() [][]string {
 	cmd, _ := kubespawner.SharedDirectoryCommand(kubespawner.Directory{})
-	return cmd
+	merge, _ := kubespawner.MergeDirectoryCommand(kubespawner.Directory{}, nil)
+	return [][]string{cmd, merge}
 })
 
-func layoutScript(cmd []string) bool { return slices.Equal(cmd, layoutCommand()) }
+func layoutScript(cmd []string) bool {
+	return slices.ContainsFunc(layoutCommands(), func(c []string) bool { return slices.Equal(cmd, c) })
+}
 
 func envValue(env []corev1.EnvVar, name string) string {
 	for _, e := range env {
@@ -177,12 +187,18 @@ func (c *Client) DirectoryCopyJob(ctx context.Context, namespace, claim string) 
 // into the claim at once.
 func (c *Client) StartDirectoryCopyJob(ctx context.Context, job execute.DirectoryCopy, claimUID string) error {
 	j := DirectoryCopyJobObject(job, claimUID)
-	if cur, err := c.DirectoryCopyJob(ctx, j.Namespace, job.Spec.Name); err != nil {
+	if _, err := c.DirectoryCopyJob(ctx, j.Namespace, job.Spec.Name); err != nil {
+		return err // not the provider's
+	}
+	return c.startJobAlone(ctx, j)
+}
+
+// startJobAlone creates Job j after deleting any Job of its name (the
+// caller checked it is the provider's) and waiting until it and its pods
+// are gone.
+func (c *Client) startJobAlone(ctx context.Context, j *batchv1.Job) error {
+	if err := c.DeleteJob(ctx, j.Namespace, j.Name); err != nil {
 		return err
-	} else if cur != nil {
-		if err := c.DeleteJob(ctx, j.Namespace, j.Name); err != nil {
-			return err
-		}
 	}
 	if err := c.waitJobGone(ctx, j.Namespace, j.Name); err != nil {
 		return err

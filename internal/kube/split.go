@@ -113,7 +113,14 @@ func sourceKind(s corev1.PersistentVolumeSource) string {
 // capabilities. A Job of its name left from before is replaced; the Job is
 // deleted when it ended.
 func (c *Client) PrepareDirectory(ctx context.Context, job execute.Split) error {
-	j := DirectoryJob(job, c.StepTimeout)
+	return c.runDirectoryJob(ctx, DirectoryJob(job, c.StepTimeout), job.Directory, job.Shared, fmt.Sprintf("no volume or claim was made for %s", job.User))
+}
+
+// runDirectoryJob runs directory Job j (of directory dir of claim shared)
+// to its end, replacing one of its name left from before, and deletes it
+// when it ended; a failure says its pod's message and what was not done
+// (nothingMade).
+func (c *Client) runDirectoryJob(ctx context.Context, j *batchv1.Job, dir, shared, nothingMade string) error {
 	if err := c.replaceJob(ctx, j); err != nil {
 		return err
 	}
@@ -122,7 +129,7 @@ func (c *Client) PrepareDirectory(ctx context.Context, job execute.Split) error 
 		got, err := c.getJob(ctx, j.Namespace, j.Name)
 		if err != nil || got == nil {
 			if err == nil {
-				err = fmt.Errorf("the Job %s/%s that makes directory %q of %s disappeared; apply again", j.Namespace, j.Name, job.Directory, job.Shared)
+				err = fmt.Errorf("the Job %s/%s that makes directory %q of %s disappeared; apply again", j.Namespace, j.Name, dir, shared)
 			}
 			return false, err
 		}
@@ -131,7 +138,7 @@ func (c *Client) PrepareDirectory(ctx context.Context, job execute.Split) error 
 			done = v
 		}
 		return done != nil, nil
-	}, fmt.Sprintf("the Job %s/%s that makes directory %q of %s did not finish", j.Namespace, j.Name, job.Directory, job.Shared))
+	}, fmt.Sprintf("the Job %s/%s that makes directory %q of %s did not finish", j.Namespace, j.Name, dir, shared))
 	if err != nil {
 		if done == nil && ctx.Err() == nil {
 			if state := c.jobPodState(ctx, j.Namespace, j.Name); state != "" {
@@ -146,8 +153,8 @@ func (c *Client) PrepareDirectory(ctx context.Context, job execute.Split) error 
 		return nil
 	}
 	msg, _ := c.terminationMessage(ctx, j.Namespace, j.Name, false)
-	return fmt.Errorf("the Job %s/%s that makes directory %q of %s failed (%s): %s; no volume or claim was made for %s. Fix the cause and apply again",
-		j.Namespace, j.Name, job.Directory, job.Shared, orNone(done.Reason), orNone(strings.TrimSpace(msg)), job.User)
+	return fmt.Errorf("the Job %s/%s that makes directory %q of %s failed (%s): %s; %s. Fix the cause and apply again",
+		j.Namespace, j.Name, dir, shared, orNone(done.Reason), orNone(strings.TrimSpace(msg)), nothingMade)
 }
 
 // jobPodState says what the pods of Job name are waiting for, for an error.

@@ -164,8 +164,12 @@ func migrationPlanValue(res safety.Result, cfg safety.Config) (v types.String, n
 	splitLater := func(up *safety.UserPlan) bool { // a directory a later apply moves (batch_size)
 		return up.Action == safety.ActionKeep && up.Live == nil && cfg.SplitFrom != nil && cfg.OnLayoutChange == safety.OnLayoutChangeMigrate
 	}
+	mergeLater := func(up *safety.UserPlan) bool { // a claim a later apply merges
+		return up.Action == safety.ActionKeep && up.Live != nil && up.Managed && up.Server == "" && cfg.MergeInto != nil &&
+			!migration.Merged(up.Live.Annotations, up.Live.UID)
+	}
 	shown := func(up *safety.UserPlan) bool {
-		return up.Action == safety.ActionMigrate || up.Action == safety.ActionLegacy && cfg.OnModeChange == safety.OnModeChangeMigrate || splitLater(up)
+		return up.Action == safety.ActionMigrate || up.Action == safety.ActionLegacy && cfg.OnModeChange == safety.OnModeChangeMigrate || splitLater(up) || mergeLater(up)
 	}
 	for _, it := range migrationItems(res, shown) {
 		up := it.up
@@ -183,7 +187,7 @@ func migrationPlanValue(res safety.Result, cfg safety.Config) (v types.String, n
 				e.To, e.Resume = up.CopyResume.To, string(up.CopyResume.Step)
 			}
 			out[it.key] = e
-		case up.Action == safety.ActionLegacy && cfg.OnModeChange == safety.OnModeChangeMigrate, splitLater(&up):
+		case up.Action == safety.ActionLegacy && cfg.OnModeChange == safety.OnModeChangeMigrate, splitLater(&up), mergeLater(&up):
 			out[it.key] = migrationPlanEntry{Method: "none", Claim: up.ClaimName, Reason: up.Reason}
 		}
 	}
@@ -239,6 +243,8 @@ func runMigrations(ctx context.Context, ex *execute.Apply, plan *homeStorageMode
 			ms[i].Split = splitJob(plan, cfg, res, up, spec)
 		case migration.MethodDirectoryCopy:
 			ms[i].DirectoryCopy = directoryCopyJob(plan, cfg, res, up, spec)
+		case migration.MethodMerge:
+			ms[i].Merge = mergeJob(plan, cfg, res, up, it.uid)
 		case migration.MethodCopy:
 			to := cfg.AccessMode
 			if up.CopyResume != nil {
@@ -292,6 +298,19 @@ func directoryCopyJob(plan *homeStorageModel, cfg safety.Config, res safety.Resu
 	spec = spec.For(up)
 	return &execute.DirectoryCopy{User: s.User, Shared: s.Shared, Directory: s.Directory, MovedFrom: s.MovedFrom, Spec: spec, UID: s.UID, GID: s.GID, Mode: s.Mode, Image: s.Image,
 		CopyImage: cfg.Migration.CopyImage}
+}
+
+// mergeJob is the merge of up's claim (of UID uid, as the plan read it)
+// into the user's directory of the shared claim: the directory the plan
+// expanded, the places the home had before a rename (one with files
+// refuses the merge), the owner, mode and image of a directory the merge
+// makes, and the copy image.
+func mergeJob(plan *homeStorageModel, cfg safety.Config, res safety.Result, up safety.UserPlan, uid string) *execute.Merge {
+	sh := plan.SharedHome
+	dir, _ := kubespawner.Expand(cfg.MergeInto.SubPathTemplate, up.User, "", cfg.Scheme) // the plan expanded it
+	return &execute.Merge{User: up.User, Namespace: up.Namespace, Claim: up.ClaimName, ClaimUID: uid, Shared: cfg.MergeInto.Claim, Directory: dir,
+		Earlier: safety.MovedDirectories(res.MovedFrom, up.User), UID: sh.DirectoryUID.ValueInt64(), GID: sh.DirectoryGID.ValueInt64(),
+		Mode: sh.DirectoryMode.ValueString(), Image: sh.InitImage.ValueString(), CopyImage: cfg.Migration.CopyImage}
 }
 
 // reportReconcile turns the differences between the plan and the cluster at

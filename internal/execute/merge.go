@@ -1,0 +1,176 @@
+package execute
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/migration"
+)
+
+// Merges is what a merge (consolidation: a user's claim copied into their
+// directory of the shared claim) reads and changes; migration.NextMerge
+// decides its steps. internal/kube implements it; tests fake it. A
+// SplitRunner's Cluster must implement it to run merges.
+type Merges interface {
+	// SharedClaimUID is DirectoryCopies.SharedClaimUID.
+	SharedClaimUID(ctx context.Context, namespace, claim string) (string, error)
+	// MergeClaim returns the user's claim as the merge sees it; nil when
+	// none.
+	MergeClaim(ctx context.Context, namespace, name string) (*migration.MergeClaim, error)
+	// MergeUsers lists the unfinished pods in namespace that use one of
+	// dirs of claim shared, or that mount claim (as
+	// DirectoryCopies.DirectoryUsers), but for the pods of this merge's own
+	// Jobs.
+	MergeUsers(ctx context.Context, namespace, shared string, dirs []string, claim string) ([]string, error)
+	// PrepareMergeDirectory makes the merge's directory (a Job running
+	// kubespawner.MergeDirectoryCommand): made when missing with the
+	// owner and mode, refused when it or an earlier place of the home
+	// holds anything, or a symbolic link is on its way.
+	PrepareMergeDirectory(ctx context.Context, job Merge) error
+	// PrepareDirectory is Splits.PrepareDirectory: made when missing,
+	// left as it is otherwise (after the record, it holds the copy).
+	PrepareDirectory(ctx context.Context, job Split) error
+	// RecordMerge writes rec on claim rec.Claim, only while its UID is
+	// rec.ClaimUID, it carries no merge record or mark and it is not being
+	// deleted (an error otherwise, nothing written).
+	RecordMerge(ctx context.Context, rec migration.MergeRecord) error
+	// MergeJob returns the copy Job of the merge of claim
+	// (migration.MergeJobName) with the UID of the claim it copies; nil
+	// when none. A Job of that name that is not the provider's is an
+	// error (it is never deleted).
+	MergeJob(ctx context.Context, namespace, claim string) (*migration.Job, error)
+	// StartMergeJob creates the copy Job of job, after deleting any Job
+	// of its name and waiting until its pods are gone: the claim mounted
+	// read-only at /src, the shared claim at /dst with subPath
+	// job.Directory, migration.CopyScript.
+	StartMergeJob(ctx context.Context, job Merge, claimUID string) error
+	// WaitJob waits until a Job succeeded or failed.
+	WaitJob(ctx context.Context, namespace, name string) error
+	// DeleteJob deletes a Job; one that does not exist is not an error.
+	DeleteJob(ctx context.Context, namespace, name string) error
+	// MarkMerged sets migration.MergedAnnotation = rec.ClaimUID on claim
+	// rec.Claim, only while its UID is rec.ClaimUID, its record is exactly
+	// rec and it is not being deleted (an error otherwise, nothing written).
+	MarkMerged(ctx context.Context, rec migration.MergeRecord) error
+}
+
+// Merge is one user's move from a claim of their own into their directory
+// of the shared claim, by a copy.
+type Merge struct {
+	User      string
+	Namespace string
+	Claim     string // the user's claim
+	ClaimUID  string // its UID when the plan read it
+	Shared    string // the shared claim
+	Directory string // the user's directory in it
+	// Earlier are the places the home had under earlier settings of the
+	// shared layout, expanded for the user: one that holds files refuses
+	// the merge (the hub would find the home at two places).
+	Earlier []string
+	// The owner and mode of a directory the merge creates, and the image
+	// that creates it (sh, ls, mkdir, chown, chmod).
+	UID, GID int64
+	Mode     string
+	Image    string
+	// CopyImage is the copy Job's image (rsync): migration.copy_image.
+	CopyImage string
+}
+
+// directory is the directory Job's view of the merge (PrepareDirectory).
+func (j Merge) directory() Split {
+	return Split{User: j.User, Shared: j.Shared, Directory: j.Directory, Spec: ClaimSpec{Namespace: j.Namespace, Name: j.Claim},
+		UID: j.UID, GID: j.GID, Mode: j.Mode, Image: j.Image}
+}
+
+// Merge copies one user's home from their claim into their directory of
+// the shared claim, step by step (migration.NextMerge): while no pod uses
+// the claim or the directory, a Job makes the directory and finds it
+// empty, the record goes on the claim (from then on the hub refuses the
+// user's spawns), a Job copies the claim (read-only) into the directory,
+// and once this run saw the copy verified the claim is marked merged (the
+// hub mounts the directory from the next spawn). The claim is never
+// changed but for its annotations, nor deleted. It returns the step
+// reached.
+func (r SplitRunner) Merge(ctx context.Context, job Merge) (migration.Step, error) {
+	cl, ok := r.Cluster.(Merges)
+	if !ok {
+		return migration.StepPending, fmt.Errorf("%s's home cannot be merged: this cluster client does not make merges", job.User)
+	}
+	ns := job.Namespace
+	uid, err := cl.SharedClaimUID(ctx, ns, job.Shared)
+	if err != nil {
+		return migration.StepPending, err
+	}
+	rec := migration.MergeRecord{User: job.User, Namespace: ns, Claim: job.Claim, ClaimUID: job.ClaimUID, Shared: job.Shared, SharedUID: uid, Directory: job.Directory}
+	if c, err := cl.MergeClaim(ctx, ns, job.Claim); err == nil && c != nil && c.Record != nil && c.Record.ClaimUID == job.ClaimUID {
+		// A merge an earlier apply began: its record is this merge's (the
+		// shared claim's UID it began with is checked by NextMerge).
+		rec.SharedUID = c.Record.SharedUID
+	}
+	name := migration.MergeJobName(rec.Claim)
+	var prepared, watched, recorded bool
+	step, err := runSteps(r.AfterStep, job.User, "merge of "+job.Claim, migration.MergeStepOf, migration.StepDone, func() (migration.Op, func() error, error) {
+		c, err := cl.MergeClaim(ctx, ns, rec.Claim)
+		if err != nil {
+			return "", nil, err
+		}
+		j, err := cl.MergeJob(ctx, ns, rec.Claim)
+		if err != nil {
+			return "", nil, err
+		}
+		var busy []string
+		if c == nil || c.Merged == "" { // merged: the directory is the home, its pods the user's
+			if busy, err = cl.MergeUsers(ctx, ns, job.Shared, append([]string{job.Directory}, job.Earlier...), rec.Claim); err != nil {
+				return "", nil, err
+			}
+		}
+		ours := c != nil && c.Record != nil && *c.Record == rec
+		recorded = recorded || ours
+		if ours && j != nil && j.ClaimUID == c.UID && !j.Succeeded && !j.Failed {
+			watched = true // seen unfinished: its check is this run's
+		}
+		op, err := migration.NextMerge(rec, migration.MergeState{Claim: c, Job: j, SharedUID: uid, Busy: busy, Prepared: prepared, Watched: watched})
+		return op, func() error {
+			switch op {
+			case migration.OpPrepareMergeDirectory:
+				if err := cl.PrepareMergeDirectory(ctx, job); err != nil {
+					return err
+				}
+				prepared = true
+				return nil
+			case migration.OpRecheckMergeDirectory:
+				if err := cl.PrepareDirectory(ctx, job.directory()); err != nil {
+					return err
+				}
+				prepared = true
+				return nil
+			case migration.OpRecordMerge:
+				return cl.RecordMerge(ctx, rec)
+			case migration.OpStartMerge:
+				if err := cl.StartMergeJob(ctx, job, c.UID); err != nil {
+					return err
+				}
+				watched = true
+				return nil
+			case migration.OpWaitMerge:
+				return cl.WaitJob(ctx, ns, name)
+			case migration.OpRestartMerge:
+				// The directory is made again before the next copy.
+				prepared, watched = false, false
+				return cl.DeleteJob(ctx, ns, name)
+			case migration.OpMarkMerged:
+				if err := cl.MarkMerged(ctx, rec); err != nil {
+					return err
+				}
+				return cl.DeleteJob(ctx, ns, name)
+			case migration.OpDeleteMergeJob:
+				return cl.DeleteJob(ctx, ns, name)
+			}
+			return fmt.Errorf("unknown step %q", op)
+		}, err
+	})
+	if err != nil && recorded && (step == migration.StepPending || step == migration.StepDirectoryReady) {
+		step = migration.StepRecorded // stopped after the record was written, before a later step
+	}
+	return step, err
+}
