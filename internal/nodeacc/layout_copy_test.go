@@ -105,7 +105,7 @@ func (h *copyMove) directoryIntact(user string) error {
 
 // xattrOn checks the extended attribute of user's notes.txt at file: the
 // value set, or ENOTSUP as when it was set.
-func (h *copyMove) xattrOn(file, user string) error {
+func (h *moveHomes) xattrOn(file, user string) error {
 	buf := make([]byte, 64)
 	n, err := syscall.Getxattr(file, movedXattr, buf)
 	switch {
@@ -221,25 +221,33 @@ func (h *copyMove) noLeftovers(user string) error {
 	if !slices.Equal(theirs, []string{"claim-" + user}) {
 		return fmt.Errorf("%s's claims: %v, want only claim-%s", user, theirs, user)
 	}
-	job := migration.DirectoryCopyJobName("claim-" + user)
+	return h.jobsGone(migration.DirectoryCopyJobName("claim-" + user))
+}
+
+// jobsGone checks that the Jobs named, and their pods, are gone; a Job's
+// deletion is in the background: waited for a while.
+func (h *moveHomes) jobsGone(names ...string) error {
 	deadline := time.Now().Add(time.Minute)
-	for {
-		_, err := h.cs.BatchV1().Jobs(h.ns).Get(h.ctx, job, metav1.GetOptions{})
-		if err != nil && !apierrors.IsNotFound(err) {
-			return err
+	for _, job := range names {
+		for {
+			_, err := h.cs.BatchV1().Jobs(h.ns).Get(h.ctx, job, metav1.GetOptions{})
+			if err != nil && !apierrors.IsNotFound(err) {
+				return err
+			}
+			pods, perr := h.cs.CoreV1().Pods(h.ns).List(h.ctx, metav1.ListOptions{LabelSelector: kube.JobNameLabel + "=" + job})
+			if perr != nil {
+				return perr
+			}
+			if apierrors.IsNotFound(err) && len(pods.Items) == 0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				return fmt.Errorf("Job %s (%v) or %d of its pods left", job, err == nil, len(pods.Items))
+			}
+			time.Sleep(time.Second)
 		}
-		pods, perr := h.cs.CoreV1().Pods(h.ns).List(h.ctx, metav1.ListOptions{LabelSelector: kube.JobNameLabel + "=" + job})
-		if perr != nil {
-			return perr
-		}
-		if apierrors.IsNotFound(err) && len(pods.Items) == 0 {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("copy Job %s of %s (%v) or %d of its pods left after the move", job, user, err == nil, len(pods.Items))
-		}
-		time.Sleep(time.Second)
 	}
+	return nil
 }
 
 // copiedAll checks everything once user's home was copied: the claim, what it

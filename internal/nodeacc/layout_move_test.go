@@ -253,14 +253,8 @@ func (h *moveHomes) write() error {
 		if _, err := testcluster.RunPod(h.ctx, h.cs, w); err != nil {
 			return fmt.Errorf("%s's server: %w", u, err)
 		}
-		err := syscall.Setxattr(filepath.Join(h.dir(u), "notes.txt"), movedXattr, []byte("of "+u), 0)
-		switch {
-		case err == nil:
-			h.xattrs = true
-		case errors.Is(err, syscall.ENOTSUP):
-			h.t.Logf("the file system of %s keeps no user xattrs (%v): homes are checked without", h.root, err)
-		default:
-			return fmt.Errorf("setting %s on %s's notes.txt: %w", movedXattr, u, err)
+		if err := h.setXattr(filepath.Join(h.dir(u), "notes.txt"), u); err != nil {
+			return err
 		}
 		list, err := testcluster.RunPod(h.ctx, h.cs, subPathPod(h.ns, "list-"+u, movedShared, "home/"+u, listScript))
 		if err != nil {
@@ -270,6 +264,22 @@ func (h *moveHomes) write() error {
 			return fmt.Errorf("the home as written: %w\n%s", err, list)
 		}
 		h.before[u] = list
+	}
+	return nil
+}
+
+// setXattr sets the extended attribute on user's notes.txt at file, when
+// the file system keeps user xattrs: if it does not, the error must say so
+// (ENOTSUP), and the homes are checked without.
+func (h *moveHomes) setXattr(file, user string) error {
+	err := syscall.Setxattr(file, movedXattr, []byte("of "+user), 0)
+	switch {
+	case err == nil:
+		h.xattrs = true
+	case errors.Is(err, syscall.ENOTSUP):
+		h.t.Logf("the file system of %s keeps no user xattrs (%v): homes are checked without", file, err)
+	default:
+		return fmt.Errorf("setting %s on %s's notes.txt: %w", movedXattr, user, err)
 	}
 	return nil
 }
