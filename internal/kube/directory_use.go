@@ -12,12 +12,13 @@ import (
 
 // SharedDirectoryUse is what the namespace's unfinished pods mount of
 // claim shared (one List of pods), for a plan: which users' directories a
-// move by copy must wait for. The pods of the provider's own directory and
-// copy Jobs are left out (a move under way is resumed, not waited for).
+// move by copy or a merge must wait for. The pods of the provider's own
+// directory, copy and merge Jobs are left out (a move or merge under way
+// is resumed, not waited for).
 func (c *Client) SharedDirectoryUse(ctx context.Context, namespace, shared string) (migration.DirectoryUse, error) {
 	var subs []string
 	err := c.eachUnfinishedPod(ctx, namespace, func(p *corev1.Pod) {
-		if comp := p.Labels[kubespawner.LabelAppComponent]; p.Labels[JobNameLabel] != "" && (comp == DirectoryJobComponent || comp == DirectoryCopyJobComponent) {
+		if comp := p.Labels[kubespawner.LabelAppComponent]; p.Labels[JobNameLabel] != "" && (comp == DirectoryJobComponent || comp == DirectoryCopyJobComponent || comp == MergeJobComponent) {
 			return
 		}
 		subs = append(subs, SharedSubPaths(p, shared)...)
