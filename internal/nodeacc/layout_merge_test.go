@@ -399,7 +399,7 @@ func TestAccHomeStorage_mergeIntoSharedLayout(t *testing.T) {
 				},
 				Config:           merge,
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{h.planMerges(second)}},
-				ExpectError:      wrapRE(`1 of 1 home migrations did not finish.*bob \(claim-bob,.*directory "home/bob" of home-shared failed.*`+
+				ExpectError: wrapRE(`1 of 1 home migrations did not finish.*bob \(claim-bob,.*directory "home/bob" of home-shared failed.*` +
 					`refusing to merge into /mnt/homes/home/bob: it holds files already.*nothing was recorded on claim [^ ]*/claim-bob`),
 			},
 			{

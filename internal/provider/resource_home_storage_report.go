@@ -104,7 +104,7 @@ func homesReport(o execute.Outcome) (head, body string) {
 // migrationsReport is the migrations' section of the report.
 func migrationsReport(ms []execute.MigrationOutcome) (head, body string) {
 	var lines []string
-	directoryCopies := false
+	directoryCopies, merges := false, false
 	for _, m := range ms {
 		if m.Err == nil {
 			continue
@@ -116,6 +116,8 @@ func migrationsReport(ms []execute.MigrationOutcome) (head, body string) {
 			where = "copy to " + up.Target
 		case migration.MethodDirectoryCopy:
 			where, directoryCopies = "copy of the user's directory of the shared claim", true
+		case migration.MethodMerge:
+			where, merges = "merge into the user's directory of the shared claim", true
 		}
 		lines = append(lines, fmt.Sprintf("%s (%s, %s, stopped at %s): %v", m.Key, up.ClaimName, where, m.Step, m.Err))
 	}
@@ -126,6 +128,10 @@ func migrationsReport(ms []execute.MigrationOutcome) (head, body string) {
 	lost := "\nNo data was lost: a rebound volume is retained from the first step on (its record is an annotation on the volume), and a copied home's source claim is never changed but for its record annotation. "
 	if directoryCopies {
 		lost += "A home copied out of the shared layout stays in its directory, which the copy only reads; the hub refuses the user's spawns until the copy is marked done (deleting the new claim undoes the move). "
+	}
+	if merges {
+		lost += fmt.Sprintf("A home being merged into the shared claim stays on its claim, which the copy only reads; from the merge's record until the claim is marked merged the hub refuses the user's spawns "+
+			"(removing annotation %s from the claim undoes a merge not yet marked; the directory keeps a partial copy to remove by hand). ", migration.MergeAnnotation)
 	}
 	return fmt.Sprintf("%d of %d home migrations did not finish", len(lines), len(ms)),
 		"These users' homes were not fully migrated:\n" + safety.CutLines(lines) + lost +

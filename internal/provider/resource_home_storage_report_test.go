@@ -95,6 +95,33 @@ func TestReportOutcome_directoryCopy(t *testing.T) {
 	}
 }
 
+// A merge into the shared layout that stopped is reported as a merge into
+// the user's directory (it has no volume), saying that the claim holds the
+// home meanwhile and how to undo it.
+func TestReportOutcome_merge(t *testing.T) {
+	var diags diag.Diagnostics
+	reportOutcome(&diags, execute.Outcome{Migrations: []execute.MigrationOutcome{
+		{Migration: execute.Migration{Key: "alice", Plan: safety.UserPlan{User: "alice", ClaimName: "claim-alice", Method: migration.MethodMerge}},
+			Step: migration.StepRecorded, Err: errors.New("start-merge: forbidden")},
+	}})
+	if len(diags) != 1 || diags.ErrorsCount() != 1 {
+		t.Fatalf("%d diagnostics, want one error: %v", len(diags), diags)
+	}
+	d := diags[0].Detail()
+	for _, want := range []string{
+		"alice (claim-alice, merge into the user's directory of the shared claim, stopped at recorded): start-merge: forbidden",
+		"A home being merged into the shared claim stays on its claim",
+		"removing annotation " + migration.MergeAnnotation,
+	} {
+		if !strings.Contains(d, want) {
+			t.Errorf("the detail does not say %q:\n%s", want, d)
+		}
+	}
+	if strings.Contains(d, "volume ,") || strings.Contains(d, "copied out of the shared layout") {
+		t.Errorf("the detail names an empty volume or a move out:\n%s", d)
+	}
+}
+
 // A StorageClass that cannot be made is one error on storage_class, which
 // says that no claim was changed and what was done.
 func TestReportOutcome_class(t *testing.T) {
