@@ -399,7 +399,8 @@ func TestAccHomeStorage_mergeIntoSharedLayout(t *testing.T) {
 				},
 				Config:           merge,
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{h.planMerges(second)}},
-				ExpectError: wrapRE(`1 of 1 home migrations did not finish.*bob \(claim-bob,.*directory "home/bob" of home-shared failed.*` +
+				ExpectError: wrapRE(`1 of 1 home migrations did not finish.*bob \(claim-bob, merge into the user's directory of the shared claim, stopped at pending\): `+
+					`prepare-merge-directory: .*directory "home/bob" of home-shared failed.*` +
 					`refusing to merge into /mnt/homes/home/bob: it holds files already.*nothing was recorded on claim [^ ]*/claim-bob`),
 			},
 			{
@@ -496,7 +497,7 @@ func TestAccHomeStorage_mergeIntoSharedLayoutStoppedAfterEachStep(t *testing.T) 
 					setStop(op)
 				},
 				Config: merge,
-				ExpectError: wrapRE(fmt.Sprintf(`1 of 1 home migrations did not finish.*%s \(%s,.*stopped at .*apply stopped after step %s`,
+				ExpectError: wrapRE(fmt.Sprintf(`1 of 1 home migrations did not finish.*%s \(%s, merge into the user's directory of the shared claim, stopped at .*apply stopped after step %s`,
 					user, claim, regexp.QuoteMeta(string(op)))),
 			})
 		}
