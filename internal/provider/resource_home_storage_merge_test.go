@@ -168,7 +168,7 @@ func TestAccHomeStorage_mergeIntoSharedLayoutPlans(t *testing.T) {
 			{
 				Config:      mergeConfig(t, ns, "", ""),
 				PlanOnly:    true,
-				ExpectError: wrapRE(`(?s)(Merged homes are directories of the shared claim.*alice.*A merge into the shared layout has not finished.*`+bobClaim+`|A merge into the shared layout has not finished.*`+bobClaim+`.*Merged homes are directories of the shared claim.*alice)`),
+				ExpectError: wrapRE(`(?s)(Merged homes are directories of the shared claim.*alice.*A merge into the shared layout has not finished.*` + bobClaim + `|A merge into the shared layout has not finished.*` + bobClaim + `.*Merged homes are directories of the shared claim.*alice)`),
 			},
 		},
 	})
