@@ -599,12 +599,13 @@ c.KubeSpawner.pre_spawn_hook = _later_pre_spawn
 // The same hub runs merges back into the shared claim: a claim merged
 // (record and mark naming its UID) is stale, and the user's directory of
 // the shared claim is the home, made by the init container (pam; also
-// while the claim is being deleted, val; and a switched copy merged, wes);
-// a merge not finished refuses the spawn, the copy may be running: a
-// record without mark (rex), a mark of another UID (sam), a record naming
-// another claim's UID (tia), a record that cannot be read (uma), a mark
-// without record (vic). The merge is checked before the claim's other
-// records: rex's claim is a finished split too.
+// while the claim is being deleted, val; a switched copy merged, wes; the
+// same with the source claim gone, zed); a merge not finished refuses the
+// spawn, the copy may be running: a record without mark (rex), a mark of
+// another UID (sam), a record naming another claim's UID (tia), a record
+// that cannot be read (uma), a mark without record (vic). The merge is
+// checked before the claim's other records: rex's claim is a finished
+// split, yan's a split not yet Bound.
 func TestSpawnerSpawn_splitFromSharedByCopy(t *testing.T) {
 	r := mustBuild(t, Config{Home: settingsOf(t, splitHome())})
 	api := seededHub(t, nil)
@@ -629,8 +630,13 @@ func TestSpawnerSpawn_splitFromSharedByCopy(t *testing.T) {
 	deleteHeld(t, cs, merge("val", "", "", ""))
 	_, wes := seedSwitchedCopy(t, cs, ns, "wes", "claim-wes", "home-wes")
 	recordMerge(t, cs, wes, "wes", "", "", string(wes.UID))
+	_, zed := seedSwitchedCopy(t, cs, ns, "zed", "claim-zed", "home-zed")
+	recordMerge(t, cs, zed, "zed", "", "", string(zed.UID))
+	deleteClaim(t, cs, ns, "claim-zed")
 	rex := seedSplitClaim(t, cs, ns, "rex", "vol-rex", "vol-rex", true)
 	recordMerge(t, cs, rex, "rex", "", "", "")
+	yan := seedSplitClaim(t, cs, ns, "yan", "vol-yan", "vol-yan", false)
+	recordMerge(t, cs, yan, "yan", "", "", string(yan.UID))
 	merge("sam", "", "", "an-older-claims-uid")
 	merge("tia", "an-older-claims-uid", "", "")
 	merge("uma", "", "{", "")
@@ -638,7 +644,7 @@ func TestSpawnerSpawn_splitFromSharedByCopy(t *testing.T) {
 	annotateClaim(t, cs, vic, migration.MergedAnnotation, string(vic.UID))
 
 	var users []hubUser
-	for _, u := range []string{"mo", "ned", "ola", "pam", "val", "wes", "rex", "sam", "tia", "uma", "vic"} {
+	for _, u := range []string{"mo", "ned", "ola", "pam", "val", "wes", "zed", "yan", "rex", "sam", "tia", "uma", "vic"} {
 		users = append(users, hubUser{Name: u})
 	}
 	got := runHub(t, api, splitValues(t, r, nil), t.TempDir(), users)
@@ -652,7 +658,7 @@ func TestSpawnerSpawn_splitFromSharedByCopy(t *testing.T) {
 			t.Errorf("%s: refused %q (%s), pod %v; want the home being merged", u, s.Refused, s.RefusedLog, s.Pod != nil)
 		}
 	}
-	for _, u := range []string{"pam", "val", "wes"} {
+	for _, u := range []string{"pam", "val", "wes", "zed", "yan"} {
 		s := got[u]
 		if s.Refused != "" {
 			t.Errorf("%s: refused %s (%s)", u, s.Refused, s.RefusedLog)
@@ -676,7 +682,9 @@ func TestSpawnerSpawn_splitFromSharedByCopy(t *testing.T) {
 // KubeSpawner remembers a copy it mounted that was deleted since: the
 // claim the template names decides, as in the per-user layout. Its record
 // switched to the missing copy refuses the spawn (pia: never the stale
-// directory); with no such claim the directory is the home (quin).
+// directory); with no such claim the directory is the home (quin), and
+// when that claim was merged into the directory (ray: checked before its
+// split record, not Bound, which would refuse the spawn).
 func TestSpawnerSpawn_splitFromSharedRememberedCopyGone(t *testing.T) {
 	r := mustBuild(t, Config{Home: settingsOf(t, splitHome())})
 	api := seededHub(t, nil)
@@ -688,16 +696,22 @@ func TestSpawnerSpawn_splitFromSharedRememberedCopyGone(t *testing.T) {
 	remember := func(name string) map[string]any {
 		return map[string]any{"pvc_name": name, "kubespawner_version": "7.0.0"}
 	}
-	got := runHub(t, api, splitValues(t, r, nil), t.TempDir(), []hubUser{{Name: "pia", State: remember("home-pia")}, {Name: "quin", State: remember("home-quin")}})
+	ray := seedSplitClaim(t, cs, ns, "ray", "vol-ray", "vol-ray", false)
+	recordMerge(t, cs, ray, "ray", "", "", string(ray.UID))
+	got := runHub(t, api, splitValues(t, r, nil), t.TempDir(), []hubUser{{Name: "pia", State: remember("home-pia")}, {Name: "quin", State: remember("home-quin")},
+		{Name: "ray", State: remember("home-ray")}})
 	if s := got["pia"]; s.Pod != nil || s.Refused == "" || !strings.Contains(s.RefusedLog, "does not exist") {
 		t.Errorf("pia: refused %q (%s), pod %v; want refused: the copy switched to is missing", s.Refused, s.RefusedLog, s.Pod != nil)
 	}
-	s := got["quin"]
-	if s.Refused != "" {
-		t.Fatalf("quin: refused %s (%s)", s.Refused, s.RefusedLog)
-	}
-	if p := splitPodOf(t, "quin", s); p.homeClaim != "home-nfs" || p.homeSub != "home/quin" {
-		t.Errorf("quin: pod %+v, want the directory home/quin", p)
+	for _, u := range []string{"quin", "ray"} {
+		s := got[u]
+		if s.Refused != "" {
+			t.Errorf("%s: refused %s (%s)", u, s.Refused, s.RefusedLog)
+			continue
+		}
+		if p := splitPodOf(t, u, s); p.homeClaim != "home-nfs" || p.homeSub != "home/"+u || p.initDir != "home/"+u {
+			t.Errorf("%s: pod %+v, want the directory home/%s", u, p, u)
+		}
 	}
 }
 
@@ -705,7 +719,8 @@ func TestSpawnerSpawn_splitFromSharedRememberedCopyGone(t *testing.T) {
 // made is mounted only once finished: a copy not marked (rae) is refused,
 // a marked one (sol) mounted. A claim merged into the shared claim is
 // stale and this layout mounts no directory: refused, saying the home
-// moved to the shared storage (tom; and a switched copy merged, xia); a
+// moved to the shared storage (tom; a switched copy merged, xia; a claim
+// merged before its copy record is followed, yul); a
 // merge record without mark is mounted (una: the claim is still the home,
 // no copy runs under this hub); a mark of another UID refuses the spawn
 // (vic: a claim made again from a merged home).
@@ -727,10 +742,12 @@ func TestSpawnerSpawn_perUserLayoutChecksMovedClaims(t *testing.T) {
 	recordMerge(t, cs, tom, "tom", "", "", string(tom.UID))
 	_, xia := seedSwitchedCopy(t, cs, ns, "xia", "claim-xia", "home-xia")
 	recordMerge(t, cs, xia, "xia", "", "", string(xia.UID))
+	yul, _ := seedSwitchedCopy(t, cs, ns, "yul", "claim-yul", "home-yul")
+	recordMerge(t, cs, yul, "yul", "", "", string(yul.UID))
 	recordMerge(t, cs, seedBoundClaim(t, cs, ns, "claim-una", nil, "pv-una", true), "una", "", "", "")
 	recordMerge(t, cs, seedBoundClaim(t, cs, ns, "claim-vic", nil, "pv-vic", true), "vic", "", "", "an-older-claims-uid")
 	var users []hubUser
-	for _, u := range []string{"rae", "sol", "tom", "xia", "una", "vic"} {
+	for _, u := range []string{"rae", "sol", "tom", "xia", "yul", "una", "vic"} {
 		users = append(users, hubUser{Name: u})
 	}
 	got := runHub(t, api, mergeValues(z2jhValues(t), helmValuesOf(t, r)), t.TempDir(), users)
@@ -742,7 +759,7 @@ func TestSpawnerSpawn_perUserLayoutChecksMovedClaims(t *testing.T) {
 			t.Errorf("%s: refused %q (%s), claim %s", u, s.Refused, s.RefusedLog, s.PVCName)
 		}
 	}
-	for _, u := range []string{"tom", "xia"} {
+	for _, u := range []string{"tom", "xia", "yul"} {
 		if s := got[u]; s.Pod != nil || !strings.Contains(s.Refused, "moved to the shared storage") || !strings.Contains(s.RefusedLog, "was merged") {
 			t.Errorf("%s: refused %q (%s), pod %v; want the home moved to the shared storage", u, s.Refused, s.RefusedLog, s.Pod != nil)
 		}
