@@ -254,3 +254,19 @@ func TestPlanMerge_sharedClaimAndNamedServers(t *testing.T) {
 		t.Errorf("named servers:\n%s", e)
 	}
 }
+
+// A home that went through the copy migration (its claim carries a copy
+// record; the switched copy is the home) is not merged: neither the
+// source nor the copy is copied into the directory, and nothing is
+// created.
+func TestPlanMerge_copiedHomesAreNotMerged(t *testing.T) {
+	prior := &Prior{Config: mergeConfig("alice"), HubSwitched: true}
+	src := homeClaimOf("alice", false, false)
+	src.Annotations[migration.CopyAnnotation] = migration.CopyRecord{Step: migration.StepSwitched, User: "alice", Target: "home-alice", To: RWX}.Encode()
+	res := Plan(mergeConfig("alice"), prior, mergeLive(src))
+	for up := range res.All() {
+		if up.Action == ActionMigrate || up.Action == ActionCreate {
+			t.Errorf("%s: %s %s", up.User, up.Action, up.Reason)
+		}
+	}
+}
