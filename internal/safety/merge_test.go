@@ -270,3 +270,25 @@ func TestPlanMerge_copiedHomesAreNotMerged(t *testing.T) {
 		}
 	}
 }
+
+// Homes moved out of the shared layout and merged back: a claim on the
+// very directory (zero copy) holds the same files and is not copied; a
+// claim copied out of it is, with a warning that the directory still
+// holds the old files (the merge's Job refuses it until someone moves
+// them away).
+func TestPlanMerge_homesMovedOutBefore(t *testing.T) {
+	prior := &Prior{Config: splitConfig("alice", "bob"), HubSwitched: true}
+	zero := splitClaimOf("alice", true)
+	copied := copyClaimOf("bob", true)
+	res := Plan(mergeConfig("alice", "bob"), prior, mergeLive(zero, copied))
+	if len(res.Errors) != 0 {
+		t.Fatal(findingsText(res.Errors))
+	}
+	wantActions(t, res, map[string]Action{"alice": ActionKeep, "bob": ActionMigrate})
+	if up := planOf(res, "alice"); !strings.Contains(up.Reason, "the same files") {
+		t.Errorf("alice: %s", up.Reason)
+	}
+	if w := findingsText(res.Warnings); !strings.Contains(w, "Directories copied out of still hold the old files") || !strings.Contains(w, "bob") {
+		t.Errorf("warnings:\n%s", w)
+	}
+}
