@@ -95,7 +95,7 @@ func (c *Client) RecordMerge(ctx context.Context, rec migration.MergeRecord) err
 		case got.Record != nil && *got.Record == rec && got.Merged == "":
 			return nil, nil
 		case got.Record != nil || got.Unreadable || got.Merged != "":
-			return nil, fmt.Errorf("claim %s/%s carries another merge's record or mark; nothing recorded", rec.Namespace, rec.Claim)
+			return nil, fmt.Errorf("claim %s/%s carries another merge's record or mark; not recorded", rec.Namespace, rec.Claim)
 		}
 		return map[string]any{migration.MergeAnnotation: rec.Encode()}, nil
 	})

@@ -551,16 +551,6 @@ func TestAccHomeStorage_moveOutOfSharedLayout(t *testing.T) {
 				ExpectError: wrapRE(`Listed users' homes are directories of the shared claim.*2 listed user\(s\).*alice.*bob`),
 			},
 			{
-				Config:      h.config(`on_layout_change = "migrate"`),
-				PlanOnly:    true,
-				ExpectError: wrapRE(`on_layout_change = "migrate" moves homes out of the shared layout.*on_layout_change = "migrate"`),
-			},
-			{
-				Config:      h.config(`layout = "shared"` + "\n" + `on_layout_change = "migrate"`),
-				PlanOnly:    true,
-				ExpectError: wrapRE(`on_layout_change = "migrate" moves homes out of the shared layout.*on_layout_change = "migrate"`),
-			},
-			{
 				// The first apply moves one user: alice (users in order).
 				PreConfig: func() {
 					for _, u := range h.users {

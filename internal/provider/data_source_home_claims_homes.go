@@ -71,7 +71,7 @@ func homesAttributes() map[string]schema.Attribute {
 			Validators: []validator.String{templateValidator{}, needsShared}},
 		"layout": schema.StringAttribute{Optional: true,
 			MarkdownDescription: "The hub's layout, as `jupyter_home_storage`'s `layout` with `shared_home`: `shared` (default: every home is the user's directory of `shared_claim`; the hub reads no claim) " +
-				"or `per_user` (homes move out of the shared layout: the hub mounts the user's claim when it exists and is finished, else their directory). Only with `shared_claim`.",
+				"or `per_user` (homes move out of the shared layout, or merge back into it: the hub mounts the user's claim when it exists and is finished, else their directory). Only with `shared_claim`.",
 			Validators: []validator.String{layoutValidator(), needsShared}},
 		"users": schema.StringAttribute{Optional: true,
 			MarkdownDescription: "The users whose homes `homes` resolves, raw JupyterHub usernames in the form of `jupyter_home_storage`'s `users`: one JSON object from each name to `{}`, " +
@@ -81,13 +81,14 @@ func homesAttributes() map[string]schema.Attribute {
 		"homes": computedStr("Where each user of `users` has their default server's home at a spawn now, as the hub decides it from the cluster, as compact JSON: " +
 			"`jsondecode(data.jupyter_home_claims.<name>.homes)` is an object by username, each an object of " +
 			"`home` (`directory`: their directory of `shared_claim`; `claim`: a claim of their own, or the copy it was switched to; `refused`: the hub refuses the spawn now, `reason` says why: " +
-			"a move, copy or rebind under way, a missing shared claim), `claim` (the claim mounted: `shared_claim` for a directory; for `refused` the claim whose state refuses it), " +
+			"a move, copy, merge or rebind under way, a missing shared claim), `claim` (the claim mounted: `shared_claim` for a directory; for `refused` the claim whose state refuses it), " +
 			"`sub_path` (the user's directory of `shared_claim` under `sub_path_template` and `slug_scheme`, whatever the home is), " +
 			"`moved` (`true` when the claim is a finished move of that very directory of `shared_claim`, per the move's record), `moved_from` (the directory the record names, for any claim a move made), " +
 			"`method` (that move's: `split`, zero copy, the claim's volume is the directory itself; or `directory-copy`, the directory was copied and is stale since), `reason` " +
 			"and `earlier_places` (for a directory: the places `shared_claim` records the home had before a move by rename, `on_layout_change = \"move\"` of jupyter_home_storage; until the user's next spawn renames it, the home may still be at one of them). " +
 			"With `layout = \"per_user\"` the hub's rule: the claim `pvc_name_template` names exists → it is the home once its move finished (a switched copy followed), the spawn is refused while it is under way; " +
-			"it does not exist → its switched copy, else the directory. " +
+			"it does not exist → its switched copy, else the directory; the claim, or its switched copy, was merged into the directory (marked merged with its own UID) → the directory, " +
+			"and a merge not finished refuses the spawn. " +
 			"Decided from the claims the List finds, so keep `label_selector` at its default (a claim outside the selector counts as missing), " +
 			"and for the claim name the template gives (a KubeSpawner state remembering a copy since deleted is not seen). Named servers are not resolved. " +
 			"Null without `shared_claim`. No pod runs: what a directory holds is not read."),

@@ -117,7 +117,7 @@ func splitPlanned(users ...string) func(string) error {
 // static layout is described and applied; the data source finds both
 // users in their directories; the move plans each user zero copy on the
 // NFS volume; the finish fails without on_layout_change = "keep", as the
-// guide says. Nebari classic's layout is described and applied alike, and
+// guide says; the merge back plans the hub of the merge. Nebari classic's layout is described and applied alike, and
 // its move plans the same.
 func TestAccGuide_movingOutOfSharedHomes(t *testing.T) {
 	ns := acctest.Namespace(t)
@@ -148,6 +148,15 @@ func TestAccGuide_movingOutOfSharedHomes(t *testing.T) {
 			{
 				Config:      guideConfig(t, "jhub", ns, []string{"3-finish.tf"}, `  on_layout_change   = "keep"`+"\n", ""),
 				ExpectError: regexp.MustCompile(`on_layout_change`),
+			},
+			{
+				// The merge back plans, its hub first (no claim here to copy).
+				Config: guideConfig(t, "jhub", ns, []string{"4-merge.tf"}),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PostApplyPostRefresh: []plancheck.PlanCheck{
+					expectClass("safe"),
+					plancheck.ExpectKnownValue(hsAddr, tfjsonpath.New("spawner_settings"), knownvalue.StringRegexp(regexp.MustCompile(`"storage_pvc_ensure":false`))),
+				}},
+				PlanOnly: true, ExpectNonEmptyPlan: true,
 			},
 		},
 	})

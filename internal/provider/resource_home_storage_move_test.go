@@ -32,9 +32,8 @@ func movingConfig(t *testing.T, ns, extra string) string {
 // node runs here; internal/nodeacc moves homes on a real node): the plan
 // fails naming the listed users whose home is still a directory unless
 // on_layout_change = "migrate", which plans each user's move (method
-// split, zero copy) and never a new claim; on_layout_change = "migrate"
-// without layout = "per_user", and layout = "shared" without shared_home,
-// fail validation; a move an earlier apply left unfinished (its claim not
+// split, zero copy) and never a new claim; layout = "shared" without
+// shared_home fails validation; a move an earlier apply left unfinished (its claim not
 // yet bound) fails the plan once on_layout_change no longer says migrate,
 // saying how to finish or undo it, and is resumed with it.
 func TestAccHomeStorage_moveOutOfSharedLayoutPlans(t *testing.T) {
@@ -79,10 +78,6 @@ func TestAccHomeStorage_moveOutOfSharedLayoutPlans(t *testing.T) {
 			{
 				Config:      movingConfig(t, ns, ""),
 				ExpectError: wrapRE(`(?s)Listed users' homes are directories of the shared claim.*Bob: .*alice: claim-alice \(directory "alice" of claim ` + ns + `/home-nfs\)`),
-			},
-			{
-				Config:      sharedHomeConfig(t, ns, `  on_layout_change = "migrate"`),
-				ExpectError: regexp.MustCompile(`on_layout_change = "migrate" moves homes out of the shared layout`),
 			},
 			{
 				Config: movingConfig(t, ns, `  on_layout_change = "migrate"`),

@@ -257,7 +257,19 @@ func homeStorageSchema() schema.Schema {
 					"`keep` (apply it: the old directories and claims stay as they are, untouched and no longer mounted, and those users start in the new ones; on the same shared claim the old place is recorded in its annotation `jupyter-infra.github.io/home-left-at`, " +
 					"and, as for `move`, a template whose directories can be those old homes of other users is refused), " +
 					"`move` (in the shared layout, when `sub_path_template` or `slug_scheme` changes on the same claim: each user's directory is renamed to its new name at the user's next spawn, see below), " +
-					"or `migrate` (with `layout = \"per_user\"` and `shared_home`: each listed user's directory becomes a claim of their own, zero copy or by a copy; see `layout`).\n\n" +
+					"or `migrate` (with `layout = \"per_user\"` and `shared_home`: each listed user's directory becomes a claim of their own, zero copy or by a copy; " +
+					"with `layout = \"shared\"`: each listed user's claim is copied into their directory of `shared_home`'s claim, see **Merge** below and `layout`).\n\n" +
+					"**Merge** (consolidation: per-user claims into the shared claim). From the per-user layout, `layout = \"shared\"` with `shared_home` and `on_layout_change = \"migrate\"` " +
+					"gives the hub the settings of a move between layouts: at each spawn it mounts the user's claim (KubeSpawner's name, `pvc_name_template`) until it was merged, and the user's directory " +
+					"once it was, and for users without a claim (KubeSpawner creates none meanwhile). The first apply gives the hub those settings and copies no one (the hub running until then would mount a claim during its copy); " +
+					"from the next apply on each listed user is merged (up to `migration.batch_size` per apply; `migration.copy_image` needed; users whose claim or directory a running pod uses are left for a later apply " +
+					"with `migration.skip_running`, else the plan fails naming them): a Job makes the directory (owner and mode as `shared_home` says) and refuses one that holds files, or an earlier place of the home that does; " +
+					"the claim gets the record `jupyter-infra.github.io/home-merge` (from then on the hub refuses the user's spawns); a Job copies the claim, mounted read-only, into the directory and compares both " +
+					"(rsync with owners, modes, hard links, sparse files, ACLs and extended attributes, then a checksum comparison that must find nothing); the claim is marked `jupyter-infra.github.io/home-merged` with its own UID, " +
+					"and the user's next server mounts the directory. Every write is by UID: a claim made again is never taken for a merged one. The claims are kept as they were (stale once merged), never deleted. " +
+					"An apply stopped at any step resumes; a merge not finished fails every other plan, saying how to finish it or undo it (remove the record: the claim is the home again). " +
+					"Only listed users' default servers are merged; other claims stay mounted until they are. Once every listed user is merged, drop `on_layout_change = \"migrate\"`: the plain shared layout " +
+					"fails naming each claim not merged (what it holds is not in the directory) unless `on_layout_change = \"keep\"`; the per-user layout fails naming merged users (its hub refuses them: their home is the directory).\n\n" +
 					"**Move by rename.** The plan names every listed user whose directory is renamed. It fails where the new template and any earlier place (the old one, and every place the claim recorded before) can give two users one directory, or one inside another's, " +
 					"for any names: KubeSpawner's two schemes overlap (user `bob-` is `bob-2d` under `escape`, and `bob-2d` is user `bob-2d`'s `safe` name), so the same template under the other scheme is refused: " +
 					"move into a directory no old name can be, one with a character names never have (e.g. `homes_v2/{username}`), or keep the old names with `{escaped_username}`. " +

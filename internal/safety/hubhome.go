@@ -55,9 +55,11 @@ type Home struct {
 // HubHomes is where each of users' default servers finds its home at a
 // spawn now, as the hub of cfg decides it: cfg.Shared is the shared layout
 // (every home the user's directory; the hub reads no claim), cfg.SplitFrom
-// the per-user layout while homes move out of the shared one (the user's
-// claim, the name cfg.NameTemplate gives, when it exists and is mountable,
-// its switched copy, else the user's directory of the shared claim). live
+// the per-user layout while homes move out of the shared one, or merge
+// back into it (the user's claim, the name cfg.NameTemplate gives, when it
+// exists and is mountable, its switched copy, else the user's directory of
+// the shared claim; a claim merged into that directory is stale, the
+// directory is the home). The plain per-user layout has no view here. live
 // are the claims of cfg.Namespace; shared is the shared claim, nil when it
 // does not exist. The hub's view of a server whose KubeSpawner state
 // remembers another claim name (a copy since deleted) is not known here:
@@ -142,12 +144,13 @@ func (h *hubView) splitHome(u, dir string) Home {
 		if home, decided := h.copyHome(name, true); decided {
 			return home
 		}
-		if h.shared == nil {
-			return refused(name, "claim %s does not exist and shared claim %s, which holds the homes not moved yet, is missing", name, sh.Claim)
-		}
-		return Home{Kind: HomeDirectory, Claim: sh.Claim}
+		return h.directory(name, "does not exist")
 	}
-	// A claim a move made is checked first, whatever else it carries.
+	// A merge is checked first, then a claim a move made, whatever else
+	// it carries.
+	if home, decided := h.mergeHome(c); decided {
+		return home
+	}
 	var rec *migration.SplitRecord
 	if c.Annotations[migration.SplitAnnotation] != "" {
 		var why string
@@ -161,6 +164,35 @@ func (h *hubView) splitHome(u, dir string) Home {
 		home.Moved = rec.Namespace == h.cfg.Namespace && rec.Shared == sh.Claim && rec.Directory == dir
 	}
 	return home
+}
+
+// directory is the hub's directory_home: the user's directory of the
+// shared claim stands for claim name, which why (does not exist, was
+// merged into it); refused when the shared claim is missing.
+func (h *hubView) directory(name, why string) Home {
+	sh := h.cfg.SplitFrom
+	if h.shared == nil {
+		return refused(name, "claim %s %s and shared claim %s, which holds the user's home, is missing", name, why, sh.Claim)
+	}
+	return Home{Kind: HomeDirectory, Claim: sh.Claim}
+}
+
+// mergeHome is the hub's merged_into_shared with the fallback, for a claim
+// the hub reads as the home: merged (migration.Merged; also while the
+// claim is being deleted, it is stale), the user's directory is the home;
+// a merge record or mark that is not a finished merge refuses the spawn
+// (the copy may be running). Nothing decided when c carries neither.
+func (h *hubView) mergeHome(c *claims.Claim) (Home, bool) {
+	_, rec := c.Annotations[migration.MergeAnnotation]
+	_, mark := c.Annotations[migration.MergedAnnotation]
+	switch {
+	case !rec && !mark:
+		return Home{}, false
+	case migration.Merged(c.Annotations, c.UID):
+		return h.directory(c.Name, "was merged into it"), true
+	}
+	return refused(c.Name, "claim %s is being merged into its directory of shared claim %s (not marked %s with its UID %s)",
+		c.Name, h.cfg.SplitFrom.Claim, migration.MergedAnnotation, orDash(c.UID)), true
 }
 
 // checkSplit is the hub's check_split: a claim of a move out of the shared
@@ -199,8 +231,12 @@ func mountable(c *claims.Claim) string {
 	return ""
 }
 
-// claimHome is c as the home, or the spawn refused when c is not mountable.
-func claimHome(c *claims.Claim) Home {
+// claimHome is c as the home, or the spawn refused when c is not
+// mountable; after the merge rule (a claim merged: its directory).
+func (h *hubView) claimHome(c *claims.Claim) Home {
+	if home, decided := h.mergeHome(c); decided {
+		return home
+	}
 	if why := mountable(c); why != "" {
 		return refused(c.Name, "%s", why)
 	}
@@ -230,7 +266,7 @@ func (h *hubView) homeOf(c *claims.Claim) Home {
 	if home, decided := h.copyHome(c.Name, false); decided {
 		return home
 	}
-	return claimHome(c)
+	return h.claimHome(c)
 }
 
 // followCopy is the hub's follow_copy: c carries a copy record.
@@ -240,7 +276,7 @@ func (h *hubView) followCopy(c *claims.Claim) Home {
 	case err != nil:
 		return refused(c.Name, "claim %s: %v", c.Name, err)
 	case rec.Step == migration.StepPending || rec.Step == migration.StepTargetCreated:
-		return claimHome(c)
+		return h.claimHome(c)
 	case rec.Step != migration.StepSwitched:
 		return refused(c.Name, "claim %s is being copied to %s (step %s)", c.Name, rec.Target, rec.Step)
 	}
@@ -251,7 +287,7 @@ func (h *hubView) followCopy(c *claims.Claim) Home {
 	case !isCopyOf(t, c, rec.TargetUID):
 		return refused(c.Name, "claim %s names copy %s, but that claim is not the copy its record made", c.Name, rec.Target)
 	}
-	return claimHome(t)
+	return h.claimHome(t)
 }
 
 // isCopyOf is the hub's is_copy_of: copied names source (name and UID)
@@ -280,7 +316,7 @@ func (h *hubView) copyHome(name string, gone bool) (Home, bool) {
 	case len(switched) > 1:
 		return refused(name, "claim %s has several switched copies: %s", name, strings.Join(switched, ", ")), true
 	case first != nil:
-		return claimHome(first), true
+		return h.claimHome(first), true
 	case gone && len(copies) > 0:
 		return refused(name, "claim %s is gone and its copy %s was not switched to", name, copies[0].Name), true
 	}

@@ -55,6 +55,31 @@ func hubHomesLive() []claims.Claim {
 		}
 		return c
 	}
+	// Merges back into the shared claim: a record naming recordUID, and
+	// the mark when not "".
+	merge := func(c claims.Claim, recordUID, mark string) claims.Claim {
+		if c.Annotations == nil {
+			c.Annotations = map[string]string{}
+		}
+		rec := migration.MergeRecord{User: "x", Namespace: "hub", Claim: c.Name, ClaimUID: recordUID, Shared: "home-nfs", SharedUID: "s1", Directory: "home/x"}
+		c.Annotations[migration.MergeAnnotation] = rec.Encode()
+		if mark != "" {
+			c.Annotations[migration.MergedAnnotation] = mark
+		}
+		return c
+	}
+	merged := func(c claims.Claim) claims.Claim { return merge(c, c.UID, c.UID) }
+	yuri := merged(plain("claim-yuri", nil)) // merged, being deleted: stale, the directory
+	yuri.Deleting = true
+	walt := merged(plain("claim-walt", nil)) // a record that cannot be read
+	walt.Annotations[migration.MergeAnnotation] = "{"
+	// A mark without record.
+	xena := plain("claim-xena", map[string]string{migration.MergedAnnotation: "u-claim-xena"})
+	// Merged before its split was Bound: the merge is checked first.
+	bea := merged(split("bea", false))
+	// A finished split, its merge not marked.
+	cy := split("cy", true)
+	cy = merge(cy, cy.UID, "")
 	gina := byCopy("gina", false) // being copied from her directory
 	hank := byCopy("hank", true)  // copied and marked: mounted
 	olga := byCopy("olga", true)  // marked with another UID: a claim made again under the name
@@ -82,6 +107,15 @@ func hubHomesLive() []claims.Claim {
 		// quinn's copy has the annotation but not the label the hub looks
 		// for: not a copy the hub finds, so the directory.
 		func() claims.Claim { c := copyOf("home-quinn", "claim-quinn", true); c.Labels = nil; return c }(),
+		merged(plain("claim-sue", nil)),                        // merged: the directory
+		merge(plain("claim-tad", nil), "u-claim-tad", ""),      // a merge not marked: the copy may run
+		merge(plain("claim-uli", nil), "u-claim-uli", "u-x"),   // a mark of another UID
+		merge(plain("claim-vera", nil), "u-x", "u-claim-vera"), // the record names another claim
+		yuri, walt, xena, bea, cy,
+		// zach's claim was switched to its copy, merged since: the directory.
+		plain("claim-zach", copyRecord(migration.StepSwitched, "home-zach")), merged(copyOf("home-zach", "claim-zach", false)),
+		// abe's claim is gone; its switched copy was merged: the directory.
+		merged(copyOf("home-abe", "claim-abe", true)),
 		// A claim of another namespace is not the hub's to read.
 		{Namespace: "elsewhere", Name: "claim-rob", Phase: "Bound"},
 	}
@@ -89,15 +123,17 @@ func hubHomesLive() []claims.Claim {
 
 // While homes move out of the shared layout, each user's default server
 // finds the home the hub's split_home gives it: the claim when it exists
-// and is finished, its switched copy, the directory when there is none;
-// the spawn refused while a move, a copy or a rebind is under way.
+// and is finished, its switched copy, the directory when there is none or
+// when it (or its switched copy) was merged into the directory; the spawn
+// refused while a move, a copy, a merge or a rebind is under way.
 func TestHubHomes_movingOutOfTheSharedLayout(t *testing.T) {
 	cfg := splitConfig()
 	cfg.SplitFrom.SubPathTemplate = "home/{username}"
 	live := hubHomesLive()
 	shared := &live[0]
 	ada := "Ada.Lovelace@Example.org"
-	users := []string{"alice", "bob", ada, "carol", "dave", "erin", "frank", "gina", "hank", "ivy", "jack", "kate", "leo", "mia", "nina", "olga", "pat", "quinn", "rob"}
+	users := []string{"alice", "bob", ada, "carol", "dave", "erin", "frank", "gina", "hank", "ivy", "jack", "kate", "leo", "mia", "nina", "olga", "pat", "quinn", "rob",
+		"sue", "tad", "uli", "vera", "walt", "xena", "yuri", "zach", "abe", "bea", "cy"}
 	got := HubHomes(cfg, users, live, shared)
 	adaDir, err := kubespawner.Expand("home/{username}", ada, "", kubespawner.SchemeSafe)
 	if err != nil {
@@ -124,6 +160,11 @@ func TestHubHomes_movingOutOfTheSharedLayout(t *testing.T) {
 		"leo":   claim("home-leo", "leo"),
 		"quinn": dir("home/quinn"),
 		"rob":   dir("home/rob"),
+		"sue":   dir("home/sue"),
+		"yuri":  dir("home/yuri"),
+		"zach":  dir("home/zach"),
+		"abe":   dir("home/abe"),
+		"bea":   dir("home/bea"),
 	}
 	refusedWhy := map[string]string{
 		"carol": "claim claim-carol is being moved out of the shared claim (Pending, not Bound)",
@@ -135,6 +176,9 @@ func TestHubHomes_movingOutOfTheSharedLayout(t *testing.T) {
 		"nina":  "claim claim-nina is being rebound (rebind from ReadWriteOnce)",
 		"olga":  "claim claim-olga is being copied from its directory of the shared claim",
 		"pat":   "claim claim-pat: its move's record cannot be read",
+	}
+	for _, u := range []string{"tad", "uli", "vera", "walt", "xena", "cy"} {
+		refusedWhy[u] = "claim claim-" + u + " is being merged into its directory of shared claim home-nfs"
 	}
 	for u, w := range refusedWhy {
 		want[u] = Home{Kind: HomeRefused, Claim: "claim-" + u, SubPath: "home/" + u, Reason: w}
@@ -152,10 +196,11 @@ func TestHubHomes_movingOutOfTheSharedLayout(t *testing.T) {
 		}
 	}
 
-	// Without the shared claim, users still in their directory are
-	// refused; moved users keep their claims.
-	got = HubHomes(cfg, []string{"alice", "bob"}, live[1:], nil)
-	if !sameHome(got["alice"], want["alice"]) || got["bob"].Kind != HomeRefused || !strings.Contains(got["bob"].Reason, "shared claim home-nfs") {
+	// Without the shared claim, users still in their directory, or merged
+	// into it, are refused; moved users keep their claims.
+	got = HubHomes(cfg, []string{"alice", "bob", "sue"}, live[1:], nil)
+	if !sameHome(got["alice"], want["alice"]) || got["bob"].Kind != HomeRefused || !strings.Contains(got["bob"].Reason, "shared claim home-nfs") ||
+		got["sue"].Kind != HomeRefused || !strings.Contains(got["sue"].Reason, "was merged into it and shared claim home-nfs") {
 		t.Errorf("no shared claim: %+v", got)
 	}
 }

@@ -109,6 +109,17 @@ func (p *planner) mergeClaim(up *UserPlan) bool {
 func (p *planner) mergeHome(up *UserPlan) {
 	dir := p.dirOf(up)
 	up.Action = ActionKeep
+	if rec, err := splitRecord(up.Live); err == nil && rec != nil && rec.Namespace == p.cfg.Namespace && rec.Shared == p.cfg.MergeInto.Claim && rec.Directory == dir {
+		if onSharedDirectory(up.Live) {
+			// A move out made it a volume on that very directory: the same
+			// files, nothing to copy.
+			up.Reason = fmt.Sprintf("claim %s is a volume on directory %q of claim %s/%s (moved out zero copy): the same files", up.Ref(), dir, rec.Namespace, rec.Shared)
+			return
+		}
+		// Copied out of that directory, which still holds the files as they
+		// were then: the merge refuses a directory that holds anything.
+		p.g.staleDirectories = append(p.g.staleDirectories, *up)
+	}
 	up.Reason = fmt.Sprintf("claim %s is copied into directory %q of claim %s/%s by a later apply", up.Ref(), dir, p.cfg.Namespace, p.cfg.MergeInto.Claim)
 	switch {
 	case dir == "":
@@ -189,6 +200,12 @@ func (p *planner) mergeFindings() {
 					"Set migration.copy_image to an image with sh and rsync 3: a Job copies each claim into the user's directory and compares both.",
 				len(n), describeReasons(n))
 		}
+	}
+	if d := p.g.staleDirectories; len(d) > 0 {
+		p.warnf("shared_home", "Directories copied out of still hold the old files",
+			"%d listed user(s) have a claim a move by copy made from their directory of the shared claim, which still holds the files as they were at that copy:\n%s\n"+
+				"A merge copies only into an empty directory (its Job refuses one that holds anything, and changes nothing). Once you have checked that the claim holds everything the user needs, "+
+				"move the old directory away (or remove it), then apply.", len(d), describeReasons(d))
 	}
 	if m := p.g.mergedAway; len(m) > 0 && p.cfg.OnLayoutChange != OnLayoutChangeKeep {
 		p.errorf("layout", "Merged homes are directories of the shared claim",

@@ -463,6 +463,9 @@ type groups struct {
 	// mergedElsewhere are users merged into a directory the settings no
 	// longer name.
 	mergedElsewhere []UserPlan
+	// staleDirectories are listed users merged into the directory a move
+	// by copy made their claim from (it still holds the old files).
+	staleDirectories []UserPlan
 	// mergesInUse are listed users whose merge waits for a pod while
 	// migration.skip_running is off.
 	mergesInUse []UserPlan

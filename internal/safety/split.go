@@ -241,7 +241,7 @@ func (p *planner) copyCanStart(up *UserPlan, from string) bool {
 // without an error (Prior.HubSwitched; with no state, the hub's layout is
 // not known).
 func (p *planner) hubRefusesCopy(up *UserPlan) bool {
-	if p.prior == nil || p.prior.Config.SplitFrom == nil || !p.prior.HubSwitched {
+	if p.prior == nil || Fallback(p.prior.Config) == nil || !p.prior.HubSwitched {
 		return false
 	}
 	h, err := p.prior.Config.homeFor(up.User, "")
@@ -654,7 +654,7 @@ func unsplitMoves(cfg, was Config, live Live) moves {
 		}
 	}
 	m.example = fmt.Sprintf("every user not listed who was never moved: their directory of claim %s/%s is no longer mounted, and KubeSpawner gives them a new, empty claim",
-		was.Namespace, was.SplitFrom.Claim)
+		was.Namespace, Fallback(was).Claim)
 	return m
 }
 

@@ -306,15 +306,31 @@ def _jupyter_spawner_config(c, here):
     #     bound) or deleted, or a copy not switched to: the spawn is refused
     #     and the user told to try again;
     #   - the API server cannot be asked (after three tries within
-    #     KubeSpawner's request timeout): the spawn fails; nothing is guessed.
-    # While homes move out of the shared layout (fallback_claim), KubeSpawner
-    # creates no claim, and the server's claim decides:
+    #     KubeSpawner's request timeout): the spawn fails; nothing is guessed;
+    #   - a claim a merge copied into the user's directory of the shared
+    #     claim (a merge record): mounted while not marked merged (it is still
+    #     the home: no copy runs under this hub); marked merged with its own
+    #     UID, the spawn is refused (the home is that directory, which this
+    #     layout does not mount; the claim is stale), and so is a mark that
+    #     is not this claim's finished merge (a restore). This is checked
+    #     on the server's claim before its other records are followed, and
+    #     on the claim they lead to (a switched copy).
+    # While homes move out of the shared layout (fallback_claim), and while
+    # they merge back into it (the same settings), KubeSpawner creates no
+    # claim, and the server's claim decides:
     #   - it does not exist and was copied: as above (its switched copy;
     #     a copy not switched to refuses the spawn);
     #   - it does not exist and was never copied: the home is still the
     #     user's directory of the shared claim; the modify_pod_hook points
     #     the pod's volumes of the claim at it, at that directory, and adds
     #     the init container that makes a missing directory;
+    #   - it, or the claim its records lead to (a switched copy), was merged
+    #     (a merge record naming its UID and the merged mark = its UID, also
+    #     while it is being deleted): the home is the user's directory of
+    #     the shared claim, mounted as for a missing claim; a merge record or
+    #     mark that is not such a finished merge (the copy may be running,
+    #     or the claim was made again) refuses the spawn (the home is being
+    #     moved). Checked first, before any other record the claim carries;
     #   - it carries a split record and is not Bound to the record's volume,
     #     or is being deleted: the spawn is refused (the home is being
     #     moved), whatever else the claim carries;
@@ -335,6 +351,8 @@ def _jupyter_spawner_config(c, here):
     split_record = "jupyter-infra.github.io/home-split"  # SplitAnnotation
     split_copied = "jupyter-infra.github.io/home-split-copied"  # SplitCopiedAnnotation
     directory_copy = "directory-copy"  # MethodDirectoryCopy
+    merge_record = "jupyter-infra.github.io/home-merge"  # MergeAnnotation
+    merge_mark = "jupyter-infra.github.io/home-merged"  # MergedAnnotation
     moving_message = ("Your home directory is being moved to new storage. "
                       "Try again in a few minutes; if this lasts, tell your administrator.")
     previous_pre = unwrap(earlier_hook("pre_spawn_hook"))
@@ -393,7 +411,52 @@ def _jupyter_spawner_config(c, here):
     def annotations(claim):
         return claim.metadata.annotations or {}
 
+    def merged_into_shared(spawner, claim):
+        # The merge rule, for a claim the hub reads as a server's home: True
+        # when a merge copied it into the user's directory of the shared
+        # claim and the hub of this layout mounts that directory (the
+        # caller does); False when the claim is the home as far as merges
+        # go; else the spawn is refused. A finished merge is
+        # migration.Merged: the record names the claim's UID and the
+        # merged mark is that UID.
+        ann = annotations(claim)
+        if merge_record not in ann and merge_mark not in ann:
+            return False
+        name, uid = claim.metadata.name, claim.metadata.uid
+        try:
+            record = json.loads(ann[merge_record])
+            record_uid = record.get("claim_uid") if isinstance(record, dict) else None
+        except Exception:  # KeyError, ValueError: no record, or unreadable
+            record_uid = None
+        done = bool(uid) and record_uid == uid and ann.get(merge_mark) == uid
+        if fallback_claim:
+            # A merge runs under this hub: its directory is the home once
+            # the copy was verified and marked (the claim stale, also while
+            # it is being deleted); before, the copy may be running and
+            # nothing may be written in the claim.
+            if done:
+                return True
+            raise moving(spawner, "claim %s is being merged into its directory of shared claim %s (not marked %s with its UID %s: record %s, mark %s)" % (
+                name, fallback_claim, merge_mark, uid, ann.get(merge_record, "none"), ann.get(merge_mark, "none")))
+        if merge_mark not in ann:
+            return False  # not merged: still the home
+        if done:
+            raise HomeUnavailable(
+                "jupyter_spawner_config: %s/%s was merged into the user's directory of the shared claim (%s): the home is there now, "
+                "and this layout mounts no directory; the claim is a stale copy. Configure the hub of the merge (the per-user layout with "
+                "shared_home) or the shared layout" % (spawner.namespace, name, merge_mark),
+                "Your home directory was moved to the shared storage, which this server's configuration does not mount. "
+                "Tell your administrator; nothing was started.")
+        raise HomeUnavailable(
+            "jupyter_spawner_config: %s/%s carries %s = %r, not a finished merge of this claim (UID %s, record %r): "
+            "made again from a merged home (a restore?); not mounted" % (spawner.namespace, name, merge_mark, ann[merge_mark], uid, ann.get(merge_record)),
+            "Your home directory's claim does not match the record of its move to the shared storage. Tell your administrator; nothing was started.")
+
     def check_mountable(spawner, claim):
+        # Also the merge rule: a claim a merge finished is mountable here
+        # only as its directory (the caller's), whatever else it shows.
+        if merged_into_shared(spawner, claim):
+            return
         ann = annotations(claim)
         name = claim.metadata.name
         if claim.metadata.deletion_timestamp is not None:
@@ -465,6 +528,8 @@ def _jupyter_spawner_config(c, here):
         base = await read_claim(spawner, base_name)
         if base is None:
             return None
+        if merged_into_shared(spawner, base):
+            return base  # its directory is the home
         if split_record in annotations(base):
             check_split(spawner, base)
         if copy_record in annotations(base):
@@ -501,6 +566,10 @@ def _jupyter_spawner_config(c, here):
         name = spawner.pvc_name
         if claim is None:
             claim = await read_claim(spawner, name)
+        if claim is not None and merged_into_shared(spawner, claim):
+            # A merge finished: the caller mounts the user's directory.
+            # Checked before any other record the claim carries.
+            return claim
         if claim is not None and split_record in annotations(claim):
             # A move out of the shared layout made it: mounted once finished
             # (bound to its volume, or copied), in any layout.
@@ -557,9 +626,10 @@ def _jupyter_spawner_config(c, here):
             raise moving(spawner, "claim %s is bound to volume %s, not to its split's volume %s" % (name, bound_to, volume))
 
     async def split_home(spawner):
-        # While homes move out of the shared layout: (the claim mounted,
-        # its access modes, whether it is the shared claim instead of the
-        # server's missing claim).
+        # While homes move out of the shared layout, or merge back into it:
+        # (the claim mounted, its access modes, whether the user's directory
+        # of the shared claim stands in for the server's claim, missing or
+        # merged).
         name = spawner.pvc_name
         claim = await read_claim(spawner, name)
         if claim is None:
@@ -574,25 +644,40 @@ def _jupyter_spawner_config(c, here):
                 # decides, as in the per-user layout; the directory only
                 # when there is none.
                 copied = await instead_of_missing(spawner, name)
+            if copied is not None and merged_into_shared(spawner, copied):
+                return await directory_home(spawner, "merged into it")
             if copied is not None:
                 spawner.pvc_name = copied.metadata.name
                 return (spawner.pvc_name, access_modes(spawner, copied), False)
-            shared = await read_claim(spawner, fallback_claim)
-            if shared is None:
-                raise HomeUnavailable(
-                    "jupyter_spawner_config: %s/%s does not exist and shared claim %s, which holds the homes not moved yet, is missing" % (
-                        spawner.namespace, name, fallback_claim),
-                    "Your home directory's claim is missing. Tell your administrator; nothing was created in its place.")
-            return (name, access_modes(spawner, shared), True)
-        # A split claim is checked first, whatever else it carries (a copy
-        # record too): one not Bound to its split's volume, or being
+            return await directory_home(spawner, "does not exist")
+        # A merge is checked first: a claim merged into the directory is
+        # stale (the directory is the home), one with a merge not finished
+        # refuses the spawn. Then a split claim, whatever else it carries
+        # (a copy record too): one not Bound to its split's volume, or being
         # deleted, is never mounted nor followed, as the plan never plans
         # past an unfinished split.
+        if merged_into_shared(spawner, claim):
+            return await directory_home(spawner, "merged into it")
         if split_record in annotations(claim):
             check_split(spawner, claim)
         claim = await home_of(spawner, claim)
+        if merged_into_shared(spawner, claim):
+            # Its switched copy was merged: the directory too.
+            return await directory_home(spawner, "merged into it (its copy %s)" % claim.metadata.name)
         spawner.pvc_name = claim.metadata.name
         return (spawner.pvc_name, access_modes(spawner, claim), False)
+
+    async def directory_home(spawner, why):
+        # The home is the user's directory of the shared claim: the server's
+        # claim (spawner.pvc_name, what the pod is built on) stands for it,
+        # and the modify_pod_hook points the pod's volumes of it there.
+        shared = await read_claim(spawner, fallback_claim)
+        if shared is None:
+            raise HomeUnavailable(
+                "jupyter_spawner_config: %s/%s %s and shared claim %s, which holds the user's home, is missing" % (
+                    spawner.namespace, spawner.pvc_name, why, fallback_claim),
+                "Your home directory's claim is missing. Tell your administrator; nothing was created in its place.")
+        return (spawner.pvc_name, access_modes(spawner, shared), True)
 
     async def decide_home(spawner):
         if previous_pre is not None:

@@ -20,8 +20,8 @@ func pyNames(t *testing.T) map[string]string {
 }
 
 // The hub's Python and the provider agree on every name they share: the
-// files, the annotations and label of copies and splits the hub reads at
-// spawn, and the home volume's name
+// files, the annotations and label of copies, splits and merges the hub
+// reads at spawn, and the home volume's name
 // (kube's MigratedAnnotation is checked in internal/kube).
 func TestSpawnerPython_namesAgree(t *testing.T) {
 	got := pyNames(t)
@@ -31,6 +31,7 @@ func TestSpawnerPython_namesAgree(t *testing.T) {
 		"CopyOfUIDAnnotation": migration.CopyOfUIDAnnotation, "CopySwitchedAnnotation": migration.CopySwitchedAnnotation,
 		"CopyOfLabel": migration.CopyOfLabel, "SplitAnnotation": migration.SplitAnnotation,
 		"SplitCopiedAnnotation": migration.SplitCopiedAnnotation, "MethodDirectoryCopy": string(migration.MethodDirectoryCopy),
+		"MergeAnnotation": migration.MergeAnnotation, "MergedAnnotation": migration.MergedAnnotation,
 		"HomeVolumeName": kubespawner.HomeVolumeName,
 	}
 	for name, v := range want {

@@ -1,6 +1,7 @@
 package spawner
 
 import (
+	"cmp"
 	"context"
 	"slices"
 	"strings"
@@ -124,6 +125,40 @@ func seedSplitClaim(t testing.TB, cs kubernetes.Interface, ns, user, volume, vol
 	return seedBoundClaim(t, cs, ns, name, map[string]string{migration.SplitAnnotation: rec.Encode()}, volumeName, bound)
 }
 
+// deleteHeld deletes c while a finalizer holds it: it stays, being
+// deleted, until the test ends.
+func deleteHeld(t testing.TB, cs kubernetes.Interface, c *corev1.PersistentVolumeClaim) {
+	t.Helper()
+	ctx := context.Background()
+	c = c.DeepCopy()
+	c.Finalizers = append(c.Finalizers, "example.org/hold")
+	if _, err := cs.CoreV1().PersistentVolumeClaims(c.Namespace).Update(ctx, c, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := cs.CoreV1().PersistentVolumeClaims(c.Namespace).Delete(ctx, c.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_, _ = cs.CoreV1().PersistentVolumeClaims(c.Namespace).Patch(context.Background(), c.Name, "application/merge-patch+json", []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
+	})
+}
+
+// recordMerge gives c a merge record into user's directory of home-nfs
+// whose claim_uid is recordUID ("": c's UID), or record itself when it is
+// not ""; and the merged mark when mark is not "".
+func recordMerge(t testing.TB, cs kubernetes.Interface, c *corev1.PersistentVolumeClaim, user, recordUID, record, mark string) *corev1.PersistentVolumeClaim {
+	t.Helper()
+	if record == "" {
+		rec := migration.MergeRecord{User: user, Namespace: c.Namespace, Claim: c.Name, ClaimUID: cmp.Or(recordUID, string(c.UID)), Shared: "home-nfs", SharedUID: "s1", Directory: "home/" + user}
+		record = rec.Encode()
+	}
+	c = annotateClaim(t, cs, c, migration.MergeAnnotation, record)
+	if mark != "" {
+		c = annotateClaim(t, cs, c, migration.MergedAnnotation, mark)
+	}
+	return c
+}
+
 // seedBoundClaim creates a ReadWriteOnce claim naming volume volumeName,
 // Bound when bound.
 func seedBoundClaim(t testing.TB, cs kubernetes.Interface, ns, name string, ann map[string]string, volumeName string, bound bool) *corev1.PersistentVolumeClaim {
@@ -243,17 +278,7 @@ func TestSpawnerSpawn_splitFromShared(t *testing.T) {
 	seedSplitClaim(t, cs, ns, "carol", "vol-carol", "vol-carol", false) // being moved: Pending
 	seedSplitClaim(t, cs, ns, "dave", "vol-dave", "vol-other", true)    // Bound to another volume
 	seedBoundClaim(t, cs, ns, "claim-erin", nil, "vol-erin", true)      // a claim of her own, no split
-	frank := seedSplitClaim(t, cs, ns, "frank", "vol-frank", "vol-frank", true)
-	frank.Finalizers = []string{"example.org/hold"}
-	if _, err := cs.CoreV1().PersistentVolumeClaims(ns).Update(context.Background(), frank, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	if err := cs.CoreV1().PersistentVolumeClaims(ns).Delete(context.Background(), frank.Name, metav1.DeleteOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_, _ = cs.CoreV1().PersistentVolumeClaims(ns).Patch(context.Background(), frank.Name, "application/merge-patch+json", []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
-	})
+	deleteHeld(t, cs, seedSplitClaim(t, cs, ns, "frank", "vol-frank", "vol-frank", true))
 
 	users := []hubUser{{Name: "alice"}, {Name: "bob"}, {Name: "Ada.Lovelace@Example.org"}, {Name: "carol"}, {Name: "dave"}, {Name: "erin"}, {Name: "frank"}}
 	got := runHub(t, api, values, t.TempDir(), users)
@@ -571,6 +596,16 @@ c.KubeSpawner.pre_spawn_hook = _later_pre_spawn
 // A claim of a move by copy is refused until it is marked copied with its
 // own UID: a copy under way (mo), a mark of another claim of the name
 // (ned: a claim made again) and a copy marked (ola), which is mounted.
+// The same hub runs merges back into the shared claim: a claim merged
+// (record and mark naming its UID) is stale, and the user's directory of
+// the shared claim is the home, made by the init container (pam; also
+// while the claim is being deleted, val; a switched copy merged, wes; the
+// same with the source claim gone, zed); a merge not finished refuses the
+// spawn, the copy may be running: a record without mark (rex), a mark of
+// another UID (sam), a record naming another claim's UID (tia), a record
+// that cannot be read (uma), a mark without record (vic). The merge is
+// checked before the claim's other records: rex's claim is a finished
+// split, yan's a split not yet Bound.
 func TestSpawnerSpawn_splitFromSharedByCopy(t *testing.T) {
 	r := mustBuild(t, Config{Home: settingsOf(t, splitHome())})
 	api := seededHub(t, nil)
@@ -587,11 +622,51 @@ func TestSpawnerSpawn_splitFromSharedByCopy(t *testing.T) {
 	annotateClaim(t, cs, ned, migration.SplitCopiedAnnotation, "an-older-claims-uid")
 	ola := copyClaim("ola")
 	annotateClaim(t, cs, ola, migration.SplitCopiedAnnotation, string(ola.UID))
+	merge := func(user, recordUID, record, mark string) *corev1.PersistentVolumeClaim {
+		c := seedBoundClaim(t, cs, ns, "claim-"+user, nil, "pv-"+user, true)
+		return recordMerge(t, cs, c, user, recordUID, record, cmp.Or(mark, string(c.UID)))
+	}
+	merge("pam", "", "", "")
+	deleteHeld(t, cs, merge("val", "", "", ""))
+	_, wes := seedSwitchedCopy(t, cs, ns, "wes", "claim-wes", "home-wes")
+	recordMerge(t, cs, wes, "wes", "", "", string(wes.UID))
+	_, zed := seedSwitchedCopy(t, cs, ns, "zed", "claim-zed", "home-zed")
+	recordMerge(t, cs, zed, "zed", "", "", string(zed.UID))
+	deleteClaim(t, cs, ns, "claim-zed")
+	rex := seedSplitClaim(t, cs, ns, "rex", "vol-rex", "vol-rex", true)
+	recordMerge(t, cs, rex, "rex", "", "", "")
+	yan := seedSplitClaim(t, cs, ns, "yan", "vol-yan", "vol-yan", false)
+	recordMerge(t, cs, yan, "yan", "", "", string(yan.UID))
+	merge("sam", "", "", "an-older-claims-uid")
+	merge("tia", "an-older-claims-uid", "", "")
+	merge("uma", "", "{", "")
+	vic := seedBoundClaim(t, cs, ns, "claim-vic", nil, "pv-vic", true)
+	annotateClaim(t, cs, vic, migration.MergedAnnotation, string(vic.UID))
 
-	got := runHub(t, api, splitValues(t, r, nil), t.TempDir(), []hubUser{{Name: "mo"}, {Name: "ned"}, {Name: "ola"}})
+	var users []hubUser
+	for _, u := range []string{"mo", "ned", "ola", "pam", "val", "wes", "zed", "yan", "rex", "sam", "tia", "uma", "vic"} {
+		users = append(users, hubUser{Name: u})
+	}
+	got := runHub(t, api, splitValues(t, r, nil), t.TempDir(), users)
 	for _, u := range []string{"mo", "ned"} {
 		if s := got[u]; s.Pod != nil || s.Refused != moving || !strings.Contains(s.RefusedLog, "being copied") {
 			t.Errorf("%s: refused %q (%s), pod %v; want the home being copied", u, s.Refused, s.RefusedLog, s.Pod != nil)
+		}
+	}
+	for _, u := range []string{"rex", "sam", "tia", "uma", "vic"} {
+		if s := got[u]; s.Pod != nil || s.Refused != moving || !strings.Contains(s.RefusedLog, "being merged") {
+			t.Errorf("%s: refused %q (%s), pod %v; want the home being merged", u, s.Refused, s.RefusedLog, s.Pod != nil)
+		}
+	}
+	for _, u := range []string{"pam", "val", "wes", "zed", "yan"} {
+		s := got[u]
+		if s.Refused != "" {
+			t.Errorf("%s: refused %s (%s)", u, s.Refused, s.RefusedLog)
+			continue
+		}
+		want := splitPod{homeClaim: "home-nfs", homeSub: "home/" + u, sidecarSub: "home/" + u + "/notebooks", initDir: "home/" + u, sharedVolumes: 1}
+		if p := splitPodOf(t, u, s); p != want {
+			t.Errorf("%s: pod %+v, want %+v", u, p, want)
 		}
 	}
 	agreesWithHubHomes(t, cs, ns, got)
@@ -607,7 +682,9 @@ func TestSpawnerSpawn_splitFromSharedByCopy(t *testing.T) {
 // KubeSpawner remembers a copy it mounted that was deleted since: the
 // claim the template names decides, as in the per-user layout. Its record
 // switched to the missing copy refuses the spawn (pia: never the stale
-// directory); with no such claim the directory is the home (quin).
+// directory); with no such claim the directory is the home (quin), and
+// when that claim was merged into the directory (ray: checked before its
+// split record, not Bound, which would refuse the spawn).
 func TestSpawnerSpawn_splitFromSharedRememberedCopyGone(t *testing.T) {
 	r := mustBuild(t, Config{Home: settingsOf(t, splitHome())})
 	api := seededHub(t, nil)
@@ -619,22 +696,34 @@ func TestSpawnerSpawn_splitFromSharedRememberedCopyGone(t *testing.T) {
 	remember := func(name string) map[string]any {
 		return map[string]any{"pvc_name": name, "kubespawner_version": "7.0.0"}
 	}
-	got := runHub(t, api, splitValues(t, r, nil), t.TempDir(), []hubUser{{Name: "pia", State: remember("home-pia")}, {Name: "quin", State: remember("home-quin")}})
+	ray := seedSplitClaim(t, cs, ns, "ray", "vol-ray", "vol-ray", false)
+	recordMerge(t, cs, ray, "ray", "", "", string(ray.UID))
+	got := runHub(t, api, splitValues(t, r, nil), t.TempDir(), []hubUser{{Name: "pia", State: remember("home-pia")}, {Name: "quin", State: remember("home-quin")},
+		{Name: "ray", State: remember("home-ray")}})
 	if s := got["pia"]; s.Pod != nil || s.Refused == "" || !strings.Contains(s.RefusedLog, "does not exist") {
 		t.Errorf("pia: refused %q (%s), pod %v; want refused: the copy switched to is missing", s.Refused, s.RefusedLog, s.Pod != nil)
 	}
-	s := got["quin"]
-	if s.Refused != "" {
-		t.Fatalf("quin: refused %s (%s)", s.Refused, s.RefusedLog)
-	}
-	if p := splitPodOf(t, "quin", s); p.homeClaim != "home-nfs" || p.homeSub != "home/quin" {
-		t.Errorf("quin: pod %+v, want the directory home/quin", p)
+	for _, u := range []string{"quin", "ray"} {
+		s := got[u]
+		if s.Refused != "" {
+			t.Errorf("%s: refused %s (%s)", u, s.Refused, s.RefusedLog)
+			continue
+		}
+		if p := splitPodOf(t, u, s); p.homeClaim != "home-nfs" || p.homeSub != "home/"+u || p.initDir != "home/"+u {
+			t.Errorf("%s: pod %+v, want the directory home/%s", u, p, u)
+		}
 	}
 }
 
 // In the plain per-user layout too, a claim a move out of the shared layout
 // made is mounted only once finished: a copy not marked (rae) is refused,
-// a marked one (sol) mounted.
+// a marked one (sol) mounted. A claim merged into the shared claim is
+// stale and this layout mounts no directory: refused, saying the home
+// moved to the shared storage (tom; a switched copy merged, xia; a claim
+// merged before its copy record is followed, yul); a
+// merge record without mark is mounted (una: the claim is still the home,
+// no copy runs under this hub); a mark of another UID refuses the spawn
+// (vic: a claim made again from a merged home).
 func TestSpawnerSpawn_perUserLayoutChecksMovedClaims(t *testing.T) {
 	home := kubespawner.HomeStorage{AccessMode: RWX, StorageClass: "longhorn", Capacity: "10Gi", NameTemplate: "claim-{username}", Scheme: kubespawner.SchemeSafe}
 	r := mustBuild(t, Config{Home: settingsOf(t, home)})
@@ -649,11 +738,33 @@ func TestSpawnerSpawn_perUserLayoutChecksMovedClaims(t *testing.T) {
 	copyClaim("rae")
 	sol := copyClaim("sol")
 	annotateClaim(t, cs, sol, migration.SplitCopiedAnnotation, string(sol.UID))
-	got := runHub(t, api, mergeValues(z2jhValues(t), helmValuesOf(t, r)), t.TempDir(), []hubUser{{Name: "rae"}, {Name: "sol"}})
+	tom := seedBoundClaim(t, cs, ns, "claim-tom", nil, "pv-tom", true)
+	recordMerge(t, cs, tom, "tom", "", "", string(tom.UID))
+	_, xia := seedSwitchedCopy(t, cs, ns, "xia", "claim-xia", "home-xia")
+	recordMerge(t, cs, xia, "xia", "", "", string(xia.UID))
+	yul, _ := seedSwitchedCopy(t, cs, ns, "yul", "claim-yul", "home-yul")
+	recordMerge(t, cs, yul, "yul", "", "", string(yul.UID))
+	recordMerge(t, cs, seedBoundClaim(t, cs, ns, "claim-una", nil, "pv-una", true), "una", "", "", "")
+	recordMerge(t, cs, seedBoundClaim(t, cs, ns, "claim-vic", nil, "pv-vic", true), "vic", "", "", "an-older-claims-uid")
+	var users []hubUser
+	for _, u := range []string{"rae", "sol", "tom", "xia", "yul", "una", "vic"} {
+		users = append(users, hubUser{Name: u})
+	}
+	got := runHub(t, api, mergeValues(z2jhValues(t), helmValuesOf(t, r)), t.TempDir(), users)
 	if s := got["rae"]; s.Pod != nil || s.Refused != moving || !strings.Contains(s.RefusedLog, "being copied") {
 		t.Errorf("rae: refused %q (%s), pod %v; want the home being copied", s.Refused, s.RefusedLog, s.Pod != nil)
 	}
-	if s := got["sol"]; s.Refused != "" || s.Pod == nil || s.PVCName != "claim-sol" {
-		t.Errorf("sol: refused %q (%s), claim %s", s.Refused, s.RefusedLog, s.PVCName)
+	for _, u := range []string{"sol", "una"} {
+		if s := got[u]; s.Refused != "" || s.Pod == nil || s.PVCName != "claim-"+u {
+			t.Errorf("%s: refused %q (%s), claim %s", u, s.Refused, s.RefusedLog, s.PVCName)
+		}
+	}
+	for _, u := range []string{"tom", "xia", "yul"} {
+		if s := got[u]; s.Pod != nil || !strings.Contains(s.Refused, "moved to the shared storage") || !strings.Contains(s.RefusedLog, "was merged") {
+			t.Errorf("%s: refused %q (%s), pod %v; want the home moved to the shared storage", u, s.Refused, s.RefusedLog, s.Pod != nil)
+		}
+	}
+	if s := got["vic"]; s.Pod != nil || !strings.Contains(s.Refused, "does not match") || !strings.Contains(s.RefusedLog, "not a finished merge") {
+		t.Errorf("vic: refused %q (%s), pod %v; want a mark of another claim refused", s.Refused, s.RefusedLog, s.Pod != nil)
 	}
 }

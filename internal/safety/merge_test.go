@@ -1,0 +1,294 @@
+package safety
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/claims"
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/kubespawner"
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/migration"
+)
+
+// mergeConfig is the merge of per-user claims into sharedConfig's layout.
+func mergeConfig(users ...string) Config {
+	cfg := sharedConfig("{username}", kubespawner.SchemeSafe, users...)
+	cfg.MergeInto, cfg.Shared = cfg.Shared, nil
+	cfg.OnLayoutChange = OnLayoutChangeMigrate
+	cfg.Migration = Migration{Method: migration.MethodAuto, SkipRunning: true, CopyImage: "rsync:3"}
+	return cfg
+}
+
+// perUserOf is the per-user layout the merge starts from.
+func perUserOf(users ...string) Config {
+	return Config{Namespace: "hub", AccessMode: RWO, Capacity: "10Gi", CapacityBytes: 10 << 30, NameTemplate: "claim-{username}",
+		Scheme: kubespawner.SchemeSafe, Users: users, OnModeChange: OnModeChangeFail}
+}
+
+// homeClaimOf is user's claim of the per-user layout; merged adds the
+// merge's record and, when marked, its mark.
+func homeClaimOf(user string, recorded, marked bool) claims.Claim {
+	c := claims.Claim{Namespace: "hub", Name: "claim-" + user, UID: "u-" + user, Username: user, AccessModes: []string{RWO},
+		Requested: "10Gi", RequestedBytes: 10 << 30, Capacity: "10Gi", Phase: "Bound", VolumeName: "pv-" + user, Annotations: map[string]string{}}
+	if recorded {
+		rec := migration.MergeRecord{User: user, Namespace: "hub", Claim: c.Name, ClaimUID: c.UID, Shared: "home-nfs", SharedUID: "s1", Directory: user}
+		c.Annotations[migration.MergeAnnotation] = rec.Encode()
+	}
+	if marked {
+		c.Annotations[migration.MergedAnnotation] = c.UID
+	}
+	return c
+}
+
+func mergeLive(cs ...claims.Claim) Live {
+	live := sharedLive(RWX)
+	live.Claims = cs
+	live.Mounted = map[claims.Ref]bool{}
+	live.DirectoriesInUse = &migration.DirectoryUse{}
+	return live
+}
+
+func wantActions(t *testing.T, res Result, want map[string]Action) {
+	t.Helper()
+	for u, a := range want {
+		up := planOf(res, u)
+		if up == nil || up.Action != a {
+			t.Errorf("%s: %+v, want %s", u, up, a)
+		}
+		if up != nil && a == ActionMigrate && up.Method != migration.MethodMerge {
+			t.Errorf("%s: method %s", u, up.Method)
+		}
+	}
+	for up := range res.All() {
+		if up.Action == ActionCreate || up.Action == ActionRecreate || up.Action == ActionDeleteSource {
+			t.Errorf("%s: %s while homes move into the shared layout (the hub would mount a new claim instead of the directory)", up.User, up.Action)
+		}
+	}
+}
+
+// From the per-user layout, the first apply only gives the hub the
+// merge's settings: the hub running now mounts a claim whatever it
+// carries, so nothing is copied yet; no claim is created for a listed
+// user without one (their home is the directory from now on).
+func TestPlanMerge_waitsForTheHubOfTheMerge(t *testing.T) {
+	cfg := mergeConfig("alice", "bob", "dora")
+	prior := &Prior{Config: perUserOf("alice", "bob", "dora"), Managed: map[string]string{"alice": "claim-alice", "bob": "claim-bob"}, HubSwitched: true}
+	res := Plan(cfg, prior, mergeLive(homeClaimOf("alice", false, false), homeClaimOf("bob", false, false)))
+	if len(res.Errors) != 0 || res.Class != ClassSafe {
+		t.Fatalf("%s\n%s", res.Class, findingsText(res.Errors))
+	}
+	wantActions(t, res, map[string]Action{"alice": ActionKeep, "bob": ActionKeep, "dora": ActionKeep})
+	if w := findingsText(res.Warnings); !strings.Contains(w, "Homes are merged from the next apply on") || !strings.Contains(w, "alice") {
+		t.Errorf("warnings:\n%s", w)
+	}
+	if up := planOf(res, "dora"); !strings.Contains(up.Reason, `directory "dora"`) {
+		t.Errorf("dora: %s", up.Reason)
+	}
+	// The same under a hub whose last apply failed, or with no state.
+	prior.Config = mergeConfig("alice", "bob", "dora")
+	prior.HubSwitched = false
+	wantActions(t, Plan(cfg, prior, mergeLive(homeClaimOf("alice", false, false))), map[string]Action{"alice": ActionKeep})
+	wantActions(t, Plan(cfg, nil, mergeLive(homeClaimOf("alice", false, false))), map[string]Action{"alice": ActionKeep})
+}
+
+// Under the hub of the merge (or of a move out: the same settings),
+// listed users' claims are copied, batch_size per apply; a claim not
+// listed, and a named server's, stays mounted.
+func TestPlanMerge_copiesUnderTheHubOfTheMerge(t *testing.T) {
+	cfg := mergeConfig("alice", "bob", "carol")
+	cfg.Migration.BatchSize = 2
+	live := mergeLive(homeClaimOf("alice", false, false), homeClaimOf("bob", false, false), homeClaimOf("carol", false, false), homeClaimOf("zed", false, false))
+	for name, was := range map[string]Config{"merge": mergeConfig("alice", "bob", "carol"), "move out": splitConfig("alice", "bob", "carol")} {
+		res := Plan(cfg, &Prior{Config: was, HubSwitched: true}, live)
+		if len(res.Errors) != 0 {
+			t.Fatalf("%s: %s", name, findingsText(res.Errors))
+		}
+		wantActions(t, res, map[string]Action{"alice": ActionMigrate, "bob": ActionMigrate, "carol": ActionKeep, "zed": ActionObserve})
+		if up := planOf(res, "carol"); !strings.Contains(up.Reason, "batch_size") {
+			t.Errorf("%s: carol: %s", name, up.Reason)
+		}
+	}
+	// A hub whose template names another claim for the user would not
+	// refuse the user during the copy.
+	was := mergeConfig("alice", "bob", "carol")
+	was.NameTemplate = "home-{username}"
+	wantActions(t, Plan(cfg, &Prior{Config: was, HubSwitched: true}, live), map[string]Action{"alice": ActionKeep, "bob": ActionKeep})
+}
+
+// A merge waits while a pod uses the claim or the directory: left for a
+// later apply with skip_running, else the plan fails naming the user; it
+// needs a copy image.
+func TestPlanMerge_waitsForPodsAndNeedsAnImage(t *testing.T) {
+	prior := &Prior{Config: mergeConfig("alice", "bob"), HubSwitched: true}
+	live := mergeLive(homeClaimOf("alice", false, false), homeClaimOf("bob", false, false))
+	live.Mounted[claims.Ref{Namespace: "hub", Name: "claim-alice"}] = true
+	use := migration.NewDirectoryUse([]string{"bob"})
+	live.DirectoriesInUse = &use
+	cfg := mergeConfig("alice", "bob")
+	res := Plan(cfg, prior, live)
+	if len(res.Errors) != 0 {
+		t.Fatal(findingsText(res.Errors))
+	}
+	wantActions(t, res, map[string]Action{"alice": ActionKeep, "bob": ActionKeep})
+	cfg.Migration.SkipRunning = false
+	res = Plan(cfg, prior, live)
+	if e := findingsText(res.Errors); !strings.Contains(e, "Homes in use cannot be merged") || !strings.Contains(e, "alice") || !strings.Contains(e, "bob") {
+		t.Errorf("errors:\n%s", e)
+	}
+	cfg = mergeConfig("alice")
+	cfg.Migration.CopyImage = ""
+	res = Plan(cfg, prior, mergeLive(homeClaimOf("alice", false, false)))
+	if e := findingsText(res.Errors); !strings.Contains(e, "Merging homes needs a copy image") {
+		t.Errorf("errors:\n%s", e)
+	}
+}
+
+// A merged claim is kept (the directory is the home); one under way
+// resumes while merging, and fails every other plan saying how to finish
+// or undo it: the plain per-user layout (the hub would mount it), the
+// shared layout (the hub would mount a partial copy), other settings of
+// the directory, another shared claim of that name, a claim made again.
+func TestPlanMerge_mergedAndUnfinishedClaims(t *testing.T) {
+	prior := &Prior{Config: mergeConfig("alice", "bob"), HubSwitched: true}
+	live := mergeLive(homeClaimOf("alice", true, true), homeClaimOf("bob", true, false))
+	cfg := mergeConfig("alice", "bob")
+	cfg.Migration.BatchSize = 1
+	res := Plan(cfg, prior, live)
+	if len(res.Errors) != 0 {
+		t.Fatal(findingsText(res.Errors))
+	}
+	wantActions(t, res, map[string]Action{"alice": ActionKeep, "bob": ActionMigrate})
+	if up := planOf(res, "alice"); !strings.Contains(up.Reason, "merged into directory") {
+		t.Errorf("alice: %s", up.Reason)
+	}
+	fails := func(name string, cfg Config, live Live, want ...string) {
+		t.Helper()
+		res := Plan(cfg, prior, live)
+		e := findingsText(res.Errors)
+		for _, w := range want {
+			if !strings.Contains(e, w) {
+				t.Errorf("%s: want %q in:\n%s", name, w, e)
+			}
+		}
+		for up := range res.All() {
+			if up.User == "bob" && up.Action == ActionMigrate {
+				t.Errorf("%s: bob's merge goes on", name)
+			}
+		}
+	}
+	fails("per-user layout", perUserOf("alice", "bob"), live, "A merge into the shared layout has not finished", "claim-bob", migration.MergeAnnotation)
+	shared := sharedConfig("{username}", kubespawner.SchemeSafe, "alice", "bob")
+	fails("shared layout", shared, live, "claim hub/claim-bob", "its merge has not finished")
+	if e := findingsText(Plan(shared, nil, live).Errors); !strings.Contains(e, "A migration of per-user homes is in progress") || !strings.Contains(e, "claim-bob") {
+		t.Errorf("shared layout, no state:\n%s", e)
+	}
+	moved := mergeConfig("alice", "bob")
+	moved.MergeInto = &SharedHome{Claim: "home-nfs", SubPathTemplate: "homes/{username}"}
+	fails("another directory", moved, live, "A merge into the shared layout has not finished")
+	again := live
+	again.Shared = &claims.Claim{Namespace: "hub", Name: "home-nfs", UID: "s2", AccessModes: []string{RWX}, Phase: "Bound"}
+	fails("shared claim made again", cfg, again, "The shared claim was made again since a merge began")
+	restored := homeClaimOf("bob", true, true)
+	restored.UID = "u-bob-2"
+	fails("claim made again", cfg, mergeLive(restored), "A merged claim was made again")
+	unreadable := homeClaimOf("bob", false, false)
+	unreadable.Annotations[migration.MergeAnnotation] = "{"
+	fails("unreadable", cfg, mergeLive(unreadable), "A merge record cannot be read")
+}
+
+// Leaving the merge: for the shared layout, a claim not merged is a home
+// the hub stops mounting (named; only "keep" applies it), a merged one is
+// not; for the per-user layout, merged users' homes are directories its
+// hub refuses to replace by the stale claim (named; "keep" applies it).
+func TestPlanMerge_leavingTheMerge(t *testing.T) {
+	prior := &Prior{Config: mergeConfig("alice", "bob"), HubSwitched: true}
+	live := mergeLive(homeClaimOf("alice", true, true), homeClaimOf("bob", false, false))
+	shared := sharedConfig("{username}", kubespawner.SchemeSafe, "alice", "bob")
+	res := Plan(shared, prior, live)
+	e := findingsText(res.Errors)
+	if !strings.Contains(e, "claim hub/claim-bob") || strings.Contains(e, "claim-alice") {
+		t.Errorf("to the shared layout:\n%s", e)
+	}
+	shared.OnLayoutChange = OnLayoutChangeKeep
+	if res := Plan(shared, prior, live); len(res.Errors) != 0 {
+		t.Errorf("keep: %s", findingsText(res.Errors))
+	}
+	// Every claim merged: the shared layout is safe.
+	shared.OnLayoutChange = OnLayoutChangeFail
+	if res := Plan(shared, prior, mergeLive(homeClaimOf("alice", true, true), homeClaimOf("bob", true, true))); len(res.Errors) != 0 {
+		t.Errorf("all merged: %s", findingsText(res.Errors))
+	}
+	perUser := perUserOf("alice", "bob")
+	res = Plan(perUser, prior, live)
+	if e := findingsText(res.Errors); !strings.Contains(e, "Merged homes are directories of the shared claim") ||
+		!strings.Contains(e, `alice: directory "alice" of claim hub/home-nfs → claim hub/claim-alice`) {
+		t.Errorf("to the per-user layout:\n%s", e)
+	}
+	perUser.OnLayoutChange = OnLayoutChangeKeep
+	if res := Plan(perUser, prior, live); len(res.Errors) != 0 {
+		t.Errorf("keep: %s", findingsText(res.Errors))
+	}
+}
+
+// Into the merge straight from the shared layout: every claim of a home
+// that exists is one the hub starts mounting instead of the directory.
+func TestPlanMerge_fromTheSharedLayoutNamesClaims(t *testing.T) {
+	prior := &Prior{Config: sharedConfig("{username}", kubespawner.SchemeSafe, "alice"), HubSwitched: true}
+	res := Plan(mergeConfig("alice"), prior, mergeLive(homeClaimOf("alice", false, false)))
+	if e := findingsText(res.Errors); !strings.Contains(e, "claim hub/claim-alice") {
+		t.Errorf("errors:\n%s", e)
+	}
+}
+
+// The shared claim must exist; named servers must keep the home they
+// share with the default server.
+func TestPlanMerge_sharedClaimAndNamedServers(t *testing.T) {
+	prior := &Prior{Config: perUserOf("alice")}
+	live := mergeLive(homeClaimOf("alice", false, false))
+	live.Shared = nil
+	if e := findingsText(Plan(mergeConfig("alice"), prior, live).Errors); !strings.Contains(e, "The shared home claim does not exist") {
+		t.Errorf("no shared claim:\n%s", e)
+	}
+	cfg := mergeConfig("alice")
+	cfg.MergeInto.SubPathTemplate = "{username}/{servername}"
+	if e := findingsText(Plan(cfg, prior, mergeLive(homeClaimOf("alice", false, false))).Errors); !strings.Contains(e, "Named servers would lose the default server's home") {
+		t.Errorf("named servers:\n%s", e)
+	}
+}
+
+// A home that went through the copy migration (its claim carries a copy
+// record; the switched copy is the home) is not merged: neither the
+// source nor the copy is copied into the directory, and nothing is
+// created.
+func TestPlanMerge_copiedHomesAreNotMerged(t *testing.T) {
+	prior := &Prior{Config: mergeConfig("alice"), HubSwitched: true}
+	src := homeClaimOf("alice", false, false)
+	src.Annotations[migration.CopyAnnotation] = migration.CopyRecord{Step: migration.StepSwitched, User: "alice", Target: "home-alice", To: RWX}.Encode()
+	res := Plan(mergeConfig("alice"), prior, mergeLive(src))
+	for up := range res.All() {
+		if up.Action == ActionMigrate || up.Action == ActionCreate {
+			t.Errorf("%s: %s %s", up.User, up.Action, up.Reason)
+		}
+	}
+}
+
+// Homes moved out of the shared layout and merged back: a claim on the
+// very directory (zero copy) holds the same files and is not copied; a
+// claim copied out of it is, with a warning that the directory still
+// holds the old files (the merge's Job refuses it until someone moves
+// them away).
+func TestPlanMerge_homesMovedOutBefore(t *testing.T) {
+	prior := &Prior{Config: splitConfig("alice", "bob"), HubSwitched: true}
+	zero := splitClaimOf("alice", true)
+	copied := copyClaimOf("bob", true)
+	res := Plan(mergeConfig("alice", "bob"), prior, mergeLive(zero, copied))
+	if len(res.Errors) != 0 {
+		t.Fatal(findingsText(res.Errors))
+	}
+	wantActions(t, res, map[string]Action{"alice": ActionKeep, "bob": ActionMigrate})
+	if up := planOf(res, "alice"); !strings.Contains(up.Reason, "the same files") {
+		t.Errorf("alice: %s", up.Reason)
+	}
+	if w := findingsText(res.Warnings); !strings.Contains(w, "Directories copied out of still hold the old files") || !strings.Contains(w, "bob") {
+		t.Errorf("warnings:\n%s", w)
+	}
+}
