@@ -9,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -23,12 +25,16 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/yaml"
 
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/acctest"
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/hubtest"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/kube"
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/kubespawner"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/migration"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/provider"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/safety"
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/spawner"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/testcluster"
 )
 
@@ -41,7 +47,8 @@ import (
 // hub the merge's settings and copies nothing, each later one merges one
 // user (batch_size = 1): the provider's Job (the test bed's rsync image)
 // copies the claim, mounted read-only, into the user's directory of the
-// shared claim, and the claim is marked merged with its own UID. The
+// shared claim, and the claim is marked merged with its own UID; from
+// then on the hub mounts the directory for that user. The
 // directory, read on this machine's disk and through a pod that mounts
 // it as the shared layout does (subPath), holds every byte, owner, mode,
 // hard link, symlink, hole, extended attribute and time of the claim; the
@@ -85,7 +92,8 @@ var mergeConfig = fmt.Sprintf(`layout           = "shared"
   }`, movedShared, testcluster.ToolsImage, testcluster.ToolsImage)
 
 // config is the resource in the per-user layout (claims of copyClass),
-// with more.
+// with more, and the hub's configuration from it (its Helm values an
+// output).
 func (h *mergeHomes) config(more string) string {
 	var users []string
 	for _, u := range h.users {
@@ -100,7 +108,16 @@ resource "jupyter_home_storage" "homes" {
   users              = jsonencode({ %s })
   %s
 }
-`, h.ns, copyClass, strings.Join(users, ", "), more))
+
+resource "jupyter_spawner_config" "hub" {
+  namespace             = %q
+  home_storage_settings = jupyter_home_storage.homes.spawner_settings
+}
+
+output "helm_values" {
+  value = provider::jupyter::helm_values(jupyter_spawner_config.hub)
+}
+`, h.ns, copyClass, strings.Join(users, ", "), more, h.ns))
 }
 
 // write has each user's server write their home through their claim,
@@ -344,9 +361,12 @@ func mergeDone(user string) resource.TestCheckFunc {
 // written by their servers, are merged into their directories of the
 // shared claim, one apply each after the one that gives the hub the
 // merge's settings, and read back whole through the directories; the
-// claims stay exactly as written. A directory that holds a file already
-// refuses bob's merge (nothing recorded on his claim, the file untouched)
-// until the file is gone.
+// claims stay exactly as written. Between the two, a hub with the merge's
+// settings (real KubeSpawner and the provider's hub file) spawns both:
+// alice's server mounts her directory and reads there what she wrote
+// before the merge, bob's mounts his claim. A directory that holds a file
+// already refuses bob's merge (nothing recorded on his claim, the file
+// untouched) until the file is gone.
 func TestAccHomeStorage_mergeIntoSharedLayout(t *testing.T) {
 	acctest.Cluster(t)
 	t.Parallel()
@@ -386,6 +406,9 @@ func TestAccHomeStorage_mergeIntoSharedLayout(t *testing.T) {
 						t.Logf("%s merged after %s", first, time.Since(start).Round(time.Second))
 						return errors.Join(h.mergedAll(first), h.notMerged(second))
 					},
+					// The hub with the merge's settings: alice's server
+					// mounts her directory, bob's his claim.
+					func(s *terraform.State) error { return h.spawnBoth(s, first, second) },
 				),
 			},
 			{
@@ -399,7 +422,7 @@ func TestAccHomeStorage_mergeIntoSharedLayout(t *testing.T) {
 				},
 				Config:           merge,
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{h.planMerges(second)}},
-				ExpectError: wrapRE(`1 of 1 home migrations did not finish.*bob \(claim-bob, merge into the user's directory of the shared claim, stopped at pending\): `+
+				ExpectError: wrapRE(`1 of 1 home migrations did not finish.*bob \(claim-bob, merge into the user's directory of the shared claim, stopped at pending\): ` +
 					`prepare-merge-directory: .*directory "home/bob" of home-shared failed.*` +
 					`refusing to merge into /mnt/homes/home/bob: it holds files already.*nothing was recorded on claim [^ ]*/claim-bob`),
 			},
@@ -621,4 +644,134 @@ func (h *mergeHomes) undoMerge(user string) {
 	if err := h.notMerged(user); err != nil {
 		t.Fatalf("undoing %s's merge: %v", user, err)
 	}
+}
+
+// spawnBoth starts a hub with the Helm values the last apply rendered (the
+// merge's settings: real KubeSpawner and the provider's hub file, asking
+// the API server as the chart's hub ServiceAccount), spawns merged's and
+// notYet's servers and runs their pods on the node. merged's server
+// mounts the shared claim at merged's directory and reads there the home
+// the merge copied (the directory's own inodes, not the claim's); notYet's
+// mounts notYet's claim whole and reads the home as written (the claim's
+// inodes).
+func (h *mergeHomes) spawnBoth(s *terraform.State, merged, notYet string) error {
+	out, ok := s.RootModule().Outputs["helm_values"]
+	if !ok {
+		return fmt.Errorf("no output helm_values")
+	}
+	var own map[string]any
+	if err := yaml.Unmarshal([]byte(fmt.Sprint(out.Value)), &own); err != nil {
+		return fmt.Errorf("helm_values: %w", err)
+	}
+	hub := hubtest.StartHub(h.t, hubtest.HubIdentity(h.t, h.ns), hubtest.MergeValues(hubtest.Z2jhValues(h.t), own), h.t.TempDir(), spawner.FilesDir)
+	got, err := hub.Spawn([]hubtest.HubUser{{Name: merged}, {Name: notYet}})
+	if err != nil {
+		return err
+	}
+	list, err := h.spawnedHome(merged, got[merged], movedShared, "home/"+merged)
+	if err != nil {
+		return err
+	}
+	if withoutInodes(list) != withoutInodes(h.before[merged]) {
+		return fmt.Errorf("%s's server reads\n%s\nthe claim listed\n%s", merged, list, h.before[merged])
+	}
+	if err := checkMovedTree(merged, list); err != nil {
+		return fmt.Errorf("%s's server: %w", merged, err)
+	}
+	var st syscall.Stat_t
+	if err := syscall.Stat(filepath.Join(h.dir(merged), "notes.txt"), &st); err != nil {
+		return err
+	}
+	if entries, _ := parseListing(list); entries["notes.txt"].inode != strconv.FormatUint(st.Ino, 10) {
+		return fmt.Errorf("%s's server reads notes.txt of inode %s, the directory's is %d", merged, entries["notes.txt"].inode, st.Ino)
+	}
+	if got[notYet].PVCName != "claim-"+notYet {
+		return fmt.Errorf("%s: KubeSpawner's pvc_name is %s, want claim-%s", notYet, got[notYet].PVCName, notYet)
+	}
+	if list, err = h.spawnedHome(notYet, got[notYet], "claim-"+notYet, ""); err != nil {
+		return err
+	}
+	if list != h.before[notYet] {
+		return fmt.Errorf("%s's server reads\n%s\nthe claim listed\n%s", notYet, list, h.before[notYet])
+	}
+	return nil
+}
+
+// spawnedHome runs KubeSpawner's pod of user's server (the hub's spawn s)
+// on the node and returns the listing of its home as the server sees it
+// (listScript). The pod must mount one claim, claim, and the notebook
+// container must mount it at subPath sub ("" for the whole claim); the
+// provider's init container, which makes the directory when missing, must
+// be there exactly when sub is set, told sub, and runs as rendered.
+// Swapped as runSharedHomePod swaps them: z2jh's privileged init container
+// dropped, every image the test bed's, the test bed's scheduler, no
+// restart; the notebook container lists the home instead of
+// jupyterhub-singleuser, as the home's owner (each home here has its own).
+func (h *mergeHomes) spawnedHome(user string, s hubtest.HubSpawn, claim, sub string) (string, error) {
+	if s.Refused != "" {
+		return "", fmt.Errorf("%s: the hub refused the spawn: %s (%s)", user, s.Refused, s.RefusedLog)
+	}
+	pod, err := s.PodObject()
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", user, err)
+	}
+	var claims []string
+	volume := ""
+	for _, v := range pod.Spec.Volumes {
+		if v.PersistentVolumeClaim != nil {
+			claims = append(claims, v.PersistentVolumeClaim.ClaimName)
+			volume = v.Name
+		}
+	}
+	if len(claims) != 1 || claims[0] != claim {
+		return "", fmt.Errorf("%s: the pod mounts claims %v, want only %s", user, claims, claim)
+	}
+	pod.Namespace, pod.Spec.SchedulerName, pod.Spec.RestartPolicy = h.ns, "", corev1.RestartPolicyNever
+	var inits []string
+	for _, ic := range pod.Spec.InitContainers {
+		if ic.Name != kubespawner.SharedInitContainer {
+			continue
+		}
+		inits = append(inits, ic.Name)
+		for _, e := range ic.Env {
+			if e.Name == "HOME_DIRECTORY" && e.Value != sub {
+				return "", fmt.Errorf("%s: the init container is told directory %q, want %q", user, e.Value, sub)
+			}
+		}
+	}
+	if want := sub != ""; (len(inits) == 1) != want || len(inits) > 1 {
+		return "", fmt.Errorf("%s: the provider's init containers %v; want one: %v", user, inits, want)
+	}
+	pod.Spec.InitContainers = slices.DeleteFunc(pod.Spec.InitContainers, func(ic corev1.Container) bool { return ic.Name != kubespawner.SharedInitContainer })
+	mount := ""
+	uid, gid := movedUIDs[user], int64(100)
+	for i := range pod.Spec.Containers {
+		ct := &pod.Spec.Containers[i]
+		ct.Image = testcluster.ToolsImage
+		if ct.Name != "notebook" {
+			continue
+		}
+		for _, m := range ct.VolumeMounts {
+			if m.Name == volume {
+				if m.SubPath != sub {
+					return "", fmt.Errorf("%s: the home is mounted at %s from subPath %q, want %q", user, m.MountPath, m.SubPath, sub)
+				}
+				mount = m.MountPath
+			}
+		}
+		ct.Command, ct.Args = []string{"sh", "-c", strings.Replace(listScript, "cd /home", "cd '"+mount+"'", 1)}, nil
+		if ct.SecurityContext == nil {
+			ct.SecurityContext = &corev1.SecurityContext{}
+		}
+		ct.SecurityContext.RunAsUser, ct.SecurityContext.RunAsGroup = &uid, &gid
+	}
+	if mount == "" {
+		return "", fmt.Errorf("%s: the notebook container does not mount the home volume: %+v", user, pod.Spec.Containers)
+	}
+	list, err := testcluster.RunPod(h.ctx, h.cs, pod)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", user, err)
+	}
+	h.t.Logf("%s: pod %s (init containers %v) has home %s = %q of %s", user, pod.Name, inits, mount, sub, claim)
+	return list, nil
 }
