@@ -696,8 +696,12 @@ func (p *planner) planClaim(up UserPlan) (UserPlan, bool) {
 		}
 	case c.Deleting:
 		up.Action, up.Reason = ActionKeep, "being deleted by someone else"
+		then := "the next plan will create it again, empty"
+		if fb := Fallback(p.cfg); fb != nil {
+			then = fmt.Sprintf("the user's server mounts their directory of claim %s/%s (no claim is created while homes move between layouts)", p.cfg.Namespace, fb.Claim)
+		}
 		p.warnf("users", "A home claim is being deleted",
-			"Claim %s of user %q has a deletion timestamp: someone else is deleting it. Once it is gone, the next plan will create it again, empty.", c.Name, u)
+			"Claim %s of user %q has a deletion timestamp: someone else is deleting it. Once it is gone, %s.", c.Name, u, then)
 	case p.cfg.MergeInto != nil && (!up.Managed || up.Server != ""):
 		// Mounted until merged; never changed, rebound or copied elsewhere.
 		up.Action, up.Reason = ActionObserve, "mounted until merged into the shared claim (only listed users' default servers are merged)"
