@@ -2,7 +2,6 @@ package nodeacc
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -11,7 +10,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -267,57 +265,45 @@ func (h *copyMove) copiedAll(user string) error {
 // planCopies checks a plan that copies user's home (and no one else's),
 // leaving the users in later to later applies (batch_size); safe.
 func (h *copyMove) planCopies(user string, later ...string) planOf {
-	return func(after map[string]any) error {
-		var changes safety.Changes
-		var mplan map[string]planEntry
-		if err := errors.Join(jsonAttr(after, "changes", &changes), jsonAttr(after, "migration_plan", &mplan)); err != nil {
-			return err
-		}
-		method := string(migration.MethodDirectoryCopy)
-		if c := changes[user]; len(changes) != 1 || c.Action != safety.ActionMigrate || c.Method != method || c.Claim != "claim-"+user {
-			return fmt.Errorf("changes %v, want only %s's move (migrate, %s)", changes, user, method)
-		}
-		if e := mplan[user]; e.Method != method || e.Claim != "claim-"+user || e.Volume != "" {
-			return fmt.Errorf("migration_plan[%s] = %+v, want %s into claim-%s, no volume", user, e, method, user)
-		}
-		for _, u := range later {
-			if e := mplan[u]; e.Method != "none" || e.Claim != "claim-"+u || !strings.Contains(e.Reason, "batch_size") {
-				return fmt.Errorf("migration_plan[%s] = %+v, want left for a later apply (batch_size)", u, e)
-			}
-		}
-		if len(mplan) != 1+len(later) {
-			return fmt.Errorf("migration_plan %v, want %s moved and %v left for later", mplan, user, later)
-		}
-		if cc := after["change_class"]; cc != string(safety.ClassSafe) {
-			return fmt.Errorf("change_class %v, want safe", cc)
+	return planMigrates(user, string(migration.MethodDirectoryCopy), later, func(_ safety.Change, e planEntry) error {
+		if e.Volume != "" {
+			return fmt.Errorf("migration_plan[%s] = %+v, want no volume", user, e)
 		}
 		return nil
-	}
+	})
 }
 
 // enterMove is the apply that gives the hub the move's settings: it copies
 // no one (a copy needs a hub that refuses the user while it runs), and
 // migration_plan says each user is copied by a later apply.
 func (h *copyMove) enterMove(migrate string, users ...string) resource.TestStep {
+	return enterFirst(migrate, "move", users, h.notMoved)
+}
+
+// enterFirst is the apply of config that gives the hub the settings of a
+// migration (what: "move", "merge") that needs the hub first: it migrates
+// none of users (untouched checks each), and migration_plan leaves each
+// of them, and no one else, to a later apply, once the hub has those
+// settings.
+func enterFirst(config, what string, users []string, untouched func(user string) error) resource.TestStep {
 	return resource.TestStep{
-		Config:             migrate,
-		ExpectNonEmptyPlan: true, // the next plan copies
+		Config:             config,
+		ExpectNonEmptyPlan: true, // the next plan migrates
 		Check: func(s *terraform.State) error {
-			rs := s.RootModule().Resources[homesAddr]
-			if rs == nil {
-				return fmt.Errorf("no %s", homesAddr)
-			}
-			var mplan map[string]planEntry
-			if err := json.Unmarshal([]byte(rs.Primary.Attributes["migration_plan"]), &mplan); err != nil {
+			mplan, err := stateMigrationPlan(s)
+			if err != nil {
 				return err
 			}
 			for _, u := range users {
-				if err := h.notMoved(u); err != nil {
+				if err := untouched(u); err != nil {
 					return err
 				}
-				if e := mplan[u]; e.Method != "none" || !strings.Contains(e.Reason, "once the hub has the move's settings") {
-					return fmt.Errorf("migration_plan[%s] = %+v, want copied by a later apply, once the hub has the settings", u, e)
+				if e := mplan[u]; e.Method != "none" || e.Claim != "claim-"+u || !strings.Contains(e.Reason, "once the hub has the "+what+"'s settings") {
+					return fmt.Errorf("migration_plan[%s] = %+v, want left for a later apply, once the hub has the %s's settings", u, e, what)
 				}
+			}
+			if len(mplan) != len(users) {
+				return fmt.Errorf("migration_plan %v, want %v left for a later apply", mplan, users)
 			}
 			return nil
 		},
@@ -326,17 +312,7 @@ func (h *copyMove) enterMove(migrate string, users ...string) resource.TestStep 
 
 // copyDone checks migration_status after an apply that copied user's home.
 func copyDone(user string) resource.TestCheckFunc {
-	return resource.TestCheckResourceAttrWith(homesAddr, "migration_status", func(v string) error {
-		var st map[string]statusEntry
-		if err := json.Unmarshal([]byte(v), &st); err != nil {
-			return err
-		}
-		want := statusEntry{Method: string(migration.MethodDirectoryCopy), Step: string(migration.StepDone)}
-		if len(st) != 1 || st[user] != want {
-			return fmt.Errorf("migration_status %s, want %s: %+v", v, user, want)
-		}
-		return nil
-	})
+	return migrationDone(user, statusEntry{Method: string(migration.MethodDirectoryCopy), Step: string(migration.StepDone)})
 }
 
 // TestAccHomeStorage_moveOutOfSharedLayoutByCopy: alice's and bob's
@@ -431,27 +407,7 @@ func TestAccHomeStorage_moveOutOfSharedLayoutByCopyStoppedAfterEachStep(t *testi
 
 	stops := []migration.Op{migration.OpPrepareDirectory, migration.OpCreateDirectoryCopyClaim, migration.OpStartDirectoryCopy,
 		migration.OpWaitDirectoryCopy, migration.OpMarkSplitCopied}
-	var mu sync.Mutex
-	var stopAt migration.Op
-	var ran []migration.Op
-	hook := func(u string, op migration.Op) error {
-		mu.Lock()
-		defer mu.Unlock()
-		ran = append(ran, op)
-		if u == user && op == stopAt {
-			stopAt = ""
-			return fmt.Errorf("apply stopped after step %s", op)
-		}
-		return nil
-	}
-	setStop := func(op migration.Op) {
-		mu.Lock()
-		defer mu.Unlock()
-		if stopAt != "" {
-			t.Fatalf("the apply did not stop after %s (ran %v)", stopAt, ran)
-		}
-		stopAt = op
-	}
+	stop := &stopper{t: t, user: user}
 	var stoppedUID string // the claim a stopped apply made, if any
 	steps := []resource.TestStep{{
 		Config: shared,
@@ -464,7 +420,7 @@ func TestAccHomeStorage_moveOutOfSharedLayoutByCopyStoppedAfterEachStep(t *testi
 					if i > 0 {
 						h.undoCopy(user)
 					}
-					setStop(op)
+					stop.set(op)
 				},
 				Config: migrate,
 				ExpectError: wrapRE(fmt.Sprintf(`1 of 1 home migrations did not finish.*%s \(%s, copy of the user's directory of the shared claim, stopped at .*apply stopped after step %s`,
@@ -472,7 +428,7 @@ func TestAccHomeStorage_moveOutOfSharedLayoutByCopyStoppedAfterEachStep(t *testi
 			},
 			resource.TestStep{
 				PreConfig: func() {
-					setStop("")
+					stop.set("")
 					stoppedUID = h.stoppedAfterCopy(op)
 				},
 				Config:           migrate,
@@ -485,9 +441,7 @@ func TestAccHomeStorage_moveOutOfSharedLayoutByCopyStoppedAfterEachStep(t *testi
 					if stoppedUID != "" && string(pvc.UID) != stoppedUID {
 						return fmt.Errorf("after stopping at %s, %s is a new claim (UID %s), not the one the stopped apply made (%s)", op, claim, pvc.UID, stoppedUID)
 					}
-					mu.Lock()
-					t.Logf("stopped after %s, then converged: steps so far %v", op, ran)
-					mu.Unlock()
+					t.Logf("stopped after %s, then converged: steps so far %v", op, stop.ran())
 					if rs := s.RootModule().Resources[homesAddr]; rs != nil {
 						t.Logf("migration_status %s", rs.Primary.Attributes["migration_status"])
 					}
@@ -497,7 +451,7 @@ func TestAccHomeStorage_moveOutOfSharedLayoutByCopyStoppedAfterEachStep(t *testi
 			resource.TestStep{Config: migrate, PlanOnly: true},
 		)
 	}
-	resource.Test(t, resource.TestCase{ProtoV6ProviderFactories: factories(provider.Options{AfterStep: hook}), Steps: steps})
+	resource.Test(t, resource.TestCase{ProtoV6ProviderFactories: factories(provider.Options{AfterStep: stop.hook}), Steps: steps})
 	t.Logf("took %s", time.Since(start).Round(time.Second))
 }
 

@@ -12,7 +12,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -25,7 +24,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/yaml"
 
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/acctest"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/hubtest"
@@ -251,11 +249,17 @@ func (h *mergeHomes) readBackMerge(user string) error {
 	if err != nil {
 		return err
 	}
+	return h.readsClaim(user, list, user+"'s directory of the shared claim")
+}
+
+// readsClaim checks a listing of user's home (what reads it: who) against
+// the claim's as written, inodes aside, and the tree it holds.
+func (h *mergeHomes) readsClaim(user, list, who string) error {
 	if withoutInodes(list) != withoutInodes(h.before[user]) {
-		return fmt.Errorf("%s's directory of the shared claim lists\n%s\nthe claim listed\n%s", user, list, h.before[user])
+		return fmt.Errorf("%s lists\n%s\nthe claim listed\n%s", who, list, h.before[user])
 	}
 	if err := checkMovedTree(user, list); err != nil {
-		return fmt.Errorf("%s's directory of the shared claim: %w", user, err)
+		return fmt.Errorf("%s: %w", who, err)
 	}
 	return nil
 }
@@ -277,84 +281,33 @@ func (h *mergeHomes) mergedAll(user string) error {
 }
 
 // planMerges checks a plan that merges user's claim (and no one else's),
-// leaving the users in later to later applies (batch_size); safe.
+// the claim written (its UID), leaving the users in later to later
+// applies (batch_size); safe.
 func (h *mergeHomes) planMerges(user string, later ...string) planOf {
-	return func(after map[string]any) error {
-		var changes safety.Changes
-		var mplan map[string]planEntry
-		if err := errors.Join(jsonAttr(after, "changes", &changes), jsonAttr(after, "migration_plan", &mplan)); err != nil {
-			return err
-		}
-		method := string(migration.MethodMerge)
-		if c := changes[user]; len(changes) != 1 || c.Action != safety.ActionMigrate || c.Method != method || c.Claim != "claim-"+user || c.UID != h.claimUID[user] {
-			return fmt.Errorf("changes %v, want only %s's merge (migrate, %s, claim-%s of UID %s)", changes, user, method, user, h.claimUID[user])
-		}
-		if e := mplan[user]; e.Method != method || e.Claim != "claim-"+user {
-			return fmt.Errorf("migration_plan[%s] = %+v, want %s of claim-%s", user, e, method, user)
-		}
-		for _, u := range later {
-			if e := mplan[u]; e.Method != "none" || e.Claim != "claim-"+u || !strings.Contains(e.Reason, "batch_size") {
-				return fmt.Errorf("migration_plan[%s] = %+v, want left for a later apply (batch_size)", u, e)
-			}
-		}
-		if len(mplan) != 1+len(later) {
-			return fmt.Errorf("migration_plan %v, want %s merged and %v left for later", mplan, user, later)
-		}
-		if cc := after["change_class"]; cc != string(safety.ClassSafe) {
-			return fmt.Errorf("change_class %v, want safe", cc)
+	return planMigrates(user, string(migration.MethodMerge), later, func(c safety.Change, _ planEntry) error {
+		if c.UID != h.claimUID[user] {
+			return fmt.Errorf("changes[%s] = %+v, want the claim written (UID %s)", user, c, h.claimUID[user])
 		}
 		return nil
-	}
+	})
 }
 
 // enterMerge is the apply that gives the hub the merge's settings: it
 // copies no one (a merge needs a hub that refuses the user while it
-// copies), and migration_plan says each user is merged by a later apply.
+// copies): no claim is marked, no directory made, and migration_plan says
+// each user is merged by a later apply.
 func (h *mergeHomes) enterMerge(merge string) resource.TestStep {
-	return resource.TestStep{
-		Config:             merge,
-		ExpectNonEmptyPlan: true, // the next plan merges
-		Check: func(s *terraform.State) error {
-			rs := s.RootModule().Resources[homesAddr]
-			if rs == nil {
-				return fmt.Errorf("no %s", homesAddr)
-			}
-			var mplan map[string]planEntry
-			if err := json.Unmarshal([]byte(rs.Primary.Attributes["migration_plan"]), &mplan); err != nil {
-				return err
-			}
-			for _, u := range h.users {
-				if err := h.notMerged(u); err != nil {
-					return err
-				}
-				if _, err := os.Lstat(h.dir(u)); !errors.Is(err, os.ErrNotExist) {
-					return fmt.Errorf("%s's directory of the shared claim exists (%v) before any merge", u, err)
-				}
-				if e := mplan[u]; e.Method != "none" || e.Claim != "claim-"+u || !strings.Contains(e.Reason, "once the hub has the merge's settings") {
-					return fmt.Errorf("migration_plan[%s] = %+v, want merged by a later apply, once the hub has the merge's settings", u, e)
-				}
-			}
-			if len(mplan) != len(h.users) {
-				return fmt.Errorf("migration_plan %v, want every user left for a later apply", mplan)
-			}
-			return nil
-		},
-	}
+	return enterFirst(merge, "merge", h.users, func(u string) error {
+		if _, err := os.Lstat(h.dir(u)); !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("%s's directory of the shared claim exists (%v) before any merge", u, err)
+		}
+		return h.notMerged(u)
+	})
 }
 
 // mergeDone checks migration_status after an apply that merged user.
 func mergeDone(user string) resource.TestCheckFunc {
-	return resource.TestCheckResourceAttrWith(homesAddr, "migration_status", func(v string) error {
-		var st map[string]statusEntry
-		if err := json.Unmarshal([]byte(v), &st); err != nil {
-			return err
-		}
-		want := statusEntry{Method: string(migration.MethodMerge), Step: string(migration.StepDone)}
-		if len(st) != 1 || st[user] != want {
-			return fmt.Errorf("migration_status %s, want %s: %+v", v, user, want)
-		}
-		return nil
-	})
+	return migrationDone(user, statusEntry{Method: string(migration.MethodMerge), Step: string(migration.StepDone)})
 }
 
 // TestAccHomeStorage_mergeIntoSharedLayout: alice's and bob's claims,
@@ -481,27 +434,7 @@ func TestAccHomeStorage_mergeIntoSharedLayoutStoppedAfterEachStep(t *testing.T) 
 		{migration.OpWaitMerge, migration.OpRestartMerge},
 		{migration.OpMarkMerged},
 	}
-	var mu sync.Mutex
-	var stopAt migration.Op
-	var ran []migration.Op
-	hook := func(u string, op migration.Op) error {
-		mu.Lock()
-		defer mu.Unlock()
-		ran = append(ran, op)
-		if u == user && op == stopAt {
-			stopAt = ""
-			return fmt.Errorf("apply stopped after step %s", op)
-		}
-		return nil
-	}
-	setStop := func(op migration.Op) {
-		mu.Lock()
-		defer mu.Unlock()
-		if stopAt != "" {
-			t.Fatalf("the apply did not stop after %s (ran %v)", stopAt, ran)
-		}
-		stopAt = op
-	}
+	stop := &stopper{t: t, user: user}
 	steps := []resource.TestStep{{
 		Config: perUser,
 		Check:  func(*terraform.State) error { return h.write() },
@@ -512,12 +445,12 @@ func TestAccHomeStorage_mergeIntoSharedLayoutStoppedAfterEachStep(t *testing.T) 
 				PreConfig: func() {
 					switch {
 					case j > 0:
-						setStop("")
+						stop.set("")
 						h.stoppedAfterMerge(ops[j-1])
 					case i > 0:
 						h.undoMerge(user)
 					}
-					setStop(op)
+					stop.set(op)
 				},
 				Config: merge,
 				ExpectError: wrapRE(fmt.Sprintf(`1 of 1 home migrations did not finish.*%s \(%s, merge into the user's directory of the shared claim, stopped at .*apply stopped after step %s`,
@@ -527,15 +460,13 @@ func TestAccHomeStorage_mergeIntoSharedLayoutStoppedAfterEachStep(t *testing.T) 
 		last := ops[len(ops)-1]
 		steps = append(steps, resource.TestStep{
 			PreConfig: func() {
-				setStop("")
+				stop.set("")
 				h.stoppedAfterMerge(last)
 			},
 			Config:           merge,
 			ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: h.planAfterMergeStop(last)},
 			Check: func(s *terraform.State) error {
-				mu.Lock()
-				t.Logf("stopped after %v, then converged: steps so far %v", ops, ran)
-				mu.Unlock()
+				t.Logf("stopped after %v, then converged: steps so far %v", ops, stop.ran())
 				if rs := s.RootModule().Resources[homesAddr]; rs != nil {
 					t.Logf("migration_status %s", rs.Primary.Attributes["migration_status"])
 				}
@@ -544,7 +475,7 @@ func TestAccHomeStorage_mergeIntoSharedLayoutStoppedAfterEachStep(t *testing.T) 
 		})
 	}
 	steps = append(steps, resource.TestStep{Config: merge, PlanOnly: true})
-	resource.Test(t, resource.TestCase{ProtoV6ProviderFactories: factories(provider.Options{AfterStep: hook}), Steps: steps})
+	resource.Test(t, resource.TestCase{ProtoV6ProviderFactories: factories(provider.Options{AfterStep: stop.hook}), Steps: steps})
 	t.Logf("took %s", time.Since(start).Round(time.Second))
 }
 
@@ -655,13 +586,9 @@ func (h *mergeHomes) undoMerge(user string) {
 // mounts notYet's claim whole and reads the home as written (the claim's
 // inodes).
 func (h *mergeHomes) spawnBoth(s *terraform.State, merged, notYet string) error {
-	out, ok := s.RootModule().Outputs["helm_values"]
-	if !ok {
-		return fmt.Errorf("no output helm_values")
-	}
-	var own map[string]any
-	if err := yaml.Unmarshal([]byte(fmt.Sprint(out.Value)), &own); err != nil {
-		return fmt.Errorf("helm_values: %w", err)
+	own, err := helmValues(s)
+	if err != nil {
+		return err
 	}
 	hub := hubtest.StartHub(h.t, hubtest.HubIdentity(h.t, h.ns), hubtest.MergeValues(hubtest.Z2jhValues(h.t), own), h.t.TempDir(), spawner.FilesDir)
 	got, err := hub.Spawn([]hubtest.HubUser{{Name: merged}, {Name: notYet}})
@@ -672,11 +599,8 @@ func (h *mergeHomes) spawnBoth(s *terraform.State, merged, notYet string) error 
 	if err != nil {
 		return err
 	}
-	if withoutInodes(list) != withoutInodes(h.before[merged]) {
-		return fmt.Errorf("%s's server reads\n%s\nthe claim listed\n%s", merged, list, h.before[merged])
-	}
-	if err := checkMovedTree(merged, list); err != nil {
-		return fmt.Errorf("%s's server: %w", merged, err)
+	if err := h.readsClaim(merged, list, merged+"'s server"); err != nil {
+		return err
 	}
 	var st syscall.Stat_t
 	if err := syscall.Stat(filepath.Join(h.dir(merged), "notes.txt"), &st); err != nil {
@@ -743,30 +667,19 @@ func (h *mergeHomes) spawnedHome(user string, s hubtest.HubSpawn, claim, sub str
 		return "", fmt.Errorf("%s: the provider's init containers %v; want one: %v", user, inits, want)
 	}
 	pod.Spec.InitContainers = slices.DeleteFunc(pod.Spec.InitContainers, func(ic corev1.Container) bool { return ic.Name != kubespawner.SharedInitContainer })
-	mount := ""
 	uid, gid := movedUIDs[user], int64(100)
-	for i := range pod.Spec.Containers {
-		ct := &pod.Spec.Containers[i]
-		ct.Image = testcluster.ToolsImage
-		if ct.Name != "notebook" {
-			continue
-		}
-		for _, m := range ct.VolumeMounts {
-			if m.Name == volume {
-				if m.SubPath != sub {
-					return "", fmt.Errorf("%s: the home is mounted at %s from subPath %q, want %q", user, m.MountPath, m.SubPath, sub)
-				}
-				mount = m.MountPath
-			}
-		}
-		ct.Command, ct.Args = []string{"sh", "-c", strings.Replace(listScript, "cd /home", "cd '"+mount+"'", 1)}, nil
+	mount, mounted := standInNotebook(pod, volume, func(ct *corev1.Container, mount string) {
+		ct.Command = []string{"sh", "-c", strings.Replace(listScript, "cd /home", "cd '"+mount+"'", 1)}
 		if ct.SecurityContext == nil {
 			ct.SecurityContext = &corev1.SecurityContext{}
 		}
 		ct.SecurityContext.RunAsUser, ct.SecurityContext.RunAsGroup = &uid, &gid
-	}
+	})
 	if mount == "" {
 		return "", fmt.Errorf("%s: the notebook container does not mount the home volume: %+v", user, pod.Spec.Containers)
+	}
+	if mounted != sub {
+		return "", fmt.Errorf("%s: the home is mounted at %s from subPath %q, want %q", user, mount, mounted, sub)
 	}
 	list, err := testcluster.RunPod(h.ctx, h.cs, pod)
 	if err != nil {

@@ -27,6 +27,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/yaml"
 
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/acctest"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/migration"
@@ -470,21 +471,26 @@ type statusEntry struct {
 	Error  string `json:"error"`
 }
 
-// planMoves checks a plan that moves user (and no one else) by a split,
-// leaving later (batch_size) the users in later; safe.
-func (h *moveHomes) planMoves(user string, later ...string) planOf {
+// planMigrates checks a plan that migrates user's home (and no one
+// else's) by method, from or into claim-user, leaving the users in later
+// to later applies (batch_size); safe. more checks user's change and
+// migration_plan entry further.
+func planMigrates(user, method string, later []string, more func(safety.Change, planEntry) error) planOf {
 	return func(after map[string]any) error {
 		var changes safety.Changes
 		var mplan map[string]planEntry
 		if err := errors.Join(jsonAttr(after, "changes", &changes), jsonAttr(after, "migration_plan", &mplan)); err != nil {
 			return err
 		}
-		vol := migration.SplitVolumeName(h.ns, "claim-"+user)
-		if c := changes[user]; len(changes) != 1 || c.Action != safety.ActionMigrate || c.Method != string(migration.MethodSplit) || c.Claim != "claim-"+user {
-			return fmt.Errorf("changes %v, want only %s's move (migrate, split)", changes, user)
+		c, e := changes[user], mplan[user]
+		if len(changes) != 1 || c.Action != safety.ActionMigrate || c.Method != method || c.Claim != "claim-"+user {
+			return fmt.Errorf("changes %v, want only %s's migration (migrate, %s)", changes, user, method)
 		}
-		if e := mplan[user]; e.Method != string(migration.MethodSplit) || e.Claim != "claim-"+user || e.Volume != vol {
-			return fmt.Errorf("migration_plan[%s] = %+v, want split into claim-%s on volume %s", user, e, user, vol)
+		if e.Method != method || e.Claim != "claim-"+user {
+			return fmt.Errorf("migration_plan[%s] = %+v, want %s of claim-%s", user, e, method, user)
+		}
+		if err := more(c, e); err != nil {
+			return err
 		}
 		for _, u := range later {
 			if e := mplan[u]; e.Method != "none" || e.Claim != "claim-"+u || !strings.Contains(e.Reason, "batch_size") {
@@ -492,7 +498,7 @@ func (h *moveHomes) planMoves(user string, later ...string) planOf {
 			}
 		}
 		if len(mplan) != 1+len(later) {
-			return fmt.Errorf("migration_plan %v, want %s moved and %v left for later", mplan, user, later)
+			return fmt.Errorf("migration_plan %v, want %s migrated and %v left for later", mplan, user, later)
 		}
 		if cc := after["change_class"]; cc != string(safety.ClassSafe) {
 			return fmt.Errorf("change_class %v, want safe", cc)
@@ -501,19 +507,61 @@ func (h *moveHomes) planMoves(user string, later ...string) planOf {
 	}
 }
 
-// statusDone checks migration_status after an apply that moved user.
-func (h *moveHomes) statusDone(user string) resource.TestCheckFunc {
+// planMoves checks a plan that moves user (and no one else) by a split,
+// onto the move's volume, leaving later (batch_size) the users in later;
+// safe.
+func (h *moveHomes) planMoves(user string, later ...string) planOf {
+	vol := migration.SplitVolumeName(h.ns, "claim-"+user)
+	return planMigrates(user, string(migration.MethodSplit), later, func(_ safety.Change, e planEntry) error {
+		if e.Volume != vol {
+			return fmt.Errorf("migration_plan[%s] = %+v, want volume %s", user, e, vol)
+		}
+		return nil
+	})
+}
+
+// migrationDone checks migration_status after an apply that migrated
+// user's home, and no one else's: want.
+func migrationDone(user string, want statusEntry) resource.TestCheckFunc {
 	return resource.TestCheckResourceAttrWith(homesAddr, "migration_status", func(v string) error {
 		var st map[string]statusEntry
 		if err := json.Unmarshal([]byte(v), &st); err != nil {
 			return err
 		}
-		want := statusEntry{Method: string(migration.MethodSplit), Volume: migration.SplitVolumeName(h.ns, "claim-"+user), Step: string(migration.StepDone)}
 		if len(st) != 1 || st[user] != want {
 			return fmt.Errorf("migration_status %s, want %s: %+v", v, user, want)
 		}
 		return nil
 	})
+}
+
+// statusDone checks migration_status after an apply that moved user.
+func (h *moveHomes) statusDone(user string) resource.TestCheckFunc {
+	return migrationDone(user, statusEntry{Method: string(migration.MethodSplit), Volume: migration.SplitVolumeName(h.ns, "claim-"+user), Step: string(migration.StepDone)})
+}
+
+// stateMigrationPlan is migration_plan as the state records it.
+func stateMigrationPlan(s *terraform.State) (map[string]planEntry, error) {
+	rs := s.RootModule().Resources[homesAddr]
+	if rs == nil {
+		return nil, fmt.Errorf("no %s", homesAddr)
+	}
+	var mplan map[string]planEntry
+	err := json.Unmarshal([]byte(rs.Primary.Attributes["migration_plan"]), &mplan)
+	return mplan, err
+}
+
+// helmValues is the output helm_values: the hub's Helm values.
+func helmValues(s *terraform.State) (map[string]any, error) {
+	out, ok := s.RootModule().Outputs["helm_values"]
+	if !ok {
+		return nil, fmt.Errorf("no output helm_values")
+	}
+	var own map[string]any
+	if err := yaml.Unmarshal([]byte(fmt.Sprint(out.Value)), &own); err != nil {
+		return nil, fmt.Errorf("helm_values: %w", err)
+	}
+	return own, nil
 }
 
 // TestAccHomeStorage_moveOutOfSharedLayout: alice's and bob's homes,
@@ -670,27 +718,7 @@ func TestAccHomeStorage_moveOutOfSharedLayoutStoppedAfterEachStep(t *testing.T) 
 	shared, migrate := h.config(""), h.config(moveMigrate)
 
 	stops := []migration.Op{migration.OpPrepareDirectory, migration.OpCreateSplitClaim, migration.OpCreateVolume, migration.OpWaitSplitBound}
-	var mu sync.Mutex
-	var stopAt migration.Op
-	var ran []migration.Op
-	hook := func(u string, op migration.Op) error {
-		mu.Lock()
-		defer mu.Unlock()
-		ran = append(ran, op)
-		if u == user && op == stopAt {
-			stopAt = ""
-			return fmt.Errorf("apply stopped after step %s", op)
-		}
-		return nil
-	}
-	setStop := func(op migration.Op) {
-		mu.Lock()
-		defer mu.Unlock()
-		if stopAt != "" {
-			t.Fatalf("the apply did not stop after %s (ran %v)", stopAt, ran)
-		}
-		stopAt = op
-	}
+	stop := &stopper{t: t, user: user}
 	var diskBefore map[string]string
 	steps := []resource.TestStep{{
 		Config: shared,
@@ -709,7 +737,7 @@ func TestAccHomeStorage_moveOutOfSharedLayoutStoppedAfterEachStep(t *testing.T) 
 					if i > 0 {
 						h.undo(user)
 					}
-					setStop(op)
+					stop.set(op)
 				},
 				Config: migrate,
 				ExpectError: wrapRE(fmt.Sprintf(`1 of 1 home migrations did not finish.*%s \(%s, volume %s, stopped at .*apply stopped after step %s`,
@@ -717,7 +745,7 @@ func TestAccHomeStorage_moveOutOfSharedLayoutStoppedAfterEachStep(t *testing.T) 
 			},
 			resource.TestStep{
 				PreConfig: func() {
-					setStop("")
+					stop.set("")
 					h.stoppedAfter(op, diskBefore)
 				},
 				Config: migrate,
@@ -735,9 +763,7 @@ func TestAccHomeStorage_moveOutOfSharedLayoutStoppedAfterEachStep(t *testing.T) 
 		resource.TestStep{
 			Config: migrate,
 			Check: func(*terraform.State) error {
-				mu.Lock()
-				t.Logf("steps run across the applies: %v", ran)
-				mu.Unlock()
+				t.Logf("steps run across the applies: %v", stop.ran())
 				if got := diskSnapshot(t, h.dir(user)); !maps.Equal(got, diskBefore) {
 					return fmt.Errorf("alice's directory on this machine changed:\n%v\nwas\n%v", got, diskBefore)
 				}
@@ -749,8 +775,47 @@ func TestAccHomeStorage_moveOutOfSharedLayoutStoppedAfterEachStep(t *testing.T) 
 		},
 		resource.TestStep{Config: migrate, PlanOnly: true},
 	)
-	resource.Test(t, resource.TestCase{ProtoV6ProviderFactories: factories(provider.Options{AfterStep: hook}), Steps: steps})
+	resource.Test(t, resource.TestCase{ProtoV6ProviderFactories: factories(provider.Options{AfterStep: stop.hook}), Steps: steps})
 	t.Logf("took %s", time.Since(start).Round(time.Second))
+}
+
+// stopper is the provider's AfterStep hook of the tests that stop an
+// apply right after a step of user's migration: the apply after set(op)
+// stops after op, once; set fails the test when the last stop set was not
+// reached. It records the steps run.
+type stopper struct {
+	t    *testing.T
+	user string
+	mu   sync.Mutex
+	at   migration.Op
+	done []migration.Op
+}
+
+func (s *stopper) hook(u string, op migration.Op) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.done = append(s.done, op)
+	if u == s.user && op == s.at {
+		s.at = ""
+		return fmt.Errorf("apply stopped after step %s", op)
+	}
+	return nil
+}
+
+func (s *stopper) set(op migration.Op) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.at != "" {
+		s.t.Fatalf("the apply did not stop after %s (ran %v)", s.at, s.done)
+	}
+	s.at = op
+}
+
+// ran are the steps run so far.
+func (s *stopper) ran() []migration.Op {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.done)
 }
 
 // stoppedAfter checks alice's move stopped after op: her directory as it

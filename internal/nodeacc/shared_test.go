@@ -17,7 +17,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
-	"sigs.k8s.io/yaml"
 
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/acctest"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/hubtest"
@@ -137,13 +136,9 @@ output "helm_values" {
 			{
 				Config: cfg,
 				Check: func(s *terraform.State) error {
-					out, ok := s.RootModule().Outputs["helm_values"]
-					if !ok {
-						return fmt.Errorf("no output helm_values")
-					}
-					var own map[string]any
-					if err := yaml.Unmarshal([]byte(fmt.Sprint(out.Value)), &own); err != nil {
-						return fmt.Errorf("helm_values: %w", err)
+					own, err := helmValues(s)
+					if err != nil {
+						return err
 					}
 					hub := hubtest.StartHub(t, api, hubtest.MergeValues(hubtest.Z2jhValues(t), own), t.TempDir(), spawner.FilesDir)
 					got, err := hub.Spawn(users)
@@ -180,9 +175,9 @@ output "helm_values" {
 				Config: strings.Replace(strings.Replace(cfg, "  shared_home = {", "  slug_scheme = \"escape\"\n  on_layout_change = \"move\"\n  shared_home = {", 1),
 					`sub_path_template = "home/{username}"`, `sub_path_template = "homes_v2/{username}"`, 1),
 				Check: func(s *terraform.State) error {
-					var own map[string]any
-					if err := yaml.Unmarshal([]byte(fmt.Sprint(s.RootModule().Outputs["helm_values"].Value)), &own); err != nil {
-						return fmt.Errorf("helm_values: %w", err)
+					own, err := helmValues(s)
+					if err != nil {
+						return err
 					}
 					hub := hubtest.StartHub(t, api, hubtest.MergeValues(hubtest.Z2jhValues(t), own), t.TempDir(), spawner.FilesDir)
 					got, err := hub.Spawn(users)
@@ -317,21 +312,7 @@ func runSharedHomePod(ctx context.Context, t *testing.T, cs kubernetes.Interface
 		return fmt.Errorf("%s: init containers %v, want one %s", user, inits, kubespawner.SharedInitContainer)
 	}
 	pod.Spec.InitContainers = slices.DeleteFunc(pod.Spec.InitContainers, func(ic corev1.Container) bool { return ic.Name != kubespawner.SharedInitContainer })
-	mount := ""
-	for i := range pod.Spec.Containers {
-		ct := &pod.Spec.Containers[i]
-		ct.Image = testcluster.ToolsImage
-		if ct.Name != "notebook" {
-			continue
-		}
-		for _, m := range ct.VolumeMounts {
-			if m.Name == kubespawner.HomeVolumeName {
-				if m.SubPath != w.dir {
-					return fmt.Errorf("%s: the home is mounted at %s from subPath %q, want %q", user, m.MountPath, m.SubPath, w.dir)
-				}
-				mount = m.MountPath
-			}
-		}
+	mount, sub := standInNotebook(pod, kubespawner.HomeVolumeName, func(ct *corev1.Container, mount string) {
 		// Written as the server writes (its user, not root); then the home's
 		// owner and mode, and every file with its content, one line each.
 		ct.Command = []string{"sh", "-c", fmt.Sprintf(`exec > /dev/termination-log 2>&1
@@ -342,10 +323,12 @@ for f in "$h"/*; do
   if ! c="$(od -An -v -tx1 "$f" | tr -d ' \n')"; then echo "cannot read $f as $(id)"; ls -lan "$h"; exit 1; fi
   echo "file ${f##*/} $c"
 done`, mount, w.files["whose.txt"])}
-		ct.Args = nil
-	}
+	})
 	if mount == "" {
 		return fmt.Errorf("%s: the notebook container does not mount the home volume: %+v", user, pod.Spec.Containers)
+	}
+	if sub != w.dir {
+		return fmt.Errorf("%s: the home is mounted at %s from subPath %q, want %q", user, mount, sub, w.dir)
 	}
 	podCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()

@@ -13,7 +13,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"sigs.k8s.io/yaml"
 
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/acctest"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/hubtest"
@@ -135,13 +134,9 @@ func TestAccHomeStorage_spawnedPodsFollowMigrations(t *testing.T) {
 				// here once, is the one the hub runs from now on.
 				Config: kept,
 				Check: func(s *terraform.State) error {
-					out, ok := s.RootModule().Outputs["helm_values"]
-					if !ok {
-						return fmt.Errorf("no output helm_values")
-					}
-					var own map[string]any
-					if err := yaml.Unmarshal([]byte(fmt.Sprint(out.Value)), &own); err != nil {
-						return fmt.Errorf("helm_values: %w", err)
+					own, err := helmValues(s)
+					if err != nil {
+						return err
 					}
 					checksum = s.RootModule().Resources["jupyter_spawner_config.hub"].Primary.Attributes["hub_checksum"]
 					values := hubtest.MergeValues(hubtest.Z2jhValues(t), own)
@@ -236,6 +231,29 @@ func claimUID(ctx context.Context, t *testing.T, cs kubernetes.Interface, ns, na
 	return string(pvc.UID)
 }
 
+// standInNotebook swaps what the node cannot run in KubeSpawner's pod:
+// every container's image for the test bed's, and the notebook
+// container's command for what stand sets, told where that container
+// mounts volume. It returns that mount's path and subPath ("" when it
+// mounts none).
+func standInNotebook(pod *corev1.Pod, volume string, stand func(ct *corev1.Container, mount string)) (mount, subPath string) {
+	for i := range pod.Spec.Containers {
+		ct := &pod.Spec.Containers[i]
+		ct.Image = testcluster.ToolsImage
+		if ct.Name != "notebook" {
+			continue
+		}
+		for _, m := range ct.VolumeMounts {
+			if m.Name == volume {
+				mount, subPath = m.MountPath, m.SubPath
+			}
+		}
+		ct.Args = nil
+		stand(ct, mount)
+	}
+	return mount, subPath
+}
+
 // runSpawnedPod creates the pod of KubeSpawner's manifest on the node and
 // checks that it mounts home as KubeSpawner mounts the home volume and
 // reads want there, and that it is pinned to one node exactly when home
@@ -278,24 +296,12 @@ func runSpawnedPod(ctx context.Context, t *testing.T, cs kubernetes.Interface, n
 	pod.Namespace = ns
 	pod.Spec.SchedulerName = ""
 	pod.Spec.InitContainers = nil
-	mount := ""
-	for i := range pod.Spec.Containers {
-		ct := &pod.Spec.Containers[i]
-		ct.Image = testcluster.ToolsImage
-		if ct.Name != "notebook" {
-			continue
-		}
-		for _, m := range ct.VolumeMounts {
-			if m.Name == volume && m.SubPath == "" {
-				mount = m.MountPath
-			}
-		}
+	mount, sub := standInNotebook(pod, volume, func(ct *corev1.Container, mount string) {
 		ct.Command = []string{"sh", "-c", fmt.Sprintf(`f='%s/whose.txt'
 if [ -r "$f" ]; then cat "$f"; else echo "cannot read $f as $(id)"; ls -la '%[1]s'; fi > /dev/termination-log 2>&1`, mount)}
-		ct.Args = nil
-	}
-	if mount == "" {
-		return fmt.Errorf("%s: the notebook container does not mount volume %s: %+v", id, volume, pod.Spec.Containers)
+	})
+	if mount == "" || sub != "" {
+		return fmt.Errorf("%s: the notebook container does not mount volume %s whole: %+v", id, volume, pod.Spec.Containers)
 	}
 	pvc, err := cs.CoreV1().PersistentVolumeClaims(ns).Get(ctx, home, metav1.GetOptions{})
 	if err != nil {

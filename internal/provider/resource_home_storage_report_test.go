@@ -69,56 +69,45 @@ func TestReportOutcome_oneError(t *testing.T) {
 	}
 }
 
-// A move by copy out of the shared layout that stopped is reported as a
-// copy of the user's directory (it has no volume), saying that the
-// directory holds the home meanwhile.
-func TestReportOutcome_directoryCopy(t *testing.T) {
-	var diags diag.Diagnostics
-	reportOutcome(&diags, execute.Outcome{Migrations: []execute.MigrationOutcome{
-		{Migration: execute.Migration{Key: "alice", Plan: safety.UserPlan{User: "alice", ClaimName: "claim-alice", Method: migration.MethodDirectoryCopy}},
-			Step: migration.StepCopying, Err: errors.New("wait-directory-copy: copy Job failed")},
-	}})
-	if len(diags) != 1 || diags.ErrorsCount() != 1 {
-		t.Fatalf("%d diagnostics, want one error: %v", len(diags), diags)
-	}
-	d := diags[0].Detail()
-	for _, want := range []string{
-		"alice (claim-alice, copy of the user's directory of the shared claim, stopped at copying): wait-directory-copy: copy Job failed",
-		"A home copied out of the shared layout stays in its directory",
+// A move by copy out of the shared layout, and a merge into it, that
+// stopped are reported by what they do (neither has a volume), saying
+// where the home is meanwhile (the directory; the claim, and how to undo
+// the merge), and nothing of the other.
+func TestReportOutcome_directoryMoves(t *testing.T) {
+	for _, tc := range []struct {
+		method  migration.Method
+		step    migration.Step
+		err     string
+		want    []string
+		wantNot string
+	}{
+		{migration.MethodDirectoryCopy, migration.StepCopying, "wait-directory-copy: copy Job failed", []string{
+			"alice (claim-alice, copy of the user's directory of the shared claim, stopped at copying): wait-directory-copy: copy Job failed",
+			"A home copied out of the shared layout stays in its directory",
+		}, "merged into the shared claim"},
+		{migration.MethodMerge, migration.StepRecorded, "start-merge: forbidden", []string{
+			"alice (claim-alice, merge into the user's directory of the shared claim, stopped at recorded): start-merge: forbidden",
+			"A home being merged into the shared claim stays on its claim",
+			"removing annotation " + migration.MergeAnnotation,
+		}, "copied out of the shared layout"},
 	} {
-		if !strings.Contains(d, want) {
-			t.Errorf("the detail does not say %q:\n%s", want, d)
+		var diags diag.Diagnostics
+		reportOutcome(&diags, execute.Outcome{Migrations: []execute.MigrationOutcome{
+			{Migration: execute.Migration{Key: "alice", Plan: safety.UserPlan{User: "alice", ClaimName: "claim-alice", Method: tc.method}},
+				Step: tc.step, Err: errors.New(tc.err)},
+		}})
+		if len(diags) != 1 || diags.ErrorsCount() != 1 {
+			t.Fatalf("%s: %d diagnostics, want one error: %v", tc.method, len(diags), diags)
 		}
-	}
-	if strings.Contains(d, "volume ,") {
-		t.Errorf("the detail names an empty volume:\n%s", d)
-	}
-}
-
-// A merge into the shared layout that stopped is reported as a merge into
-// the user's directory (it has no volume), saying that the claim holds the
-// home meanwhile and how to undo it.
-func TestReportOutcome_merge(t *testing.T) {
-	var diags diag.Diagnostics
-	reportOutcome(&diags, execute.Outcome{Migrations: []execute.MigrationOutcome{
-		{Migration: execute.Migration{Key: "alice", Plan: safety.UserPlan{User: "alice", ClaimName: "claim-alice", Method: migration.MethodMerge}},
-			Step: migration.StepRecorded, Err: errors.New("start-merge: forbidden")},
-	}})
-	if len(diags) != 1 || diags.ErrorsCount() != 1 {
-		t.Fatalf("%d diagnostics, want one error: %v", len(diags), diags)
-	}
-	d := diags[0].Detail()
-	for _, want := range []string{
-		"alice (claim-alice, merge into the user's directory of the shared claim, stopped at recorded): start-merge: forbidden",
-		"A home being merged into the shared claim stays on its claim",
-		"removing annotation " + migration.MergeAnnotation,
-	} {
-		if !strings.Contains(d, want) {
-			t.Errorf("the detail does not say %q:\n%s", want, d)
+		d := diags[0].Detail()
+		for _, want := range tc.want {
+			if !strings.Contains(d, want) {
+				t.Errorf("%s: the detail does not say %q:\n%s", tc.method, want, d)
+			}
 		}
-	}
-	if strings.Contains(d, "volume ,") || strings.Contains(d, "copied out of the shared layout") {
-		t.Errorf("the detail names an empty volume or a move out:\n%s", d)
+		if strings.Contains(d, "volume ,") || strings.Contains(d, tc.wantNot) {
+			t.Errorf("%s: the detail names an empty volume or says %q:\n%s", tc.method, tc.wantNot, d)
+		}
 	}
 }
 
