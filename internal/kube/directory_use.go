@@ -17,7 +17,7 @@ import (
 func (c *Client) SharedDirectoryUse(ctx context.Context, namespace, shared string) (migration.DirectoryUse, error) {
 	var subs []string
 	err := c.eachUnfinishedPod(ctx, namespace, func(p *corev1.Pod) {
-		if comp := p.Labels[kubespawner.LabelAppComponent]; p.Labels[JobNameLabel] != "" && (comp == DirectoryJobComponent || comp == DirectoryCopyJobComponent) {
+		if comp := p.Labels[kubespawner.LabelAppComponent]; p.Labels[JobNameLabel] != "" && (comp == DirectoryJobComponent || comp == DirectoryCopyJobComponent || comp == MergeJobComponent) {
 			return
 		}
 		subs = append(subs, SharedSubPaths(p, shared)...)
