@@ -333,15 +333,23 @@ func (r *homeStorageResource) Update(ctx context.Context, req resource.UpdateReq
 // copy starts only under such a hub (safety.Prior.HubSwitched).
 const hubKey = "hub_settings"
 
-// moveSignature is what identifies the hub's settings of a move out of the
-// shared layout for a copy: the namespace, the shared claim and directory
-// template, the claim template and the scheme; "" outside a move.
+// hubRules names the records the hub's file (internal/spawner/hub_config.py)
+// follows during a move between layouts. A hub given its settings by an
+// apply whose signature lacks them runs a file that may not refuse a claim
+// being copied (one from before merges mounts a claim during its merge):
+// change it whenever the hub's file learns a record a copy relies on.
+const hubRules = "split,split-copied,merge,merged"
+
+// moveSignature is what identifies the hub's settings of a move between
+// layouts for a copy (out of the shared layout, or a merge into it): the
+// rules of the hub's file (hubRules), the namespace, the shared claim and
+// directory template, the claim template and the scheme; "" outside a move.
 func moveSignature(cfg safety.Config) string {
 	fb := safety.Fallback(cfg)
 	if fb == nil {
 		return ""
 	}
-	b, _ := json.Marshal([]string{cfg.Namespace, fb.Claim, fb.SubPathTemplate, cfg.NameTemplate, string(cfg.Scheme)})
+	b, _ := json.Marshal([]string{hubRules, cfg.Namespace, fb.Claim, fb.SubPathTemplate, cfg.NameTemplate, string(cfg.Scheme)})
 	return string(b)
 }
 

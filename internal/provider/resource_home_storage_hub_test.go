@@ -2,6 +2,7 @@ package provider
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/hashicorp/terraform-plugin-framework/diag"
@@ -57,5 +58,26 @@ func TestRecordHubSettings(t *testing.T) {
 	recordHubSettings(ctx, p, plain, sig, &diags)
 	if _, ok := p[hubKey]; ok {
 		t.Error("kept outside a move")
+	}
+}
+
+// The signature names the hub's rules: a record of the same settings made
+// without them (a hub file from before merges, which mounts a claim being
+// merged) is not this hub's, so no copy starts under it; a merge and a
+// move out of the same claim give the hub the same settings.
+func TestMoveSignature_namesTheHubRules(t *testing.T) {
+	ctx := context.Background()
+	shared := &sharedModel{ClaimName: types.StringValue("home-nfs"), SubPathTemplate: types.StringValue("{username}")}
+	moving := &homeStorageModel{Namespace: types.StringValue("hub"), Layout: types.StringValue(layoutPerUser), SharedHome: shared,
+		PVCNameTemplate: types.StringValue("claim-{username}"), SlugScheme: types.StringValue("safe")}
+	merging := *moving
+	merging.Layout, merging.OnLayoutChange = types.StringValue(layoutShared), types.StringValue("migrate")
+	var diags diag.Diagnostics
+	out, in := moveSignature(moving.config(ctx, &diags)), moveSignature(merging.config(ctx, &diags))
+	if out == "" || out != in || diags.HasError() {
+		t.Fatalf("move out %q, merge %q: %v", out, in, diags)
+	}
+	if before := `["hub","home-nfs","{username}","claim-{username}","safe"]`; out == before || !strings.Contains(out, hubRules) || !strings.Contains(hubRules, "merged") {
+		t.Errorf("signature %q does not name the hub's rules %q", out, hubRules)
 	}
 }

@@ -13,6 +13,7 @@ package safety
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/claims"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/migration"
@@ -217,7 +218,7 @@ func (p *planner) mergeFindings() {
 	if m := p.g.mergedElsewhere; len(m) > 0 && p.cfg.OnLayoutChange != OnLayoutChangeKeep {
 		p.errorf("shared_home", "Merged homes are in other directories",
 			"%d user(s) had their claim merged into a directory the settings no longer name; the hub would mount another one:\n%s\n"+
-				"Restore the settings the merge used (shared_home.claim_name, sub_path_template, slug_scheme), or set on_layout_change = \"keep\" to leave those directories where they are.",
+				"Restore the settings the merge used (shared_home.claim_name, sub_path_template, slug_scheme). To change them, finish the merge first, then change them in the shared layout (on_layout_change = \"move\" renames each directory).",
 			len(m), describeReasons(m))
 	}
 }
@@ -249,6 +250,48 @@ func (p *planner) checkMergeInto() {
 				"Once the claim is merged into the default server's directory, the named servers would mount theirs, empty. Use a sub_path_template that names no server (e.g. \"{username}\").",
 			h.user, probeServer, h.claim, h.serverDir, h.dir)
 	}
+	// Nor may a named server with a claim of its own share the default
+	// server's directory: a new named server (no claim: KubeSpawner makes
+	// none) would mount the very directory a merge fills, and what it
+	// wrote there would be overwritten by the copy.
+	if h, ok := namedServerHomes(cfg, func(h serverHomes) bool { return h.dir == h.serverDir && h.claim != h.serverClaim }); ok {
+		p.errorf("pvc_name_template", "Named servers would write into a directory being merged",
+			"pvc_name_template gives a named server a claim of its own (%q's server %q: %s, not %s), and shared_home.sub_path_template the default server's directory (%q). "+
+				"During the merge a named server without a claim mounts that directory while the default server's claim is copied into it, and the copy would overwrite what it writes. "+
+				"Use pvc_name_template = \"claim-{username}\" (named servers share the default server's claim and are merged with it), or pair \"claim-{user_server}\" with sub_path_template = \"{user_server}\" (each server a directory of its own).",
+			h.user, probeServer, h.serverClaim, h.claim, h.dir)
+	}
+	p.checkMovedOutElsewhere()
+}
+
+// checkMovedOutElsewhere: a claim a move out of this shared claim made
+// (zero copy or by a copy) left its directory on the shared claim, with
+// the user's files (a volume on it, or as they were at the copy). Under
+// settings that give that user another directory, the old one may be
+// another user's under them (KubeSpawner's schemes overlap): the merge
+// would hand it to that user. So every such directory must be its user's
+// under the merge's settings.
+func (p *planner) checkMovedOutElsewhere() {
+	cfg, view := p.cfg, directoryView(p.cfg)
+	var lines []string
+	for i := range p.live.Claims {
+		c := &p.live.Claims[i]
+		rec, err := splitRecord(c)
+		if err != nil || rec == nil || rec.Namespace != cfg.Namespace || rec.Shared != cfg.MergeInto.Claim {
+			continue
+		}
+		if h, err := view.homeFor(rec.User, c.Servername); err != nil || h.dir != rec.Directory {
+			lines = append(lines, fmt.Sprintf("%s: claim %s was moved out of directory %q, which is %q under these settings", rec.User, c.Ref(), rec.Directory, h.dir))
+		}
+	}
+	if len(lines) == 0 {
+		return
+	}
+	slices.Sort(lines)
+	p.errorf("shared_home.sub_path_template", "Homes were moved out of other directories",
+		"Claims a move out of claim %s/%s made came from directories these settings do not give their users; those directories are still there (a volume on one, or the files as they were at a copy), "+
+			"and under these settings they can be other users' (KubeSpawner's slug schemes overlap):\n%s\n"+
+			"Merge with the sub_path_template and slug_scheme the move used.", cfg.Namespace, cfg.MergeInto.Claim, CutLines(lines))
 }
 
 // hasMergeRecord reports whether c carries a merge's record or mark.
@@ -275,4 +318,15 @@ func backFromMerge(c *claims.Claim, to homeOf) string {
 		return fmt.Sprintf("claim %s → %s (merged into directory %q of claim %s/%s)", c.Ref(), to, rec.Directory, rec.Namespace, rec.Shared)
 	}
 	return ""
+}
+
+// mergesInto reports whether a claim of live carries a merge's record
+// into claim shared of namespace.
+func mergesInto(live Live, namespace, shared string) bool {
+	for i := range live.Claims {
+		if rec, err := mergeRecord(&live.Claims[i]); err == nil && rec != nil && rec.Namespace == namespace && rec.Shared == shared {
+			return true
+		}
+	}
+	return false
 }

@@ -1,6 +1,7 @@
 package safety
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -290,5 +291,105 @@ func TestPlanMerge_homesMovedOutBefore(t *testing.T) {
 	}
 	if w := findingsText(res.Warnings); !strings.Contains(w, "Directories copied out of still hold the old files") || !strings.Contains(w, "bob") {
 		t.Errorf("warnings:\n%s", w)
+	}
+}
+
+// Found by the adversarial review of merges.
+
+// Named servers with claims of their own (pvc_name_template
+// "claim-{user_server}", or z2jh's "claim-{username}{servername}") and one
+// directory for all of a user's servers (sub_path_template "{username}",
+// z2jh's static subPath default): under the merge's hub a named server with
+// no claim (a new one: KubeSpawner creates none) mounts the default
+// server's directory, the very directory the merge copies the default
+// server's claim into with rsync --delete. The hub refuses only spawns
+// whose own claim carries the record, so such a server starts during the
+// copy (or after an apply stopped after the record, or between the Job's
+// end and the mark), and what it writes there is deleted by the next copy
+// Job's --delete. The move out by copy refuses the same templates
+// (checkNamedServersOfCopies); the merge must too, before any merge runs.
+func TestPlanMerge_namedServersWithOwnClaimsShareTheMergedDirectory(t *testing.T) {
+	for _, tmpl := range []string{"claim-{user_server}", "claim-{username}{servername}"} {
+		cfg := mergeConfig("alice")
+		cfg.NameTemplate = tmpl
+		prior := &Prior{Config: cfg, HubSwitched: true}
+		res := Plan(cfg, prior, mergeLive(homeClaimOf("alice", false, false)))
+		if a := planOf(res, "alice"); len(res.Errors) == 0 && a != nil && a.Action == ActionMigrate {
+			t.Errorf("%s: alice %+v merged with no error: alice's named servers without a claim mount directory %q, which the merge fills with rsync --delete",
+				tmpl, a, "alice")
+		}
+	}
+}
+
+// A merge runs two Jobs as root (the directory Job and the copy Job), as
+// a move out by copy does: a namespace that enforces Pod Security's
+// restricted level refuses their pods, and the plan is to say so before
+// apply (DESIGN: "A copy's Job is admitted, or the plan says it would not
+// be"). JobNamespaces leaves merges out, so CheckPodSecurity never sees
+// them: the plan says safe and the apply waits for a Job that never runs.
+func TestPlanMerge_podSecurityCoversMergeJobs(t *testing.T) {
+	cfg := mergeConfig("alice")
+	res := Plan(cfg, &Prior{Config: cfg, HubSwitched: true}, mergeLive(homeClaimOf("alice", false, false)))
+	if a := planOf(res, "alice"); a == nil || a.Action != ActionMigrate || a.Method != migration.MethodMerge {
+		t.Fatalf("alice: %+v\n%s", a, findingsText(res.Errors))
+	}
+	if ns := JobNamespaces(&res); !slices.Contains(ns, "hub") {
+		t.Errorf("JobNamespaces = %v: the merge's Jobs run in namespace hub", ns)
+	}
+	CheckPodSecurity(&res, map[string]PodSecurity{"hub": {Enforce: PodSecurityRestricted}})
+	if !strings.Contains(findingsText(res.Errors), "hub") {
+		t.Errorf("restricted namespace hub: no error\n%s", findingsText(res.Errors))
+	}
+}
+
+// A user moved out of the shared layout by a copy under slug_scheme
+// "escape" left their old directory in the shared claim ("bob-2d" for
+// user "bob-"). Merging back under "safe" copies bob-'s claim into
+// "bob--..."; user "bob-2d", listed and without a claim of their own, is
+// planned into directory "bob-2d": bob-'s old home. The merge's hub mounts
+// it at bob-2d's next spawn (no claim: the directory), a home that is not
+// theirs. The plan names the stale directory only when it is the copied
+// user's own directory under the new settings (staleDirectories); a
+// directory a copy left must never be another user's.
+func TestPlanMerge_directoryACopyLeftIsGivenToAnotherUser(t *testing.T) {
+	cfg := mergeConfig("bob-", "bob-2d")
+	old, err := kubespawner.Expand("{username}", "bob-", "", kubespawner.SchemeEscape)
+	if err != nil || old != "bob-2d" {
+		t.Fatalf("bob- under escape: %q %v", old, err)
+	}
+	if d, _ := kubespawner.Expand("{username}", "bob-2d", "", kubespawner.SchemeSafe); d != old {
+		t.Fatalf("bob-2d under safe: %q", d)
+	}
+	name, _ := kubespawner.Expand(cfg.NameTemplate, "bob-", "", cfg.Scheme)
+	copied := copyClaimOf("bob-", true)
+	copied.Name = name
+	rec := migration.SplitRecord{User: "bob-", Namespace: "hub", Claim: name, Shared: "home-nfs", SharedUID: "s1", Directory: old, Method: migration.MethodDirectoryCopy}
+	copied.Annotations[migration.SplitAnnotation] = rec.Encode()
+	perUser := perUserOf("bob-", "bob-2d")
+	for _, prior := range []*Prior{{Config: perUser, HubSwitched: true}, {Config: cfg, HubSwitched: true}} {
+		res := Plan(cfg, prior, mergeLive(copied))
+		b := planOf(res, "bob-2d")
+		all := findingsText(res.Errors) + findingsText(res.Warnings)
+		if b != nil && b.Live == nil && !strings.Contains(all, "bob-2d") {
+			t.Errorf("prior layout %v: bob-2d is planned into directory %q, which holds bob-'s home as a copy left it, and no finding names it:\n%s",
+				prior.Config.MergeInto != nil, old, all)
+		}
+	}
+}
+
+// Without a state: with merge records on the shared claim the hub has the
+// merge's settings (the state was removed mid-merge), so its claims are
+// homes it mounts now and the merge resumes; with none, the hub may mount
+// the directories, so each claim is named, and the plan says which layout
+// to adopt first.
+func TestPlanMerge_withoutAState(t *testing.T) {
+	res := Plan(mergeConfig("alice", "bob"), nil, mergeLive(homeClaimOf("alice", true, true), homeClaimOf("bob", false, false)))
+	if len(res.Errors) != 0 {
+		t.Fatalf("mid-merge: %s", findingsText(res.Errors))
+	}
+	wantActions(t, res, map[string]Action{"alice": ActionKeep, "bob": ActionKeep})
+	res = Plan(mergeConfig("alice", "bob"), nil, mergeLive(homeClaimOf("bob", false, false)))
+	if e := findingsText(res.Errors); !strings.Contains(e, "claim hub/claim-bob") || !strings.Contains(e, "apply the per-user layout first") {
+		t.Errorf("no merge record:\n%s", e)
 	}
 }

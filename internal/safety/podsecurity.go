@@ -70,7 +70,7 @@ func JobNamespaces(res *Result) []string {
 }
 
 func runsJob(up *UserPlan) bool {
-	return up.Action == ActionMigrate && (up.Method == migration.MethodCopy || up.Method == migration.MethodSplit || up.Method == migration.MethodDirectoryCopy) || up.Action == ActionDeleteSource
+	return up.Action == ActionMigrate && (up.Method == migration.MethodCopy || up.Method == migration.MethodSplit || up.Method == migration.MethodDirectoryCopy || up.Method == migration.MethodMerge) || up.Action == ActionDeleteSource
 }
 
 // CheckPodSecurity says before apply what Pod Security admission will do

@@ -295,11 +295,15 @@ func checkLayoutMoves(cfg Config, prior *Prior, live Live, res *Result) {
 				len(m.listed), list)})
 		return
 	}
+	fix := "Keep the settings that name their homes (namespace, shared_home.claim_name, shared_home.sub_path_template, slug_scheme, pvc_name_template; a template on " +
+		"{escaped_username} keeps KubeSpawner's names from before version 7), or set on_layout_change = \"keep\" to apply the change and leave the old homes where they are."
+	if cfg.MergeInto != nil && prior == nil {
+		fix = "This resource is new (or its state was removed), so nothing says whether the hub mounts these claims now. If it does (the per-user layout), " +
+			"apply the per-user layout first (layout = \"per_user\", no shared_home: it adopts the claims), then the merge. If the hub mounts the directories (the shared layout), apply that layout first."
+	}
 	res.Errors = append(res.Errors, Finding{"on_layout_change", what,
-		fmt.Sprintf("After this change %d listed user(s) would find their home somewhere else (a new, empty one unless it exists); what they had stays where it was, no longer mounted:\n%s\n"+
-			"Keep the settings that name their homes (namespace, shared_home.claim_name, shared_home.sub_path_template, slug_scheme, pvc_name_template; a template on "+
-			"{escaped_username} keeps KubeSpawner's names from before version 7), or set on_layout_change = \"keep\" to apply the change and leave the old homes where they are.",
-			len(m.listed), list)})
+		fmt.Sprintf("After this change %d listed user(s) would find their home somewhere else (a new, empty one unless it exists); what they had stays where it was, no longer mounted:\n%s\n%s",
+			len(m.listed), list, fix)})
 }
 
 // planShared plans the shared layout: no per-user claim is created,

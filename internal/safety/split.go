@@ -487,7 +487,10 @@ func (p *planner) splitFindings() {
 func splitMoves(cfg Config, prior *Prior, live Live) moves {
 	now := directoryView(cfg)
 	var m moves
-	moving := prior != nil && Fallback(prior.Config) != nil
+	// Without a state, merge records on this shared claim say the hub has
+	// the merge's settings (a state removed mid-merge): its claims are
+	// mounted as they are now.
+	moving := prior != nil && Fallback(prior.Config) != nil || prior == nil && cfg.MergeInto != nil && mergesInto(live, cfg.Namespace, cfg.MergeInto.Claim)
 	switch {
 	case prior != nil && prior.Config.Shared == nil && !moving:
 		return m
