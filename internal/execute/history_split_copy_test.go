@@ -127,7 +127,8 @@ func (w *world) DirectoryUsers(_ context.Context, namespace, shared string, dirs
 		if !j.running() || jref.Namespace != namespace || jref.Name == own {
 			continue
 		}
-		if j.dst == cref || j.src == cref || j.src == sref && (j.dir == "" || slices.ContainsFunc(dirs, func(dir string) bool { return relatedDir(j.dir, dir) })) {
+		if j.dst == cref || j.src == cref || j.src == sref && (j.dir == "" || slices.ContainsFunc(dirs, func(dir string) bool { return relatedDir(j.dir, dir) })) ||
+			j.merge && j.dst == sref && slices.ContainsFunc(dirs, func(dir string) bool { return relatedDir(j.dir, dir) }) {
 			out = append(out, jref.Name+"-pod")
 		}
 	}
