@@ -76,7 +76,8 @@ import (
 //   - the shared claim is never deleted (RemoveClaim, checkShared);
 //   - a stopped apply converges: after the settle phase with a merge's
 //     configuration whose last plan passed and last apply had no error,
-//     every listed user's claim is merged (checkMergesSettled).
+//     every listed user's claim is merged, or is a volume on the user's
+//     directory (checkMergesSettled).
 //
 // Not modelled: a copy Job that fails (NextMerge's error), a restore that
 // makes a merged claim again, earlier places of a home (the model records
@@ -517,8 +518,8 @@ func (w *world) checkMergesSettled(cfg safety.Config, last plan) {
 		}
 		ref := hubRef(name)
 		m := w.claims[ref]
-		if m == nil || m.c.Username != u || migration.Merged(m.c.Annotations, m.c.UID) {
-			continue
+		if m == nil || m.c.Username != u || migration.Merged(m.c.Annotations, m.c.UID) || safety.InMergeDirectory(cfg, u, &m.c, w.sharedUID) {
+			continue // merged, or a volume on the directory already
 		}
 		why := ""
 		for up := range last.res.All() {

@@ -114,6 +114,10 @@ func (p *planner) mergeHome(up *UserPlan) {
 	case dir == "":
 		up.Reason = "its directory cannot be named"
 		return
+	case p.live.Shared != nil && InMergeDirectory(p.cfg, up.User, up.Live, p.live.Shared.UID):
+		up.Reason = fmt.Sprintf("claim %s is a volume on directory %q of claim %s/%s (a move out of the shared layout made it, zero copy): the home is in the directory already; nothing is copied",
+			up.Ref(), dir, p.cfg.Namespace, p.cfg.MergeInto.Claim)
+		return
 	case p.cfg.Migration.BatchSize > 0 && len(p.g.migrating) >= p.cfg.Migration.BatchSize:
 		up.Reason += " (batch_size)"
 		return
@@ -123,6 +127,28 @@ func (p *planner) mergeHome(up *UserPlan) {
 	up.Action, up.Method = ActionMigrate, migration.MethodMerge
 	up.Reason = fmt.Sprintf("claim %s is copied into directory %q of claim %s/%s; the claim stays as it is", up.Ref(), dir, p.cfg.Namespace, p.cfg.MergeInto.Claim)
 	p.g.migrating = append(p.g.migrating, *up)
+}
+
+// InMergeDirectory reports whether claim c, user's home, is the user's
+// directory of the shared claim homes move into (cfg.MergeInto) already: a
+// move out of the shared layout made it, zero copy, a volume on that very
+// directory (its record names the directory, and it is bound to its
+// volume), of the shared claim of UID sharedUID ("": not compared). Its
+// files are the directory's: a merge has nothing to copy, and its
+// directory Job would refuse the directory, which holds them (moving them
+// away, as that error says, would empty the user's home). The hub mounts
+// the same files whether it mounts the claim or the directory.
+func InMergeDirectory(cfg Config, user string, c *claims.Claim, sharedUID string) bool {
+	if cfg.MergeInto == nil || c == nil {
+		return false
+	}
+	rec, err := splitRecord(c)
+	if err != nil || rec == nil || rec.Method == migration.MethodDirectoryCopy || !splitDone(c, rec) {
+		return false
+	}
+	h, err := directoryView(cfg).homeFor(user, "")
+	return err == nil && rec.Namespace == cfg.Namespace && rec.Shared == cfg.MergeInto.Claim && rec.Directory == h.dir && rec.User == user &&
+		(sharedUID == "" || rec.SharedUID == sharedUID)
 }
 
 // mergeCanStart reports whether up's merge can run in this apply: it needs
@@ -231,6 +257,20 @@ func (p *planner) checkMergeInto() {
 			"pvc_name_template gives a named server the default server's claim (%q's server %q: %s), and shared_home.sub_path_template a directory of its own (%q; the default server: %q). "+
 				"Once the claim is merged into the default server's directory, the named servers would mount theirs, empty. Use a sub_path_template that names no server (e.g. \"{username}\").",
 			h.user, probeServer, h.claim, h.serverDir, h.dir)
+	}
+	// A named server with a claim of its own but the default server's
+	// directory mounts that directory until it has its claim, and the
+	// default server's claim is merged into it: the directory Job finds
+	// the server's files there, and the hub, which refuses the default
+	// server during the copy, lets the named server write there while the
+	// copy's rsync --delete replaces what the directory holds.
+	if h, ok := namedServerHomes(cfg, func(h serverHomes) bool { return h.dir == h.serverDir && h.claim != h.serverClaim }); ok {
+		p.errorf("pvc_name_template", "Named servers would share the directory a merge copies into",
+			"pvc_name_template gives a named server a claim of its own (%q's server %q: %s; the default server: %s), and shared_home.sub_path_template the default server's directory (%q). "+
+				"While homes move into the shared layout, a named server without its claim mounts that directory, and the default server's claim is merged into it: "+
+				"the copy would replace what the named server wrote there. Use pvc_name_template = \"claim-{username}\" (named servers mount the default server's claim until it is merged, then its directory), "+
+				"or a sub_path_template that names the server too (e.g. \"{user_server}\").",
+			h.user, probeServer, h.serverClaim, h.claim, h.dir)
 	}
 }
 

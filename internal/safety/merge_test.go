@@ -254,3 +254,60 @@ func TestPlanMerge_sharedClaimAndNamedServers(t *testing.T) {
 		t.Errorf("named servers:\n%s", e)
 	}
 }
+
+// A claim a move out of the shared layout made zero copy is a volume on
+// the user's directory: merging it into that very directory copies
+// nothing (the directory Job would refuse the directory, which holds the
+// claim's files). One on another directory, of another shared claim of
+// that name, or made by a copy is merged as any claim.
+func TestPlanMerge_aClaimMovedOutZeroCopyIsItsDirectory(t *testing.T) {
+	prior := &Prior{Config: splitConfig("alice", "bob", "carol", "dan"), HubSwitched: true}
+	moved := splitClaimOf("alice", true)
+	elsewhere := splitClaimOf("bob", true)
+	rec, _ := migration.DecodeSplitRecord(elsewhere.Annotations[migration.SplitAnnotation])
+	rec.Directory = "old/bob"
+	elsewhere.Annotations[migration.SplitAnnotation] = rec.Encode()
+	before := splitClaimOf("carol", true)
+	rec, _ = migration.DecodeSplitRecord(before.Annotations[migration.SplitAnnotation])
+	rec.SharedUID = "s0"
+	before.Annotations[migration.SplitAnnotation] = rec.Encode()
+	copied := splitClaimOf("dan", false)
+	rec, _ = migration.DecodeSplitRecord(copied.Annotations[migration.SplitAnnotation])
+	rec.Method, rec.Volume = migration.MethodDirectoryCopy, ""
+	copied.Annotations[migration.SplitAnnotation], copied.Annotations[migration.SplitCopiedAnnotation] = rec.Encode(), copied.UID
+	copied.Phase, copied.VolumeName = "Bound", "pv-dan"
+	res := Plan(mergeConfig("alice", "bob", "carol", "dan"), prior, mergeLive(moved, elsewhere, before, copied))
+	if len(res.Errors) != 0 {
+		t.Fatal(findingsText(res.Errors))
+	}
+	wantActions(t, res, map[string]Action{"alice": ActionKeep, "bob": ActionMigrate, "carol": ActionMigrate, "dan": ActionMigrate})
+	if up := planOf(res, "alice"); !strings.Contains(up.Reason, "nothing is copied") {
+		t.Errorf("alice: %s", up.Reason)
+	}
+	if !InMergeDirectory(mergeConfig("alice"), "alice", &moved, "") || InMergeDirectory(mergeConfig("alice"), "alice", &moved, "s0") ||
+		InMergeDirectory(splitConfig("alice"), "alice", &moved, "") {
+		t.Error("InMergeDirectory")
+	}
+}
+
+// A named server with a claim of its own (claim-{user_server}) and the
+// default server's directory ({username}) would mount, until it has its
+// claim, the directory the default server's claim is merged into.
+func TestPlanMerge_namedServersOfTheirOwnClaimInTheMergedDirectory(t *testing.T) {
+	prior := &Prior{Config: perUserOf("alice")}
+	cfg := mergeConfig("alice")
+	cfg.NameTemplate = "claim-{user_server}"
+	want := "Named servers would share the directory a merge copies into"
+	if e := findingsText(Plan(cfg, prior, mergeLive(homeClaimOf("alice", false, false))).Errors); !strings.Contains(e, want) || !strings.Contains(e, `"{user_server}"`) {
+		t.Errorf("claim-{user_server} with {username}:\n%s", e)
+	}
+	for _, tmpl := range []string{"{user_server}", "{username}--{servername}"} {
+		cfg.MergeInto.SubPathTemplate = tmpl
+		if e := findingsText(Plan(cfg, prior, mergeLive(homeClaimOf("alice", false, false))).Errors); strings.Contains(e, want) {
+			t.Errorf("claim-{user_server} with %s:\n%s", tmpl, e)
+		}
+	}
+	if e := findingsText(Plan(mergeConfig("alice"), prior, mergeLive(homeClaimOf("alice", false, false))).Errors); strings.Contains(e, want) {
+		t.Errorf("claim-{username} with {username}:\n%s", e)
+	}
+}

@@ -1,0 +1,93 @@
+package execute
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/kubespawner"
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/migration"
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/safety"
+)
+
+// The merges' sequences (consolidation, history_merge_test.go), as fixed
+// histories of the model, each failing without its fix.
+
+// mergeCfg is the merge of the listed users' claims (claim-{username})
+// into the shared layout of template tmpl (slug_scheme safe).
+func mergeCfg(tmpl string, users ...string) safety.Config {
+	c := sharedCfg(tmpl, kubespawner.SchemeSafe, users...)
+	c.MergeInto, c.Shared, c.OnLayoutChange = c.Shared, nil, safety.OnLayoutChangeMigrate
+	c.Migration = safety.Migration{Method: migration.MethodAuto, CopyImage: copyImage, SkipRunning: true}
+	return c
+}
+
+// The way back from a move out of the shared layout, zero copy: the
+// claim that move made is a volume on the user's directory, which a
+// merge into that very directory finds holding files (the claim's own);
+// its directory Job refused it, and the error said to move them away:
+// the operator who did moved the user's home away, the claim (an alias
+// of the directory) empty, and the merge then copied that empty claim
+// and marked it. Such a claim is the directory already: the plan merges
+// nothing (nothing is copied, nothing asked of the operator), and the
+// shared layout after it mounts the same files. Fails when the planner
+// merges it (TestHistories, seeds 2276, 6896, 13394 with the model of
+// merges).
+func TestHistory_mergeOfAHomeMovedOutZeroCopy(t *testing.T) {
+	w := sharedWorld(t)
+	w.hub.shared, w.hub.scheme = &safety.SharedHome{Claim: sharedClaim, SubPathTemplate: "{username}"}, kubespawner.SchemeSafe
+	w.session("alice") // her directory "alice"
+	split := splitCfg("{username}", "alice")
+	_, state := w.planApply(t, split, priorOf(sharedCfg("{username}", kubespawner.SchemeSafe, "alice")))
+	if m := w.claims[hubRef("claim-alice")]; m == nil || w.volOf(m.c.Ref()) == nil || w.volOf(m.c.Ref()).base == nil {
+		t.Fatalf("alice was not moved zero copy:\n  %s", strings.Join(w.log, "\n  "))
+	}
+	w.session("alice") // writes through the claim, into the directory
+	merge := mergeCfg("{username}", "alice")
+	_, state = w.planApply(t, merge, state)
+	w.followAdvice() // what the apply's errors say
+	if len(w.errs) > 0 || w.failed {
+		t.Fatalf("the merge of a claim that is the directory already fails:\n  %s", strings.Join(w.log, "\n  "))
+	}
+	w.session("alice")
+	_, state = w.planApply(t, merge, state)
+	w.session("alice")
+	shared := sharedCfg("{username}", kubespawner.SchemeSafe, "alice")
+	_, state = w.planApply(t, shared, state) // the claim's files are the directory's: no move
+	w.session("alice")
+	if files := w.filesAt(loc{hubRef(sharedClaim), "alice"}); len(files) != 4 {
+		t.Fatalf("alice's directory holds %d files, not the 4 she wrote:\n  %s", len(files), strings.Join(w.log, "\n  "))
+	}
+	w.done(t, shared, state)
+}
+
+// A named server without a claim of its own mounts its user's directory
+// while homes move into the shared layout (the fallback), and
+// pvc_name_template = "claim-{user_server}" with sub_path_template =
+// "{username}" gives it the very directory the default server's claim is
+// merged into: the directory Job refuses it (it holds the named server's
+// files, and the error says to move them away: the named server's home),
+// and a named server that starts after the directory Job (the hub refuses
+// only the default server, whose claim carries the record) has what it
+// writes there replaced by the copy's rsync --delete. The plan refuses
+// the merge with these templates. Fails when checkMergeInto lets them
+// pass (TestHistories, seeds 4086 and 27838 with the model of merges).
+func TestHistory_mergeRefusesNamedServersInTheMergedDirectory(t *testing.T) {
+	w := sharedWorld(t)
+	w.hub.template = "claim-{user_server}"
+	w.session("alice") // KubeSpawner makes hub/claim-alice
+	merge := mergeCfg("{username}", "alice")
+	merge.NameTemplate = "claim-{user_server}"
+	w.hub.split, w.hub.scheme = merge.MergeInto, kubespawner.SchemeSafe
+	state := priorOf(merge) // the hub runs the merge's settings
+	w.session("alice/gpu")  // no claim of its own: directory "alice"
+	p, ok := w.plan(merge, state)
+	if ok {
+		w.apply(p, false)
+		w.followAdvice()
+		t.Fatalf("the plan merges into a directory a named server mounts (%s):\n  %s", p.changes, strings.Join(w.log, "\n  "))
+	}
+	if want := "Named servers would share the directory a merge copies into"; !strings.Contains(errorsText(p.res), want) {
+		t.Fatalf("the plan's errors do not say %q:\n%s", want, errorsText(p.res))
+	}
+	w.done(t, merge, state)
+}
