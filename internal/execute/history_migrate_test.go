@@ -698,6 +698,9 @@ func (w *world) reachable(last plan) {
 		}
 		// A copy's new claim is named through its old claim, whose record
 		// leads to it (homes left behind name the old claim).
+		if m := w.claims[v.ref]; m != nil && m.c.VolumeName == v.name && namesStray(append(slices.Clone(last.res.Errors), last.res.Warnings...), m.c.Username, v.ref) {
+			return true // a claim the template no longer names
+		}
 		src := w.copySource(v.ref).String()
 		for _, t := range texts {
 			if strings.Contains(t, v.name) || strings.Contains(t, ref) || w.claims[v.ref] != nil && strings.Contains(t, src+" (") {

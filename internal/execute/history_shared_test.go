@@ -68,32 +68,32 @@ var sharedUsers = []string{"alice", "Bob", "carol", "alice/gpu"}
 var sharedTemplates = []string{"{username}", "home/{username}", "{escaped_username}"}
 
 // genShared makes a generated configuration of a shared history use the
-// shared layout half the time, and on_layout_change fail or keep; where
-// mr is set (a history with merges), two thirds of those shared layouts
-// are a merge into it instead (genMerge, drawn from mr).
-func genShared(r *rand.Rand, c *safety.Config, mr *rand.Rand) {
+// shared layout a third of the time, the move out of it a third, and
+// on_layout_change fail or keep; where mr is set (a history with merges),
+// some are a merge into the shared layout instead (mergeDraws.gen, drawn
+// from mr: the other draws stay the same).
+func genShared(r *rand.Rand, c *safety.Config, mr *mergeDraws) {
 	c.OnLayoutChange = []safety.OnLayoutChange{safety.OnLayoutChangeFail, safety.OnLayoutChangeKeep}[r.IntN(2)]
 	for i, u := range c.Users {
 		if u == "bob" {
 			c.Users[i] = "Bob"
 		}
 	}
+	perUserNS := c.UserNamespaceTemplate != ""
 	switch r.IntN(3) {
 	case 0:
-		return
 	case 1:
 		genSplit(r, c)
-		return
+	default:
+		c.Shared = &safety.SharedHome{Claim: sharedClaim, SubPathTemplate: sharedTemplates[r.IntN(len(sharedTemplates))]}
+		c.Scheme = []kubespawner.Scheme{kubespawner.SchemeSafe, kubespawner.SchemeEscape}[r.IntN(2)]
+		c.UserNamespaceTemplate = "" // the provider refuses user namespaces in the shared layout
+		if r.IntN(4) > 0 {
+			c.AccessMode = safety.RWX // the shared claim's; another mode fails the plan
+		}
 	}
-	c.Shared = &safety.SharedHome{Claim: sharedClaim, SubPathTemplate: sharedTemplates[r.IntN(len(sharedTemplates))]}
-	c.Scheme = []kubespawner.Scheme{kubespawner.SchemeSafe, kubespawner.SchemeEscape}[r.IntN(2)]
-	perUserNS := c.UserNamespaceTemplate != ""
-	c.UserNamespaceTemplate = "" // the provider refuses user namespaces in the shared layout
-	if r.IntN(4) > 0 {
-		c.AccessMode = safety.RWX // the shared claim's; another mode fails the plan
-	}
-	if mr != nil && mr.IntN(3) > 0 {
-		genMerge(mr, c, perUserNS)
+	if mr != nil {
+		mr.gen(c, perUserNS)
 	}
 }
 

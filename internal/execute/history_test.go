@@ -694,7 +694,7 @@ type layout struct {
 	shared                       bool // configurations switch to and from the shared layout
 	// merge, when set, draws which shared layouts are merges into it
 	// (history_merge_test.go), apart from the other draws.
-	merge *rand.Rand
+	merge *mergeDraws
 }
 
 func genLayout(r *rand.Rand) layout {
@@ -1000,7 +1000,7 @@ func runHistory(t *testing.T, seed uint64) *world {
 		w.sharedUnsplittable = rand.New(rand.NewPCG(seed, 13)).IntN(3) == 0
 		// Half of them move homes into the shared layout too (merges).
 		if rand.New(rand.NewPCG(seed, 29)).IntN(2) == 0 {
-			l.merge = rand.New(rand.NewPCG(seed, 31))
+			l.merge = &mergeDraws{r: rand.New(rand.NewPCG(seed, 31))}
 		}
 	}
 	for range r.IntN(4) {
@@ -1088,6 +1088,19 @@ func runHistory(t *testing.T, seed uint64) *world {
 		default:
 			for range 1 + r.IntN(3) {
 				w.hubAction()
+			}
+		}
+		if m := l.merge; m != nil && m.last != nil && !w.failed && m.r.IntN(3) == 0 {
+			// An operator applies a merge until it is done (drawn apart).
+			cfg := *m.last
+			cfg.Users = slices.Clone(cfg.Users)
+			last = cfg
+			kill := m.r.IntN(3) == 0
+			if p, ok := w.plan(cfg, state); ok {
+				w.logf("operator: apply the merge again (killed: %v) %s: %s %s", kill, describe(cfg), p.res.Class, p.changes)
+				if s := w.apply(p, kill); s != nil {
+					setState(s)
+				}
 			}
 		}
 		if w.failed {
