@@ -53,8 +53,8 @@ import (
 // the planner merges template claims only).
 //
 // The operator does what the errors say: moves a refusing directory's
-// files away (to a directory of its own on the shared claim, which counts
-// as named from then on), and undoes an unfinished merge by removing its
+// files away while the claim is still to be merged (to a directory of its
+// own on the shared claim, which counts as named from then on), and undoes an unfinished merge by removing its
 // record (a copy Job still running goes on).
 //
 // The checks (besides the others, which hold in every layout):
@@ -97,9 +97,8 @@ type mergeDraws struct {
 // gen makes c a merge into the shared layout: two thirds of the shared
 // layouts, a quarter of the others; half the time the last one again (an
 // operator applies a merge until it is done: the first apply only gives
-// the hub its settings, batch_size leaves users for later), mostly under
-// slug_scheme "safe" and ReadWriteMany (the per-user layout's claims were
-// named under "safe"; the shared claim is ReadWriteMany).
+// the hub its settings, batch_size leaves users for later), under
+// slug_scheme "safe" and mostly ReadWriteMany (the shared claim's).
 func (d *mergeDraws) gen(c *safety.Config, perUserNS bool) {
 	r := d.r
 	if c.Shared != nil && r.IntN(3) == 0 || c.Shared == nil && r.IntN(4) > 0 {
@@ -117,9 +116,10 @@ func (d *mergeDraws) gen(c *safety.Config, perUserNS bool) {
 	c.MergeInto, c.Shared = c.Shared, nil
 	c.OnLayoutChange = safety.OnLayoutChangeMigrate
 	c.Migration.BatchSize = r.IntN(3)
-	if r.IntN(4) > 0 {
-		c.Scheme = kubespawner.SchemeSafe
-	}
+	// The per-user layout's claims: KubeSpawner named them under "safe"
+	// (the model's hub does not remember a claim's name: a scheme that
+	// named them otherwise would be a change the real hub does not make).
+	c.Scheme = kubespawner.SchemeSafe
 	if r.IntN(8) > 0 {
 		c.AccessMode = safety.RWX
 	}
@@ -474,7 +474,7 @@ func (w *world) sharedDirectoryUse(shared claims.Ref) migration.DirectoryUse {
 }
 
 var (
-	moveAwayAdvice  = regexp.MustCompile(`refusing to merge into ` + regexp.QuoteMeta(kubespawner.SharedRoot) + `/([^ :]+): it holds files already`)
+	moveAwayAdvice  = regexp.MustCompile(`refusing to merge into ` + regexp.QuoteMeta(kubespawner.SharedRoot) + `/([^ :]+): it holds files already.*?nothing was recorded on claim ([^/ ]+)/([^ .]+)`)
 	undoMergeAdvice = regexp.MustCompile(`remove annotation ` + regexp.QuoteMeta(migration.MergeAnnotation) + ` from claim ([^/ ]+)/([^ :(]+)`)
 )
 
@@ -486,7 +486,10 @@ func (w *world) mergeAdvice() {
 	done := map[string]bool{}
 	for _, e := range w.errs {
 		for _, m := range moveAwayAdvice.FindAllStringSubmatch(e, -1) {
-			if !done[m[1]] {
+			// Only while the claim is still to be merged: an operator reads
+			// the error before acting on it.
+			c := w.claims[claims.Ref{Namespace: m[2], Name: m[3]}]
+			if !done[m[1]] && c != nil && !carriesMerge(c) {
 				done[m[1]] = true
 				w.moveAway(m[1])
 			}

@@ -698,8 +698,11 @@ func (w *world) reachable(last plan) {
 		}
 		// A copy's new claim is named through its old claim, whose record
 		// leads to it (homes left behind name the old claim).
-		if m := w.claims[v.ref]; m != nil && m.c.VolumeName == v.name && namesStray(append(slices.Clone(last.res.Errors), last.res.Warnings...), m.c.Username, v.ref) {
-			return true // a claim the template no longer names
+		if m := w.claims[v.ref]; m != nil && m.c.VolumeName == v.name {
+			fs := append(slices.Clone(last.res.Errors), last.res.Warnings...)
+			if namesStray(fs, m.c.Username, v.ref) || namesStray(fs, m.c.Username, w.copySource(v.ref)) {
+				return true // a claim the template no longer names, or its copy
+			}
 		}
 		src := w.copySource(v.ref).String()
 		for _, t := range texts {

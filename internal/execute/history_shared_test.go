@@ -386,11 +386,12 @@ func (w *world) checkMoves(p plan, before map[string]homeSnap, old hubConfig) {
 			// configuration no longer looks, with keep_existing).
 			w.events["split: a home left behind, named by a warning"]++
 			w.report(s, missing)
-		case s.at.dir == "" && namesStray(p.res.Warnings, user, s.at.ref):
-			// A claim the template no longer names (another slug_scheme),
-			// left as it is with on_mode_change = "keep_existing", which the
-			// plan's warning names: the hub with the shared claim as fallback
-			// (a merge) mounts the user's directory instead.
+		case s.at.dir == "" && (namesStray(p.res.Warnings, user, s.at.ref) || namesStray(p.res.Warnings, user, w.copySource(s.at.ref))):
+			// A claim the template no longer names (another slug_scheme), or
+			// the copy of one, left as it is with on_mode_change =
+			// "keep_existing", which the plan's warning names: the hub with
+			// the shared claim as fallback (a merge) mounts the user's
+			// directory instead.
 			w.events["a stray claim left for a directory, named by a warning"]++
 			w.report(s, missing)
 		case s.at.dir == "" && (namesClaim(w.fresh.Warnings, s.at.ref) || w.madeAfter(p, s.at.ref)):

@@ -391,6 +391,14 @@ func (w *world) checkMount(who string, at loc) {
 	seen, ok := w.lastHome[who]
 	prev := seen.canon
 	w.lastHome[who] = seenHome{at, now}
+	if p := w.applying; ok && prev != now && prev.dir != "" && now.dir != "" && at.dir == "" && p != nil && p.prior == nil && w.interleave {
+		// A move's claim (another directory's) mounted in the window of an
+		// apply whose plan had no state: the documented limit below.
+		w.events["LIMIT: split: a home left after state rm (a switch from the shared layout after state rm is not seen)"]++
+		w.logf("check: the hub mounts %s for %s, whose home was %s, during an apply whose plan had no state (documented limit)", at, who, prev)
+		w.reportedHomes = append(w.reportedHomes, prev)
+		return
+	}
 	if !ok || prev == now || prev.dir == "" || now.dir != "" {
 		return
 	}

@@ -1154,7 +1154,11 @@ func TestHistories(t *testing.T) {
 		"split to done", "split: the Job made a directory", "split: killed after prepare-directory", "split: killed after create-split-claim",
 		"split: killed after create-volume", "split: wait-split-bound", "split: layout switched with the homes in place", "split: spawn refused, the move under way",
 		"split: the hub mounts a moved home", "operator undid a move as an error says",
-		"directory-copy to done", "dcopy: spawn refused, being copied", "dcopy: the hub mounts a copied home"} {
+		"directory-copy to done", "dcopy: spawn refused, being copied", "dcopy: the hub mounts a copied home",
+		"merge to done", "merge: spawn refused, being merged", "merge: the hub mounts a merged home's directory", "merge: settled",
+		"merge: the directory Job refused a directory that holds files", "merge: operator moved a directory's files away as an error says",
+		"merge: killed after record-merge", "merge: killed after start-merge", "merge: a copy Job ended between applies", "merge: restart-merge",
+		"operator undid a merge as an error says"} {
 		if events[e] == 0 {
 			t.Errorf("no history exercised %q", e)
 		}
