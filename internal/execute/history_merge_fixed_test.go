@@ -125,3 +125,39 @@ func TestHistory_mergeLeavesACopiedHome(t *testing.T) {
 	w.mustRefuse(t, sharedCfg("{username}", kubespawner.SchemeSafe, "alice"), state, "hub/home-alice")
 	w.done(t, merge, state)
 }
+
+// A claim a move out of the shared layout made zero copy is a volume on
+// its directory: a server started before that move, which mounts the
+// shared claim at that directory, writes into the claim's files. A merge
+// into another directory waited only for pods on the claim and on the
+// directory it copies into: it copied and marked while that server wrote
+// on, and what it wrote after the copy was missing from the merged home.
+// The merge waits while a pod uses the claim's own directory too. Fails
+// when mergeCanStart leaves it out (TestHistories, seed 22544 with the
+// model of merges).
+func TestHistory_mergeWaitsForAServerOnTheClaimsDirectory(t *testing.T) {
+	w := sharedWorld(t)
+	w.hub.shared, w.hub.scheme = &safety.SharedHome{Claim: sharedClaim, SubPathTemplate: "home/{username}"}, kubespawner.SchemeSafe
+	w.spawn("alice") // runs on, in directory "home/alice"
+	split := splitCfg("home/{username}", "alice")
+	_, state := w.planApply(t, split, priorOf(sharedCfg("home/{username}", kubespawner.SchemeSafe, "alice")))
+	per := sharedCfg("", kubespawner.SchemeSafe, "alice")
+	per.Shared, per.OnLayoutChange = nil, safety.OnLayoutChangeKeep
+	_, state = w.planApply(t, per, state) // alice's home is her claim
+	merge := mergeCfg("{username}", "alice")
+	_, state = w.planApply(t, merge, state) // gives the hub the merge's settings
+	w.afterOp = func(user string, op migration.Op) {
+		if op == migration.OpWaitMerge {
+			w.write("alice") // after the copy, before the mark
+		}
+	}
+	p, state := w.planApply(t, merge, state)
+	w.afterOp = nil
+	if strings.Contains(p.changes, string(migration.MethodMerge)) {
+		t.Fatalf("the plan merges while a server writes into the claim's directory (%s):\n  %s", p.changes, strings.Join(w.log, "\n  "))
+	}
+	w.stop("alice")
+	_, state = w.planApply(t, merge, state)
+	w.session("alice")
+	w.done(t, merge, state)
+}

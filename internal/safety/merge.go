@@ -168,7 +168,7 @@ func (p *planner) mergeCanStart(up *UserPlan) bool {
 		up.Reason = from + "; copied by a later apply, once the hub has the merge's settings"
 		p.g.hubFirst = append(p.g.hubFirst, *up)
 		return false
-	case p.live.Mounted[up.Ref()] || p.live.DirectoriesInUse != nil && p.homeInUse(up):
+	case p.live.Mounted[up.Ref()] || p.live.DirectoriesInUse != nil && (p.homeInUse(up) || p.volumeDirectoryInUse(up.Live)):
 		up.Reason = from + "; a running pod uses the claim or the directory: copied by a later apply"
 		if !p.cfg.Migration.SkipRunning {
 			p.g.mergesInUse = append(p.g.mergesInUse, *up)
@@ -176,6 +176,20 @@ func (p *planner) mergeCanStart(up *UserPlan) bool {
 		return false
 	}
 	return true
+}
+
+// volumeDirectoryInUse reports whether a running pod mounts the
+// directory of the shared claim homes move into that claim c's volume is
+// (a move out of the shared layout made it zero copy from there): such a
+// pod (a server started before that move) writes into the claim's files,
+// and the copy waits for it too.
+func (p *planner) volumeDirectoryInUse(c *claims.Claim) bool {
+	if c == nil {
+		return false
+	}
+	rec, err := splitRecord(c)
+	return err == nil && rec != nil && rec.Method != migration.MethodDirectoryCopy && rec.Namespace == p.cfg.Namespace && rec.Shared == p.cfg.MergeInto.Claim &&
+		p.live.DirectoriesInUse.Uses(rec.Directory)
 }
 
 // hubRefusesMerge reports whether the hub refuses up's spawns once a

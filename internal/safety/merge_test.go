@@ -311,3 +311,23 @@ func TestPlanMerge_namedServersOfTheirOwnClaimInTheMergedDirectory(t *testing.T)
 		t.Errorf("claim-{username} with {username}:\n%s", e)
 	}
 }
+
+// A claim moved out zero copy is a volume on its directory: a pod on that
+// directory (a server started before the move) writes into the claim, and
+// its merge into another directory waits for it.
+func TestPlanMerge_waitsForAPodOnTheClaimsDirectory(t *testing.T) {
+	prior := &Prior{Config: mergeConfig("alice"), HubSwitched: true}
+	moved := splitClaimOf("alice", true)
+	rec, _ := migration.DecodeSplitRecord(moved.Annotations[migration.SplitAnnotation])
+	rec.Directory = "old/alice"
+	moved.Annotations[migration.SplitAnnotation] = rec.Encode()
+	live := mergeLive(moved)
+	wantActions(t, Plan(mergeConfig("alice"), prior, live), map[string]Action{"alice": ActionMigrate})
+	use := migration.NewDirectoryUse([]string{"old/alice"})
+	live.DirectoriesInUse = &use
+	res := Plan(mergeConfig("alice"), prior, live)
+	wantActions(t, res, map[string]Action{"alice": ActionKeep})
+	if up := planOf(res, "alice"); !strings.Contains(up.Reason, "a running pod uses") {
+		t.Errorf("alice: %s", up.Reason)
+	}
+}
