@@ -322,6 +322,12 @@ func (w *world) checkMoves(p plan, before map[string]homeSnap, old hubConfig) {
 				w.events["split: a home left behind, named by a warning"]++
 				w.report(s, slices.Collect(maps.Keys(s.files)))
 			}
+			if now.ref != s.at.ref && now.ref.Namespace != s.at.ref.Namespace && w.madeAfter(p, s.at.ref) {
+				// A claim KubeSpawner made in the apply's window, in a
+				// namespace the configuration leaves (DESIGN.md's limits).
+				w.events["LIMIT: a home KubeSpawner created between the plan and the apply left without being named"]++
+				w.report(s, slices.Collect(maps.Keys(s.files)))
+			}
 			continue // between per-user claims (migrations): the other invariants
 		}
 		if src := w.copySource(now.ref); w.claims[src] != nil && w.canon(loc{ref: src}) == s.canon {
@@ -339,6 +345,13 @@ func (w *world) checkMoves(p plan, before map[string]homeSnap, old hubConfig) {
 		if at, ok := w.splitTo(now.ref); ok && refused != "" {
 			// A move under way: once bound, the claim is its directory.
 			for _, f := range w.filesAt(at) {
+				have[f.content] = true
+			}
+		}
+		if m := w.claims[now.ref]; m != nil && refused != "" && carriesMerge(m) && now.dir == "" {
+			// A merge under way: the claim is the home until it is marked
+			// (the mark checks that the directory holds it all).
+			for _, f := range w.filesAt(now) {
 				have[f.content] = true
 			}
 		}
