@@ -161,3 +161,30 @@ func TestHistory_mergeWaitsForAServerOnTheClaimsDirectory(t *testing.T) {
 	w.session("alice")
 	w.done(t, merge, state)
 }
+
+// A place the home had under earlier settings (a rename's, which the
+// last apply recorded) that holds files refuses the merge before the
+// record: the hub would find the home at two places. Nothing is recorded,
+// the claim stays the home.
+func TestHistory_mergeRefusesAnEarlierPlaceWithFiles(t *testing.T) {
+	w := sharedWorld(t)
+	w.session("alice") // KubeSpawner makes hub/claim-alice
+	w.writeTo(w.volOf(w.sharedRef), "homes_v1/alice", "alice")
+	merge := mergeCfg("{username}", "alice")
+	w.hub.split, w.hub.scheme = merge.MergeInto, kubespawner.SchemeSafe
+	state := priorOf(merge)
+	state.MovedFrom = []string{"homes_v1/{username}"}
+	p, _ := w.planApply(t, merge, state)
+	if !strings.Contains(p.changes, string(migration.MethodMerge)) {
+		t.Fatalf("no merge planned: %s", p.changes)
+	}
+	if e := strings.Join(w.errs, "\n"); !strings.Contains(e, "an earlier place of the home, /mnt/homes/homes_v1/alice, holds files") {
+		t.Fatalf("the merge was not refused for the earlier place:\n  %s", strings.Join(w.log, "\n  "))
+	}
+	if m := w.claims[hubRef("claim-alice")]; m == nil || carriesMerge(m) {
+		t.Fatalf("the claim carries a merge's record")
+	}
+	if at, _, refused := w.hubLoc("alice"); refused != "" || at.ref != hubRef("claim-alice") {
+		t.Fatalf("the hub gives alice %s (%s)", at, refused)
+	}
+}
