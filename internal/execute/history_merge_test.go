@@ -193,27 +193,7 @@ func (w *world) MergeUsers(_ context.Context, namespace, shared string, dirs []s
 	if err := w.between(); err != nil {
 		return nil, err
 	}
-	sref, cref := claims.Ref{Namespace: namespace, Name: shared}, claims.Ref{Namespace: namespace, Name: claim}
-	related := func(d string) bool {
-		return slices.ContainsFunc(dirs, func(dir string) bool { return relatedDir(d, dir) })
-	}
-	var out []string
-	for _, p := range w.pods {
-		if p.ref == cref || p.ref == sref && related(p.dir) {
-			out = append(out, "jupyter-"+strings.ReplaceAll(p.who, "/", "--"))
-		}
-	}
-	own := migration.MergeJobName(claim)
-	for jref, j := range w.jobs {
-		if !j.running() || jref.Namespace != namespace || jref.Name == own {
-			continue
-		}
-		if j.src == cref || j.dst == cref || (j.src == sref || j.dst == sref) && (j.dir == "" || related(j.dir)) {
-			out = append(out, jref.Name+"-pod")
-		}
-	}
-	slices.Sort(out)
-	return out, nil
+	return w.directoryUsers(namespace, shared, dirs, claim, migration.MergeJobName(claim)), nil
 }
 
 // holds reports whether directory dir of the shared claim's volume v holds
@@ -312,14 +292,7 @@ func (w *world) RecordMerge(_ context.Context, rec migration.MergeRecord) error 
 }
 
 func (w *world) MergeJob(_ context.Context, namespace, claim string) (*migration.Job, error) {
-	if err := w.between(); err != nil {
-		return nil, err
-	}
-	j := w.jobs[claims.Ref{Namespace: namespace, Name: migration.MergeJobName(claim)}]
-	if j == nil {
-		return nil, nil
-	}
-	return &migration.Job{Succeeded: j.done, ClaimUID: j.claimUID}, nil
+	return w.copyJob(namespace, migration.MergeJobName(claim))
 }
 
 // StartMergeJob replaces any Job of its name (its pod gone first) by the
