@@ -32,6 +32,9 @@ func (w *world) runMigration(ctx context.Context, cfg safety.Config, up safety.U
 	if up.Method == migration.MethodDirectoryCopy {
 		return w.runDirectoryCopy(ctx, cfg, up)
 	}
+	if up.Method == migration.MethodMerge {
+		return w.runMerge(ctx, cfg, up, uid)
+	}
 	if up.Method == migration.MethodCopy {
 		to := cfg.AccessMode
 		if up.CopyResume != nil {
@@ -52,12 +55,17 @@ func (w *world) runMigration(ctx context.Context, cfg safety.Config, up safety.U
 
 // wjob is a copy Job: its pod mounts both claims until it ends. A move
 // by copy's (history_split_copy_test.go) mounts directory dir of src, and
-// was started for the claim dst of UID claimUID.
+// was started for the claim dst of UID claimUID. A merge's
+// (history_merge_test.go, merge set) mounts the claim src of user, and
+// directory dir of the shared claim dst.
 type wjob struct {
 	src, dst      claims.Ref
 	done          bool
 	counts        migration.Verification
 	dir, claimUID string
+	merge         bool
+	user          string
+	gen           int // the claim's mergeGen when it started (-1: no record)
 }
 
 func (j *wjob) running() bool { return !j.done }
@@ -109,6 +117,10 @@ func (w *world) binder() {
 func (w *world) finishJob(ref claims.Ref) {
 	j := w.jobs[ref]
 	if j == nil || j.done {
+		return
+	}
+	if j.merge {
+		w.finishMerge(ref, j)
 		return
 	}
 	if j.dir != "" {
@@ -466,6 +478,11 @@ func (w *world) hubHome(who string) (ref claims.Ref, create bool, refused string
 		return tref, mountable(t)
 	}
 	m := w.claims[ref]
+	if m != nil && m.c.Annotations[migration.MergedAnnotation] != "" {
+		// The per-user layout's hub refuses a merged claim (the home is the
+		// directory now) and a mark of another claim (mergeHub).
+		return ref, false, "claim " + m.c.Name + " was merged into the shared claim"
+	}
 	if m != nil && m.c.Annotations[migration.CopyAnnotation] != "" {
 		r, why := follow(m)
 		return r, false, why
@@ -531,6 +548,7 @@ func (w *world) strayWrite(user string) {
 // so, delete it; the saved files go back once the home is rebound.
 func (w *world) followAdvice() {
 	w.undoSplits()
+	w.mergeAdvice()
 	for _, e := range w.errs {
 		for _, m := range copyUndoAdvice.FindAllStringSubmatch(e, -1) {
 			w.undoCopy(claims.Ref{Namespace: m[1], Name: m[2]})
@@ -609,7 +627,7 @@ func (w *world) settle(cfg safety.Config, state *safety.Prior) {
 		// What the plan's error about claims that differ says to choose.
 		cfg.OnModeChange = safety.OnModeChangeKeepExisting
 	}
-	if cfg.Shared != nil {
+	if cfg.Shared != nil || cfg.MergeInto != nil {
 		// What the plan's error about the shared claim's mode says.
 		cfg.AccessMode = safety.RWX
 	}
@@ -657,6 +675,7 @@ func (w *world) settle(cfg safety.Config, state *safety.Prior) {
 	w.binder()
 	w.putBack()
 	w.reachable(last)
+	w.checkMergesSettled(cfg, last)
 }
 
 // reachable checks that every content a user wrote and did not rewrite is
@@ -679,6 +698,12 @@ func (w *world) reachable(last plan) {
 		}
 		// A copy's new claim is named through its old claim, whose record
 		// leads to it (homes left behind name the old claim).
+		if m := w.claims[v.ref]; m != nil && m.c.VolumeName == v.name {
+			fs := append(slices.Clone(last.res.Errors), last.res.Warnings...)
+			if namesStray(fs, m.c.Username, v.ref) || namesStray(fs, m.c.Username, w.copySource(v.ref)) {
+				return true // a claim the template no longer names, or its copy
+			}
+		}
 		src := w.copySource(v.ref).String()
 		for _, t := range texts {
 			if strings.Contains(t, v.name) || strings.Contains(t, ref) || w.claims[v.ref] != nil && strings.Contains(t, src+" (") {

@@ -68,26 +68,32 @@ var sharedUsers = []string{"alice", "Bob", "carol", "alice/gpu"}
 var sharedTemplates = []string{"{username}", "home/{username}", "{escaped_username}"}
 
 // genShared makes a generated configuration of a shared history use the
-// shared layout half the time, and on_layout_change fail or keep.
-func genShared(r *rand.Rand, c *safety.Config) {
+// shared layout a third of the time, the move out of it a third, and
+// on_layout_change fail or keep; where mr is set (a history with merges),
+// some are a merge into the shared layout instead (mergeDraws.gen, drawn
+// from mr: the other draws stay the same).
+func genShared(r *rand.Rand, c *safety.Config, mr *mergeDraws) {
 	c.OnLayoutChange = []safety.OnLayoutChange{safety.OnLayoutChangeFail, safety.OnLayoutChangeKeep}[r.IntN(2)]
 	for i, u := range c.Users {
 		if u == "bob" {
 			c.Users[i] = "Bob"
 		}
 	}
+	perUserNS := c.UserNamespaceTemplate != ""
 	switch r.IntN(3) {
 	case 0:
-		return
 	case 1:
 		genSplit(r, c)
-		return
+	default:
+		c.Shared = &safety.SharedHome{Claim: sharedClaim, SubPathTemplate: sharedTemplates[r.IntN(len(sharedTemplates))]}
+		c.Scheme = []kubespawner.Scheme{kubespawner.SchemeSafe, kubespawner.SchemeEscape}[r.IntN(2)]
+		c.UserNamespaceTemplate = "" // the provider refuses user namespaces in the shared layout
+		if r.IntN(4) > 0 {
+			c.AccessMode = safety.RWX // the shared claim's; another mode fails the plan
+		}
 	}
-	c.Shared = &safety.SharedHome{Claim: sharedClaim, SubPathTemplate: sharedTemplates[r.IntN(len(sharedTemplates))]}
-	c.Scheme = []kubespawner.Scheme{kubespawner.SchemeSafe, kubespawner.SchemeEscape}[r.IntN(2)]
-	c.UserNamespaceTemplate = "" // the provider refuses user namespaces in the shared layout
-	if r.IntN(4) > 0 {
-		c.AccessMode = safety.RWX // the shared claim's; another mode fails the plan
+	if mr != nil {
+		mr.gen(c, perUserNS)
 	}
 }
 
@@ -196,6 +202,9 @@ func (w *world) spawnShared(who string) {
 		if strings.Contains(refused, "being copied from its directory") {
 			w.events["dcopy: spawn refused, being copied"]++
 		}
+		if strings.Contains(refused, "being merged") {
+			w.events["merge: spawn refused, being merged"]++
+		}
 		w.logf("hub: %s's spawn refused: %s", who, refused)
 		return
 	}
@@ -208,6 +217,11 @@ func (w *world) spawnShared(who string) {
 	}
 	if v == nil {
 		return // the pod waits for the claim
+	}
+	if user, server, _ := strings.Cut(who, "/"); w.hub.split != nil && at.dir != "" {
+		if m := w.claims[w.templateRef(user, server)]; m != nil && carriesMerge(m) {
+			w.events["merge: the hub mounts a merged home's directory"]++
+		}
 	}
 	if at.dir != "" && !v.dirs[at.dir] {
 		v.dirs[at.dir], w.sharedDirs[at.dir] = true, true
@@ -251,7 +265,7 @@ func (w *world) homesNow() map[string]homeSnap {
 // configuration of plan p (see the file's comment); before is homesNow at
 // the apply's start and was the hub's configuration then.
 func (w *world) checkMoves(p plan, before map[string]homeSnap, old hubConfig) {
-	unseen := p.prior == nil && (p.cfg.Shared != nil || p.cfg.SplitFrom != nil) && old.shared == nil && old.nsTemplate != ""
+	unseen := p.prior == nil && safety.DirectoryOf(p.cfg) != nil && old.shared == nil && old.nsTemplate != ""
 	if unseen {
 		// Known gap: a new resource (no state) in the shared layout reads
 		// claims in its namespace only; the hub's per-user homes in users'
@@ -272,7 +286,7 @@ func (w *world) checkMoves(p plan, before map[string]homeSnap, old hubConfig) {
 			}
 		}
 	}
-	if (p.cfg.Shared != nil || p.cfg.SplitFrom != nil) && old.shared == nil {
+	if safety.DirectoryOf(p.cfg) != nil && old.shared == nil {
 		// The per-user claims the plan's warnings name ("not mounted in the
 		// shared layout ... stay as they are", or homes left where the
 		// configuration no longer looks, with keep_existing) are reported
@@ -308,6 +322,12 @@ func (w *world) checkMoves(p plan, before map[string]homeSnap, old hubConfig) {
 				w.events["split: a home left behind, named by a warning"]++
 				w.report(s, slices.Collect(maps.Keys(s.files)))
 			}
+			if now.ref != s.at.ref && now.ref.Namespace != s.at.ref.Namespace && w.madeAfter(p, s.at.ref) {
+				// A claim KubeSpawner made in the apply's window, in a
+				// namespace the configuration leaves (DESIGN.md's limits).
+				w.events["LIMIT: a home KubeSpawner created between the plan and the apply left without being named"]++
+				w.report(s, slices.Collect(maps.Keys(s.files)))
+			}
 			continue // between per-user claims (migrations): the other invariants
 		}
 		if src := w.copySource(now.ref); w.claims[src] != nil && w.canon(loc{ref: src}) == s.canon {
@@ -325,6 +345,13 @@ func (w *world) checkMoves(p plan, before map[string]homeSnap, old hubConfig) {
 		if at, ok := w.splitTo(now.ref); ok && refused != "" {
 			// A move under way: once bound, the claim is its directory.
 			for _, f := range w.filesAt(at) {
+				have[f.content] = true
+			}
+		}
+		if m := w.claims[now.ref]; m != nil && refused != "" && carriesMerge(m) && now.dir == "" {
+			// A merge under way: the claim is the home until it is marked
+			// (the mark checks that the directory holds it all).
+			for _, f := range w.filesAt(now) {
 				have[f.content] = true
 			}
 		}
@@ -352,7 +379,7 @@ func (w *world) checkMoves(p plan, before map[string]homeSnap, old hubConfig) {
 			// No state, the hub in the shared layout: the plan cannot see
 			// the hub's template and scheme (DESIGN.md's limits), and its
 			// warning says so.
-			if (p.cfg.Shared != nil || p.cfg.SplitFrom != nil) && !warnsAdoption(p.res) {
+			if safety.DirectoryOf(p.cfg) != nil && !warnsAdoption(p.res) {
 				w.violation("a plan without a state moved %s's home from %s to %s and no warning says it cannot see the hub's directories", who, s.at, now)
 			}
 			w.events["shared: adopted without a state, the plan cannot see the hub's settings"]++
@@ -360,7 +387,7 @@ func (w *world) checkMoves(p plan, before map[string]homeSnap, old hubConfig) {
 			w.report(s, missing)
 		case unseen && s.at.ref.Namespace != p.cfg.Namespace:
 			w.report(s, missing)
-		case p.cfg.SplitFrom != nil && server != "" && s.at.dir == "" && s.at.ref.Namespace != p.cfg.Namespace:
+		case safety.Fallback(p.cfg) != nil && server != "" && s.at.dir == "" && s.at.ref.Namespace != p.cfg.Namespace:
 			// Known gap: a named server's claim left in a user's namespace
 			// when the layout leaves user namespaces; leftBehind names
 			// default servers' homes only. Counted and reported.
@@ -371,6 +398,14 @@ func (w *world) checkMoves(p plan, before map[string]homeSnap, old hubConfig) {
 			// A warning of the plan names the old claim (left where the
 			// configuration no longer looks, with keep_existing).
 			w.events["split: a home left behind, named by a warning"]++
+			w.report(s, missing)
+		case s.at.dir == "" && (namesStray(p.res.Warnings, user, s.at.ref) || namesStray(p.res.Warnings, user, w.copySource(s.at.ref))):
+			// A claim the template no longer names (another slug_scheme), or
+			// the copy of one, left as it is with on_mode_change =
+			// "keep_existing", which the plan's warning names: the hub with
+			// the shared claim as fallback (a merge) mounts the user's
+			// directory instead.
+			w.events["a stray claim left for a directory, named by a warning"]++
 			w.report(s, missing)
 		case s.at.dir == "" && (namesClaim(w.fresh.Warnings, s.at.ref) || w.madeAfter(p, s.at.ref)):
 			// The old claim appeared after the plan (KubeSpawner created it
@@ -486,6 +521,17 @@ func (w *world) countPlan(res safety.Result) {
 func namesClaim(fs []safety.Finding, ref claims.Ref) bool {
 	for _, f := range fs {
 		if strings.Contains(f.Detail, ref.String()+" (") {
+			return true
+		}
+	}
+	return false
+}
+
+// namesStray: a warning names claim ref as user's home that the template
+// no longer names (checkStrays, acknowledged by keep_existing).
+func namesStray(fs []safety.Finding, user string, ref claims.Ref) bool {
+	for _, f := range fs {
+		if f.Attribute == "pvc_name_template" && strings.Contains(f.Detail, "in namespace "+ref.Namespace+" ") && strings.Contains(f.Detail, user+": has "+ref.Name+",") {
 			return true
 		}
 	}

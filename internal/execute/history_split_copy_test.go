@@ -115,24 +115,33 @@ func (w *world) DirectoryUsers(_ context.Context, namespace, shared string, dirs
 	if err := w.between(); err != nil {
 		return nil, err
 	}
+	return w.directoryUsers(namespace, shared, dirs, claim, migration.DirectoryCopyJobName(claim)), nil
+}
+
+// directoryUsers lists the servers that mount claim, or claim shared at a
+// directory related to one of dirs, and the running Jobs (but own) whose
+// pods mount either: internal/kube's directoryUsers.
+func (w *world) directoryUsers(namespace, shared string, dirs []string, claim, own string) []string {
 	sref, cref := claims.Ref{Namespace: namespace, Name: shared}, claims.Ref{Namespace: namespace, Name: claim}
+	related := func(d string) bool {
+		return slices.ContainsFunc(dirs, func(dir string) bool { return relatedDir(d, dir) })
+	}
 	var out []string
 	for _, p := range w.pods {
-		if p.ref == cref || p.ref == sref && slices.ContainsFunc(dirs, func(dir string) bool { return relatedDir(p.dir, dir) }) {
+		if p.ref == cref || p.ref == sref && related(p.dir) {
 			out = append(out, "jupyter-"+strings.ReplaceAll(p.who, "/", "--"))
 		}
 	}
-	own := migration.DirectoryCopyJobName(claim)
 	for jref, j := range w.jobs {
 		if !j.running() || jref.Namespace != namespace || jref.Name == own {
 			continue
 		}
-		if j.dst == cref || j.src == cref || j.src == sref && (j.dir == "" || slices.ContainsFunc(dirs, func(dir string) bool { return relatedDir(j.dir, dir) })) {
+		if j.src == cref || j.dst == cref || (j.src == sref || j.dst == sref) && (j.dir == "" || related(j.dir)) {
 			out = append(out, jref.Name+"-pod")
 		}
 	}
 	slices.Sort(out)
-	return out, nil
+	return out
 }
 
 // CreateDirectoryCopyClaim makes the claim with the record; the
@@ -159,10 +168,16 @@ func (w *world) CreateDirectoryCopyClaim(_ context.Context, rec migration.SplitR
 }
 
 func (w *world) DirectoryCopyJob(_ context.Context, namespace, claim string) (*migration.Job, error) {
+	return w.copyJob(namespace, migration.DirectoryCopyJobName(claim))
+}
+
+// copyJob is the Job of that name as a move or a merge sees it; nil when
+// none.
+func (w *world) copyJob(namespace, name string) (*migration.Job, error) {
 	if err := w.between(); err != nil {
 		return nil, err
 	}
-	j := w.jobs[claims.Ref{Namespace: namespace, Name: migration.DirectoryCopyJobName(claim)}]
+	j := w.jobs[claims.Ref{Namespace: namespace, Name: name}]
 	if j == nil {
 		return nil, nil
 	}

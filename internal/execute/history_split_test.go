@@ -95,7 +95,28 @@ func (w *world) splitLoc(who string) (at loc, refused string) {
 	sh := w.hub.split
 	user, server, _ := strings.Cut(who, "/")
 	ref := w.templateRef(user, server)
+	directory := func() (loc, string) {
+		sref := hubRef(sh.Claim)
+		switch s := w.claims[sref]; {
+		case s == nil:
+			return loc{ref: sref}, "the shared claim does not exist"
+		case s.c.Deleting:
+			return loc{ref: sref}, "the shared claim is being deleted"
+		}
+		dir, err := kubespawner.Expand(sh.SubPathTemplate, user, server, w.hub.scheme)
+		if err != nil {
+			return loc{ref: sref}, err.Error()
+		}
+		return loc{sref, dir}, ""
+	}
 	switch m := w.claims[ref]; {
+	case m != nil && carriesMerge(m):
+		// A merge's record or mark, read before any other record: merged
+		// (its own UID), the directory; else refused (mergeHub).
+		if why := mergeRefused(m); why != "" {
+			return loc{ref: ref}, why
+		}
+		return directory()
 	case m == nil && w.rebinding(ref):
 		// Finding for the hub file: in a rebind's window (the old claim
 		// deleted, the new one not yet made) the rule as stated mounts the
@@ -111,18 +132,7 @@ func (w *world) splitLoc(who string) (at loc, refused string) {
 		r, _, why := w.hubHome(who)
 		return loc{ref: r}, why
 	case m == nil:
-		sref := hubRef(sh.Claim)
-		switch s := w.claims[sref]; {
-		case s == nil:
-			return loc{ref: sref}, "the shared claim does not exist"
-		case s.c.Deleting:
-			return loc{ref: sref}, "the shared claim is being deleted"
-		}
-		dir, err := kubespawner.Expand(sh.SubPathTemplate, user, server, w.hub.scheme)
-		if err != nil {
-			return loc{ref: sref}, err.Error()
-		}
-		return loc{sref, dir}, ""
+		return directory()
 	case m.c.Deleting:
 		return loc{ref: ref}, "claim " + m.c.Name + " is being deleted"
 	case m.c.Annotations[migration.SplitAnnotation] != "":
@@ -381,6 +391,14 @@ func (w *world) checkMount(who string, at loc) {
 	seen, ok := w.lastHome[who]
 	prev := seen.canon
 	w.lastHome[who] = seenHome{at, now}
+	if p := w.applying; ok && prev != now && prev.dir != "" && now.dir != "" && at.dir == "" && p != nil && p.prior == nil && w.interleave {
+		// A move's claim (another directory's) mounted in the window of an
+		// apply whose plan had no state: the documented limit below.
+		w.events["LIMIT: split: a home left after state rm (a switch from the shared layout after state rm is not seen)"]++
+		w.logf("check: the hub mounts %s for %s, whose home was %s, during an apply whose plan had no state (documented limit)", at, who, prev)
+		w.reportedHomes = append(w.reportedHomes, prev)
+		return
+	}
 	if !ok || prev == now || prev.dir == "" || now.dir != "" {
 		return
 	}
@@ -416,6 +434,17 @@ func (w *world) checkMount(who string, at loc) {
 		// limits).
 		w.events["LIMIT: split: a home left after state rm (a switch from the shared layout after state rm is not seen)"]++
 		w.logf("check: the hub mounts %s for %s, whose home was %s, under a plan without a state (documented limit)", at, who, prev)
+		for _, c := range missing {
+			w.reported[c] = true
+		}
+		w.reportedHomes = append(w.reportedHomes, prev)
+		return
+	}
+	if p := w.applying; p != nil && w.interleave && p.cfg.OnLayoutChange == safety.OnLayoutChangeKeep && warnsOf(p.res, strings.Split(who, "/")[0]) {
+		// The apply under way made the claim its plan named as the user's
+		// new home (on_layout_change = "keep": the old one stays, not
+		// mounted), and the hub of the last apply mounts it at once.
+		w.events["shared: keep: a home the plan named mounted during its apply"]++
 		for _, c := range missing {
 			w.reported[c] = true
 		}

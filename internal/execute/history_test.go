@@ -215,6 +215,11 @@ type world struct {
 	// fresh is the last apply's own classification (its warnings are not
 	// shown: the provider's apply reports only its errors).
 	fresh safety.Result
+	// mergeGen counts, by claim UID, the merge records written on the
+	// claim and removed from it (history_merge_test.go); nextAway numbers
+	// the directories files are moved away to.
+	mergeGen map[string]int
+	nextAway int
 }
 
 var errKilled = errors.New("killed")
@@ -223,7 +228,7 @@ func newWorld(t *testing.T, r *rand.Rand) *world {
 	return &world{t: t, r: r, claims: map[claims.Ref]*mclaim{}, vols: map[string]*volume{}, pods: map[string]pod{}, jobs: map[claims.Ref]*wjob{},
 		hub: hubConfig{mode: safety.RWO}, superseded: map[string]bool{}, excused: map[string]bool{}, owner: map[string]string{},
 		backup: map[string]map[string]file{}, saveFor: map[string]string{}, binderRate: 2, events: map[string]int{}, users: hubUsers,
-		sharedDirs: map[string]bool{}, reported: map[string]bool{}, lastHome: map[string]seenHome{}}
+		sharedDirs: map[string]bool{}, reported: map[string]bool{}, lastHome: map[string]seenHome{}, mergeGen: map[string]int{}}
 }
 
 func (w *world) logf(format string, a ...any) { w.log = append(w.log, fmt.Sprintf(format, a...)) }
@@ -362,6 +367,9 @@ func (w *world) spawn(who string) {
 	ref, create, refused := w.hubHome(who)
 	if refused != "" {
 		w.events["spawn refused"]++
+		if strings.Contains(refused, "was merged") {
+			w.events["merge: spawn refused, merged (per-user layout)"]++
+		}
 		w.logf("hub: %s's spawn refused: %s", who, refused)
 		return
 	}
@@ -542,7 +550,7 @@ func (w *world) live(cfg safety.Config, prior *safety.Prior) safety.Live {
 	for _, p := range w.pods {
 		l.Mounted[p.ref] = true
 	}
-	if sh := cmp.Or(cfg.Shared, cfg.SplitFrom); sh != nil {
+	if sh := safety.DirectoryOf(cfg); sh != nil {
 		if m := w.claims[claims.Ref{Namespace: cfg.Namespace, Name: sh.Claim}]; m != nil {
 			c := m.c
 			c.AccessModes = slices.Clone(c.AccessModes)
@@ -551,6 +559,11 @@ func (w *world) live(cfg safety.Config, prior *safety.Prior) safety.Live {
 				// readLive: whether directories move zero copy or by a copy.
 				src := w.sharedSource()
 				l.SharedSource = &src
+			}
+			if cfg.MergeInto != nil {
+				// readLive: merges wait while a pod uses the directory.
+				use := w.sharedDirectoryUse(c.Ref())
+				l.DirectoriesInUse = &use
 			}
 		}
 	}
@@ -669,7 +682,7 @@ func genConfig(r *rand.Rand, l layout) safety.Config {
 		c.Migration.TargetTemplate = "claim-{username}"
 	}
 	if l.shared {
-		genShared(r, &c)
+		genShared(r, &c, l.merge)
 	}
 	return c
 }
@@ -679,15 +692,18 @@ func genConfig(r *rand.Rand, l layout) safety.Config {
 type layout struct {
 	nsTemplate, template, target string
 	shared                       bool // configurations switch to and from the shared layout
+	// merge, when set, draws which shared layouts are merges into it
+	// (history_merge_test.go), apart from the other draws.
+	merge *mergeDraws
 }
 
 func genLayout(r *rand.Rand) layout {
 	if r.IntN(2) == 0 {
 		// Per-user namespaces; a template without a user field names every
 		// user's home alike.
-		return []layout{{userNSTmpl, "home", "home-new", false}, {userNSTmpl, "home", "home-{username}", false}, {userNSTmpl, "claim-{user_server}", "new-{user_server}", false}}[r.IntN(3)]
+		return []layout{{userNSTmpl, "home", "home-new", false, nil}, {userNSTmpl, "home", "home-{username}", false, nil}, {userNSTmpl, "claim-{user_server}", "new-{user_server}", false, nil}}[r.IntN(3)]
 	}
-	return []layout{{"", "claim-{username}", "home-{username}", false}, {"", "claim-{user_server}", "home-{user_server}", false}}[r.IntN(2)]
+	return []layout{{"", "claim-{username}", "home-{username}", false, nil}, {"", "claim-{user_server}", "home-{user_server}", false, nil}}[r.IntN(2)]
 }
 
 // plan is what an operator's plan shows, as OpenTofu keeps it.
@@ -799,7 +815,7 @@ func (w *world) apply(p plan, kill bool) *safety.Prior {
 		step, err := w.runMigration(ctx, p.cfg, *up, sel.Planned[k].UID)
 		w.logf("apply: migrate %s by %s: step %s, %v", k, up.Method, step, err)
 		w.count(fmt.Sprintf("%s to %s", up.Method, step), err)
-		if p.cfg.OnModeChange != safety.OnModeChangeMigrate && up.Method != migration.MethodSplit {
+		if p.cfg.OnModeChange != safety.OnModeChangeMigrate && up.Method != migration.MethodSplit && up.Method != migration.MethodMerge {
 			w.events["migration resumed under another on_mode_change"]++
 		}
 		if err != nil {
@@ -819,8 +835,9 @@ func (w *world) apply(p plan, kill bool) *safety.Prior {
 		sh := *p.cfg.Shared
 		w.hub.shared = &sh
 	}
-	if p.cfg.SplitFrom != nil {
-		sh := *p.cfg.SplitFrom
+	if fb := safety.Fallback(p.cfg); fb != nil {
+		// Moving out of the shared layout or into it: the same hub.
+		sh := *fb
 		w.hub.split = &sh
 	}
 	if now := w.hubLayout(); now != was {
@@ -903,7 +920,7 @@ func (w *world) destroy(cfg safety.Config, prior safety.Prior, replacing bool) {
 	if cfg.Shared != nil {
 		defer w.checkSharedDestroy(w.claimUIDs())
 	}
-	if cfg.SplitFrom != nil {
+	if safety.Fallback(cfg) != nil {
 		defer w.checkSplits("the destroy")
 		defer w.checkShared("the destroy")
 	}
@@ -935,7 +952,7 @@ func (w *world) destroy(cfg safety.Config, prior safety.Prior, replacing bool) {
 func priorOf(cfg safety.Config) *safety.Prior {
 	// The model's hub takes the settings of every apply that returns a
 	// state (Prior.HubSwitched).
-	p := &safety.Prior{Config: cfg, Managed: map[string]string{}, HubSwitched: cfg.SplitFrom != nil}
+	p := &safety.Prior{Config: cfg, Managed: map[string]string{}, HubSwitched: safety.Fallback(cfg) != nil}
 	if cfg.Shared != nil {
 		return p
 	}
@@ -958,6 +975,9 @@ func describe(cfg safety.Config) string {
 	if cfg.SplitFrom != nil {
 		s += fmt.Sprintf(" split_from=%s:%q scheme=%s batch_size=%d", cfg.SplitFrom.Claim, cfg.SplitFrom.SubPathTemplate, cfg.Scheme, cfg.Migration.BatchSize)
 	}
+	if cfg.MergeInto != nil {
+		s += fmt.Sprintf(" merge_into=%s:%q scheme=%s batch_size=%d", cfg.MergeInto.Claim, cfg.MergeInto.SubPathTemplate, cfg.Scheme, cfg.Migration.BatchSize)
+	}
 	if cfg.OnLayoutChange != "" {
 		s += " on_layout_change=" + string(cfg.OnLayoutChange)
 	}
@@ -978,6 +998,10 @@ func runHistory(t *testing.T, seed uint64) *world {
 		// A third of them on a volume that cannot be split, where homes
 		// move by a copy (drawn apart: the other draws stay the same).
 		w.sharedUnsplittable = rand.New(rand.NewPCG(seed, 13)).IntN(3) == 0
+		// Half of them move homes into the shared layout too (merges).
+		if rand.New(rand.NewPCG(seed, 29)).IntN(2) == 0 {
+			l.merge = &mergeDraws{r: rand.New(rand.NewPCG(seed, 31))}
+		}
 	}
 	for range r.IntN(4) {
 		w.hubAction()
@@ -1066,6 +1090,19 @@ func runHistory(t *testing.T, seed uint64) *world {
 				w.hubAction()
 			}
 		}
+		if m := l.merge; m != nil && m.last != nil && !w.failed && m.r.IntN(3) == 0 {
+			// An operator applies a merge until it is done (drawn apart).
+			cfg := *m.last
+			cfg.Users = slices.Clone(cfg.Users)
+			last = cfg
+			kill := m.r.IntN(3) == 0
+			if p, ok := w.plan(cfg, state); ok {
+				w.logf("operator: apply the merge again (killed: %v) %s: %s %s", kill, describe(cfg), p.res.Class, p.changes)
+				if s := w.apply(p, kill); s != nil {
+					setState(s)
+				}
+			}
+		}
 		if w.failed {
 			return w
 		}
@@ -1117,7 +1154,11 @@ func TestHistories(t *testing.T) {
 		"split to done", "split: the Job made a directory", "split: killed after prepare-directory", "split: killed after create-split-claim",
 		"split: killed after create-volume", "split: wait-split-bound", "split: layout switched with the homes in place", "split: spawn refused, the move under way",
 		"split: the hub mounts a moved home", "operator undid a move as an error says",
-		"directory-copy to done", "dcopy: spawn refused, being copied", "dcopy: the hub mounts a copied home"} {
+		"directory-copy to done", "dcopy: spawn refused, being copied", "dcopy: the hub mounts a copied home",
+		"merge to done", "merge: spawn refused, being merged", "merge: the hub mounts a merged home's directory", "merge: settled",
+		"merge: the directory Job refused a directory that holds files", "merge: operator moved a directory's files away as an error says",
+		"merge: killed after record-merge", "merge: killed after start-merge", "merge: a copy Job ended between applies", "merge: restart-merge",
+		"operator undid a merge as an error says"} {
 		if events[e] == 0 {
 			t.Errorf("no history exercised %q", e)
 		}

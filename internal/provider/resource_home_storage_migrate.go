@@ -166,7 +166,7 @@ func migrationPlanValue(res safety.Result, cfg safety.Config) (v types.String, n
 	}
 	mergeLater := func(up *safety.UserPlan) bool { // a claim a later apply merges
 		return up.Action == safety.ActionKeep && up.Live != nil && up.Managed && up.Server == "" && cfg.MergeInto != nil &&
-			!migration.Merged(up.Live.Annotations, up.Live.UID)
+			!migration.Merged(up.Live.Annotations, up.Live.UID) && !safety.InMergeDirectory(cfg, up.User, up.Live, "")
 	}
 	shown := func(up *safety.UserPlan) bool {
 		return up.Action == safety.ActionMigrate || up.Action == safety.ActionLegacy && cfg.OnModeChange == safety.OnModeChangeMigrate || splitLater(up) || mergeLater(up)

@@ -14,8 +14,10 @@ package safety
 import (
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/claims"
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/kubespawner"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/migration"
 )
 
@@ -110,13 +112,8 @@ func (p *planner) mergeClaim(up *UserPlan) bool {
 func (p *planner) mergeHome(up *UserPlan) {
 	dir := p.dirOf(up)
 	up.Action = ActionKeep
-	if rec, err := splitRecord(up.Live); err == nil && rec != nil && rec.Namespace == p.cfg.Namespace && rec.Shared == p.cfg.MergeInto.Claim && rec.Directory == dir {
-		if onSharedDirectory(up.Live) {
-			// A move out made it a volume on that very directory: the same
-			// files, nothing to copy.
-			up.Reason = fmt.Sprintf("claim %s is a volume on directory %q of claim %s/%s (moved out zero copy): the same files", up.Ref(), dir, rec.Namespace, rec.Shared)
-			return
-		}
+	if rec, err := splitRecord(up.Live); err == nil && rec != nil && rec.Method == migration.MethodDirectoryCopy && rec.Namespace == p.cfg.Namespace &&
+		rec.Shared == p.cfg.MergeInto.Claim && rec.Directory == dir {
 		// Copied out of that directory, which still holds the files as they
 		// were then: the merge refuses a directory that holds anything.
 		p.g.staleDirectories = append(p.g.staleDirectories, *up)
@@ -125,6 +122,10 @@ func (p *planner) mergeHome(up *UserPlan) {
 	switch {
 	case dir == "":
 		up.Reason = "its directory cannot be named"
+		return
+	case p.live.Shared != nil && InMergeDirectory(p.cfg, up.User, up.Live, p.live.Shared.UID):
+		up.Reason = fmt.Sprintf("claim %s is a volume on directory %q of claim %s/%s (a move out of the shared layout made it, zero copy): the home is in the directory already; nothing is copied",
+			up.Ref(), dir, p.cfg.Namespace, p.cfg.MergeInto.Claim)
 		return
 	case p.cfg.Migration.BatchSize > 0 && len(p.g.migrating) >= p.cfg.Migration.BatchSize:
 		up.Reason += " (batch_size)"
@@ -135,6 +136,28 @@ func (p *planner) mergeHome(up *UserPlan) {
 	up.Action, up.Method = ActionMigrate, migration.MethodMerge
 	up.Reason = fmt.Sprintf("claim %s is copied into directory %q of claim %s/%s; the claim stays as it is", up.Ref(), dir, p.cfg.Namespace, p.cfg.MergeInto.Claim)
 	p.g.migrating = append(p.g.migrating, *up)
+}
+
+// InMergeDirectory reports whether claim c, user's home, is the user's
+// directory of the shared claim homes move into (cfg.MergeInto) already: a
+// move out of the shared layout made it, zero copy, a volume on that very
+// directory (its record names the directory, and it is bound to its
+// volume), of the shared claim of UID sharedUID ("": not compared). Its
+// files are the directory's: a merge has nothing to copy, and its
+// directory Job would refuse the directory, which holds them (moving them
+// away, as that error says, would empty the user's home). The hub mounts
+// the same files whether it mounts the claim or the directory.
+func InMergeDirectory(cfg Config, user string, c *claims.Claim, sharedUID string) bool {
+	if cfg.MergeInto == nil || c == nil {
+		return false
+	}
+	rec, err := splitRecord(c)
+	if err != nil || rec == nil || rec.Method == migration.MethodDirectoryCopy || !splitDone(c, rec) {
+		return false
+	}
+	h, err := directoryView(cfg).homeFor(user, "")
+	return err == nil && rec.Namespace == cfg.Namespace && rec.Shared == cfg.MergeInto.Claim && rec.Directory == h.dir && rec.User == user &&
+		(sharedUID == "" || rec.SharedUID == sharedUID)
 }
 
 // mergeCanStart reports whether up's merge can run in this apply: it needs
@@ -154,7 +177,7 @@ func (p *planner) mergeCanStart(up *UserPlan) bool {
 		up.Reason = from + "; copied by a later apply, once the hub has the merge's settings"
 		p.g.hubFirst = append(p.g.hubFirst, *up)
 		return false
-	case p.live.Mounted[up.Ref()] || p.live.DirectoriesInUse != nil && p.homeInUse(up):
+	case p.live.Mounted[up.Ref()] || p.live.DirectoriesInUse != nil && (p.homeInUse(up) || p.volumeDirectoryInUse(up.Live)):
 		up.Reason = from + "; a running pod uses the claim or the directory: copied by a later apply"
 		if !p.cfg.Migration.SkipRunning {
 			p.g.mergesInUse = append(p.g.mergesInUse, *up)
@@ -162,6 +185,20 @@ func (p *planner) mergeCanStart(up *UserPlan) bool {
 		return false
 	}
 	return true
+}
+
+// volumeDirectoryInUse reports whether a running pod mounts the
+// directory of the shared claim homes move into that claim c's volume is
+// (a move out of the shared layout made it zero copy from there): such a
+// pod (a server started before that move) writes into the claim's files,
+// and the copy waits for it too.
+func (p *planner) volumeDirectoryInUse(c *claims.Claim) bool {
+	if c == nil {
+		return false
+	}
+	rec, err := splitRecord(c)
+	return err == nil && rec != nil && rec.Method != migration.MethodDirectoryCopy && rec.Namespace == p.cfg.Namespace && rec.Shared == p.cfg.MergeInto.Claim &&
+		p.live.DirectoriesInUse.Uses(rec.Directory)
 }
 
 // hubRefusesMerge reports whether the hub refuses up's spawns once a
@@ -268,11 +305,16 @@ func (p *planner) checkMergeInto() {
 // (zero copy or by a copy) left its directory on the shared claim, with
 // the user's files (a volume on it, or as they were at the copy). Under
 // settings that give that user another directory, the old one may be
-// another user's under them (KubeSpawner's schemes overlap): the merge
-// would hand it to that user. So every such directory must be its user's
-// under the merge's settings.
+// another user's under them, or hold or lie in one (KubeSpawner's schemes
+// overlap): the merge would hand it to that user. So every such directory
+// must be its user's under the merge's settings, or one the template can
+// give no one (kubespawner.SeparateTemplates).
 func (p *planner) checkMovedOutElsewhere() {
 	cfg, view := p.cfg, directoryView(p.cfg)
+	current := cfg.MergeInto.SubPathTemplate
+	if free, err := kubespawner.SchemeFree(current, cfg.Scheme); err == nil {
+		current = free
+	}
 	var lines []string
 	for i := range p.live.Claims {
 		c := &p.live.Claims[i]
@@ -280,8 +322,12 @@ func (p *planner) checkMovedOutElsewhere() {
 		if err != nil || rec == nil || rec.Namespace != cfg.Namespace || rec.Shared != cfg.MergeInto.Claim {
 			continue
 		}
-		if h, err := view.homeFor(rec.User, c.Servername); err != nil || h.dir != rec.Directory {
-			lines = append(lines, fmt.Sprintf("%s: claim %s was moved out of directory %q, which is %q under these settings", rec.User, c.Ref(), rec.Directory, h.dir))
+		h, err := view.homeFor(rec.User, c.Servername)
+		if err == nil && h.dir == rec.Directory {
+			continue
+		}
+		if strings.ContainsAny(rec.Directory, "{}") || kubespawner.SeparateTemplates(current, rec.Directory) != nil {
+			lines = append(lines, fmt.Sprintf("%s: claim %s was moved out of directory %q (the user's is %q under these settings), which can be another user's", rec.User, c.Ref(), rec.Directory, h.dir))
 		}
 	}
 	if len(lines) == 0 {

@@ -286,7 +286,7 @@ func TestPlanMerge_homesMovedOutBefore(t *testing.T) {
 		t.Fatal(findingsText(res.Errors))
 	}
 	wantActions(t, res, map[string]Action{"alice": ActionKeep, "bob": ActionMigrate})
-	if up := planOf(res, "alice"); !strings.Contains(up.Reason, "the same files") {
+	if up := planOf(res, "alice"); !strings.Contains(up.Reason, "nothing is copied") {
 		t.Errorf("alice: %s", up.Reason)
 	}
 	if w := findingsText(res.Warnings); !strings.Contains(w, "Directories copied out of still hold the old files") || !strings.Contains(w, "bob") {
@@ -391,5 +391,99 @@ func TestPlanMerge_withoutAState(t *testing.T) {
 	res = Plan(mergeConfig("alice", "bob"), nil, mergeLive(homeClaimOf("bob", false, false)))
 	if e := findingsText(res.Errors); !strings.Contains(e, "claim hub/claim-bob") || !strings.Contains(e, "apply the per-user layout first") {
 		t.Errorf("no merge record:\n%s", e)
+	}
+}
+
+// A claim a move out of the shared layout made zero copy is a volume on
+// the user's directory: merging it into that very directory copies
+// nothing (the directory Job would refuse the directory, which holds the
+// claim's files). One on another directory, of another shared claim of
+// that name, or made by a copy is merged as any claim.
+func TestPlanMerge_aClaimMovedOutZeroCopyIsItsDirectory(t *testing.T) {
+	prior := &Prior{Config: splitConfig("alice", "bob", "carol", "dan"), HubSwitched: true}
+	moved := splitClaimOf("alice", true)
+	elsewhere := splitClaimOf("bob", true)
+	rec, _ := migration.DecodeSplitRecord(elsewhere.Annotations[migration.SplitAnnotation])
+	rec.Directory = "homes_v1/bob"
+	elsewhere.Annotations[migration.SplitAnnotation] = rec.Encode()
+	before := splitClaimOf("carol", true)
+	rec, _ = migration.DecodeSplitRecord(before.Annotations[migration.SplitAnnotation])
+	rec.SharedUID = "s0"
+	before.Annotations[migration.SplitAnnotation] = rec.Encode()
+	copied := splitClaimOf("dan", false)
+	rec, _ = migration.DecodeSplitRecord(copied.Annotations[migration.SplitAnnotation])
+	rec.Method, rec.Volume = migration.MethodDirectoryCopy, ""
+	copied.Annotations[migration.SplitAnnotation], copied.Annotations[migration.SplitCopiedAnnotation] = rec.Encode(), copied.UID
+	copied.Phase, copied.VolumeName = "Bound", "pv-dan"
+	res := Plan(mergeConfig("alice", "bob", "carol", "dan"), prior, mergeLive(moved, elsewhere, before, copied))
+	if len(res.Errors) != 0 {
+		t.Fatal(findingsText(res.Errors))
+	}
+	wantActions(t, res, map[string]Action{"alice": ActionKeep, "bob": ActionMigrate, "carol": ActionMigrate, "dan": ActionMigrate})
+	if up := planOf(res, "alice"); !strings.Contains(up.Reason, "nothing is copied") {
+		t.Errorf("alice: %s", up.Reason)
+	}
+	if !InMergeDirectory(mergeConfig("alice"), "alice", &moved, "") || InMergeDirectory(mergeConfig("alice"), "alice", &moved, "s0") ||
+		InMergeDirectory(splitConfig("alice"), "alice", &moved, "") {
+		t.Error("InMergeDirectory")
+	}
+}
+
+// A named server with a claim of its own (claim-{user_server}) and the
+// default server's directory ({username}) would mount, until it has its
+// claim, the directory the default server's claim is merged into.
+func TestPlanMerge_namedServersOfTheirOwnClaimInTheMergedDirectory(t *testing.T) {
+	prior := &Prior{Config: perUserOf("alice")}
+	cfg := mergeConfig("alice")
+	cfg.NameTemplate = "claim-{user_server}"
+	want := "Named servers would write into a directory being merged"
+	if e := findingsText(Plan(cfg, prior, mergeLive(homeClaimOf("alice", false, false))).Errors); !strings.Contains(e, want) || !strings.Contains(e, `"{user_server}"`) {
+		t.Errorf("claim-{user_server} with {username}:\n%s", e)
+	}
+	for _, tmpl := range []string{"{user_server}", "{username}--{servername}"} {
+		cfg.MergeInto.SubPathTemplate = tmpl
+		if e := findingsText(Plan(cfg, prior, mergeLive(homeClaimOf("alice", false, false))).Errors); strings.Contains(e, want) {
+			t.Errorf("claim-{user_server} with %s:\n%s", tmpl, e)
+		}
+	}
+	if e := findingsText(Plan(mergeConfig("alice"), prior, mergeLive(homeClaimOf("alice", false, false))).Errors); strings.Contains(e, want) {
+		t.Errorf("claim-{username} with {username}:\n%s", e)
+	}
+}
+
+// A claim moved out zero copy is a volume on its directory: a pod on that
+// directory (a server started before the move) writes into the claim, and
+// its merge into another directory waits for it.
+func TestPlanMerge_waitsForAPodOnTheClaimsDirectory(t *testing.T) {
+	prior := &Prior{Config: mergeConfig("alice"), HubSwitched: true}
+	moved := splitClaimOf("alice", true)
+	rec, _ := migration.DecodeSplitRecord(moved.Annotations[migration.SplitAnnotation])
+	rec.Directory = "homes_v1/alice"
+	moved.Annotations[migration.SplitAnnotation] = rec.Encode()
+	live := mergeLive(moved)
+	wantActions(t, Plan(mergeConfig("alice"), prior, live), map[string]Action{"alice": ActionMigrate})
+	use := migration.NewDirectoryUse([]string{"homes_v1/alice"})
+	live.DirectoriesInUse = &use
+	res := Plan(mergeConfig("alice"), prior, live)
+	wantActions(t, res, map[string]Action{"alice": ActionKeep})
+	if up := planOf(res, "alice"); !strings.Contains(up.Reason, "a running pod uses") {
+		t.Errorf("alice: %s", up.Reason)
+	}
+}
+
+// A directory a move out left may hold another user's directory under the
+// merge's template ("old/bob" lies in user "old"'s "old"): refused; one no
+// name can reach ("homes_v1/bob": "_" is in no slug) is not.
+func TestPlanMerge_movedOutOfADirectoryAnotherUserCanReach(t *testing.T) {
+	prior := &Prior{Config: mergeConfig("bob"), HubSwitched: true}
+	for dir, refused := range map[string]bool{"old/bob": true, "homes_v1/bob": false, "bob": false} {
+		c := splitClaimOf("bob", true)
+		rec, _ := migration.DecodeSplitRecord(c.Annotations[migration.SplitAnnotation])
+		rec.Directory = dir
+		c.Annotations[migration.SplitAnnotation] = rec.Encode()
+		e := findingsText(Plan(mergeConfig("bob"), prior, mergeLive(c)).Errors)
+		if got := strings.Contains(e, "Homes were moved out of other directories"); got != refused {
+			t.Errorf("%s: refused %v, want %v:\n%s", dir, got, refused, e)
+		}
 	}
 }
