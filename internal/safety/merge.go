@@ -226,6 +226,17 @@ func (p *planner) mergeFindings() {
 					"so what the user wrote meanwhile would be missing from the directory:\n%s\nApply again once the hub runs with the new settings (jupyter_spawner_config, and Helm when the hub's files come from there).",
 				len(h), describeReasons(h))
 		}
+		var copies []UserPlan
+		for _, up := range p.res.Users {
+			if up.Managed && up.Action == ActionCopied {
+				copies = append(copies, up)
+			}
+		}
+		if len(copies) > 0 {
+			p.warnf("users", "Homes copied to claims of other names are not merged",
+				"%d listed user(s) have a home the copy migration moved to a claim of another name; a merge copies only the claim pvc_name_template names, so these stay on their copies, mounted until a later layout change names them:\n%s\n"+
+					"Copy each into the user's directory by hand (with the server stopped), or keep the user out of the shared layout.", len(copies), describeReasons(copies))
+		}
 		if u := p.g.mergesInUse; len(u) > 0 {
 			p.errorf("migration.skip_running", "Homes in use cannot be merged",
 				"%d listed user(s) have a running pod that mounts their claim or their directory of the shared claim, and a merge copies the claim, which waits while it is in use:\n%s\n"+
