@@ -197,8 +197,15 @@ func (p *planner) volumeDirectoryInUse(c *claims.Claim) bool {
 		return false
 	}
 	rec, err := splitRecord(c)
-	return err == nil && rec != nil && rec.Method != migration.MethodDirectoryCopy && rec.Namespace == p.cfg.Namespace && rec.Shared == p.cfg.MergeInto.Claim &&
-		p.live.DirectoriesInUse.Uses(rec.Directory)
+	if err != nil || rec == nil || rec.Method == migration.MethodDirectoryCopy {
+		return false
+	}
+	if rec.Namespace != p.cfg.Namespace || rec.Shared != p.cfg.MergeInto.Claim {
+		// A directory of another shared claim: what pods mount of it is
+		// not read; any pod on that claim may write into the volume.
+		return p.live.Mounted[claims.Ref{Namespace: rec.Namespace, Name: rec.Shared}]
+	}
+	return p.live.DirectoriesInUse.Uses(rec.Directory)
 }
 
 // hubRefusesMerge reports whether the hub refuses up's spawns once a

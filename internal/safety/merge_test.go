@@ -487,3 +487,64 @@ func TestPlanMerge_movedOutOfADirectoryAnotherUserCanReach(t *testing.T) {
 		}
 	}
 }
+
+// Found by the second adversarial review of merges.
+
+// Without a state, a merge record on the shared claim is taken for proof
+// that the hub runs the merge's settings (splitMoves: moving), and every
+// claim without a record is then skipped as "planned as a home". But the
+// same cluster is what the plain shared layout leaves after a merge was
+// left with on_layout_change = "keep" (TestPlanMerge_leavingTheMerge
+// allows it): alice merged, bob's claim kept unmounted, bob working in his
+// directory since. Here a running pod even mounts bob's directory of the
+// shared claim, which the merge's hub never gives bob (he has a claim, not
+// merged): the hub is the shared layout's. The plan says no error, and
+// its only word about bob is that his claim is copied by a later apply;
+// the apply gives the hub the fallback, and bob's next spawn mounts his
+// stale claim instead of the directory he works in (DESIGN: "with no
+// state, a claim that no move made is one the hub would start mounting
+// instead of a server's directory ... Each fails unless keep"). The next
+// apply's merge then refuses his directory ("holds files already ... Move
+// them away (or remove them if they are not needed)"), which holds his
+// current work.
+func TestPlanMerge_withoutAStateAPodOnADirectory(t *testing.T) {
+	live := mergeLive(homeClaimOf("alice", true, true), homeClaimOf("bob", false, false))
+	use := migration.NewDirectoryUse([]string{"bob"})
+	live.DirectoriesInUse = &use
+	res := Plan(mergeConfig("alice", "bob"), nil, live)
+	var named []string
+	for _, f := range append(append([]Finding{}, res.Errors...), res.Warnings...) {
+		if f.Summary != "Homes are merged from the next apply on" && strings.Contains(f.Detail, "claim-bob") {
+			named = append(named, f.Summary)
+		}
+	}
+	if len(named) == 0 {
+		t.Errorf("no state, bob's claim unmerged and a pod on bob's directory of the shared claim (the hub mounts directories): "+
+			"no finding says bob's claim would be mounted instead of his directory; bob: %+v\nerrors:\n%s\nwarnings:\n%s",
+			planOf(res, "bob"), findingsText(res.Errors), findingsText(res.Warnings))
+	}
+}
+
+// 791157d waits for a pod on a zero-copy claim's own directory only when
+// that directory is of the shared claim homes merge into. A claim moved
+// out zero copy of another shared claim (home-old: the old file system,
+// consolidated onto a new one) is a volume on home-old's directory
+// "alice"; a server started before that move on home-old at "alice" writes
+// into the claim's files. The plan reads which claims running pods mount
+// (Live.Mounted holds hub/home-old), yet the merge is planned: the copy
+// runs while that server writes on, and what it writes after the copy is
+// missing from the merged home (the same loss as seed 22544).
+func TestPlanMerge_zeroCopyClaimOfAnotherSharedClaimInUse(t *testing.T) {
+	cfg := mergeConfig("alice")
+	prior := &Prior{Config: cfg, HubSwitched: true}
+	moved := splitClaimOf("alice", true)
+	rec, _ := migration.DecodeSplitRecord(moved.Annotations[migration.SplitAnnotation])
+	rec.Shared, rec.SharedUID = "home-old", "s0"
+	moved.Annotations[migration.SplitAnnotation] = rec.Encode()
+	live := mergeLive(moved)
+	live.Mounted[claims.Ref{Namespace: "hub", Name: "home-old"}] = true
+	res := Plan(cfg, prior, live)
+	if up := planOf(res, "alice"); up != nil && up.Action == ActionMigrate {
+		t.Errorf("alice's claim is a volume on directory %q of claim hub/home-old, which a running pod mounts; the merge is planned anyway: %s", rec.Directory, up.Reason)
+	}
+}

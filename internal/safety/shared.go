@@ -297,9 +297,14 @@ func checkLayoutMoves(cfg Config, prior *Prior, live Live, res *Result) {
 	}
 	fix := "Keep the settings that name their homes (namespace, shared_home.claim_name, shared_home.sub_path_template, slug_scheme, pvc_name_template; a template on " +
 		"{escaped_username} keeps KubeSpawner's names from before version 7), or set on_layout_change = \"keep\" to apply the change and leave the old homes where they are."
-	if cfg.MergeInto != nil && prior == nil {
+	switch {
+	case cfg.MergeInto != nil && prior == nil:
 		fix = "This resource is new (or its state was removed), so nothing says whether the hub mounts these claims now. If it does (the per-user layout), " +
-			"apply the per-user layout first (layout = \"per_user\", no shared_home: it adopts the claims), then the merge. If the hub mounts the directories (the shared layout), apply that layout first."
+			"apply the per-user layout first (layout = \"per_user\", no shared_home: it adopts the claims), then the merge. If the hub mounts the directories (the shared layout), " +
+			"apply that layout first; where a user's directory is their home, save what their claim holds and delete the claim before the merge."
+	case cfg.MergeInto != nil:
+		fix = "The merge's hub mounts a user's claim until it is merged: where the directory is the user's home now, save what the claim holds and delete it before the merge (the merge then leaves the directory as it is); " +
+			"where the claim is, apply the per-user layout first, then the merge."
 	}
 	res.Errors = append(res.Errors, Finding{"on_layout_change", what,
 		fmt.Sprintf("After this change %d listed user(s) would find their home somewhere else (a new, empty one unless it exists); what they had stays where it was, no longer mounted:\n%s\n%s",

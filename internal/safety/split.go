@@ -521,6 +521,14 @@ func splitMoves(cfg Config, prior *Prior, live Live) moves {
 		if server != "" {
 			who += "'s server " + server
 		}
+		if !hasMergeRecord(c) && prior == nil && moving && c.Annotations[migration.SplitAnnotation] == "" && live.DirectoriesInUse != nil && live.DirectoriesInUse.Uses(dir.dir) {
+			// Adopted as the merge's hub (merge records, no state), but a
+			// pod mounts this user's directory, which the merge's hub never
+			// gives a user whose claim is not merged: the hub may be the
+			// shared layout's, and the claim would replace the directory.
+			m.listed = append(m.listed, fmt.Sprintf("%s: %s → claim %s (a claim no merge copied, while a pod mounts the directory: the hub may mount directories now)", who, dir, cfg.ref(c)))
+			continue
+		}
 		if hasMergeRecord(c) || moving && cfg.MergeInto != nil && c.Annotations[migration.SplitAnnotation] == "" {
 			// Merged: the hub mounts the directory (compared above); under
 			// way, or a claim a merge is yet to copy: planned as a home.
