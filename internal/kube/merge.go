@@ -46,10 +46,10 @@ func (c *Client) MergeClaim(ctx context.Context, namespace, name string) (*migra
 func mergeClaimOf(pvc *corev1.PersistentVolumeClaim) *migration.MergeClaim {
 	out := &migration.MergeClaim{UID: string(pvc.UID), Merged: pvc.Annotations[migration.MergedAnnotation], Deleting: pvc.DeletionTimestamp != nil}
 	if v := pvc.Annotations[migration.MergeAnnotation]; v != "" {
-		rec, err := migration.DecodeMergeRecord(v)
-		out.Record, out.Unreadable = &rec, err != nil
-		if err != nil {
-			out.Record = nil
+		if rec, err := migration.DecodeMergeRecord(v); err != nil {
+			out.Unreadable = true
+		} else {
+			out.Record = &rec
 		}
 	}
 	return out
