@@ -122,6 +122,8 @@ func (p *planner) mergeHome(up *UserPlan) {
 	switch {
 	case dir == "":
 		up.Reason = "its directory cannot be named"
+		_, err := directoryView(p.cfg).SharedDirectory(up.User)
+		p.errorf("users", "Username cannot be turned into a directory", "%q: %v", up.User, err)
 		return
 	case p.live.Shared != nil && InMergeDirectory(p.cfg, up.User, up.Live, p.live.Shared.UID):
 		up.Reason = fmt.Sprintf("claim %s is a volume on directory %q of claim %s/%s (a move out of the shared layout made it, zero copy): the home is in the directory already; nothing is copied",
