@@ -19,7 +19,7 @@ import (
 // The history model's migrations: the world as execute.Migrations (the
 // calls internal/kube makes, each preceded by between), the controllers
 // the steps wait for, the hub's spawn-time decisions during a migration
-// (internal/spawner/hub_config.py's pre_spawn_hook), the operator doing
+// (internal/hubconfig/hub_config.py's pre_spawn_hook), the operator doing
 // what an error says, and the settle phase that ends every history.
 
 // runMigration is the provider's runMigrations for one home: a Rebind or

@@ -4,7 +4,7 @@
 // the z2jh chart with the test bed's Helm, the hub's configuration loaded
 // by the chart's own jupyterhub_config.py with real KubeSpawner rendering
 // users' claims and pods (testdata/hub.py), and server-side dry runs of
-// what they render on the test bed's API server. Tests of internal/spawner
+// what they render on the test bed's API server. Tests of internal/hubconfig
 // and of the examples (internal/provider) use it.
 package hubtest
 
@@ -533,7 +533,7 @@ func deepCopy(m map[string]any) map[string]any {
 	return out
 }
 
-// jsonText encodes v compactly with sorted keys, as spawner.JSON does.
+// jsonText encodes v compactly with sorted keys, as hubconfig.JSON does.
 func jsonText(v any) string {
 	b, err := json.Marshal(v)
 	if err != nil {

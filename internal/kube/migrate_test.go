@@ -9,7 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/migration"
-	"github.com/jupyter-infra/terraform-provider-jupyter/internal/spawner"
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/hubconfig"
 )
 
 // A rebound claim asks for what the old one did, but never for more than
@@ -38,7 +38,7 @@ func TestReboundClaimSize(t *testing.T) {
 // The hub refuses a spawn on a claim a rebind created until it is bound:
 // it knows such a claim by this annotation, whose name its Python writes.
 func TestMigratedAnnotationIsTheHubs(t *testing.T) {
-	if want := `rebound = "` + migration.MigratedAnnotation + `"  # MigratedAnnotation`; !strings.Contains(spawner.Python(), want) {
+	if want := `rebound = "` + migration.MigratedAnnotation + `"  # MigratedAnnotation`; !strings.Contains(hubconfig.Python(), want) {
 		t.Errorf("the hub's Python lacks %s", want)
 	}
 }

@@ -9,15 +9,15 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/jupyter-infra/terraform-provider-jupyter/internal/spawner"
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/hubconfig"
 )
 
 // NodeFromCore converts a live Node to what the spawner checks read:
 // labels, taints, cordon and allocatable CPU, memory and extended resources.
-func NodeFromCore(n *corev1.Node) spawner.Node {
-	out := spawner.Node{Name: n.Name, Labels: n.Labels, Unschedulable: n.Spec.Unschedulable, Extended: map[string]int64{}}
+func NodeFromCore(n *corev1.Node) hubconfig.Node {
+	out := hubconfig.Node{Name: n.Name, Labels: n.Labels, Unschedulable: n.Spec.Unschedulable, Extended: map[string]int64{}}
 	for _, t := range n.Spec.Taints {
-		out.Taints = append(out.Taints, spawner.Taint{Key: t.Key, Value: t.Value, Effect: string(t.Effect)})
+		out.Taints = append(out.Taints, hubconfig.Taint{Key: t.Key, Value: t.Value, Effect: string(t.Effect)})
 	}
 	for name, q := range n.Status.Allocatable {
 		switch name {

@@ -26,7 +26,7 @@ import (
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/kube"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/migration"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/provider"
-	"github.com/jupyter-infra/terraform-provider-jupyter/internal/spawner"
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/hubconfig"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/testcluster"
 )
 
@@ -276,10 +276,10 @@ func hubNamesNoUser(ctx context.Context, cs kubernetes.Interface, ns string, use
 			return err
 		}
 		var doc map[string]any
-		if err := spawner.DecodeDocumentFile(cm.BinaryData[spawner.DocumentFile], &doc); err != nil {
+		if err := hubconfig.DecodeDocumentFile(cm.BinaryData[hubconfig.DocumentFile], &doc); err != nil {
 			return err
 		}
-		text := spawner.JSON(doc)
+		text := hubconfig.JSON(doc)
 		if len(doc) != 2 || doc["KubeSpawner"] == nil || doc["colocation"] == nil {
 			return fmt.Errorf("hub config holds %s, want the settings and the co-location label only", text)
 		}
@@ -457,7 +457,7 @@ resource "jupyter_spawner_config" "hub" {
 					checkClaim("alice", "name", "home-alice"),
 					resource.TestCheckResourceAttr(homesAddr, "change_class", "destructive"),
 					// With the old claims gone, the hub finds each user's copy
-					// by its label and its switch (internal/spawner's
+					// by its label and its switch (internal/hubconfig's
 					// spawn_test.go spawns on copies marked so).
 					func(*terraform.State) error {
 						for _, u := range []string{"alice", "bob"} {

@@ -32,7 +32,7 @@ import (
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/migration"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/provider"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/safety"
-	"github.com/jupyter-infra/terraform-provider-jupyter/internal/spawner"
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/hubconfig"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/testcluster"
 )
 
@@ -590,7 +590,7 @@ func (h *mergeHomes) spawnBoth(s *terraform.State, merged, notYet string) error 
 	if err != nil {
 		return err
 	}
-	hub := hubtest.StartHub(h.t, hubtest.HubIdentity(h.t, h.ns), hubtest.MergeValues(hubtest.Z2jhValues(h.t), own), h.t.TempDir(), spawner.FilesDir)
+	hub := hubtest.StartHub(h.t, hubtest.HubIdentity(h.t, h.ns), hubtest.MergeValues(hubtest.Z2jhValues(h.t), own), h.t.TempDir(), hubconfig.FilesDir)
 	got, err := hub.Spawn([]hubtest.HubUser{{Name: merged}, {Name: notYet}})
 	if err != nil {
 		return err

@@ -22,7 +22,7 @@ import (
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/hubtest"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/kubespawner"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/provider"
-	"github.com/jupyter-infra/terraform-provider-jupyter/internal/spawner"
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/hubconfig"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/testcluster"
 )
 
@@ -140,7 +140,7 @@ output "helm_values" {
 					if err != nil {
 						return err
 					}
-					hub := hubtest.StartHub(t, api, hubtest.MergeValues(hubtest.Z2jhValues(t), own), t.TempDir(), spawner.FilesDir)
+					hub := hubtest.StartHub(t, api, hubtest.MergeValues(hubtest.Z2jhValues(t), own), t.TempDir(), hubconfig.FilesDir)
 					got, err := hub.Spawn(users)
 					if err != nil {
 						return err
@@ -179,7 +179,7 @@ output "helm_values" {
 					if err != nil {
 						return err
 					}
-					hub := hubtest.StartHub(t, api, hubtest.MergeValues(hubtest.Z2jhValues(t), own), t.TempDir(), spawner.FilesDir)
+					hub := hubtest.StartHub(t, api, hubtest.MergeValues(hubtest.Z2jhValues(t), own), t.TempDir(), hubconfig.FilesDir)
 					got, err := hub.Spawn(users)
 					if err != nil {
 						return err
@@ -271,7 +271,7 @@ func runSharedHomePod(ctx context.Context, t *testing.T, cs kubernetes.Interface
 	if len(claims) != 1 || claims[0] != claim {
 		return fmt.Errorf("%s: the pod mounts claims %v, want only %s", user, claims, claim)
 	}
-	if _, pinned := pod.Labels[spawner.DefaultColocationLabel]; pinned {
+	if _, pinned := pod.Labels[hubconfig.DefaultColocationLabel]; pinned {
 		return fmt.Errorf("%s: pinned to a node on the ReadWriteMany shared claim", user)
 	}
 	if pod.Namespace != "" && pod.Namespace != ns {

@@ -19,7 +19,7 @@ import (
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/kube"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/kubespawner"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/provider"
-	"github.com/jupyter-infra/terraform-provider-jupyter/internal/spawner"
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/hubconfig"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/testcluster"
 )
 
@@ -140,7 +140,7 @@ func TestAccHomeStorage_spawnedPodsFollowMigrations(t *testing.T) {
 					}
 					checksum = s.RootModule().Resources["jupyter_spawner_config.hub"].Primary.Attributes["hub_checksum"]
 					values := hubtest.MergeValues(hubtest.Z2jhValues(t), own)
-					hub = hubtest.StartHub(t, api, values, t.TempDir(), spawner.FilesDir)
+					hub = hubtest.StartHub(t, api, values, t.TempDir(), hubconfig.FilesDir)
 					return spawned(map[string]string{"alice": alice, "alice/gpu": gpu, "bob": bob})
 				},
 			},
@@ -311,7 +311,7 @@ if [ -r "$f" ]; then cat "$f"; else echo "cannot read $f as $(id)"; ls -la '%[1]
 	for _, m := range pvc.Spec.AccessModes {
 		shared = shared && m == corev1.ReadWriteMany
 	}
-	pinned := pod.Labels[spawner.DefaultColocationLabel] != "" && pod.Spec.Affinity != nil && pod.Spec.Affinity.PodAffinity != nil &&
+	pinned := pod.Labels[hubconfig.DefaultColocationLabel] != "" && pod.Spec.Affinity != nil && pod.Spec.Affinity.PodAffinity != nil &&
 		len(pod.Spec.Affinity.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution) > 0
 	if pinned == shared {
 		return fmt.Errorf("%s: pinned to one node = %v on %s (modes %v)", id, pinned, home, pvc.Spec.AccessModes)

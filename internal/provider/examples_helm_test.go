@@ -30,7 +30,7 @@ import (
 
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/acctest"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/hubtest"
-	"github.com/jupyter-infra/terraform-provider-jupyter/internal/spawner"
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/hubconfig"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/testcluster"
 )
 
@@ -392,15 +392,15 @@ func (h installedHub) hubAccount(t *testing.T, c *testcluster.Cluster, ns string
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(hubtest.HelmTemplate(t, hubtest.Z2jhChart(t))["Role/hub"], &chart); err != nil || len(chart.Rules) == 0 {
 		t.Fatalf("the chart renders no hub Role by default: %v", err)
 	}
-	if spawner.JSON(rules) != spawner.JSON(chart.Rules) {
-		t.Fatalf("the hub's ServiceAccount %s may do %s, the chart's hub Role %s", account, spawner.JSON(rules), spawner.JSON(chart.Rules))
+	if hubconfig.JSON(rules) != hubconfig.JSON(chart.Rules) {
+		t.Fatalf("the hub's ServiceAccount %s may do %s, the chart's hub Role %s", account, hubconfig.JSON(rules), hubconfig.JSON(chart.Rules))
 	}
 	return hubtest.AccountAPI(t, ns, account)
 }
 
 // holdsFiles fails unless the hub Secret holds every file of the
 // ConfigMap the spawner config wrote, byte for byte, and the hub container
-// mounts each of them under spawner.FilesDir.
+// mounts each of them under hubconfig.FilesDir.
 func (h installedHub) holdsFiles(t *testing.T, c *testcluster.Cluster, ns, configMap string) {
 	t.Helper()
 	cm, err := c.Admin().CoreV1().ConfigMaps(ns).Get(context.Background(), configMap, metav1.GetOptions{})
@@ -428,7 +428,7 @@ func (h installedHub) holdsFiles(t *testing.T, c *testcluster.Cluster, ns, confi
 		for k, got := range h.secret.Data {
 			// The values carry the file compressed with gzip (the hub's
 			// loader decompresses it); the document is compressed in both.
-			if string(got) == string(want) || name == spawner.PythonFile && gunzipped(got) == string(want) {
+			if string(got) == string(want) || name == hubconfig.PythonFile && gunzipped(got) == string(want) {
 				key = k
 			}
 		}
@@ -436,8 +436,8 @@ func (h installedHub) holdsFiles(t *testing.T, c *testcluster.Cluster, ns, confi
 			t.Errorf("the hub Secret %s does not hold the provider's %s (%d bytes)", h.secret.Name, name, len(want))
 			continue
 		}
-		if p := mounts[key]; p != spawner.FilesDir+"/"+name {
-			t.Errorf("the hub mounts the Secret's %s at %q, want %s/%s", key, p, spawner.FilesDir, name)
+		if p := mounts[key]; p != hubconfig.FilesDir+"/"+name {
+			t.Errorf("the hub mounts the Secret's %s at %q, want %s/%s", key, p, hubconfig.FilesDir, name)
 		}
 	}
 }
@@ -448,7 +448,7 @@ func (h installedHub) templateJSON(without ...string) string {
 	for _, k := range without {
 		delete(tpl.Annotations, k)
 	}
-	return spawner.JSON(tpl)
+	return hubconfig.JSON(tpl)
 }
 
 // spawn loads the hub from what Helm installed in ns (h: the values in the
@@ -462,7 +462,7 @@ func (e exampleCase) spawn(t *testing.T, c *testcluster.Cluster, ns string, p he
 	for _, k := range hubtest.SortedKeys(p.hubEnv) {
 		t.Setenv(k, h.mounted(t, c, ns, p.hubEnv[k]))
 	}
-	got := hubtest.RunHub(t, hub, h.values, h.mounted(t, c, ns, configDDir), spawner.FilesDir, users)
+	got := hubtest.RunHub(t, hub, h.values, h.mounted(t, c, ns, configDDir), hubconfig.FilesDir, users)
 	for _, u := range users {
 		s, ok := got[u.Name]
 		if !ok {
@@ -477,7 +477,7 @@ func (e exampleCase) spawn(t *testing.T, c *testcluster.Cluster, ns string, p he
 			t.Errorf("%s: %s is not offered: %v", where, u.Profile, s.Offered)
 		}
 		claim := "claim-" + u.Name
-		if s.PVCName != claim || hubtest.Dig(s.PVC, "spec.storageClassName") != e.class || spawner.JSON(hubtest.Dig(s.PVC, "spec.accessModes")) != `["ReadWriteMany"]` {
+		if s.PVCName != claim || hubtest.Dig(s.PVC, "spec.storageClassName") != e.class || hubconfig.JSON(hubtest.Dig(s.PVC, "spec.accessModes")) != `["ReadWriteMany"]` {
 			t.Errorf("%s: KubeSpawner ensures claim %s of class %v, modes %v; want %s, %s, ReadWriteMany",
 				where, s.PVCName, hubtest.Dig(s.PVC, "spec.storageClassName"), hubtest.Dig(s.PVC, "spec.accessModes"), claim, e.class)
 		}
@@ -487,7 +487,7 @@ func (e exampleCase) spawn(t *testing.T, c *testcluster.Cluster, ns string, p he
 		}
 		terms := f.ColocationTerms(e.label)
 		if slices.Contains(legacy, u.Name) {
-			if f.Labels[e.label] != u.Name || spawner.JSON(terms) != spawner.JSON([]string{spawner.JSON([]string{u.Name})}) {
+			if f.Labels[e.label] != u.Name || hubconfig.JSON(terms) != hubconfig.JSON([]string{hubconfig.JSON([]string{u.Name})}) {
 				t.Errorf("%s (legacy) is not pinned on %s: label %q, terms %v", where, e.label, f.Labels[e.label], terms)
 			}
 		} else if _, ok := f.Labels[e.label]; ok || len(terms) > 0 {
@@ -593,8 +593,8 @@ func TestAccExamples_helmRelease(t *testing.T) {
 							}
 							first = readHub(t, c, ns)
 							cfgAttrs := s.RootModule().Resources[configAddr].Primary.Attributes
-							if got := first.deployment.Spec.Template.Annotations[spawner.ChecksumAnnotation]; got != cfgAttrs["hub_checksum"] {
-								return fmt.Errorf("the hub pod's %s is %q, want hub_checksum %s", spawner.ChecksumAnnotation, got, cfgAttrs["hub_checksum"])
+							if got := first.deployment.Spec.Template.Annotations[hubconfig.ChecksumAnnotation]; got != cfgAttrs["hub_checksum"] {
+								return fmt.Errorf("the hub pod's %s is %q, want hub_checksum %s", hubconfig.ChecksumAnnotation, got, cfgAttrs["hub_checksum"])
 							}
 							first.holdsFiles(t, c, ns, cfgAttrs["config_map_name"])
 							if hubtest.Dig(first.values, "hub.annotations") == nil {
@@ -707,9 +707,9 @@ func TestAccExamples_helmRelease(t *testing.T) {
 							h := readHub(t, c, ns)
 							want := s.RootModule().Resources[configAddr].Primary.Attributes["hub_checksum"]
 							a, b := upgraded.deployment.Spec.Template.Annotations, h.deployment.Spec.Template.Annotations
-							if b[spawner.ChecksumAnnotation] != want || a[spawner.ChecksumAnnotation] == want {
+							if b[hubconfig.ChecksumAnnotation] != want || a[hubconfig.ChecksumAnnotation] == want {
 								return fmt.Errorf("after a profile change the hub pod's %s is %q (was %q), want the new hub_checksum %s",
-									spawner.ChecksumAnnotation, b[spawner.ChecksumAnnotation], a[spawner.ChecksumAnnotation], want)
+									hubconfig.ChecksumAnnotation, b[hubconfig.ChecksumAnnotation], a[hubconfig.ChecksumAnnotation], want)
 							}
 							if a["checksum/secret"] == b["checksum/secret"] {
 								return fmt.Errorf("after a profile change the hub pod's checksum/secret is the same")
@@ -717,7 +717,7 @@ func TestAccExamples_helmRelease(t *testing.T) {
 							if h.deployment.Generation == upgraded.deployment.Generation {
 								return fmt.Errorf("after a profile change the hub Deployment's generation is still %d", h.deployment.Generation)
 							}
-							if x, y := upgraded.templateJSON(spawner.ChecksumAnnotation, "checksum/secret"), h.templateJSON(spawner.ChecksumAnnotation, "checksum/secret"); x != y {
+							if x, y := upgraded.templateJSON(hubconfig.ChecksumAnnotation, "checksum/secret"), h.templateJSON(hubconfig.ChecksumAnnotation, "checksum/secret"); x != y {
 								return fmt.Errorf("a profile change changed the hub pod template beyond its checksums:\n%s\n%s", x, y)
 							}
 							h.holdsFiles(t, c, ns, s.RootModule().Resources[configAddr].Primary.Attributes["config_map_name"])

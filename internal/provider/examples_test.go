@@ -12,7 +12,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/hubtest"
-	"github.com/jupyter-infra/terraform-provider-jupyter/internal/spawner"
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/hubconfig"
 )
 
 // The examples under examples/spawner are applied here as written, read
@@ -54,7 +54,7 @@ func exampleCases() map[string]exampleCase {
 				"helm.tf": {{`"jhub"`, `"NS"`, 1}},
 			},
 			chart: "jupyterhub", class: "efs",
-			label: spawner.DefaultColocationLabel, small: "small", gpu: "gpu",
+			label: hubconfig.DefaultColocationLabel, small: "small", gpu: "gpu",
 		},
 		"nebari": {
 			dir: "nebari", files: []string{"terraform.tf", "main.tf", "helm.tf"},

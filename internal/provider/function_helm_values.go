@@ -9,7 +9,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/function"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
-	"github.com/jupyter-infra/terraform-provider-jupyter/internal/spawner"
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/hubconfig"
 )
 
 var _ function.Function = (*HelmValuesFunction)(nil)
@@ -61,9 +61,9 @@ func (f *HelmValuesFunction) Definition(_ context.Context, _ function.Definition
 			"ConfigMap, and the function fails when their checksum is not the resource's `hub_checksum`.\n\n" +
 			"Every key is a map, so that the values merge with the chart's and your own values files (Helm replaces lists such as " +
 			"`hub.extraVolumes`, merges maps): `hub.extraFiles` puts the file and its compressed document (`binaryData`, base64) in `" +
-			spawner.FilesDir + "`, a `hub.extraConfig` entry (`" + spawner.ExtraConfigKey + "`) applies the file after every " +
+			hubconfig.FilesDir + "`, a `hub.extraConfig` entry (`" + hubconfig.ExtraConfigKey + "`) applies the file after every " +
 			"`jupyterhub_config.d` file and every other `hub.extraConfig` entry, `hub.annotations` carries `hub_checksum` as `" +
-			spawner.ChecksumAnnotation + "`, and `singleuser.storage` states the home (`homeMountPath`, the dynamic claim's class, access modes " +
+			hubconfig.ChecksumAnnotation + "`, and `singleuser.storage` states the home (`homeMountPath`, the dynamic claim's class, access modes " +
 			"and name template; its `type` is left to your values).\n\n" +
 			"The values are a function's result rather than an attribute of the resource so that the resource's plans do not print them (about " +
 			"400 lines: the hub's Python file, and the document compressed); a `helm_release` that passes them shows them as its values, " +
@@ -104,12 +104,12 @@ func helmValues(c helmValuesConfig) (string, error) {
 	if !ok {
 		return "", fmt.Errorf("the jupyter_spawner_config does not render: %s", diagSummaries(diags))
 	}
-	files := spawner.Render(res)
+	files := hubconfig.Render(res)
 	if files.Checksum != c.HubChecksum.ValueString() {
 		return "", fmt.Errorf("the values render to checksum %s, not the hub_checksum given (%q): pass the jupyter_spawner_config resource itself, "+
 			"e.g. provider::jupyter::helm_values(jupyter_spawner_config.hub)", files.Checksum, c.HubChecksum.ValueString())
 	}
-	return spawner.HelmYAML(spawner.HelmValues(res, files))
+	return hubconfig.HelmYAML(hubconfig.HelmValues(res, files))
 }
 
 // diagSummaries joins the summaries and details of the errors in diags.

@@ -9,7 +9,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"sigs.k8s.io/yaml"
 
-	"github.com/jupyter-infra/terraform-provider-jupyter/internal/spawner"
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/hubconfig"
 )
 
 // helm_values renders what the resource renders: the values of the same
@@ -19,27 +19,27 @@ import (
 // not build.
 func TestHelmValuesFunction(t *testing.T) {
 	home := `{"pvc_name_template":"claim-{username}","slug_scheme":"safe","storage_access_modes":["ReadWriteMany"],"storage_capacity":"10Gi","storage_pvc_ensure":true}`
-	profile := spawner.JSON(spawner.Profile{Slug: "small", DisplayName: "Small"}.Dict())
+	profile := hubconfig.JSON(hubconfig.Profile{Slug: "small", DisplayName: "Small"}.Dict())
 	var homeMap map[string]any
 	if err := yaml.Unmarshal([]byte(home), &homeMap); err != nil {
 		t.Fatal(err)
 	}
-	res, errs := spawner.Build(spawner.Config{Home: homeMap, ColocationLabel: spawner.DefaultColocationLabel,
-		HomeMountPath: spawner.DefaultHomeMountPath, Profiles: []map[string]any{spawner.Profile{Slug: "small", DisplayName: "Small"}.Dict()}})
+	res, errs := hubconfig.Build(hubconfig.Config{Home: homeMap, ColocationLabel: hubconfig.DefaultColocationLabel,
+		HomeMountPath: hubconfig.DefaultHomeMountPath, Profiles: []map[string]any{hubconfig.Profile{Slug: "small", DisplayName: "Small"}.Dict()}})
 	if len(errs) > 0 {
 		t.Fatal(errs)
 	}
-	files := spawner.Render(res)
-	want, err := spawner.HelmYAML(spawner.HelmValues(res, files))
+	files := hubconfig.Render(res)
+	want, err := hubconfig.HelmYAML(hubconfig.HelmValues(res, files))
 	if err != nil {
 		t.Fatal(err)
 	}
 	config := helmValuesConfig{
 		HomeStorageSettings: types.StringValue(home),
 		Profiles:            types.ListValueMust(types.StringType, []attr.Value{types.StringValue(profile)}),
-		ColocationLabel:     types.StringValue(spawner.DefaultColocationLabel),
+		ColocationLabel:     types.StringValue(hubconfig.DefaultColocationLabel),
 		ExtraSettingsJSON:   types.StringNull(),
-		HomeMountPath:       types.StringValue(spawner.DefaultHomeMountPath),
+		HomeMountPath:       types.StringValue(hubconfig.DefaultHomeMountPath),
 		HubChecksum:         types.StringValue(files.Checksum),
 	}
 	got, err := helmValues(config)
@@ -53,7 +53,7 @@ func TestHelmValuesFunction(t *testing.T) {
 	if err := yaml.Unmarshal([]byte(got), &values); err != nil {
 		t.Fatal(err)
 	}
-	if sum := values["hub"].(map[string]any)["annotations"].(map[string]any)[spawner.ChecksumAnnotation]; !reflect.DeepEqual(sum, files.Checksum) {
+	if sum := values["hub"].(map[string]any)["annotations"].(map[string]any)[hubconfig.ChecksumAnnotation]; !reflect.DeepEqual(sum, files.Checksum) {
 		t.Errorf("the values' checksum annotation is %v, want %s", sum, files.Checksum)
 	}
 

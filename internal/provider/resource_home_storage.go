@@ -333,7 +333,7 @@ func (r *homeStorageResource) Update(ctx context.Context, req resource.UpdateReq
 // copy starts only under such a hub (safety.Prior.HubSwitched).
 const hubKey = "hub_settings"
 
-// hubRules names the records the hub's file (internal/spawner/hub_config.py)
+// hubRules names the records the hub's file (internal/hubconfig/hub_config.py)
 // follows during a move between layouts. A hub given its settings by an
 // apply whose signature lacks them runs a file that may not refuse a claim
 // being copied (one from before merges mounts a claim during its merge):

@@ -23,7 +23,7 @@ import (
 
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/acctest"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/migration"
-	"github.com/jupyter-infra/terraform-provider-jupyter/internal/spawner"
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/hubconfig"
 )
 
 // migratingHomes seeds users' RWO Longhorn homes, each bound to its own CSI
@@ -157,10 +157,10 @@ func legacyInConfigMap(cs kubernetes.Interface, ns string, want ...string) resou
 			return err
 		}
 		var doc map[string]any
-		if err := spawner.DecodeDocumentFile(cm.BinaryData[spawner.DocumentFile], &doc); err != nil {
+		if err := hubconfig.DecodeDocumentFile(cm.BinaryData[hubconfig.DocumentFile], &doc); err != nil {
 			return err
 		}
-		text := spawner.JSON(doc)
+		text := hubconfig.JSON(doc)
 		for _, u := range want {
 			if strings.Contains(text, `"`+u+`"`) {
 				return fmt.Errorf("hub config names user %s: %s", u, text)

@@ -24,7 +24,7 @@ import (
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/claims"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/kube"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/kubespawner"
-	"github.com/jupyter-infra/terraform-provider-jupyter/internal/spawner"
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/hubconfig"
 )
 
 type spawnerConfigResource struct{ data *providerData }
@@ -64,8 +64,8 @@ func (r *spawnerConfigResource) Schema(_ context.Context, _ resource.SchemaReque
 	}
 	resp.Schema = schema.Schema{
 		MarkdownDescription: "The KubeSpawner configuration of one JupyterHub deployment: the home storage's settings, the profiles and any other " +
-			"KubeSpawner setting, combined into a ConfigMap with a Python file for the hub's `jupyterhub_config.d/` (`" + spawner.PythonFile + "`) and the JSON document it applies to `c.KubeSpawner`, " +
-			"compressed with gzip (`" + spawner.DocumentFile + "`, in the ConfigMap's `binaryData`). The function `provider::jupyter::helm_values` renders values for the zero-to-jupyterhub chart " +
+			"KubeSpawner setting, combined into a ConfigMap with a Python file for the hub's `jupyterhub_config.d/` (`" + hubconfig.PythonFile + "`) and the JSON document it applies to `c.KubeSpawner`, " +
+			"compressed with gzip (`" + hubconfig.DocumentFile + "`, in the ConfigMap's `binaryData`). The function `provider::jupyter::helm_values` renders values for the zero-to-jupyterhub chart " +
 			"that carry the same two files: `values = [provider::jupyter::helm_values(jupyter_spawner_config.hub)]` in a `helm_release`.\n\n" +
 			"A plan shows what a reviewer decides on, not generated text: the inputs, `kubespawner_json` (the settings, a change key by key), " +
 			"`colocation_mode`, and `hub_checksum`, whose change restarts the hub. The hub's Python file (about 470 lines, the same for every configuration " +
@@ -103,7 +103,7 @@ func (r *spawnerConfigResource) Schema(_ context.Context, _ resource.SchemaReque
 				MarkdownDescription: "The `spawner_settings` of a `jupyter_home_storage`: the home's access mode, class, size, claim naming and volume."},
 			"profiles": schema.ListAttribute{Optional: true, ElementType: types.StringType,
 				MarkdownDescription: "`profile_json` of each `jupyter_spawner_profile`, in the order of the spawn form, after the profiles earlier configuration offers (see *Composition*). A profile's own `volumes` get the global ones (the home first) in front, and are merged into the user's at spawn time."},
-			"colocation_label": schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString(spawner.DefaultColocationLabel),
+			"colocation_label": schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString(hubconfig.DefaultColocationLabel),
 				MarkdownDescription: "Pod label co-location selects on. Default `hub.jupyter.org/colocate-user`; Nebari's data-science-pack uses `nebari.dev/colocate-user`, and the file then replaces that pack's own co-location.",
 				Validators:          []validator.String{labelKeyValidator{}}},
 			"extra_settings_json": schema.StringAttribute{Optional: true,
@@ -117,12 +117,12 @@ func (r *spawnerConfigResource) Schema(_ context.Context, _ resource.SchemaReque
 				DeprecationMessage: "The Helm values no longer mount volumes into the hub (it carries the files in hub.extraFiles), so a chart's own ConfigMap stays mounted; remove projected_config_maps.",
 				MarkdownDescription: "Deprecated and ignored: `provider::jupyter::helm_values` sets no `hub.extraVolumes`, so a chart's own ConfigMap at `jupyterhub_config.d/` " +
 					"(the data-science-pack's `nebari-data-science-pack-hub-config`, named after the chart or its `nameOverride`) stays mounted as its values file says."},
-			"home_mount_path": schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString(spawner.DefaultHomeMountPath),
+			"home_mount_path": schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString(hubconfig.DefaultHomeMountPath),
 				MarkdownDescription: "Where the home is mounted in the server's container; default `/home/jovyan` (z2jh's `singleuser.storage.homeMountPath`). " +
 					"KubeSpawner template fields are allowed, e.g. `/home/{username}` (Nebari classic). `provider::jupyter::helm_values` sets `singleuser.storage.homeMountPath` to the same.",
 				Validators: []validator.String{homeMountPathValidator{}}},
 			"hub_checksum": computed("SHA-256 of everything the hub reads from this resource (the file and its document, taken before compression). `provider::jupyter::helm_values` carries it as the hub pod annotation `" +
-				spawner.ChecksumAnnotation + "` (`hub.annotations`), so a `helm upgrade` restarts the hub when it changes. A refresh computes it from the ConfigMap's " +
+				hubconfig.ChecksumAnnotation + "` (`hub.annotations`), so a `helm upgrade` restarts the hub when it changes. A refresh computes it from the ConfigMap's " +
 				"content, so a ConfigMap edited outside OpenTofu, or written by another provider version, shows in the plan as a change of this one line."),
 			"colocation_required": schema.BoolAttribute{Computed: true, MarkdownDescription: "Whether every user's pods are pinned to one node (a `ReadWriteOnce` or `ReadWriteOncePod` home). With a `ReadWriteMany` home it is false: only servers whose claim is still `ReadWriteOnce` are pinned, decided at each spawn."},
 			"colocation_mode":     computed("`all` (a `ReadWriteOnce` or `ReadWriteOncePod` home: every user's pods share a node) or `by_claim` (a `ReadWriteMany` home: a server's pods share a node only when the claim it mounts is still `ReadWriteOnce`, as the hub reads it at the spawn)."),
@@ -154,14 +154,14 @@ func (m *spawnerConfigModel) known() bool {
 }
 
 // build renders the model. Errors name the attribute.
-func (m *spawnerConfigModel) build(diags *diag.Diagnostics) (spawner.Result, bool) {
-	cfg := spawner.Config{ColocationLabel: m.ColocationLabel.ValueString(), HomeMountPath: m.HomeMountPath.ValueString()}
+func (m *spawnerConfigModel) build(diags *diag.Diagnostics) (hubconfig.Result, bool) {
+	cfg := hubconfig.Config{ColocationLabel: m.ColocationLabel.ValueString(), HomeMountPath: m.HomeMountPath.ValueString()}
 	var ok bool
 	if cfg.Home, ok = jsonObject(m.HomeStorageSettings, path.Root("home_storage_settings"), diags); !ok || cfg.Home == nil {
 		if !diags.HasError() {
 			diags.AddAttributeError(path.Root("home_storage_settings"), "home_storage_settings is empty", "Pass jupyter_home_storage.<name>.spawner_settings.")
 		}
-		return spawner.Result{}, false
+		return hubconfig.Result{}, false
 	}
 	cfg.Extra, _ = jsonObject(m.ExtraSettingsJSON, path.Root("extra_settings_json"), diags)
 	for i, e := range m.Profiles.Elements() {
@@ -170,21 +170,21 @@ func (m *spawnerConfigModel) build(diags *diag.Diagnostics) (spawner.Result, boo
 		cfg.Profiles = append(cfg.Profiles, p)
 	}
 	if diags.HasError() {
-		return spawner.Result{}, false
+		return hubconfig.Result{}, false
 	}
-	res, errs := spawner.Build(cfg)
+	res, errs := hubconfig.Build(cfg)
 	addFindings(diags, errs, true)
 	return res, len(errs) == 0
 }
 
 // render fills the computed attributes from res and returns the files
 // the hub reads (the document compressed once).
-func (m *spawnerConfigModel) render(res spawner.Result) spawner.Files {
-	files := spawner.Render(res)
+func (m *spawnerConfigModel) render(res hubconfig.Result) hubconfig.Files {
+	files := hubconfig.Render(res)
 	m.ID = types.StringValue(m.Namespace.ValueString() + "/" + m.ConfigMapName.ValueString())
 	m.ColocationMode = types.StringValue(string(res.Colocation.Mode))
-	m.ColocationRequired = types.BoolValue(res.Colocation.Mode == spawner.ColocateAll)
-	m.KubeSpawnerJSON = types.StringValue(spawner.JSON(res.Settings))
+	m.ColocationRequired = types.BoolValue(res.Colocation.Mode == hubconfig.ColocateAll)
+	m.KubeSpawnerJSON = types.StringValue(hubconfig.JSON(res.Settings))
 	m.HubChecksum = types.StringValue(files.Checksum)
 	return files
 }
@@ -213,7 +213,7 @@ func (r *spawnerConfigResource) ModifyPlan(ctx context.Context, req resource.Mod
 		return
 	}
 	files := plan.render(res)
-	values, err := spawner.HelmYAML(spawner.HelmValues(res, files))
+	values, err := hubconfig.HelmYAML(hubconfig.HelmValues(res, files))
 	if err != nil {
 		resp.Diagnostics.AddError("Cannot render the Helm values", err.Error())
 		return
@@ -223,10 +223,10 @@ func (r *spawnerConfigResource) ModifyPlan(ctx context.Context, req resource.Mod
 		return
 	}
 	resp.Diagnostics.Append(resp.Plan.Set(ctx, &plan)...)
-	if res.Colocation.Mode != spawner.ColocateAll {
+	if res.Colocation.Mode != hubconfig.ColocateAll {
 		return // co-location only for claims still ReadWriteOnce: nothing to warn about
 	}
-	var nodes []spawner.Node
+	var nodes []hubconfig.Node
 	if client := r.client(); client != nil {
 		live, err := client.ListNodes(ctx)
 		if err != nil {
@@ -242,9 +242,9 @@ func (r *spawnerConfigResource) ModifyPlan(ctx context.Context, req resource.Mod
 
 // spawnerConfigDiagnostics are the plan's co-location warnings for res
 // against the nodes (nil when the cluster could not be read).
-func spawnerConfigDiagnostics(res spawner.Result, nodes []spawner.Node, colocated int) diag.Diagnostics {
+func spawnerConfigDiagnostics(res hubconfig.Result, nodes []hubconfig.Node, colocated int) diag.Diagnostics {
 	var diags diag.Diagnostics
-	addFindings(&diags, spawner.Warnings(res, nodes, colocated), false)
+	addFindings(&diags, hubconfig.Warnings(res, nodes, colocated), false)
 	return diags
 }
 
@@ -252,9 +252,9 @@ func spawnerConfigDiagnostics(res spawner.Result, nodes []spawner.Node, colocate
 // the ConfigMap would exceed the API server's limit, a warning when
 // the Helm values (provider::jupyter::helm_values) are too large for the
 // hub Secret or Helm's release record.
-func spawnerConfigSizeDiagnostics(res spawner.Result, files spawner.Files, helmValues, configMap string) diag.Diagnostics {
+func spawnerConfigSizeDiagnostics(res hubconfig.Result, files hubconfig.Files, helmValues, configMap string) diag.Diagnostics {
 	var diags diag.Diagnostics
-	errs, warnings := spawner.SizeFindings(res, spawner.SizesOf(files, helmValues), configMap)
+	errs, warnings := hubconfig.SizeFindings(res, hubconfig.SizesOf(files, helmValues), configMap)
 	addFindings(&diags, errs, true)
 	addFindings(&diags, warnings, false)
 	return diags
@@ -264,12 +264,12 @@ func (r *spawnerConfigResource) client() *kube.Client { return r.data.client() }
 
 // configMap is the ConfigMap with the rendered file and its compressed
 // document.
-func configMap(m *spawnerConfigModel, files spawner.Files) *corev1.ConfigMap {
+func configMap(m *spawnerConfigModel, files hubconfig.Files) *corev1.ConfigMap {
 	return &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Name: m.ConfigMapName.ValueString(), Namespace: m.Namespace.ValueString(),
 			Labels: map[string]string{kubespawner.LabelAppManagedBy: claims.ManagedBy, kubespawner.LabelAppComponent: "spawner-config"}},
-		Data:       map[string]string{spawner.PythonFile: files.Python},
-		BinaryData: map[string][]byte{spawner.DocumentFile: files.Document},
+		Data:       map[string]string{hubconfig.PythonFile: files.Python},
+		BinaryData: map[string][]byte{hubconfig.DocumentFile: files.Document},
 	}
 }
 
@@ -317,14 +317,14 @@ func (r *spawnerConfigResource) Read(ctx context.Context, req resource.ReadReque
 		resp.State.RemoveResource(ctx)
 		return
 	}
-	state.HubChecksum = types.StringValue(spawner.ConfigMapChecksum(cm.Data, cm.BinaryData))
+	state.HubChecksum = types.StringValue(hubconfig.ConfigMapChecksum(cm.Data, cm.BinaryData))
 	var doc struct {
 		KubeSpawner map[string]any `json:"KubeSpawner"`
 	}
-	if err := spawner.DecodeConfigMapDocument(cm.Data, cm.BinaryData, &doc); err != nil || doc.KubeSpawner == nil {
-		state.KubeSpawnerJSON = types.StringValue(fmt.Sprintf("(unreadable %s in the ConfigMap)", spawner.DocumentFile))
+	if err := hubconfig.DecodeConfigMapDocument(cm.Data, cm.BinaryData, &doc); err != nil || doc.KubeSpawner == nil {
+		state.KubeSpawnerJSON = types.StringValue(fmt.Sprintf("(unreadable %s in the ConfigMap)", hubconfig.DocumentFile))
 	} else {
-		state.KubeSpawnerJSON = types.StringValue(spawner.JSON(doc.KubeSpawner))
+		state.KubeSpawnerJSON = types.StringValue(hubconfig.JSON(doc.KubeSpawner))
 	}
 	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
 }
@@ -358,7 +358,7 @@ func (homeMountPathValidator) ValidateString(_ context.Context, req validator.St
 	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
 		return
 	}
-	if f := spawner.CheckHomeMountPath(req.ConfigValue.ValueString()); f != nil {
+	if f := hubconfig.CheckHomeMountPath(req.ConfigValue.ValueString()); f != nil {
 		resp.Diagnostics.AddAttributeError(req.Path, f.Summary, f.Detail)
 	}
 }

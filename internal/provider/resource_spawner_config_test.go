@@ -27,7 +27,7 @@ import (
 
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/acctest"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/kubespawner"
-	"github.com/jupyter-infra/terraform-provider-jupyter/internal/spawner"
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/hubconfig"
 )
 
 const configAddr = "jupyter_spawner_config.hub"
@@ -35,7 +35,7 @@ const configAddr = "jupyter_spawner_config.hub"
 func homeSettingsJSON(mode string) map[string]any {
 	var m map[string]any
 	h := kubespawner.HomeStorage{AccessMode: mode, Capacity: "10Gi", NameTemplate: "claim-{username}", Scheme: kubespawner.SchemeSafe}
-	_ = json.Unmarshal([]byte(spawner.JSON(h.Settings())), &m)
+	_ = json.Unmarshal([]byte(hubconfig.JSON(h.Settings())), &m)
 	return m
 }
 
@@ -43,18 +43,18 @@ func homeSettingsJSON(mode string) map[string]any {
 // under ReadWriteMany; under ReadWriteOnce the two GPU failure modes and
 // the capacity cap, each naming the profiles and the fix.
 func TestSpawnerConfig_colocationDiagnostics(t *testing.T) {
-	gpu := spawner.Profile{Slug: "gpu", DisplayName: "GPU", CPUGuarantee: one(6), MemGuarantee: "24G", GPU: &spawner.GPU{Count: 1}}.Dict()
-	small := spawner.Profile{Slug: "small", DisplayName: "Small", CPUGuarantee: one(2), MemGuarantee: "4G"}.Dict()
-	nodes := []spawner.Node{{Name: "cpu-a", CPUMillis: 4000, MemBytes: 16 << 30}, {Name: "gpu-a", CPUMillis: 7000, MemBytes: 30 << 30, Extended: map[string]int64{"nvidia.com/gpu": 1}}}
+	gpu := hubconfig.Profile{Slug: "gpu", DisplayName: "GPU", CPUGuarantee: one(6), MemGuarantee: "24G", GPU: &hubconfig.GPU{Count: 1}}.Dict()
+	small := hubconfig.Profile{Slug: "small", DisplayName: "Small", CPUGuarantee: one(2), MemGuarantee: "4G"}.Dict()
+	nodes := []hubconfig.Node{{Name: "cpu-a", CPUMillis: 4000, MemBytes: 16 << 30}, {Name: "gpu-a", CPUMillis: 7000, MemBytes: 30 << 30, Extended: map[string]int64{"nvidia.com/gpu": 1}}}
 
-	rwx, errs := spawner.Build(spawner.Config{Home: homeSettingsJSON(spawner.RWX), Profiles: []map[string]any{gpu, small}})
+	rwx, errs := hubconfig.Build(hubconfig.Config{Home: homeSettingsJSON(hubconfig.RWX), Profiles: []map[string]any{gpu, small}})
 	if len(errs) > 0 {
 		t.Fatal(errs)
 	}
 	if d := spawnerConfigDiagnostics(rwx, nodes, 2); len(d) != 0 {
 		t.Fatalf("warnings under ReadWriteMany:\n%s", diagText(d))
 	}
-	rwo, _ := spawner.Build(spawner.Config{Home: homeSettingsJSON(spawner.RWO), Profiles: []map[string]any{gpu, small}})
+	rwo, _ := hubconfig.Build(hubconfig.Config{Home: homeSettingsJSON(hubconfig.RWO), Profiles: []map[string]any{gpu, small}})
 	d := spawnerConfigDiagnostics(rwo, nodes, 2)
 	text := diagText(d)
 	if d.HasError() || d.WarningsCount() != 3 {
@@ -84,11 +84,11 @@ func TestSpawnerConfig_colocationDiagnostics(t *testing.T) {
 // API server's limit, and a warning on it too when the Helm values would
 // not fit the hub Secret or Helm's release record. The ConfigMap holds what the check counts.
 func TestSpawnerConfig_sizeDiagnostics(t *testing.T) {
-	res, errs := spawner.Build(spawner.Config{Home: homeSettingsJSON(spawner.RWX)})
+	res, errs := hubconfig.Build(hubconfig.Config{Home: homeSettingsJSON(hubconfig.RWX)})
 	if len(errs) > 0 {
 		t.Fatal(errs)
 	}
-	files := spawner.Render(res)
+	files := hubconfig.Render(res)
 	var m spawnerConfigModel
 	m.ConfigMapName, m.Namespace = types.StringValue("jupyter-spawner"), types.StringValue("jupyter")
 	counted := 0
@@ -99,14 +99,14 @@ func TestSpawnerConfig_sizeDiagnostics(t *testing.T) {
 	for _, v := range cm.BinaryData {
 		counted += len(v)
 	}
-	if s := spawner.SizesOf(files, ""); s.ConfigMap != counted {
+	if s := hubconfig.SizesOf(files, ""); s.ConfigMap != counted {
 		t.Errorf("the size check counts %d bytes of the ConfigMap, the API server %d", s.ConfigMap, counted)
 	}
 	if d := spawnerConfigSizeDiagnostics(res, files, "hub: {}", "jupyter-spawner"); len(d) != 0 {
 		t.Fatalf("a small hub: %s", diagText(d))
 	}
 	big := files
-	big.Document = make([]byte, spawner.MaxObjectBytes)
+	big.Document = make([]byte, hubconfig.MaxObjectBytes)
 	d := spawnerConfigSizeDiagnostics(res, big, "hub: {}", "jupyter-spawner")
 	if d.ErrorsCount() != 1 || d.WarningsCount() != 1 {
 		t.Fatalf("want one error and one warning:\n%s", diagText(d))
@@ -134,7 +134,7 @@ func gzipText(t *testing.T, s string) []byte {
 
 func spawnerConfigHCL(ns, mode, extra string) string {
 	class := ""
-	if mode == spawner.RWX {
+	if mode == hubconfig.RWX {
 		class = fmt.Sprintf(`storage_class_name = "rwx-%s"`, ns)
 	}
 	return fmt.Sprintf(`
@@ -179,20 +179,20 @@ func TestAccSpawnerConfig_configMap(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		if cm.Data[spawner.PythonFile] != spawner.Python() {
-			return fmt.Errorf("the ConfigMap's %s is not the rendered file", spawner.PythonFile)
+		if cm.Data[hubconfig.PythonFile] != hubconfig.Python() {
+			return fmt.Errorf("the ConfigMap's %s is not the rendered file", hubconfig.PythonFile)
 		}
-		if sum := spawner.ConfigMapChecksum(cm.Data, cm.BinaryData); sum != attrs["hub_checksum"] {
+		if sum := hubconfig.ConfigMapChecksum(cm.Data, cm.BinaryData); sum != attrs["hub_checksum"] {
 			return fmt.Errorf("the ConfigMap's content has checksum %s, hub_checksum is %s", sum, attrs["hub_checksum"])
 		}
-		if len(cm.Data) != 1 || len(cm.BinaryData) != 1 || cm.BinaryData[spawner.DocumentFile] == nil {
-			return fmt.Errorf("the ConfigMap holds %v and %v, want %s and %s", slices.Sorted(maps.Keys(cm.Data)), slices.Sorted(maps.Keys(cm.BinaryData)), spawner.PythonFile, spawner.DocumentFile)
+		if len(cm.Data) != 1 || len(cm.BinaryData) != 1 || cm.BinaryData[hubconfig.DocumentFile] == nil {
+			return fmt.Errorf("the ConfigMap holds %v and %v, want %s and %s", slices.Sorted(maps.Keys(cm.Data)), slices.Sorted(maps.Keys(cm.BinaryData)), hubconfig.PythonFile, hubconfig.DocumentFile)
 		}
 		var doc struct {
 			KubeSpawner map[string]any
 			Colocation  map[string]any `json:"colocation"`
 		}
-		if err := spawner.DecodeDocumentFile(cm.BinaryData[spawner.DocumentFile], &doc); err != nil {
+		if err := hubconfig.DecodeDocumentFile(cm.BinaryData[hubconfig.DocumentFile], &doc); err != nil {
 			return err
 		}
 		var want map[string]any
@@ -200,9 +200,9 @@ func TestAccSpawnerConfig_configMap(t *testing.T) {
 			return err
 		}
 		if !reflect.DeepEqual(doc.KubeSpawner, want) {
-			return fmt.Errorf("the ConfigMap's document differs from kubespawner_json:\n%s\n%s", spawner.JSON(doc.KubeSpawner), attrs["kubespawner_json"])
+			return fmt.Errorf("the ConfigMap's document differs from kubespawner_json:\n%s\n%s", hubconfig.JSON(doc.KubeSpawner), attrs["kubespawner_json"])
 		}
-		if len(doc.Colocation) != 2 || doc.Colocation["label"] != attrs["colocation_label"] || doc.Colocation["topology_key"] != spawner.HostnameTopologyKey {
+		if len(doc.Colocation) != 2 || doc.Colocation["label"] != attrs["colocation_label"] || doc.Colocation["topology_key"] != hubconfig.HostnameTopologyKey {
 			return fmt.Errorf("colocation %v in the ConfigMap, want the label %s and the topology only (no user, no mode)", doc.Colocation, attrs["colocation_label"])
 		}
 		list, _ := want["profile_list"].([]any)
@@ -219,12 +219,12 @@ func TestAccSpawnerConfig_configMap(t *testing.T) {
 		}
 		hub, _ := values["hub"].(map[string]any)
 		annotations, _ := hub["annotations"].(map[string]any)
-		if sum := attrs["hub_checksum"]; len(sum) != 64 || annotations[spawner.ChecksumAnnotation] != sum {
+		if sum := attrs["hub_checksum"]; len(sum) != 64 || annotations[hubconfig.ChecksumAnnotation] != sum {
 			return fmt.Errorf("helm_values' hub.annotations %v do not carry hub_checksum %q", annotations, sum)
 		}
 		files, _ := hub["extraFiles"].(map[string]any)
-		file, _ := files[spawner.ExtraFileDocument].(map[string]any)
-		if gz, err := base64.StdEncoding.DecodeString(fmt.Sprint(file["binaryData"])); err != nil || !bytes.Equal(gz, cm.BinaryData[spawner.DocumentFile]) {
+		file, _ := files[hubconfig.ExtraFileDocument].(map[string]any)
+		if gz, err := base64.StdEncoding.DecodeString(fmt.Sprint(file["binaryData"])); err != nil || !bytes.Equal(gz, cm.BinaryData[hubconfig.DocumentFile]) {
 			return fmt.Errorf("helm_values' hub.extraFiles carry another document than the ConfigMap (%v)", err)
 		}
 		storage, _ := values["singleuser"].(map[string]any)["storage"].(map[string]any)
@@ -244,7 +244,7 @@ func TestAccSpawnerConfig_configMap(t *testing.T) {
 		},
 		Steps: []resource.TestStep{
 			{
-				Config: acctest.AdminConfig(t, spawnerConfigHCL(ns, spawner.RWO, `extra_settings_json = jsonencode({ start_timeout = 600 })`)),
+				Config: acctest.AdminConfig(t, spawnerConfigHCL(ns, hubconfig.RWO, `extra_settings_json = jsonencode({ start_timeout = 600 })`)),
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 					plancheck.ExpectKnownValue(configAddr, tfjsonpath.New("colocation_mode"), knownvalue.StringExact("all")),
 				}},
@@ -255,7 +255,7 @@ func TestAccSpawnerConfig_configMap(t *testing.T) {
 				),
 			},
 			{
-				Config:   acctest.AdminConfig(t, spawnerConfigHCL(ns, spawner.RWO, `extra_settings_json = jsonencode({ start_timeout = 600 })`)),
+				Config:   acctest.AdminConfig(t, spawnerConfigHCL(ns, hubconfig.RWO, `extra_settings_json = jsonencode({ start_timeout = 600 })`)),
 				PlanOnly: true,
 			},
 			{
@@ -267,12 +267,12 @@ func TestAccSpawnerConfig_configMap(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
-					cm.Data[spawner.PythonFile] += "c.KubeSpawner.start_timeout = 1\n"
+					cm.Data[hubconfig.PythonFile] += "c.KubeSpawner.start_timeout = 1\n"
 					if _, err := cs.CoreV1().ConfigMaps(ns).Update(context.Background(), cm, metav1.UpdateOptions{}); err != nil {
 						t.Fatal(err)
 					}
 				},
-				Config: acctest.AdminConfig(t, spawnerConfigHCL(ns, spawner.RWO, `extra_settings_json = jsonencode({ start_timeout = 600 })`)),
+				Config: acctest.AdminConfig(t, spawnerConfigHCL(ns, hubconfig.RWO, `extra_settings_json = jsonencode({ start_timeout = 600 })`)),
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 					plancheck.ExpectResourceAction(configAddr, plancheck.ResourceActionUpdate),
 					expectChanged(configAddr, "hub_checksum"),
@@ -286,12 +286,12 @@ func TestAccSpawnerConfig_configMap(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
-					cm.BinaryData[spawner.DocumentFile] = gzipText(t, `{"KubeSpawner": {"start_timeout": 1}, "colocation": {"mode": "none"}}`)
+					cm.BinaryData[hubconfig.DocumentFile] = gzipText(t, `{"KubeSpawner": {"start_timeout": 1}, "colocation": {"mode": "none"}}`)
 					if _, err := cs.CoreV1().ConfigMaps(ns).Update(context.Background(), cm, metav1.UpdateOptions{}); err != nil {
 						t.Fatal(err)
 					}
 				},
-				Config: acctest.AdminConfig(t, spawnerConfigHCL(ns, spawner.RWO, `extra_settings_json = jsonencode({ start_timeout = 600 })`)),
+				Config: acctest.AdminConfig(t, spawnerConfigHCL(ns, hubconfig.RWO, `extra_settings_json = jsonencode({ start_timeout = 600 })`)),
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 					plancheck.ExpectResourceAction(configAddr, plancheck.ResourceActionUpdate),
 				}},
@@ -307,16 +307,16 @@ func TestAccSpawnerConfig_configMap(t *testing.T) {
 						t.Fatal(err)
 					}
 					var doc map[string]any
-					if err := spawner.DecodeDocumentFile(cm.BinaryData[spawner.DocumentFile], &doc); err != nil {
+					if err := hubconfig.DecodeDocumentFile(cm.BinaryData[hubconfig.DocumentFile], &doc); err != nil {
 						t.Fatal(err)
 					}
-					cm.Data = map[string]string{spawner.PythonFile: "# an older provider's file\n", spawner.JSONFile: spawner.JSON(doc)}
+					cm.Data = map[string]string{hubconfig.PythonFile: "# an older provider's file\n", hubconfig.JSONFile: hubconfig.JSON(doc)}
 					cm.BinaryData = nil
 					if _, err := cs.CoreV1().ConfigMaps(ns).Update(context.Background(), cm, metav1.UpdateOptions{}); err != nil {
 						t.Fatal(err)
 					}
 				},
-				Config: acctest.AdminConfig(t, spawnerConfigHCL(ns, spawner.RWO, `extra_settings_json = jsonencode({ start_timeout = 600 })`)),
+				Config: acctest.AdminConfig(t, spawnerConfigHCL(ns, hubconfig.RWO, `extra_settings_json = jsonencode({ start_timeout = 600 })`)),
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 					plancheck.ExpectResourceAction(configAddr, plancheck.ResourceActionUpdate),
 					plancheck.ExpectKnownValue(configAddr, tfjsonpath.New("kubespawner_json"), knownvalue.StringRegexp(regexp.MustCompile(`"start_timeout":600`))),
@@ -324,7 +324,7 @@ func TestAccSpawnerConfig_configMap(t *testing.T) {
 				Check: matches,
 			},
 			{
-				Config: acctest.AdminConfig(t, spawnerConfigHCL(ns, spawner.RWX, "colocation_label = \"nebari.dev/colocate-user\"\nhome_mount_path = \"/home/{username}\"")),
+				Config: acctest.AdminConfig(t, spawnerConfigHCL(ns, hubconfig.RWX, "colocation_label = \"nebari.dev/colocate-user\"\nhome_mount_path = \"/home/{username}\"")),
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 					plancheck.ExpectKnownValue(configAddr, tfjsonpath.New("colocation_mode"), knownvalue.StringExact("by_claim")),
 				}},
@@ -357,7 +357,7 @@ func TestAccSpawnerConfig_badInput(t *testing.T) {
 			resource.Test(t, resource.TestCase{
 				ProtoV6ProviderFactories: protoV6ProviderFactories,
 				Steps: []resource.TestStep{{
-					Config:      acctest.AdminConfig(t, spawnerConfigHCL(ns, spawner.RWO, tc.extra)),
+					Config:      acctest.AdminConfig(t, spawnerConfigHCL(ns, hubconfig.RWO, tc.extra)),
 					ExpectError: wrapRE(`(?s)` + tc.want),
 				}},
 			})

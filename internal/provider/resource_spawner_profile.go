@@ -22,7 +22,7 @@ import (
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/claims"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/kube"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/kubespawner"
-	"github.com/jupyter-infra/terraform-provider-jupyter/internal/spawner"
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/hubconfig"
 )
 
 type spawnerProfileResource struct{ data *providerData }
@@ -51,7 +51,7 @@ func (r *spawnerProfileResource) Configure(_ context.Context, req resource.Confi
 // profile converts the model to the core's Profile. known is false when a
 // value the profile dict needs is not known yet; unknown values are left
 // out, so that what is known can still be validated.
-func (m *spawnerProfileModel) profile(ctx context.Context, diags *diag.Diagnostics) (p spawner.Profile, known bool) {
+func (m *spawnerProfileModel) profile(ctx context.Context, diags *diag.Diagnostics) (p hubconfig.Profile, known bool) {
 	known = true
 	str := func(v types.String) string {
 		if v.IsUnknown() {
@@ -75,7 +75,7 @@ func (m *spawnerProfileModel) profile(ctx context.Context, diags *diag.Diagnosti
 		}
 	}
 	if g := m.GPU; g != nil {
-		p.GPU = &spawner.GPU{Count: g.Count.ValueInt64(), ResourceName: str(g.ResourceName)}
+		p.GPU = &hubconfig.GPU{Count: g.Count.ValueInt64(), ResourceName: str(g.ResourceName)}
 		if g.Count.IsUnknown() {
 			known = false
 			p.GPU.Count = 1
@@ -89,7 +89,7 @@ func (m *spawnerProfileModel) profile(ctx context.Context, diags *diag.Diagnosti
 		known = false
 	}
 	for _, t := range m.Tolerations {
-		tol := spawner.Toleration{Key: str(t.Key), Operator: str(t.Operator), Value: str(t.Value), Effect: str(t.Effect)}
+		tol := hubconfig.Toleration{Key: str(t.Key), Operator: str(t.Operator), Value: str(t.Value), Effect: str(t.Effect)}
 		if t.TolerationSeconds.IsUnknown() {
 			known = false
 		} else if !t.TolerationSeconds.IsNull() {
@@ -99,7 +99,7 @@ func (m *spawnerProfileModel) profile(ctx context.Context, diags *diag.Diagnosti
 		p.Tolerations = append(p.Tolerations, tol)
 	}
 	for _, v := range m.Volumes {
-		vol := spawner.Volume{Name: str(v.Name), MountPath: str(v.MountPath), SubPath: str(v.SubPath), ReadOnly: v.ReadOnly.ValueBool(), ClaimName: str(v.ExistingClaim)}
+		vol := hubconfig.Volume{Name: str(v.Name), MountPath: str(v.MountPath), SubPath: str(v.SubPath), ReadOnly: v.ReadOnly.ValueBool(), ClaimName: str(v.ExistingClaim)}
 		if v.NewClaim != nil {
 			vol.ClaimName = vol.Name
 		}
@@ -115,21 +115,21 @@ func (m *spawnerProfileModel) profile(ctx context.Context, diags *diag.Diagnosti
 	case !m.Options.IsNull():
 		opts := map[string]optionModel{}
 		diags.Append(m.Options.ElementsAs(ctx, &opts, false)...)
-		p.Options = map[string]spawner.Option{}
+		p.Options = map[string]hubconfig.Option{}
 		for k, o := range opts {
 			at := path.Root("options").AtMapKey(k)
-			opt := spawner.Option{DisplayName: str(o.DisplayName)}
+			opt := hubconfig.Option{DisplayName: str(o.DisplayName)}
 			if o.Choices.IsUnknown() || o.Unlisted.IsUnknown() {
 				known = false
 			}
 			if !o.Choices.IsNull() && !o.Choices.IsUnknown() {
 				choices := map[string]choiceModel{}
 				diags.Append(o.Choices.ElementsAs(ctx, &choices, false)...)
-				opt.Choices = map[string]spawner.Choice{}
+				opt.Choices = map[string]hubconfig.Choice{}
 				for ck, c := range choices {
 					ov, ok := jsonObject(c.OverrideJSON, at.AtName("choices").AtMapKey(ck).AtName("kubespawner_override_json"), diags)
 					known = known && ok && !c.Default.IsUnknown()
-					opt.Choices[ck] = spawner.Choice{DisplayName: str(c.DisplayName), Default: c.Default.ValueBool(), Override: ov}
+					opt.Choices[ck] = hubconfig.Choice{DisplayName: str(c.DisplayName), Default: c.Default.ValueBool(), Override: ov}
 				}
 			}
 			if !o.Unlisted.IsNull() && !o.Unlisted.IsUnknown() {
@@ -137,7 +137,7 @@ func (m *spawnerProfileModel) profile(ctx context.Context, diags *diag.Diagnosti
 				diags.Append(o.Unlisted.As(ctx, &u, basetypes.ObjectAsOptions{})...)
 				ov, ok := jsonObject(u.OverrideJSON, at.AtName("unlisted_choice").AtName("kubespawner_override_json"), diags)
 				known = known && ok
-				opt.Unlisted = &spawner.UnlistedChoice{DisplayName: str(u.DisplayName), DisplayNameInChoices: str(u.DisplayNameInChoices),
+				opt.Unlisted = &hubconfig.UnlistedChoice{DisplayName: str(u.DisplayName), DisplayNameInChoices: str(u.DisplayNameInChoices),
 					ValidationRegex: str(u.ValidationRegex), ValidationMessage: str(u.ValidationMessage), Override: ov}
 			}
 			p.Options[k] = opt
@@ -233,7 +233,7 @@ func (r *spawnerProfileResource) ValidateConfig(ctx context.Context, req resourc
 
 func newClaimMode(c *newClaimModel) string {
 	if c.AccessMode.IsNull() || c.AccessMode.IsUnknown() {
-		return spawner.RWX
+		return hubconfig.RWX
 	}
 	return c.AccessMode.ValueString()
 }
@@ -279,7 +279,7 @@ func (r *spawnerProfileResource) ModifyPlan(ctx context.Context, req resource.Mo
 		return
 	}
 	if known {
-		plan.ProfileJSON = types.StringValue(spawner.JSON(p.Dict()))
+		plan.ProfileJSON = types.StringValue(hubconfig.JSON(p.Dict()))
 		plan.ID = types.StringValue(profileID(p))
 	} else {
 		plan.ProfileJSON = types.StringUnknown()
@@ -301,7 +301,7 @@ func (r *spawnerProfileResource) ModifyPlan(ctx context.Context, req resource.Mo
 		resp.Diagnostics.AddError("Cannot list the cluster's nodes", err.Error())
 		return
 	}
-	nodes := make([]spawner.Node, len(live))
+	nodes := make([]hubconfig.Node, len(live))
 	for i := range live {
 		nodes[i] = kube.NodeFromCore(&live[i])
 	}
@@ -311,15 +311,15 @@ func (r *spawnerProfileResource) ModifyPlan(ctx context.Context, req resource.Mo
 // profileNodeDiagnostics is the plan's verdict on a profile against the
 // nodes: warnings when none can run it now, an error with
 // require_schedulable when its guarantees exceed every node.
-func profileNodeDiagnostics(p spawner.Profile, nodes []spawner.Node, requireSchedulable bool) diag.Diagnostics {
+func profileNodeDiagnostics(p hubconfig.Profile, nodes []hubconfig.Node, requireSchedulable bool) diag.Diagnostics {
 	var diags diag.Diagnostics
-	errs, warns := spawner.CheckProfile(profileID(p), p.Demand(), nodes, requireSchedulable)
+	errs, warns := hubconfig.CheckProfile(profileID(p), p.Demand(), nodes, requireSchedulable)
 	addFindings(&diags, errs, true)
 	addFindings(&diags, warns, false)
 	return diags
 }
 
-func profileID(p spawner.Profile) string {
+func profileID(p hubconfig.Profile) string {
 	if p.Slug != "" {
 		return p.Slug
 	}
@@ -340,7 +340,7 @@ func (r *spawnerProfileResource) Update(ctx context.Context, req resource.Update
 // exists is kept as it is) and records the profile dict.
 func (r *spawnerProfileResource) apply(ctx context.Context, plan *spawnerProfileModel, diags *diag.Diagnostics) {
 	p, _ := plan.profile(ctx, diags)
-	plan.ProfileJSON = types.StringValue(spawner.JSON(p.Dict()))
+	plan.ProfileJSON = types.StringValue(hubconfig.JSON(p.Dict()))
 	plan.ID = types.StringValue(profileID(p))
 	var claims []*corev1.PersistentVolumeClaim
 	for i, v := range plan.Volumes {
@@ -442,7 +442,7 @@ func (byteSpecValidator) ValidateString(_ context.Context, req validator.StringR
 	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
 		return
 	}
-	if _, err := spawner.ParseBytes(req.ConfigValue.ValueString()); err != nil {
+	if _, err := hubconfig.ParseBytes(req.ConfigValue.ValueString()); err != nil {
 		resp.Diagnostics.AddAttributeError(req.Path, "Invalid memory size", err.Error())
 	}
 }
@@ -458,7 +458,7 @@ func (pythonRegexValidator) ValidateString(_ context.Context, req validator.Stri
 	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
 		return
 	}
-	if err := spawner.CheckPythonRegex(req.ConfigValue.ValueString()); err != nil {
+	if err := hubconfig.CheckPythonRegex(req.ConfigValue.ValueString()); err != nil {
 		resp.Diagnostics.AddAttributeError(req.Path, "Invalid validation regex", err.Error())
 	}
 }

@@ -18,7 +18,7 @@ import (
 
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/acctest"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/kube"
-	"github.com/jupyter-infra/terraform-provider-jupyter/internal/spawner"
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/hubconfig"
 )
 
 const profileAddr = "jupyter_spawner_profile.gpu"
@@ -75,7 +75,7 @@ func one(v float64) *float64 { return &v }
 // The plan's node checks, through the seam ModifyPlan uses: nodes converted
 // from corev1.Node objects as the live List returns them.
 func TestSpawnerProfile_nodeDiagnostics(t *testing.T) {
-	mk := func(name, cpu, mem string, gpus int64) spawner.Node {
+	mk := func(name, cpu, mem string, gpus int64) hubconfig.Node {
 		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}, Status: corev1.NodeStatus{Allocatable: corev1.ResourceList{
 			corev1.ResourceCPU: kresource.MustParse(cpu), corev1.ResourceMemory: kresource.MustParse(mem)}}}
 		if gpus > 0 {
@@ -84,8 +84,8 @@ func TestSpawnerProfile_nodeDiagnostics(t *testing.T) {
 		}
 		return kube.NodeFromCore(n)
 	}
-	nodes := []spawner.Node{mk("cpu-a", "4", "16Gi", 0), mk("gpu-a", "8", "32Gi", 1)}
-	gpu := spawner.Profile{Slug: "gpu", DisplayName: "GPU", CPUGuarantee: one(2), MemGuarantee: "8G", GPU: &spawner.GPU{Count: 1}}
+	nodes := []hubconfig.Node{mk("cpu-a", "4", "16Gi", 0), mk("gpu-a", "8", "32Gi", 1)}
+	gpu := hubconfig.Profile{Slug: "gpu", DisplayName: "GPU", CPUGuarantee: one(2), MemGuarantee: "8G", GPU: &hubconfig.GPU{Count: 1}}
 
 	// No toleration: the GPU node's taint keeps it away; a warning names it.
 	d := profileNodeDiagnostics(gpu, nodes, false)
@@ -94,7 +94,7 @@ func TestSpawnerProfile_nodeDiagnostics(t *testing.T) {
 		t.Fatalf("want one warning about the taint:\n%s", diagText(d))
 	}
 	// With the toleration it fits: no diagnostics.
-	gpu.Tolerations = []spawner.Toleration{{Key: "nvidia.com/gpu", Operator: "Exists", Effect: "NoSchedule"}}
+	gpu.Tolerations = []hubconfig.Toleration{{Key: "nvidia.com/gpu", Operator: "Exists", Effect: "NoSchedule"}}
 	if d := profileNodeDiagnostics(gpu, nodes, true); len(d) != 0 {
 		t.Fatalf("fitting profile:\n%s", diagText(d))
 	}
@@ -107,7 +107,7 @@ func TestSpawnerProfile_nodeDiagnostics(t *testing.T) {
 		t.Fatalf("want a warning:\n%s", diagText(d))
 	}
 	// A selector no node matches.
-	sel := spawner.Profile{DisplayName: "Pool", NodeSelector: map[string]string{"pool": "highmem"}}
+	sel := hubconfig.Profile{DisplayName: "Pool", NodeSelector: map[string]string{"pool": "highmem"}}
 	if d := profileNodeDiagnostics(sel, nodes, true); d.HasError() || !strings.Contains(diagText(d), "no label pool=highmem") {
 		t.Fatalf("selector:\n%s", diagText(d))
 	}

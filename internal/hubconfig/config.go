@@ -1,4 +1,4 @@
-package spawner
+package hubconfig
 
 import (
 	"encoding/json"

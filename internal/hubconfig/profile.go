@@ -3,7 +3,7 @@
 // KubeSpawner settings, the jupyterhub_config.d Python file and the chart's
 // Helm values, derives co-location, and checks profiles against nodes.
 // It has no Terraform or client-go imports.
-package spawner
+package hubconfig
 
 import (
 	"encoding/json"

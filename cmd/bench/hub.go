@@ -136,11 +136,11 @@ type spawnCost struct {
 	requests float64 // API requests they made
 }
 
-// measureSpawnHooks runs BenchmarkSpawnHooks (internal/spawner): real
+// measureSpawnHooks runs BenchmarkSpawnHooks (internal/hubconfig): real
 // KubeSpawner with the provider's hub file, its hooks asking the test
 // bed's API server as the chart's hub ServiceAccount.
 func measureSpawnHooks(ctx context.Context, spawns int) ([]spawnCost, error) {
-	cmd := exec.CommandContext(ctx, "go", "test", "./internal/spawner", "-run", "^$", "-bench", "^BenchmarkSpawnHooks$",
+	cmd := exec.CommandContext(ctx, "go", "test", "./internal/hubconfig", "-run", "^$", "-bench", "^BenchmarkSpawnHooks$",
 		"-benchtime", fmt.Sprintf("%dx", spawns), "-count", "1")
 	cmd.Env = append(os.Environ(), "TF_ACC=1")
 	out, err := cmd.CombinedOutput()
@@ -188,7 +188,7 @@ func parseSpawnHooks(out string) []spawnCost {
 func spawnSection(costs []spawnCost, spawns int) string {
 	var b strings.Builder
 	b.WriteString("\n## What the hub's spawn-time decisions add to a spawn\n\n" +
-		"`BenchmarkSpawnHooks` (`internal/spawner`): JupyterHub 3 and KubeSpawner (`../shared/reference/kubespawner`) load the provider's hub file as z2jh's hub does " +
+		"`BenchmarkSpawnHooks` (`internal/hubconfig`): JupyterHub 3 and KubeSpawner (`../shared/reference/kubespawner`) load the provider's hub file as z2jh's hub does " +
 		"and spawn one user at a time; the `pre_spawn_hook` (which claim this server mounts) and the `modify_pod_hook` (co-location from that claim's access mode) ask the " +
 		"test bed's API server as the chart's hub ServiceAccount. Their time as the hub measures it (median of " + fmt.Sprint(spawns) + " spawns each) and their API requests. " +
 		"kubernetes_asyncio is not packaged here: its stand-in runs python3-kubernetes' generated calls in a thread per request, as coroutines; " +

@@ -19,7 +19,7 @@ def _jupyter_spawner_config(c, here):
     import json
     import os
 
-    # The names below are the provider's (internal/spawner, internal/migration);
+    # The names below are the provider's (internal/hubconfig, internal/migration);
     # a test checks that they agree.
     config_dir = "/usr/local/etc/jupyterhub/jupyterhub_config.d"  # ConfigDir
     python_file = "90-jupyter-spawner.py"  # PythonFile
