@@ -6,10 +6,11 @@ import (
 
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/claims"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/migration"
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/parallel"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/safety"
 )
 
-// Changes is every change an apply makes to the cluster: the StorageClass,
+// Changes is every change an apply makes to the cluster: the claims.StorageClass,
 // the home claims' creates, resizes and gated deletes, and the steps of the
 // migrations. internal/kube implements it (and Merges, which a
 // SplitRunner asks its Cluster for).
@@ -29,7 +30,7 @@ type Apply struct {
 	// Parallel is how many claims are written at once (at least 1).
 	Parallel int
 	// Unreachable says whether an error means the API server could not be
-	// reached (ForEach): the changes not started yet are then not
+	// reached (parallel.ForEach): the changes not started yet are then not
 	// attempted. nil: never.
 	Unreachable func(error) bool
 	// AfterStep is Runner.AfterStep.
@@ -53,7 +54,7 @@ type Outcome struct {
 type HomeOutcome struct {
 	Plan    safety.UserPlan
 	Created *claims.Claim // the claim it created (a create, a recreate)
-	// Err is why it failed; it wraps ErrNotAttempted when it was not
+	// Err is why it failed; it wraps parallel.ErrNotAttempted when it was not
 	// attempted.
 	Err error
 }
@@ -62,7 +63,7 @@ type HomeOutcome struct {
 type MigrationOutcome struct {
 	Migration
 	Step migration.Step // the step reached (migration.StepPending when not attempted)
-	Err  error          // wraps ErrNotAttempted when it was not attempted
+	Err  error          // wraps parallel.ErrNotAttempted when it was not attempted
 }
 
 // Migration is one migration to run: a copy, a split, a move by copy out
@@ -70,11 +71,11 @@ type MigrationOutcome struct {
 type Migration struct {
 	Key           string // as in safety.Changes
 	Plan          safety.UserPlan
-	Copy          *Copy          // set for a copy
-	Split         *Split         // set for a split
-	DirectoryCopy *DirectoryCopy // set for a move by copy out of the shared layout
-	Merge         *Merge         // set for a merge into the shared layout
-	Rebind        *Rebind        // set otherwise
+	Copy          *migration.Copy          // set for a copy
+	Split         *migration.Split         // set for a split
+	DirectoryCopy *migration.DirectoryCopy // set for a move by copy out of the shared layout
+	Merge         *migration.Merge         // set for a merge into the shared layout
+	Rebind        *Rebind                  // set otherwise
 }
 
 // Failed reports whether some change failed or was not attempted.
@@ -95,9 +96,9 @@ func (o Outcome) Failed() bool {
 	return false
 }
 
-// Class makes the StorageClass (Class) and reports whether it succeeded;
+// Class makes the claims.StorageClass (Class) and reports whether it succeeded;
 // when it did not, no claim may be changed.
-func (a *Apply) Class(ctx context.Context, want StorageClass, prior *StorageClass) bool {
+func (a *Apply) Class(ctx context.Context, want claims.StorageClass, prior *claims.StorageClass) bool {
 	out := Class(ctx, a.Cluster, want, prior)
 	a.Outcome.Class = &out
 	return out.Err == nil
@@ -105,18 +106,18 @@ func (a *Apply) Class(ctx context.Context, want StorageClass, prior *StorageClas
 
 // Homes makes the selected home changes, Parallel at a time, each
 // destructive step through the gate (Home). spec is the claim a create
-// makes, but for its namespace, name, user and server (ClaimSpec.For).
-func (a *Apply) Homes(ctx context.Context, sel Selection, spec ClaimSpec, image string) {
+// makes, but for its namespace, name, user and server (claims.Spec.For).
+func (a *Apply) Homes(ctx context.Context, sel Selection, spec claims.Spec, image string) {
 	outs := make([]HomeOutcome, len(sel.Homes))
-	failed := ForEach(ctx, indexes(len(sel.Homes)), a.Parallel, a.Unreachable, func(ctx context.Context, i int) error {
+	failed := parallel.ForEach(ctx, indexes(len(sel.Homes)), a.Parallel, a.Unreachable, func(ctx context.Context, i int) error {
 		up := sel.Homes[i]
-		c, err := Home(ctx, a.Cluster, up, sel.Planned[up.Who()].UID, image, spec.For(up))
+		c, err := Home(ctx, a.Cluster, up, sel.Planned[up.Who()].UID, image, SpecFor(spec, up))
 		outs[i].Created = c // each goroutine its own element
 		return err
 	})
 	for i, up := range sel.Homes {
 		outs[i].Plan, outs[i].Err = up, failed[i]
-		if err := failed[i]; err != nil && !errors.Is(err, ErrNotAttempted) && a.Unreachable != nil && a.Unreachable(err) {
+		if err := failed[i]; err != nil && !errors.Is(err, parallel.ErrNotAttempted) && a.Unreachable != nil && a.Unreachable(err) {
 			a.Outcome.Unreachable = true
 		}
 	}
@@ -128,7 +129,7 @@ func (a *Apply) Migrate(ctx context.Context, ms []Migration, n int) {
 	run := Runner{Cluster: a.Cluster, AfterStep: a.AfterStep}
 	split := SplitRunner{Cluster: a.Cluster, AfterStep: a.AfterStep}
 	outs := make([]MigrationOutcome, len(ms))
-	failed := ForEach(ctx, indexes(len(ms)), n, a.Unreachable, func(ctx context.Context, i int) error {
+	failed := parallel.ForEach(ctx, indexes(len(ms)), n, a.Unreachable, func(ctx context.Context, i int) error {
 		var step migration.Step
 		var err error
 		switch m := ms[i]; {
@@ -148,7 +149,7 @@ func (a *Apply) Migrate(ctx context.Context, ms []Migration, n int) {
 	})
 	for i, m := range ms {
 		outs[i].Migration, outs[i].Err = m, failed[i]
-		if errors.Is(failed[i], ErrNotAttempted) {
+		if errors.Is(failed[i], parallel.ErrNotAttempted) {
 			outs[i].Step = migration.StepPending
 		}
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/claims"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/migration"
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/parallel"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/safety"
 )
 
@@ -19,7 +20,7 @@ type applyFake struct {
 	*fakeClasses
 	splits *splitFake // the splits' cluster; WaitBound is the fake's
 	dcopy  *dcopyFake // the moves by copy's cluster
-	specs  []ClaimSpec
+	specs  []claims.Spec
 	refuse map[string]error // a create's answer, by claim
 	// made are claims made since the plan, by name: a create of that name
 	// returns them as they are (the API server's AlreadyExists, then Get).
@@ -30,7 +31,7 @@ func (f *applyFake) SharedSource(ctx context.Context, ns, claim string) (migrati
 	return f.splits.SharedSource(ctx, ns, claim)
 }
 
-func (f *applyFake) PrepareDirectory(ctx context.Context, job Split) error {
+func (f *applyFake) PrepareDirectory(ctx context.Context, job migration.Split) error {
 	if err := f.dcopy.PrepareDirectory(ctx, job); err != nil {
 		return err
 	}
@@ -41,7 +42,7 @@ func (f *applyFake) SplitVolume(ctx context.Context, name string) (*migration.Sp
 	return f.splits.SplitVolume(ctx, name)
 }
 
-func (f *applyFake) CreateSplitVolume(ctx context.Context, rec migration.SplitRecord, src migration.VolumeSource, spec ClaimSpec, uid string) error {
+func (f *applyFake) CreateSplitVolume(ctx context.Context, rec migration.SplitRecord, src migration.VolumeSource, spec claims.Spec, uid string) error {
 	return f.splits.CreateSplitVolume(ctx, rec, src, spec, uid)
 }
 
@@ -60,7 +61,7 @@ func (f *applyFake) DirectoryUsers(ctx context.Context, ns, shared string, dirs 
 	return f.dcopy.DirectoryUsers(ctx, ns, shared, dirs, claim)
 }
 
-func (f *applyFake) CreateDirectoryCopyClaim(ctx context.Context, rec migration.SplitRecord, spec ClaimSpec) error {
+func (f *applyFake) CreateDirectoryCopyClaim(ctx context.Context, rec migration.SplitRecord, spec claims.Spec) error {
 	return f.dcopy.CreateDirectoryCopyClaim(ctx, rec, spec)
 }
 
@@ -68,7 +69,7 @@ func (f *applyFake) DirectoryCopyJob(ctx context.Context, ns, claim string) (*mi
 	return f.dcopy.DirectoryCopyJob(ctx, ns, claim)
 }
 
-func (f *applyFake) StartDirectoryCopyJob(ctx context.Context, job DirectoryCopy, claimUID string) error {
+func (f *applyFake) StartDirectoryCopyJob(ctx context.Context, job migration.DirectoryCopy, claimUID string) error {
 	return f.dcopy.StartDirectoryCopyJob(ctx, job, claimUID)
 }
 
@@ -91,11 +92,11 @@ func (f *applyFake) DeleteJob(ctx context.Context, ns, name string) error {
 	return f.fake.DeleteJob(ctx, ns, name)
 }
 
-func (f *applyFake) CreateSplitClaim(ctx context.Context, rec migration.SplitRecord, spec ClaimSpec) error {
+func (f *applyFake) CreateSplitClaim(ctx context.Context, rec migration.SplitRecord, spec claims.Spec) error {
 	return f.splits.CreateSplitClaim(ctx, rec, spec)
 }
 
-func (f *applyFake) CreateHome(_ context.Context, spec ClaimSpec) (claims.Claim, error) {
+func (f *applyFake) CreateHome(_ context.Context, spec claims.Spec) (claims.Claim, error) {
 	f.specs = append(f.specs, spec)
 	if err := f.refuse[spec.Name]; err != nil {
 		return claims.Claim{}, err
@@ -110,7 +111,7 @@ func (f *applyFake) CreateHome(_ context.Context, spec ClaimSpec) (claims.Claim,
 }
 
 func newApplyFake() *applyFake {
-	return &applyFake{fake: newFake(), fakeClasses: &fakeClasses{classes: map[string]*StorageClass{}}, splits: newSplitFake(), dcopy: newDcopyFake(), refuse: map[string]error{}}
+	return &applyFake{fake: newFake(), fakeClasses: &fakeClasses{classes: map[string]*claims.StorageClass{}}, splits: newSplitFake(), dcopy: newDcopyFake(), refuse: map[string]error{}}
 }
 
 func creates(users ...string) Selection {
@@ -121,7 +122,7 @@ func creates(users ...string) Selection {
 	return sel
 }
 
-// One outcome gathers the StorageClass, each home change and each
+// One outcome gathers the claims.StorageClass, each home change and each
 // migration: what was done and what failed.
 func TestApply_oneOutcome(t *testing.T) {
 	f := newApplyFake()
@@ -137,7 +138,7 @@ func TestApply_oneOutcome(t *testing.T) {
 	if !a.Class(ctx, testClass(), nil) {
 		t.Fatalf("class: %v", a.Outcome.Class.Err)
 	}
-	spec := ClaimSpec{Mode: claims.RWX, Class: "homes", Size: "10Gi", Labels: map[string]string{"team": "a"}}
+	spec := claims.Spec{Mode: claims.RWX, Class: "homes", Size: "10Gi", Labels: map[string]string{"team": "a"}}
 	a.Homes(ctx, creates("alice", "bob"), spec, "")
 	a.Migrate(ctx, []Migration{{Key: "dana", Rebind: &Rebind{User: "dana", Namespace: ns, Claim: "claim-dana", Volume: "pv-claim-dana",
 		To: claims.RWX, UID: f.claims["claim-dana"].UID}}}, 1)
@@ -172,13 +173,13 @@ func TestApply_unreachable(t *testing.T) {
 	down := errors.New("connection refused")
 	f.refuse["claim-alice"] = down
 	a := &Apply{Cluster: f, Parallel: 1, Unreachable: func(err error) bool { return errors.Is(err, down) }}
-	a.Homes(context.Background(), creates("alice", "bob", "carol"), ClaimSpec{Size: "1Gi"}, "")
+	a.Homes(context.Background(), creates("alice", "bob", "carol"), claims.Spec{Size: "1Gi"}, "")
 	o := a.Outcome
-	if !o.Unreachable || !errors.Is(o.Homes[0].Err, down) || errors.Is(o.Homes[0].Err, ErrNotAttempted) {
+	if !o.Unreachable || !errors.Is(o.Homes[0].Err, down) || errors.Is(o.Homes[0].Err, parallel.ErrNotAttempted) {
 		t.Fatalf("alice: %+v", o)
 	}
 	for _, h := range o.Homes[1:] {
-		if !errors.Is(h.Err, ErrNotAttempted) {
+		if !errors.Is(h.Err, parallel.ErrNotAttempted) {
 			t.Fatalf("%s attempted after the API server was found unreachable: %v", h.Plan.User, h.Err)
 		}
 	}
@@ -187,7 +188,7 @@ func TestApply_unreachable(t *testing.T) {
 	}
 }
 
-// A StorageClass that cannot be made is in the outcome; Class says no claim
+// A claims.StorageClass that cannot be made is in the outcome; Class says no claim
 // may be changed.
 func TestApply_classFails(t *testing.T) {
 	f := newApplyFake()
@@ -217,7 +218,7 @@ func TestApply_directoryCopy(t *testing.T) {
 // plan is kept as it is and must be usable: in the configured mode, not
 // being deleted. An unusable one fails the apply before any home.
 func TestApply_sharedClaim(t *testing.T) {
-	spec := ClaimSpec{Namespace: ns, Name: "home-nfs", Mode: safety.RWX, Size: "500Gi", Shared: true, Labels: map[string]string{"team": "a"}}
+	spec := claims.Spec{Namespace: ns, Name: "home-nfs", Mode: safety.RWX, Size: "500Gi", Shared: true, Labels: map[string]string{"team": "a"}}
 	f := newApplyFake()
 	a := &Apply{Cluster: f}
 	if !a.SharedClaim(context.Background(), spec) || a.Outcome.Failed() || len(f.specs) != 1 || !f.specs[0].Shared || f.specs[0].Size != "500Gi" {

@@ -4,33 +4,20 @@ import (
 	"context"
 	"maps"
 	"strings"
-)
 
-// StorageClass is the StorageClass an apply manages (storage_class), as it
-// is written: every field set, defaults applied.
-type StorageClass struct {
-	Name          string
-	Provisioner   string
-	Parameters    map[string]string
-	ReclaimPolicy string // Retain, Delete
-	BindingMode   string // Immediate, WaitForFirstConsumer
-	// AllowExpansion and MountOptions are the fields an update changes in
-	// place. MountOptions nil clears them.
-	AllowExpansion bool
-	MountOptions   []string
-	Labels         map[string]string
-}
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/claims"
+)
 
 // Classes is what the StorageClass's step reads and changes. internal/kube
 // implements it.
 type Classes interface {
 	// GetClass returns the named class as it is now; nil when it does not exist.
-	GetClass(ctx context.Context, name string) (*StorageClass, error)
+	GetClass(ctx context.Context, name string) (*claims.StorageClass, error)
 	// CreateClass creates a class; one that exists already is an error.
-	CreateClass(ctx context.Context, sc StorageClass) error
+	CreateClass(ctx context.Context, sc claims.StorageClass) error
 	// UpdateClass sets the fields a class can change in place
 	// (AllowExpansion, MountOptions, Labels).
-	UpdateClass(ctx context.Context, sc StorageClass) error
+	UpdateClass(ctx context.Context, sc claims.StorageClass) error
 	// DeleteClass deletes a class; a missing one is not an error. Claims
 	// and volumes provisioned from it keep working.
 	DeleteClass(ctx context.Context, name string) error
@@ -39,7 +26,7 @@ type Classes interface {
 // ImmutableClassChanges lists the fields of a class that cannot change in
 // place and differ between was and now (the class is then deleted and
 // created again). The plan shows them; apply acts on them (DecideClass).
-func ImmutableClassChanges(was, now StorageClass) []string {
+func ImmutableClassChanges(was, now claims.StorageClass) []string {
 	var out []string
 	if was.Provisioner != now.Provisioner {
 		out = append(out, "provisioner")
@@ -59,7 +46,7 @@ func ImmutableClassChanges(was, now StorageClass) []string {
 	return out
 }
 
-// ClassChange is what apply does to the StorageClass it manages, in this
+// ClassChange is what apply does to the claims.StorageClass it manages, in this
 // order: delete the class of the wanted name (Delete), delete the class of
 // the last apply's name (DeleteOld; a failure there is not an error: that
 // class is no longer this resource's), then create the class (Create) or
@@ -78,7 +65,7 @@ type ClassChange struct {
 // updated in place unless a field that cannot change in place changed since
 // the last apply: then it is deleted and created again. A renamed class is
 // created under its new name, and the class of the old name is deleted.
-func DecideClass(want StorageClass, prior *StorageClass, exists bool) ClassChange {
+func DecideClass(want claims.StorageClass, prior *claims.StorageClass, exists bool) ClassChange {
 	var c ClassChange
 	if prior != nil {
 		c.Replaced = ImmutableClassChanges(*prior, want)
@@ -106,8 +93,8 @@ type ClassOutcome struct {
 	Err  error
 }
 
-// Class makes the StorageClass the configuration describes (DecideClass).
-func Class(ctx context.Context, cl Classes, want StorageClass, prior *StorageClass) ClassOutcome {
+// Class makes the claims.StorageClass the configuration describes (DecideClass).
+func Class(ctx context.Context, cl Classes, want claims.StorageClass, prior *claims.StorageClass) ClassOutcome {
 	out := ClassOutcome{Name: want.Name}
 	existing, err := cl.GetClass(ctx, want.Name)
 	if err != nil {

@@ -6,36 +6,38 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/claims"
 )
 
-func testClass() StorageClass {
-	return StorageClass{Name: "homes", Provisioner: "driver.longhorn.io", Parameters: map[string]string{"numberOfReplicas": "3"},
+func testClass() claims.StorageClass {
+	return claims.StorageClass{Name: "homes", Provisioner: "driver.longhorn.io", Parameters: map[string]string{"numberOfReplicas": "3"},
 		ReclaimPolicy: "Retain", BindingMode: "Immediate", AllowExpansion: true, Labels: map[string]string{"app.kubernetes.io/managed-by": "x"}}
 }
 
 func TestDecideClass(t *testing.T) {
 	want := testClass()
-	with := func(f func(*StorageClass)) *StorageClass { c := testClass(); f(&c); return &c }
+	with := func(f func(*claims.StorageClass)) *claims.StorageClass { c := testClass(); f(&c); return &c }
 	for _, tc := range []struct {
 		name   string
-		prior  *StorageClass
+		prior  *claims.StorageClass
 		exists bool
 		out    ClassChange
 	}{
 		{"first apply", nil, false, ClassChange{Create: true}},
 		{"first apply over a class of that name", nil, true, ClassChange{Update: true}},
-		{"unchanged", with(func(*StorageClass) {}), true, ClassChange{Update: true}},
-		{"a mutable field changed", with(func(c *StorageClass) { c.AllowExpansion, c.MountOptions = false, []string{"noatime"} }), true, ClassChange{Update: true}},
-		{"deleted outside", with(func(*StorageClass) {}), false, ClassChange{Create: true}},
-		{"provisioner changed", with(func(c *StorageClass) { c.Provisioner = "other" }), true,
+		{"unchanged", with(func(*claims.StorageClass) {}), true, ClassChange{Update: true}},
+		{"a mutable field changed", with(func(c *claims.StorageClass) { c.AllowExpansion, c.MountOptions = false, []string{"noatime"} }), true, ClassChange{Update: true}},
+		{"deleted outside", with(func(*claims.StorageClass) {}), false, ClassChange{Create: true}},
+		{"provisioner changed", with(func(c *claims.StorageClass) { c.Provisioner = "other" }), true,
 			ClassChange{Replaced: []string{"provisioner"}, Delete: true, Create: true}},
-		{"parameters and reclaim policy changed", with(func(c *StorageClass) { c.Parameters = nil; c.ReclaimPolicy = "Delete" }), true,
+		{"parameters and reclaim policy changed", with(func(c *claims.StorageClass) { c.Parameters = nil; c.ReclaimPolicy = "Delete" }), true,
 			ClassChange{Replaced: []string{"parameters", "reclaim_policy"}, Delete: true, Create: true}},
-		{"binding mode changed, the class gone", with(func(c *StorageClass) { c.BindingMode = "WaitForFirstConsumer" }), false,
+		{"binding mode changed, the class gone", with(func(c *claims.StorageClass) { c.BindingMode = "WaitForFirstConsumer" }), false,
 			ClassChange{Replaced: []string{"volume_binding_mode"}, Create: true}},
-		{"renamed", with(func(c *StorageClass) { c.Name = "old" }), false,
+		{"renamed", with(func(c *claims.StorageClass) { c.Name = "old" }), false,
 			ClassChange{Replaced: []string{"name"}, DeleteOld: "old", Create: true}},
-		{"renamed onto a class that exists", with(func(c *StorageClass) { c.Name = "old" }), true,
+		{"renamed onto a class that exists", with(func(c *claims.StorageClass) { c.Name = "old" }), true,
 			ClassChange{Replaced: []string{"name"}, Delete: true, DeleteOld: "old", Create: true}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -56,7 +58,7 @@ func TestDecideClass(t *testing.T) {
 
 // fakeClasses records the class calls, in order.
 type fakeClasses struct {
-	classes map[string]*StorageClass
+	classes map[string]*claims.StorageClass
 	fail    map[string]error // by call, "create homes"
 	calls   []string
 }
@@ -66,25 +68,25 @@ func (f *fakeClasses) call(c string) error {
 	return f.fail[c]
 }
 
-func (f *fakeClasses) GetClass(_ context.Context, name string) (*StorageClass, error) {
+func (f *fakeClasses) GetClass(_ context.Context, name string) (*claims.StorageClass, error) {
 	if err := f.call("get " + name); err != nil {
 		return nil, err
 	}
 	return f.classes[name], nil
 }
 
-func (f *fakeClasses) CreateClass(_ context.Context, sc StorageClass) error {
+func (f *fakeClasses) CreateClass(_ context.Context, sc claims.StorageClass) error {
 	if err := f.call("create " + sc.Name); err != nil {
 		return err
 	}
 	if f.classes[sc.Name] != nil {
-		return ErrExists
+		return claims.ErrExists
 	}
 	f.classes[sc.Name] = &sc
 	return nil
 }
 
-func (f *fakeClasses) UpdateClass(_ context.Context, sc StorageClass) error {
+func (f *fakeClasses) UpdateClass(_ context.Context, sc claims.StorageClass) error {
 	return f.call("update " + sc.Name)
 }
 
@@ -105,7 +107,7 @@ func TestClass(t *testing.T) {
 	broke := errors.New("broke")
 	for _, tc := range []struct {
 		name     string
-		prior    *StorageClass
+		prior    *claims.StorageClass
 		existing []string
 		fail     map[string]error
 		calls    string
@@ -124,7 +126,7 @@ func TestClass(t *testing.T) {
 		{"a failed get changes nothing", &changed, []string{"homes"}, map[string]error{"get homes": broke}, "get homes", "", broke},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f := &fakeClasses{classes: map[string]*StorageClass{}, fail: tc.fail}
+			f := &fakeClasses{classes: map[string]*claims.StorageClass{}, fail: tc.fail}
 			for _, n := range tc.existing {
 				c := testClass()
 				c.Name = n

@@ -12,23 +12,10 @@ import (
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/safety"
 )
 
-// Copy is one user's copy.
-type Copy struct {
-	User         string
-	Namespace    string
-	Source       string // the home claim, never changed but for its record annotation
-	Target       string // the new claim
-	To           string // its access mode
-	StorageClass string // its class; "" for the cluster default
-	Capacity     string // at least; the source's request when larger
-	Image        string // with rsync
-	ExtraLabels  map[string]string
-}
-
 // Copy moves one home to a new claim by copying. The source claim is never
 // deleted here (only its record annotation changes). It returns the step
 // reached.
-func (r Runner) Copy(ctx context.Context, job Copy) (migration.Step, error) {
+func (r Runner) Copy(ctx context.Context, job migration.Copy) (migration.Step, error) {
 	watched := false // this run started the Job, or saw it unfinished
 	return r.run(job.User, "copy of "+job.Source, migration.CopyStepOf, migration.StepSwitched, func() (migration.Op, func() error, error) {
 		st, err := r.observeCopy(ctx, job, &watched)
@@ -51,7 +38,7 @@ type copyState struct {
 // observeCopy reads the source, its record, the target and, while the
 // record says the copy runs, the Job. A Job seen unfinished is watched by
 // this run (migration.NextCopy trusts only such checks).
-func (r Runner) observeCopy(ctx context.Context, job Copy, watched *bool) (copyState, error) {
+func (r Runner) observeCopy(ctx context.Context, job migration.Copy, watched *bool) (copyState, error) {
 	var st copyState
 	src, err := r.Cluster.Claim(ctx, job.Namespace, job.Source)
 	if err != nil {
@@ -85,7 +72,7 @@ func (r Runner) observeCopy(ctx context.Context, job Copy, watched *bool) (copyS
 	return st, nil
 }
 
-func (r Runner) copyOp(ctx context.Context, job Copy, op migration.Op, st copyState, watched *bool) error {
+func (r Runner) copyOp(ctx context.Context, job migration.Copy, op migration.Op, st copyState, watched *bool) error {
 	s := &copyStep{ctx: ctx, cl: r.Cluster, job: job, src: st.src, written: st.src.Annotations[migration.CopyAnnotation], watched: watched,
 		next: migration.CopyRecord{User: job.User, Target: job.Target, To: job.To}}
 	if st.rec != nil {
@@ -112,7 +99,7 @@ func (r Runner) copyOp(ctx context.Context, job Copy, op migration.Op, st copySt
 type copyStep struct {
 	ctx     context.Context
 	cl      Migrations
-	job     Copy
+	job     migration.Copy
 	src     claims.Claim
 	next    migration.CopyRecord
 	written string // the record on the source the step decided from, then the one it wrote

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/claims"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/migration"
 )
 
@@ -20,7 +21,7 @@ type DirectoryCopies interface {
 	SplitClaim(ctx context.Context, namespace, name string) (*migration.SplitClaim, error)
 	// PrepareDirectory is Splits.PrepareDirectory: a Job makes a missing
 	// directory with the owner and mode, refusing symbolic links.
-	PrepareDirectory(ctx context.Context, job Split) error
+	PrepareDirectory(ctx context.Context, job migration.Split) error
 	// DirectoryUsers lists the unfinished pods in namespace that use
 	// directory dir of claim shared (a mount of it with a subPath equal to
 	// dir, above it or below it, with no subPath, or with a subPathExpr; a
@@ -31,8 +32,8 @@ type DirectoryCopies interface {
 	DirectoryUsers(ctx context.Context, namespace, shared string, dirs []string, claim string) ([]string, error)
 	// CreateDirectoryCopyClaim creates the claim spec describes, of class
 	// spec.Class, with KubeSpawner's labels and the record rec (its
-	// migration.SplitAnnotation). ErrExists when a claim of that name exists.
-	CreateDirectoryCopyClaim(ctx context.Context, rec migration.SplitRecord, spec ClaimSpec) error
+	// migration.SplitAnnotation). claims.ErrExists when a claim of that name exists.
+	CreateDirectoryCopyClaim(ctx context.Context, rec migration.SplitRecord, spec claims.Spec) error
 	// DirectoryCopyJob returns the copy Job of the move to claim
 	// (migration.DirectoryCopyJobName) with the UID of the claim it was made
 	// for; nil when none. A Job of that name that is not the provider's is
@@ -42,7 +43,7 @@ type DirectoryCopies interface {
 	// claimUID, after deleting any Job of its name and waiting until its
 	// pods are gone: the shared claim mounted read-only at /src with subPath
 	// job.Directory, the claim at /dst, migration.CopyScript.
-	StartDirectoryCopyJob(ctx context.Context, job DirectoryCopy, claimUID string) error
+	StartDirectoryCopyJob(ctx context.Context, job migration.DirectoryCopy, claimUID string) error
 	// WaitJob waits until a Job succeeded or failed.
 	WaitJob(ctx context.Context, namespace, name string) error
 	// DeleteJob deletes a Job; one that does not exist is not an error.
@@ -53,28 +54,6 @@ type DirectoryCopies interface {
 	MarkSplitCopied(ctx context.Context, rec migration.SplitRecord, uid string) error
 }
 
-// DirectoryCopy is one user's move from a directory of the shared claim to
-// a new claim of the configured class, by a copy.
-type DirectoryCopy struct {
-	User      string
-	Shared    string    // the shared claim, in Spec.Namespace
-	Directory string    // the user's directory in it
-	MovedFrom []string  // as Split.MovedFrom
-	Spec      ClaimSpec // the user's new claim: name, class, mode, size, labels
-	// The owner and mode of a directory the move creates, and the image
-	// that creates it (sh, mkdir, chown, chmod).
-	UID, GID int64
-	Mode     string
-	Image    string
-	// CopyImage is the copy Job's image (rsync): migration.copy_image.
-	CopyImage string
-}
-
-// split is the directory Job's view of the move (PrepareDirectory).
-func (j DirectoryCopy) split() Split {
-	return Split{User: j.User, Shared: j.Shared, Directory: j.Directory, MovedFrom: j.MovedFrom, Spec: j.Spec, UID: j.UID, GID: j.GID, Mode: j.Mode, Image: j.Image}
-}
-
 // DirectoryCopy moves one user's home from its directory of the shared
 // claim to a new claim of the configured class by a copy, step by step
 // (migration.NextDirectoryCopy): while no pod uses the directory, a Job
@@ -83,7 +62,7 @@ func (j DirectoryCopy) split() Split {
 // run saw the copy verified the claim is marked copied (the hub mounts it
 // from the next spawn). The directory is never changed or deleted. It
 // returns the step reached.
-func (r SplitRunner) DirectoryCopy(ctx context.Context, job DirectoryCopy) (migration.Step, error) {
+func (r SplitRunner) DirectoryCopy(ctx context.Context, job migration.DirectoryCopy) (migration.Step, error) {
 	cl, ok := r.Cluster.(DirectoryCopies)
 	if !ok {
 		return migration.StepPending, fmt.Errorf("%s's home cannot move by copy: this cluster client does not make such moves", job.User)
@@ -121,7 +100,7 @@ func (r SplitRunner) DirectoryCopy(ctx context.Context, job DirectoryCopy) (migr
 		return op, func() error {
 			switch op {
 			case migration.OpPrepareDirectory, migration.OpRecheckDirectory:
-				if err := cl.PrepareDirectory(ctx, job.split()); err != nil {
+				if err := cl.PrepareDirectory(ctx, directoryOfCopy(job)); err != nil {
 					return err
 				}
 				prepared = true
@@ -155,4 +134,9 @@ func (r SplitRunner) DirectoryCopy(ctx context.Context, job DirectoryCopy) (migr
 		step = migration.StepClaimCreated // stopped after the claim was made, before a later step
 	}
 	return step, err
+}
+
+// directoryOfCopy is the directory Job's view of the move (PrepareDirectory).
+func directoryOfCopy(j migration.DirectoryCopy) migration.Split {
+	return migration.Split{User: j.User, Shared: j.Shared, Directory: j.Directory, MovedFrom: j.MovedFrom, Spec: j.Spec, UID: j.UID, GID: j.GID, Mode: j.Mode, Image: j.Image}
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/claims"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/migration"
 )
 
@@ -58,7 +59,7 @@ func (f *dcopyFake) SplitClaim(_ context.Context, _, name string) (*migration.Sp
 	return nil, nil
 }
 
-func (f *dcopyFake) PrepareDirectory(_ context.Context, job Split) error {
+func (f *dcopyFake) PrepareDirectory(_ context.Context, job migration.Split) error {
 	f.calls = append(f.calls, "prepare "+job.Directory)
 	if f.dirs[job.Directory] == nil {
 		f.dirs[job.Directory] = map[string]string{}
@@ -74,10 +75,10 @@ func (f *dcopyFake) DirectoryUsers(_ context.Context, _, _ string, dirs []string
 	return out, nil
 }
 
-func (f *dcopyFake) CreateDirectoryCopyClaim(_ context.Context, rec migration.SplitRecord, spec ClaimSpec) error {
+func (f *dcopyFake) CreateDirectoryCopyClaim(_ context.Context, rec migration.SplitRecord, spec claims.Spec) error {
 	f.calls = append(f.calls, "claim "+spec.Name+" class "+spec.Class)
 	if f.claims[spec.Name] != nil {
-		return ErrExists
+		return claims.ErrExists
 	}
 	if rec.Method != migration.MethodDirectoryCopy || rec.Volume != "" {
 		return fmt.Errorf("bad record %+v", rec)
@@ -100,7 +101,7 @@ func (f *dcopyFake) DirectoryCopyJob(_ context.Context, _, claim string) (*migra
 	return nil, nil
 }
 
-func (f *dcopyFake) StartDirectoryCopyJob(_ context.Context, job DirectoryCopy, claimUID string) error {
+func (f *dcopyFake) StartDirectoryCopyJob(_ context.Context, job migration.DirectoryCopy, claimUID string) error {
 	f.calls = append(f.calls, "start "+job.Spec.Name)
 	if !strings.Contains(job.CopyImage, "rsync") {
 		return fmt.Errorf("copy image %q", job.CopyImage)
@@ -172,7 +173,7 @@ func (d dcopySplits) SplitClaim(ctx context.Context, ns, name string) (*migratio
 	return d.dcopyFake.SplitClaim(ctx, ns, name)
 }
 
-func (d dcopySplits) PrepareDirectory(ctx context.Context, job Split) error {
+func (d dcopySplits) PrepareDirectory(ctx context.Context, job migration.Split) error {
 	return d.dcopyFake.PrepareDirectory(ctx, job)
 }
 
@@ -180,9 +181,9 @@ func dcopyRunner(f *dcopyFake, after func(string, migration.Op) error) SplitRunn
 	return SplitRunner{Cluster: dcopySplits{newSplitFake(), f}, AfterStep: after}
 }
 
-func aliceDirectoryCopy() DirectoryCopy {
-	return DirectoryCopy{User: "alice", Shared: "home-shared", Directory: "home/alice", UID: 1000, GID: 100, Mode: "0700", Image: "busybox",
-		CopyImage: "instrumentisto/rsync-ssh", Spec: ClaimSpec{Namespace: "hub", Name: "claim-alice", User: "alice", Mode: "ReadWriteOnce", Size: "10Gi", Class: "fast"}}
+func aliceDirectoryCopy() migration.DirectoryCopy {
+	return migration.DirectoryCopy{User: "alice", Shared: "home-shared", Directory: "home/alice", UID: 1000, GID: 100, Mode: "0700", Image: "busybox",
+		CopyImage: "instrumentisto/rsync-ssh", Spec: claims.Spec{Namespace: "hub", Name: "claim-alice", User: "alice", Mode: "ReadWriteOnce", Size: "10Gi", Class: "fast"}}
 }
 
 // done checks a finished move: the claim carries the record and its own

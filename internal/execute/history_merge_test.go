@@ -157,7 +157,7 @@ func mergeRefused(m *mclaim) string {
 // runMerge is the provider's mergeJob for one home.
 func (w *world) runMerge(ctx context.Context, cfg safety.Config, up safety.UserPlan, uid string) (migration.Step, error) {
 	dir, _ := kubespawner.Expand(cfg.MergeInto.SubPathTemplate, up.User, "", cfg.Scheme)
-	job := Merge{User: up.User, Namespace: up.Namespace, Claim: up.ClaimName, ClaimUID: uid, Shared: cfg.MergeInto.Claim, Directory: dir,
+	job := migration.Merge{User: up.User, Namespace: up.Namespace, Claim: up.ClaimName, ClaimUID: uid, Shared: cfg.MergeInto.Claim, Directory: dir,
 		Earlier: safety.MovedDirectories(w.fresh.MovedFrom, up.User), UID: 1000, GID: 100, Mode: "0700", Image: "busybox", CopyImage: cfg.Migration.CopyImage}
 	return SplitRunner{Cluster: w, AfterStep: w.afterMergeStep}.Merge(ctx, job)
 }
@@ -216,7 +216,7 @@ func holds(v *volume, dir string) bool {
 // (kubespawner.MergeDirectoryCommand), run to its end: a directory or an
 // earlier place that holds anything is refused with the script's words,
 // a missing directory made.
-func (w *world) PrepareMergeDirectory(_ context.Context, job Merge) error {
+func (w *world) PrepareMergeDirectory(_ context.Context, job migration.Merge) error {
 	if err := w.between(); err != nil {
 		return err
 	}
@@ -297,7 +297,7 @@ func (w *world) MergeJob(_ context.Context, namespace, claim string) (*migration
 
 // StartMergeJob replaces any Job of its name (its pod gone first) by the
 // copy Job: its pod mounts the claim of that name and the directory.
-func (w *world) StartMergeJob(_ context.Context, job Merge, claimUID string) error {
+func (w *world) StartMergeJob(_ context.Context, job migration.Merge, claimUID string) error {
 	if err := w.between(); err != nil {
 		return err
 	}

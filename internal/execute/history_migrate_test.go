@@ -40,7 +40,7 @@ func (w *world) runMigration(ctx context.Context, cfg safety.Config, up safety.U
 		if up.CopyResume != nil {
 			to = up.CopyResume.To
 		}
-		return run.Copy(ctx, Copy{User: up.User, Namespace: up.Namespace, Source: up.ClaimName, Target: up.Target, To: to,
+		return run.Copy(ctx, migration.Copy{User: up.User, Namespace: up.Namespace, Source: up.ClaimName, Target: up.Target, To: to,
 			StorageClass: cfg.StorageClass, Capacity: cfg.Capacity, Image: cfg.Migration.CopyImage})
 	}
 	job := Rebind{User: up.User, Namespace: up.Namespace, Claim: up.ClaimName, Volume: up.Volume, To: cfg.AccessMode, UID: uid}
@@ -178,7 +178,7 @@ func (w *world) changeVolume(seen migration.Volume) (*volume, error) {
 		return nil, fmt.Errorf("volume %s not found", seen.Name)
 	}
 	if seen.ResourceVersion != strconv.Itoa(v.rv) {
-		return nil, ErrChanged
+		return nil, claims.ErrChanged
 	}
 	v.rv++
 	return v, nil
@@ -215,7 +215,7 @@ func (w *world) CreateReboundClaim(_ context.Context, rec migration.Record, v mi
 		if m.c.VolumeName == v.Name && m.c.Annotations[migration.MigratedAnnotation] == note {
 			return nil
 		}
-		return fmt.Errorf("claim %s: %w", ref, ErrExists)
+		return fmt.Errorf("claim %s: %w", ref, claims.ErrExists)
 	}
 	ann := maps.Clone(rec.Annotations)
 	if ann == nil {
@@ -302,7 +302,7 @@ func (w *world) WriteCopyRecord(_ context.Context, namespace, source, expected s
 // CreateCopyTarget creates the target as internal/kube does (a claim of
 // that name is this copy's only when it carries its ID); the provisioner
 // gives it an empty volume.
-func (w *world) CreateCopyTarget(_ context.Context, job Copy, src claims.Claim, id string) (string, error) {
+func (w *world) CreateCopyTarget(_ context.Context, job migration.Copy, src claims.Claim, id string) (string, error) {
 	if err := w.between(); err != nil {
 		return "", err
 	}
@@ -328,7 +328,7 @@ func (w *world) CreateCopyTarget(_ context.Context, job Copy, src claims.Claim, 
 	return m.c.UID, nil
 }
 
-func (w *world) StartCopyJob(_ context.Context, job Copy) error {
+func (w *world) StartCopyJob(_ context.Context, job migration.Copy) error {
 	if err := w.between(); err != nil {
 		return err
 	}

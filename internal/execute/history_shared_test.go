@@ -518,7 +518,7 @@ func (w *world) countPlan(res safety.Result) {
 }
 
 // namesClaim: a finding names claim ref as a home ("ns/name (").
-func namesClaim(fs []safety.Finding, ref claims.Ref) bool {
+func namesClaim(fs []claims.Finding, ref claims.Ref) bool {
 	for _, f := range fs {
 		if strings.Contains(f.Detail, ref.String()+" (") {
 			return true
@@ -529,7 +529,7 @@ func namesClaim(fs []safety.Finding, ref claims.Ref) bool {
 
 // namesStray: a warning names claim ref as user's home that the template
 // no longer names (checkStrays, acknowledged by keep_existing).
-func namesStray(fs []safety.Finding, user string, ref claims.Ref) bool {
+func namesStray(fs []claims.Finding, user string, ref claims.Ref) bool {
 	for _, f := range fs {
 		if f.Attribute == "pvc_name_template" && strings.Contains(f.Detail, "in namespace "+ref.Namespace+" ") && strings.Contains(f.Detail, user+": has "+ref.Name+",") {
 			return true
@@ -571,7 +571,7 @@ func (w *world) madeAfter(p plan, ref claims.Ref) bool {
 
 // namesMoveOf: a finding names, as a home left behind, the claim of a move
 // of directory at (its record leads there).
-func (w *world) namesMoveOf(fs []safety.Finding, at loc) bool {
+func (w *world) namesMoveOf(fs []claims.Finding, at loc) bool {
 	for ref := range w.claims {
 		if d, ok := w.splitTo(ref); ok && d == at && namesClaim(fs, ref) {
 			return true

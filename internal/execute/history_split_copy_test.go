@@ -79,8 +79,8 @@ func (w *world) sharedSource() migration.VolumeSource {
 // runDirectoryCopy is the provider's directoryCopyJob for one home.
 func (w *world) runDirectoryCopy(ctx context.Context, cfg safety.Config, up safety.UserPlan) (migration.Step, error) {
 	dir, _ := kubespawner.Expand(cfg.SplitFrom.SubPathTemplate, up.User, "", cfg.Scheme)
-	spec := ClaimSpec{Mode: cfg.AccessMode, Size: cfg.Capacity, Class: cfg.StorageClass}.For(up)
-	job := DirectoryCopy{User: up.User, Shared: cfg.SplitFrom.Claim, Directory: dir, Spec: spec, UID: 1000, GID: 100, Mode: "0700", Image: "busybox",
+	spec := SpecFor(claims.Spec{Mode: cfg.AccessMode, Size: cfg.Capacity, Class: cfg.StorageClass}, up)
+	job := migration.DirectoryCopy{User: up.User, Shared: cfg.SplitFrom.Claim, Directory: dir, Spec: spec, UID: 1000, GID: 100, Mode: "0700", Image: "busybox",
 		CopyImage: cfg.Migration.CopyImage}
 	return SplitRunner{Cluster: w, AfterStep: w.afterCopyStep}.DirectoryCopy(ctx, job)
 }
@@ -146,13 +146,13 @@ func (w *world) directoryUsers(namespace, shared string, dirs []string, claim, o
 
 // CreateDirectoryCopyClaim makes the claim with the record; the
 // provisioner gives it a new, empty volume.
-func (w *world) CreateDirectoryCopyClaim(_ context.Context, rec migration.SplitRecord, spec ClaimSpec) error {
+func (w *world) CreateDirectoryCopyClaim(_ context.Context, rec migration.SplitRecord, spec claims.Spec) error {
 	if err := w.between(); err != nil {
 		return err
 	}
 	ref := claims.Ref{Namespace: spec.Namespace, Name: spec.Name}
 	if w.claims[ref] != nil {
-		return ErrExists
+		return claims.ErrExists
 	}
 	if rec.Method != migration.MethodDirectoryCopy || rec.Volume != "" || rec.Claim != spec.Name || rec.Namespace != spec.Namespace {
 		w.violation("a move by copy made claim %s with the record %+v", ref, rec)
@@ -186,7 +186,7 @@ func (w *world) copyJob(namespace, name string) (*migration.Job, error) {
 
 // StartDirectoryCopyJob deletes any Job of its name (its pod gone first)
 // and starts the copy Job; its pod mounts the claim of that name now.
-func (w *world) StartDirectoryCopyJob(_ context.Context, job DirectoryCopy, claimUID string) error {
+func (w *world) StartDirectoryCopyJob(_ context.Context, job migration.DirectoryCopy, claimUID string) error {
 	if err := w.between(); err != nil {
 		return err
 	}

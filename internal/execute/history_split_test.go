@@ -221,7 +221,7 @@ func (w *world) SharedSource(_ context.Context, namespace, claim string) (migrat
 
 // PrepareDirectory is the Job that makes the directory as the init
 // container does; it runs to its end before this returns.
-func (w *world) PrepareDirectory(_ context.Context, job Split) error {
+func (w *world) PrepareDirectory(_ context.Context, job migration.Split) error {
 	if err := w.between(); err != nil {
 		return err
 	}
@@ -255,12 +255,12 @@ func (w *world) SplitVolume(_ context.Context, name string) (*migration.SplitVol
 
 // CreateSplitVolume makes the volume on the directory src names, an alias
 // of that directory of the shared claim's volume.
-func (w *world) CreateSplitVolume(_ context.Context, rec migration.SplitRecord, src migration.VolumeSource, spec ClaimSpec, claimUID string) error {
+func (w *world) CreateSplitVolume(_ context.Context, rec migration.SplitRecord, src migration.VolumeSource, spec claims.Spec, claimUID string) error {
 	if err := w.between(); err != nil {
 		return err
 	}
 	if v := w.vols[rec.Volume]; v != nil && !v.gone {
-		return ErrExists
+		return claims.ErrExists
 	}
 	dir, ok := strings.CutPrefix(src.HostPath, sharedHostPath+"/")
 	base := w.volOf(hubRef(rec.Shared))
@@ -299,13 +299,13 @@ func (w *world) SplitClaim(_ context.Context, namespace, name string) (*migratio
 	return out, nil
 }
 
-func (w *world) CreateSplitClaim(_ context.Context, rec migration.SplitRecord, spec ClaimSpec) error {
+func (w *world) CreateSplitClaim(_ context.Context, rec migration.SplitRecord, spec claims.Spec) error {
 	if err := w.between(); err != nil {
 		return err
 	}
 	ref := claims.Ref{Namespace: spec.Namespace, Name: spec.Name}
 	if w.claims[ref] != nil {
-		return ErrExists
+		return claims.ErrExists
 	}
 	m := &mclaim{c: claims.Claim{Name: spec.Name, Namespace: spec.Namespace, UID: w.uid(), Username: spec.User, AccessModes: []string{spec.Mode},
 		Requested: spec.Size, RequestedBytes: gi(spec.Size), VolumeName: rec.Volume, Phase: "Pending",
@@ -321,8 +321,8 @@ var _ Splits = (*world)(nil)
 // runSplit is the provider's split for one home (splitJob).
 func (w *world) runSplit(ctx context.Context, cfg safety.Config, up safety.UserPlan) (migration.Step, error) {
 	dir, _ := kubespawner.Expand(cfg.SplitFrom.SubPathTemplate, up.User, "", cfg.Scheme)
-	spec := ClaimSpec{Mode: cfg.AccessMode, Size: cfg.Capacity}.For(up)
-	job := Split{User: up.User, Shared: cfg.SplitFrom.Claim, Directory: dir, Spec: spec, UID: 1000, GID: 100, Mode: "0700", Image: "busybox"}
+	spec := SpecFor(claims.Spec{Mode: cfg.AccessMode, Size: cfg.Capacity}, up)
+	job := migration.Split{User: up.User, Shared: cfg.SplitFrom.Claim, Directory: dir, Spec: spec, UID: 1000, GID: 100, Mode: "0700", Image: "busybox"}
 	return SplitRunner{Cluster: w, AfterStep: w.afterSplitStep}.Split(ctx, job)
 }
 

@@ -910,7 +910,7 @@ func (w *world) runHome(ctx context.Context, cfg safety.Config, up safety.UserPl
 		}
 		return nil
 	}
-	_, err := Home(ctx, writes{w, create, resize}, up, uid, cfg.Migration.CopyImage, ClaimSpec{})
+	_, err := Home(ctx, writes{w, create, resize}, up, uid, cfg.Migration.CopyImage, claims.Spec{})
 	return err
 }
 
@@ -1268,7 +1268,7 @@ func TestHistory_serverStartsAfterThePlan(t *testing.T) {
 	planned, _ := safety.DecodeChanges(p.changes)
 	w.spawn("alice") // after OpenTofu's checks, before the delete
 	up := p.res.Users[0]
-	_, err := Home(context.Background(), writes{w, func(context.Context) error { return nil }, nil}, up, planned["alice"].UID, "", ClaimSpec{})
+	_, err := Home(context.Background(), writes{w, func(context.Context) error { return nil }, nil}, up, planned["alice"].UID, "", claims.Spec{})
 	if err == nil || !strings.Contains(err.Error(), "jupyter-alice") {
 		t.Fatalf("recreate under a running server: %v", err)
 	}

@@ -52,33 +52,6 @@ func Select(res safety.Result, planned safety.Changes, known bool) Selection {
 	return sel
 }
 
-// ClaimSpec is a home claim to create. The cluster's client builds the
-// claim as KubeSpawner would (its labels and annotations for User and
-// Server, then Labels and Annotations), so that KubeSpawner adopts it at
-// spawn.
-type ClaimSpec struct {
-	Namespace string
-	Name      string
-	User      string
-	Server    string // "" for the default server's home
-	Mode      string // its one access mode
-	Class     string // its storage class; "" for the cluster's default
-	Size      string // the requested storage, a quantity
-	// Labels and Annotations are the configuration's, added to KubeSpawner's.
-	Labels      map[string]string
-	Annotations map[string]string
-	// Shared: the shared layout's claim (shared_home.create_claim), no
-	// user's: built without KubeSpawner's labels, marked as this
-	// resource's (claims.SharedCreatedAnnotation). User and Server are "".
-	Shared bool
-}
-
-// For is s for the claim of up: its namespace, name, user and server.
-func (s ClaimSpec) For(up safety.UserPlan) ClaimSpec {
-	s.Namespace, s.Name, s.User, s.Server = up.Namespace, up.ClaimName, up.User, up.Server
-	return s
-}
-
 // Claims is what a home change writes besides the gate's delete.
 // internal/kube implements it.
 type Claims interface {
@@ -87,7 +60,7 @@ type Claims interface {
 	// and server (KubeSpawner made it since the plan) is returned as it is,
 	// unchanged; one of another user or server is an error, never taken
 	// for this one (a shared claim is no user's).
-	CreateHome(ctx context.Context, spec ClaimSpec) (claims.Claim, error)
+	CreateHome(ctx context.Context, spec claims.Spec) (claims.Claim, error)
 	// ResizeClaim asks for size in the claim's request.
 	ResizeClaim(ctx context.Context, namespace, name, size string) error
 }
@@ -103,7 +76,7 @@ type Homes interface {
 // created) or the deletion of a copied home's old claim (through the gate,
 // after a verification made now: image is the copy image).
 // uid is the claim the plan showed. It returns the claim it created, if any.
-func Home(ctx context.Context, cl Homes, up safety.UserPlan, uid, image string, spec ClaimSpec) (*claims.Claim, error) {
+func Home(ctx context.Context, cl Homes, up safety.UserPlan, uid, image string, spec claims.Spec) (*claims.Claim, error) {
 	step := safety.Step{Why: string(up.Action), User: up.Who(), Namespace: up.Namespace, Claim: up.ClaimName, UID: uid}
 	switch up.Action {
 	case safety.ActionResize:
@@ -140,7 +113,7 @@ type SharedOutcome struct {
 // the plan would require it (safety.SharedClaimProblem); the one created
 // is too. It reports whether the claim is there and usable: when it is
 // not, no home may be changed.
-func (a *Apply) SharedClaim(ctx context.Context, spec ClaimSpec) bool {
+func (a *Apply) SharedClaim(ctx context.Context, spec claims.Spec) bool {
 	out := SharedOutcome{Namespace: spec.Namespace, Name: spec.Name}
 	c, err := a.Cluster.CreateHome(ctx, spec)
 	if err == nil {
@@ -152,4 +125,10 @@ func (a *Apply) SharedClaim(ctx context.Context, spec ClaimSpec) bool {
 	out.Err = err
 	a.Outcome.Shared = &out
 	return err == nil
+}
+
+// SpecFor is spec for the claim of up: its namespace, name, user and server.
+func SpecFor(spec claims.Spec, up safety.UserPlan) claims.Spec {
+	spec.Namespace, spec.Name, spec.User, spec.Server = up.Namespace, up.ClaimName, up.User, up.Server
+	return spec
 }

@@ -13,7 +13,7 @@ type writes struct {
 	create, resize func(context.Context) error
 }
 
-func (w writes) CreateHome(ctx context.Context, spec ClaimSpec) (claims.Claim, error) {
+func (w writes) CreateHome(ctx context.Context, spec claims.Spec) (claims.Claim, error) {
 	return claims.Claim{Namespace: spec.Namespace, Name: spec.Name}, w.create(ctx)
 }
 

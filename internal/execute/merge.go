@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/claims"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/migration"
 )
 
@@ -26,10 +27,10 @@ type Merges interface {
 	// kubespawner.MergeDirectoryCommand): made when missing with the
 	// owner and mode, refused when it or an earlier place of the home
 	// holds anything, or a symbolic link is on its way.
-	PrepareMergeDirectory(ctx context.Context, job Merge) error
+	PrepareMergeDirectory(ctx context.Context, job migration.Merge) error
 	// PrepareDirectory is Splits.PrepareDirectory: made when missing,
 	// left as it is otherwise (after the record, it holds the copy).
-	PrepareDirectory(ctx context.Context, job Split) error
+	PrepareDirectory(ctx context.Context, job migration.Split) error
 	// RecordMerge writes rec on claim rec.Claim, only while its UID is
 	// rec.ClaimUID, it carries no merge record or mark and it is not being
 	// deleted (an error otherwise, nothing written).
@@ -43,7 +44,7 @@ type Merges interface {
 	// of its name and waiting until its pods are gone: the claim mounted
 	// read-only at /src, the shared claim at /dst with subPath
 	// job.Directory, migration.CopyScript.
-	StartMergeJob(ctx context.Context, job Merge, claimUID string) error
+	StartMergeJob(ctx context.Context, job migration.Merge, claimUID string) error
 	// WaitJob waits until a Job succeeded or failed.
 	WaitJob(ctx context.Context, namespace, name string) error
 	// DeleteJob deletes a Job; one that does not exist is not an error.
@@ -52,34 +53,6 @@ type Merges interface {
 	// rec.Claim, only while its UID is rec.ClaimUID, its record is exactly
 	// rec and it is not being deleted (an error otherwise, nothing written).
 	MarkMerged(ctx context.Context, rec migration.MergeRecord) error
-}
-
-// Merge is one user's move from a claim of their own into their directory
-// of the shared claim, by a copy.
-type Merge struct {
-	User      string
-	Namespace string
-	Claim     string // the user's claim
-	ClaimUID  string // its UID when the plan read it
-	Shared    string // the shared claim
-	Directory string // the user's directory in it
-	// Earlier are the places the home had under earlier settings of the
-	// shared layout, expanded for the user: one that holds files refuses
-	// the merge (the hub would find the home at two places).
-	Earlier []string
-	// The owner and mode of a directory the merge creates, and the image
-	// that creates it (sh, ls, mkdir, chown, chmod).
-	UID, GID int64
-	Mode     string
-	Image    string
-	// CopyImage is the copy Job's image (rsync): migration.copy_image.
-	CopyImage string
-}
-
-// directory is the directory Job's view of the merge (PrepareDirectory).
-func (j Merge) directory() Split {
-	return Split{User: j.User, Shared: j.Shared, Directory: j.Directory, Spec: ClaimSpec{Namespace: j.Namespace, Name: j.Claim},
-		UID: j.UID, GID: j.GID, Mode: j.Mode, Image: j.Image}
 }
 
 // Merge copies one user's home from their claim into their directory of
@@ -91,7 +64,7 @@ func (j Merge) directory() Split {
 // hub mounts the directory from the next spawn). The claim is never
 // changed but for its annotations, nor deleted. It returns the step
 // reached.
-func (r SplitRunner) Merge(ctx context.Context, job Merge) (migration.Step, error) {
+func (r SplitRunner) Merge(ctx context.Context, job migration.Merge) (migration.Step, error) {
 	cl, ok := r.Cluster.(Merges)
 	if !ok {
 		return migration.StepPending, fmt.Errorf("%s's home cannot be merged: this cluster client does not make merges", job.User)
@@ -139,7 +112,7 @@ func (r SplitRunner) Merge(ctx context.Context, job Merge) (migration.Step, erro
 				prepared = true
 				return nil
 			case migration.OpRecheckMergeDirectory:
-				if err := cl.PrepareDirectory(ctx, job.directory()); err != nil {
+				if err := cl.PrepareDirectory(ctx, directoryOfMerge(job)); err != nil {
 					return err
 				}
 				prepared = true
@@ -173,4 +146,10 @@ func (r SplitRunner) Merge(ctx context.Context, job Merge) (migration.Step, erro
 		step = migration.StepRecorded // stopped after the record was written, before a later step
 	}
 	return step, err
+}
+
+// directoryOfMerge is the directory Job's view of the merge (PrepareDirectory).
+func directoryOfMerge(j migration.Merge) migration.Split {
+	return migration.Split{User: j.User, Shared: j.Shared, Directory: j.Directory, Spec: claims.Spec{Namespace: j.Namespace, Name: j.Claim},
+		UID: j.UID, GID: j.GID, Mode: j.Mode, Image: j.Image}
 }

@@ -54,7 +54,7 @@ func (f *mergeFake) MergeUsers(context.Context, string, string, []string, string
 	return f.users, nil
 }
 
-func (f *mergeFake) PrepareMergeDirectory(_ context.Context, job Merge) error {
+func (f *mergeFake) PrepareMergeDirectory(_ context.Context, job migration.Merge) error {
 	f.calls = append(f.calls, "check "+job.Directory)
 	if len(f.dirs[job.Directory]) > 0 {
 		return fmt.Errorf("refusing to merge into %s: it holds files already", job.Directory)
@@ -65,7 +65,7 @@ func (f *mergeFake) PrepareMergeDirectory(_ context.Context, job Merge) error {
 	return nil
 }
 
-func (f *mergeFake) PrepareDirectory(_ context.Context, job Split) error {
+func (f *mergeFake) PrepareDirectory(_ context.Context, job migration.Split) error {
 	f.calls = append(f.calls, "make "+job.Directory)
 	if f.dirs[job.Directory] == nil {
 		f.dirs[job.Directory] = map[string]string{}
@@ -94,7 +94,7 @@ func (f *mergeFake) MergeJob(context.Context, string, string) (*migration.Job, e
 	return &migration.Job{ClaimUID: f.job.claimUID, Succeeded: f.job.succeeded, Failed: f.job.failed}, nil
 }
 
-func (f *mergeFake) StartMergeJob(_ context.Context, job Merge, claimUID string) error {
+func (f *mergeFake) StartMergeJob(_ context.Context, job migration.Merge, claimUID string) error {
 	f.calls = append(f.calls, "start "+job.Directory)
 	f.job = &mergeJob{claimUID: claimUID, dir: job.Directory}
 	return nil
@@ -138,7 +138,7 @@ type mergeCluster struct {
 	*mergeFake
 }
 
-func (m mergeCluster) PrepareDirectory(ctx context.Context, job Split) error {
+func (m mergeCluster) PrepareDirectory(ctx context.Context, job migration.Split) error {
 	return m.mergeFake.PrepareDirectory(ctx, job)
 }
 
@@ -146,8 +146,8 @@ func mergeRunner(f *mergeFake, after func(string, migration.Op) error) SplitRunn
 	return SplitRunner{Cluster: mergeCluster{newSplitFake(), f}, AfterStep: after}
 }
 
-func aliceMerge() Merge {
-	return Merge{User: "alice", Namespace: "hub", Claim: "claim-alice", ClaimUID: "c1", Shared: "home-shared", Directory: "home/alice",
+func aliceMerge() migration.Merge {
+	return migration.Merge{User: "alice", Namespace: "hub", Claim: "claim-alice", ClaimUID: "c1", Shared: "home-shared", Directory: "home/alice",
 		UID: 1000, GID: 100, Mode: "0700", Image: "busybox", CopyImage: "rsync:3"}
 }
 

@@ -20,14 +20,14 @@ type Migrations interface {
 	// RetainVolume sets the volume's reclaim policy to Retain and writes
 	// rec on it (and the label that finds it by rec.Namespace), in one write.
 	// Each change of a volume is made only over the volume as v shows it
-	// (its resourceVersion); otherwise it returns ErrChanged.
+	// (its resourceVersion); otherwise it returns claims.ErrChanged.
 	RetainVolume(ctx context.Context, v migration.Volume, rec migration.Record) error
 	// ReserveVolume writes rec on the volume and gives the volume to the
 	// claim rec names, of UID uid, in mode rec.To: no other claim can take
 	// it, and the binder binds them.
 	ReserveVolume(ctx context.Context, v migration.Volume, rec migration.Record, uid string) error
 	// CreateReboundClaim creates the claim rec describes, in mode rec.To,
-	// naming volume v. ErrExists when a claim of that name exists.
+	// naming volume v. claims.ErrExists when a claim of that name exists.
 	CreateReboundClaim(ctx context.Context, rec migration.Record, v migration.Volume) error
 	// WaitBound waits until the claim is Bound.
 	WaitBound(ctx context.Context, namespace, claim string) error
@@ -47,10 +47,10 @@ type Migrations interface {
 	// source src, carrying copy ID id, and returns its UID. A claim of that
 	// name that carries id already (created before a stop) is returned; one
 	// that does not is an error.
-	CreateCopyTarget(ctx context.Context, job Copy, src claims.Claim, id string) (uid string, err error)
+	CreateCopyTarget(ctx context.Context, job migration.Copy, src claims.Claim, id string) (uid string, err error)
 	// StartCopyJob creates the copy Job of job after deleting any Job of
 	// its name, so that nothing an earlier Job reported is read as its.
-	StartCopyJob(ctx context.Context, job Copy) error
+	StartCopyJob(ctx context.Context, job migration.Copy) error
 	// DeleteJob deletes a Job; one that does not exist is not an error.
 	DeleteJob(ctx context.Context, namespace, name string) error
 	// WaitJob waits until a Job succeeded or failed.
@@ -60,14 +60,6 @@ type Migrations interface {
 	// AnnotateClaim sets one annotation on a claim.
 	AnnotateClaim(ctx context.Context, namespace, name, key, value string) error
 }
-
-// ErrExists is a create's answer when an object of that name exists.
-var ErrExists = errors.New("exists already")
-
-// ErrChanged is a step's answer when the object it read changed before its
-// write (another apply, a controller): nothing was written; the step is
-// decided again from what the cluster shows now.
-var ErrChanged = errors.New("changed since this step read it")
 
 // Runner runs migrations step by step, deciding each step from what the
 // cluster shows (migration.NextRebind, migration.NextCopy), so that a
@@ -106,7 +98,7 @@ func runSteps(afterStep func(string, migration.Op) error, user, what string, ste
 			return done, nil
 		}
 		step = stepOf(op)
-		if err := run(); errors.Is(err, ErrChanged) {
+		if err := run(); errors.Is(err, claims.ErrChanged) {
 			continue // decided again from what the cluster shows now
 		} else if err != nil {
 			return step, fmt.Errorf("%s: %w", op, err)

@@ -38,7 +38,7 @@ type fvol struct {
 // volume changed since.
 func (v *fvol) change(seen migration.Volume) error {
 	if seen.ResourceVersion != fmt.Sprint(v.rv) {
-		return ErrChanged
+		return claims.ErrChanged
 	}
 	v.rv++
 	return nil
@@ -233,7 +233,7 @@ func (f *fake) ReserveVolume(_ context.Context, seen migration.Volume, rec migra
 func (f *fake) CreateReboundClaim(_ context.Context, rec migration.Record, v migration.Volume) error {
 	f.before()
 	if f.claims[rec.Claim] != nil {
-		return fmt.Errorf("claim %s: %w", rec.Claim, ErrExists)
+		return fmt.Errorf("claim %s: %w", rec.Claim, claims.ErrExists)
 	}
 	c := &claims.Claim{Name: rec.Claim, Namespace: rec.Namespace, UID: f.newUID(), AccessModes: []string{rec.To}, Requested: rec.Requested,
 		VolumeName: v.Name, Phase: "Pending", Labels: rec.Labels, Annotations: maps.Clone(rec.Annotations)}
@@ -306,7 +306,7 @@ func (f *fake) WriteCopyRecord(_ context.Context, _, source, expected string, r 
 }
 
 // CreateCopyTarget creates the target; the provisioner gives it an empty volume.
-func (f *fake) CreateCopyTarget(_ context.Context, job Copy, src claims.Claim, id string) (string, error) {
+func (f *fake) CreateCopyTarget(_ context.Context, job migration.Copy, src claims.Claim, id string) (string, error) {
 	f.before()
 	if c := f.claims[job.Target]; c != nil {
 		if c.Annotations[migration.CopyIDAnnotation] != id {
@@ -324,7 +324,7 @@ func (f *fake) CreateCopyTarget(_ context.Context, job Copy, src claims.Claim, i
 }
 
 // StartCopyJob replaces the Job; its pod mounts source and target.
-func (f *fake) StartCopyJob(ctx context.Context, job Copy) error {
+func (f *fake) StartCopyJob(ctx context.Context, job migration.Copy) error {
 	f.before()
 	name := migration.JobName(job.Source)
 	_ = f.DeleteJob(ctx, ns, name)
@@ -546,7 +546,7 @@ func TestCopy_copiesVerifiesAndSwitches(t *testing.T) {
 	f := newFake()
 	f.home("alice", "claim-alice", map[string]string{"a": "1", "b": "2"})
 	srcUID := f.claims["claim-alice"].UID
-	step, err := Runner{Cluster: f}.Copy(context.Background(), Copy{User: "alice", Namespace: ns, Source: "claim-alice", Target: "home-alice",
+	step, err := Runner{Cluster: f}.Copy(context.Background(), migration.Copy{User: "alice", Namespace: ns, Source: "claim-alice", Target: "home-alice",
 		To: claims.RWX, Capacity: "10Gi", Image: "rsync"})
 	if err != nil || step != migration.StepSwitched {
 		t.Fatalf("Copy = %s, %v", step, err)
@@ -570,7 +570,7 @@ func TestCopy_copiesVerifiesAndSwitches(t *testing.T) {
 func TestCopy_waitsWhileAServerUsesTheOldHome(t *testing.T) {
 	f := newFake()
 	f.home("alice", "claim-alice", map[string]string{"a": "1"})
-	job := Copy{User: "alice", Namespace: ns, Source: "claim-alice", Target: "home-alice", To: claims.RWX, Capacity: "10Gi", Image: "rsync"}
+	job := migration.Copy{User: "alice", Namespace: ns, Source: "claim-alice", Target: "home-alice", To: claims.RWX, Capacity: "10Gi", Image: "rsync"}
 	f.pods["jupyter-alice"] = []string{"claim-alice"}
 	step, err := Runner{Cluster: f}.Copy(context.Background(), job)
 	if err == nil || !strings.Contains(err.Error(), "the copy waits: pod(s) jupyter-alice use the old home claim-alice") || step != migration.StepTargetCreated {
@@ -590,7 +590,7 @@ func TestCopy_waitsWhileAServerUsesTheOldHome(t *testing.T) {
 func TestCopy_recordMovedOnByAnotherApply(t *testing.T) {
 	f := newFake()
 	f.home("alice", "claim-alice", map[string]string{"a": "1"})
-	job := Copy{User: "alice", Namespace: ns, Source: "claim-alice", Target: "home-alice", To: claims.RWX, Capacity: "10Gi", Image: "rsync"}
+	job := migration.Copy{User: "alice", Namespace: ns, Source: "claim-alice", Target: "home-alice", To: claims.RWX, Capacity: "10Gi", Image: "rsync"}
 	f.beforeWrite = func(r migration.CopyRecord) {
 		if r.Step == migration.StepVerified {
 			f.beforeWrite = nil
@@ -636,7 +636,7 @@ func migrationHistory(seed uint64, copyHome bool) []string {
 		}
 		migrate := func(run Runner) (migration.Step, error) {
 			if copyHome {
-				return run.Copy(context.Background(), Copy{User: "alice", Namespace: ns, Source: "claim-alice", Target: "home-alice",
+				return run.Copy(context.Background(), migration.Copy{User: "alice", Namespace: ns, Source: "claim-alice", Target: "home-alice",
 					To: claims.RWX, Capacity: "10Gi", Image: "rsync"})
 			}
 			return run.Rebind(context.Background(), Rebind{User: "alice", Namespace: ns, Claim: "claim-alice",

@@ -74,7 +74,7 @@ func (r Runner) rebindOp(ctx context.Context, job Rebind, op migration.Op, c *cl
 		return r.Cluster.ReserveVolume(ctx, v, rec, c.UID)
 	case migration.OpCreateClaim:
 		err := r.Cluster.CreateReboundClaim(ctx, *v.Record, v)
-		if errors.Is(err, ErrExists) {
+		if errors.Is(err, claims.ErrExists) {
 			// Created by someone else since this step read that there was no
 			// claim: never taken over, never deleted.
 			c, gerr := r.Cluster.Claim(ctx, job.Namespace, job.Claim)

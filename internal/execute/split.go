@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/claims"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/migration"
 )
 
@@ -18,41 +19,23 @@ type Splits interface {
 	// claim, creating a missing one with job's owner and mode as the
 	// layout's init container does (a Job mounting the shared claim), and
 	// waits until it did. It never removes or changes anything else.
-	PrepareDirectory(ctx context.Context, job Split) error
+	PrepareDirectory(ctx context.Context, job migration.Split) error
 	// SplitVolume returns the split's volume as it is now; nil when none.
 	SplitVolume(ctx context.Context, name string) (*migration.SplitVolume, error)
 	// CreateSplitVolume creates volume rec.Volume on src: reclaim policy
 	// Retain, mode spec.Mode, capacity spec.Size, no storage class, a
 	// claimRef to rec's claim by namespace, name and claimUID (the binder
 	// gives it to no other claim), and the record. A volume of that name
-	// that exists is ErrExists.
-	CreateSplitVolume(ctx context.Context, rec migration.SplitRecord, src migration.VolumeSource, spec ClaimSpec, claimUID string) error
+	// that exists is claims.ErrExists.
+	CreateSplitVolume(ctx context.Context, rec migration.SplitRecord, src migration.VolumeSource, spec claims.Spec, claimUID string) error
 	// SplitClaim returns the user's claim as the split sees it; nil when none.
 	SplitClaim(ctx context.Context, namespace, name string) (*migration.SplitClaim, error)
 	// CreateSplitClaim creates the claim spec describes, naming volume
 	// rec.Volume (made after it, for it alone), with no storage class and
-	// the record. ErrExists when a claim of that name exists.
-	CreateSplitClaim(ctx context.Context, rec migration.SplitRecord, spec ClaimSpec) error
+	// the record. claims.ErrExists when a claim of that name exists.
+	CreateSplitClaim(ctx context.Context, rec migration.SplitRecord, spec claims.Spec) error
 	// WaitBound waits until the claim is Bound.
 	WaitBound(ctx context.Context, namespace, claim string) error
-}
-
-// Split is one user's move from a directory of the shared claim to a
-// claim of their own, zero copy.
-type Split struct {
-	User      string
-	Shared    string // the shared claim, in Spec.Namespace
-	Directory string // the user's directory in it
-	// MovedFrom are the places the directory had under earlier settings
-	// (kubespawner.Directory): a missing directory is the one of them that
-	// exists, renamed, and a pod using one of them uses the home.
-	MovedFrom []string
-	Spec      ClaimSpec // the user's new claim: name, mode, size, labels
-	// The owner and mode of a directory the move creates, and the image
-	// that creates it (sh, mkdir, chown, chmod).
-	UID, GID int64
-	Mode     string
-	Image    string
 }
 
 // SplitRunner runs splits step by step, deciding each step from what the
@@ -67,7 +50,7 @@ type SplitRunner struct {
 // claim of its own on a volume on that directory, made after the claim and
 // reserved for it by UID. Nothing is copied or deleted. It returns the
 // step reached.
-func (r SplitRunner) Split(ctx context.Context, job Split) (migration.Step, error) {
+func (r SplitRunner) Split(ctx context.Context, job migration.Split) (migration.Step, error) {
 	ns := job.Spec.Namespace
 	src, uid, err := r.Cluster.SharedSource(ctx, ns, job.Shared)
 	if err != nil {
@@ -93,7 +76,7 @@ func (r SplitRunner) Split(ctx context.Context, job Split) (migration.Step, erro
 	})
 }
 
-func (r SplitRunner) splitOp(ctx context.Context, job Split, rec migration.SplitRecord, shared migration.VolumeSource, op migration.Op,
+func (r SplitRunner) splitOp(ctx context.Context, job migration.Split, rec migration.SplitRecord, shared migration.VolumeSource, op migration.Op,
 	claim *migration.SplitClaim, prepared *bool) error {
 	switch op {
 	case migration.OpPrepareDirectory:
@@ -119,8 +102,8 @@ func (r SplitRunner) splitOp(ctx context.Context, job Split, rec migration.Split
 // changedIfExists: an object created meanwhile (another apply, someone
 // else) is decided again from what the cluster shows, never taken over.
 func changedIfExists(err error) error {
-	if errors.Is(err, ErrExists) {
-		return ErrChanged
+	if errors.Is(err, claims.ErrExists) {
+		return claims.ErrChanged
 	}
 	return err
 }

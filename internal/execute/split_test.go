@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/claims"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/migration"
 )
 
@@ -31,7 +32,7 @@ func (f *splitFake) SharedSource(context.Context, string, string) (migration.Vol
 	return f.shared, f.sharedUID, nil
 }
 
-func (f *splitFake) PrepareDirectory(_ context.Context, job Split) error {
+func (f *splitFake) PrepareDirectory(_ context.Context, job migration.Split) error {
 	f.calls = append(f.calls, "prepare "+job.Directory)
 	f.dirs[job.Directory] = true
 	return nil
@@ -45,10 +46,10 @@ func (f *splitFake) SplitVolume(_ context.Context, name string) (*migration.Spli
 	return nil, nil
 }
 
-func (f *splitFake) CreateSplitVolume(_ context.Context, rec migration.SplitRecord, src migration.VolumeSource, _ ClaimSpec, claimUID string) error {
+func (f *splitFake) CreateSplitVolume(_ context.Context, rec migration.SplitRecord, src migration.VolumeSource, _ claims.Spec, claimUID string) error {
 	f.calls = append(f.calls, "volume "+rec.Volume)
 	if f.vols[rec.Volume] != nil {
-		return ErrExists
+		return claims.ErrExists
 	}
 	r := rec
 	f.vols[rec.Volume] = &migration.SplitVolume{Record: &r, ClaimRefName: rec.Claim, ClaimRefUID: claimUID, Phase: "Available"}
@@ -64,10 +65,10 @@ func (f *splitFake) SplitClaim(_ context.Context, _, name string) (*migration.Sp
 	return nil, nil
 }
 
-func (f *splitFake) CreateSplitClaim(_ context.Context, rec migration.SplitRecord, spec ClaimSpec) error {
+func (f *splitFake) CreateSplitClaim(_ context.Context, rec migration.SplitRecord, spec claims.Spec) error {
 	f.calls = append(f.calls, "claim "+spec.Name)
 	if f.claims[spec.Name] != nil {
-		return ErrExists
+		return claims.ErrExists
 	}
 	r := rec
 	f.claims[spec.Name] = &migration.SplitClaim{UID: "c-" + spec.Name, Record: &r, Phase: "Pending", VolumeName: rec.Volume}
@@ -86,9 +87,9 @@ func (f *splitFake) WaitBound(_ context.Context, _, name string) error {
 	return errors.New("timed out")
 }
 
-func aliceSplit() Split {
-	return Split{User: "alice", Shared: "home-nfs", Directory: "home/alice", UID: 1000, GID: 100, Mode: "0700", Image: "busybox",
-		Spec: ClaimSpec{Namespace: "hub", Name: "claim-alice", User: "alice", Mode: "ReadWriteMany", Size: "10Gi"}}
+func aliceSplit() migration.Split {
+	return migration.Split{User: "alice", Shared: "home-nfs", Directory: "home/alice", UID: 1000, GID: 100, Mode: "0700", Image: "busybox",
+		Spec: claims.Spec{Namespace: "hub", Name: "claim-alice", User: "alice", Mode: "ReadWriteMany", Size: "10Gi"}}
 }
 
 // A split makes the directory, a volume on it and the claim, and ends

@@ -116,8 +116,8 @@ var homeKeys = []string{"storage_pvc_ensure", "storage_access_modes", "storage_c
 
 // Build combines the inputs into KubeSpawner settings and derives
 // co-location. Errors name the attribute at fault.
-func Build(c Config) (Result, []Finding) {
-	var errs []Finding
+func Build(c Config) (Result, []claims.Finding) {
+	var errs []claims.Finding
 	r := Result{Settings: map[string]any{}}
 	label := c.ColocationLabel
 	if label == "" {
@@ -126,7 +126,7 @@ func Build(c Config) (Result, []Finding) {
 	home := deepCopy(c.Home)
 	modes, _ := home["storage_access_modes"].([]any)
 	if len(modes) != 1 {
-		errs = append(errs, Finding{Attribute: "home_storage_settings", Summary: "No home access mode", Detail: "home_storage_settings must be the spawner_settings of a jupyter_home_storage (a JSON object with storage_access_modes); pass jupyter_home_storage.<name>.spawner_settings."})
+		errs = append(errs, claims.Finding{Attribute: "home_storage_settings", Summary: "No home access mode", Detail: "home_storage_settings must be the spawner_settings of a jupyter_home_storage (a JSON object with storage_access_modes); pass jupyter_home_storage.<name>.spawner_settings."})
 		return r, errs
 	}
 	r.AccessMode, _ = modes[0].(string)
@@ -163,15 +163,15 @@ func Build(c Config) (Result, []Finding) {
 	for k, v := range deepCopy(c.Extra) {
 		switch {
 		case k == "profile_list":
-			errs = append(errs, Finding{Attribute: "extra_settings_json", Summary: "profile_list is set by profiles", Detail: "Remove profile_list from extra_settings_json and pass the profiles' profile_json in profiles."})
+			errs = append(errs, claims.Finding{Attribute: "extra_settings_json", Summary: "profile_list is set by profiles", Detail: "Remove profile_list from extra_settings_json and pass the profiles' profile_json in profiles."})
 		case k == "modify_pod_hook":
-			errs = append(errs, Finding{Attribute: "extra_settings_json", Summary: "modify_pod_hook cannot be JSON", Detail: "A hook is Python; put it in hub.extraConfig. The rendered file keeps any hook set before it and runs it first."})
+			errs = append(errs, claims.Finding{Attribute: "extra_settings_json", Summary: "modify_pod_hook cannot be JSON", Detail: "A hook is Python; put it in hub.extraConfig. The rendered file keeps any hook set before it and runs it first."})
 		case slices.Contains(homeKeys, k) || k == "delete_pvc" && r.homesClaim() != "":
-			errs = append(errs, Finding{Attribute: "extra_settings_json", Summary: fmt.Sprintf("%s is set by the home storage", k), Detail: fmt.Sprintf("Remove %s from extra_settings_json; it comes from jupyter_home_storage's spawner_settings. Change it there, where the plan checks it against the live claims.", k)})
+			errs = append(errs, claims.Finding{Attribute: "extra_settings_json", Summary: fmt.Sprintf("%s is set by the home storage", k), Detail: fmt.Sprintf("Remove %s from extra_settings_json; it comes from jupyter_home_storage's spawner_settings. Change it there, where the plan checks it against the live claims.", k)})
 		case slices.Contains(NamedLists, k):
 			extra, ok := v.([]any)
 			if !ok {
-				errs = append(errs, Finding{Attribute: "extra_settings_json", Summary: k + " must be a list", Detail: fmt.Sprintf("extra_settings_json.%s is merged by identity with the home's and earlier configuration's %s; give a JSON list of %s.", k, k, k)})
+				errs = append(errs, claims.Finding{Attribute: "extra_settings_json", Summary: k + " must be a list", Detail: fmt.Sprintf("extra_settings_json.%s is merged by identity with the home's and earlier configuration's %s; give a JSON list of %s.", k, k, k)})
 				continue
 			}
 			if f, ok := checkIdentities(k, extra); !ok {
@@ -189,7 +189,7 @@ func Build(c Config) (Result, []Finding) {
 			}
 			for _, e := range extra {
 				if n := nameOf(e); n != "" && slices.ContainsFunc(have, func(h any) bool { return nameOf(h) == n }) && k != "volume_mounts" {
-					errs = append(errs, Finding{Attribute: "extra_settings_json", Summary: "Duplicate name in " + k, Detail: fmt.Sprintf("extra_settings_json.%s names %q, which the home storage already uses. Choose another name.", k, n)})
+					errs = append(errs, claims.Finding{Attribute: "extra_settings_json", Summary: "Duplicate name in " + k, Detail: fmt.Sprintf("extra_settings_json.%s names %q, which the home storage already uses. Choose another name.", k, n)})
 				}
 			}
 			r.Settings[k] = append(have, extra...)
@@ -205,20 +205,20 @@ func Build(c Config) (Result, []Finding) {
 		name := ProfileName(p)
 		slug, _ := p["slug"].(string)
 		if slug != "" && slugs[slug] {
-			errs = append(errs, Finding{Attribute: "profiles", Summary: "Duplicate profile slug", Detail: fmt.Sprintf("Two profiles have slug %q; KubeSpawner picks profiles by slug. Give each a distinct slug.", slug)})
+			errs = append(errs, claims.Finding{Attribute: "profiles", Summary: "Duplicate profile slug", Detail: fmt.Sprintf("Two profiles have slug %q; KubeSpawner picks profiles by slug. Give each a distinct slug.", slug)})
 		}
 		slugs[slug] = true
 		if d, _ := p["default"].(bool); d {
 			defaults = append(defaults, name)
 		}
 		if _, ok := p["display_name"].(string); !ok {
-			errs = append(errs, Finding{Attribute: "profiles", Summary: "Not a profile", Detail: fmt.Sprintf("profiles[%d] has no display_name; pass the profile_json of a jupyter_spawner_profile.", i)})
+			errs = append(errs, claims.Finding{Attribute: "profiles", Summary: "Not a profile", Detail: fmt.Sprintf("profiles[%d] has no display_name; pass the profile_json of a jupyter_spawner_profile.", i)})
 		}
 		override, _ := p["kubespawner_override"].(map[string]any)
 		if r.homesClaim() != "" {
 			for _, k := range append([]string{"delete_pvc", "init_containers"}, homeKeys...) {
 				if _, set := override[k]; set {
-					errs = append(errs, Finding{Attribute: "profiles", Summary: "A profile changes the shared home",
+					errs = append(errs, claims.Finding{Attribute: "profiles", Summary: "A profile changes the shared home",
 						Detail: fmt.Sprintf("Profile %q sets %s in its kubespawner_override. With homes on shared claim %s it would move its users' servers to other directories or claims than the plan checked, or drop the init container that makes them. Remove it from the profile.", name, k, r.homesClaim())})
 				}
 			}
@@ -234,7 +234,7 @@ func Build(c Config) (Result, []Finding) {
 		r.Profiles = append(r.Profiles, p)
 	}
 	if len(defaults) > 1 {
-		errs = append(errs, Finding{Attribute: "profiles", Summary: "More than one default profile", Detail: fmt.Sprintf("Profiles %s are all marked default; KubeSpawner uses only one. Set default = true on one profile.", strings.Join(defaults, ", "))})
+		errs = append(errs, claims.Finding{Attribute: "profiles", Summary: "More than one default profile", Detail: fmt.Sprintf("Profiles %s are all marked default; KubeSpawner uses only one. Set default = true on one profile.", strings.Join(defaults, ", "))})
 	}
 	if len(r.Profiles) > 0 {
 		list := make([]any, len(r.Profiles))
@@ -248,7 +248,7 @@ func Build(c Config) (Result, []Finding) {
 
 // CheckHomeMountPath returns the plan-time error for a home_mount_path
 // that is not an absolute path with KubeSpawner's template fields, or nil.
-func CheckHomeMountPath(p string) *Finding {
+func CheckHomeMountPath(p string) *claims.Finding {
 	if f, ok := checkHomeMountPath(p); !ok {
 		return &f
 	}
@@ -262,29 +262,29 @@ var NamedLists = []string{"volumes", "volume_mounts", "init_containers", "extra_
 // checkIdentities requires each entry of a named list to be an object with
 // the field that identifies it, so that merging (and loading the file
 // twice) never adds it twice.
-func checkIdentities(kind string, items []any) (Finding, bool) {
+func checkIdentities(kind string, items []any) (claims.Finding, bool) {
 	field := "name"
 	switch kind {
 	case "volume_mounts":
 		field = "mountPath"
 	case "tolerations":
-		return Finding{}, true // identified by key and effect, both optional
+		return claims.Finding{}, true // identified by key and effect, both optional
 	}
 	for i, e := range items {
 		m, ok := e.(map[string]any)
 		if s, _ := m[field].(string); !ok || s == "" {
-			return Finding{Attribute: "extra_settings_json", Summary: fmt.Sprintf("%s[%d] has no %s", kind, i, field),
+			return claims.Finding{Attribute: "extra_settings_json", Summary: fmt.Sprintf("%s[%d] has no %s", kind, i, field),
 				Detail: fmt.Sprintf("Each entry of extra_settings_json.%s must be an object with a non-empty %q: the rendered file merges %s with earlier configuration's by it.", kind, field, kind)}, false
 		}
 	}
-	return Finding{}, true
+	return claims.Finding{}, true
 }
 
 // checkHomeMountPath accepts an absolute path whose template fields are
 // KubeSpawner's.
-func checkHomeMountPath(p string) (Finding, bool) {
-	bad := func(why string) (Finding, bool) {
-		return Finding{Attribute: "home_mount_path", Summary: "Invalid home mount path", Detail: fmt.Sprintf("home_mount_path %q %s. Use an absolute path such as \"/home/jovyan\" (z2jh's singleuser.storage.homeMountPath) or \"/home/{username}\" (Nebari classic).", p, why)}, false
+func checkHomeMountPath(p string) (claims.Finding, bool) {
+	bad := func(why string) (claims.Finding, bool) {
+		return claims.Finding{Attribute: "home_mount_path", Summary: "Invalid home mount path", Detail: fmt.Sprintf("home_mount_path %q %s. Use an absolute path such as \"/home/jovyan\" (z2jh's singleuser.storage.homeMountPath) or \"/home/{username}\" (Nebari classic).", p, why)}, false
 	}
 	switch {
 	case !strings.HasPrefix(p, "/"):
@@ -299,7 +299,7 @@ func checkHomeMountPath(p string) (Finding, bool) {
 	if err := kubespawner.ValidateTemplate(p); err != nil {
 		return bad(fmt.Sprintf("is not a KubeSpawner template (%v); the fields are %s", err, strings.Join(kubespawner.FieldNames(), ", ")))
 	}
-	return Finding{}, true
+	return claims.Finding{}, true
 }
 
 // homeMountPath is where the home volume is mounted in settings.
@@ -382,13 +382,13 @@ func deepCopy(m map[string]any) map[string]any {
 // failure mode, the profiles and the fix. nodes may be nil when the cluster
 // could not be read; the capacity check is then skipped. colocated is how
 // many of one user's servers run at once (a lab and its apps).
-func Warnings(r Result, nodes []Node, colocated int) []Finding {
+func Warnings(r Result, nodes []Node, colocated int) []claims.Finding {
 	if r.Colocation.Mode != ColocateAll || len(r.Profiles) == 0 {
 		return nil
 	}
 	why := fmt.Sprintf("The home access mode is %s, so all servers of every user are pinned to one node (required pod affinity on %s).", r.AccessMode, r.Colocation.Label)
 	fix := "Fix: switch the home to ReadWriteMany (jupyter_home_storage access_mode = \"ReadWriteMany\") and migrate the homes, which removes co-location."
-	var out []Finding
+	var out []claims.Finding
 	var gpu []string
 	for _, p := range r.Profiles {
 		if len(extendedResources(p)) > 0 {
@@ -397,9 +397,9 @@ func Warnings(r Result, nodes []Node, colocated int) []Finding {
 	}
 	if len(gpu) > 0 {
 		names := strings.Join(gpu, ", ")
-		out = append(out, Finding{Attribute: "profiles", Summary: "Co-location blocks GPU servers behind running apps", Detail: fmt.Sprintf("%s A user with an app or lab running on a CPU node cannot start GPU profile %s: the new pod must join the node the others run on, which has no GPU, "+
+		out = append(out, claims.Finding{Attribute: "profiles", Summary: "Co-location blocks GPU servers behind running apps", Detail: fmt.Sprintf("%s A user with an app or lab running on a CPU node cannot start GPU profile %s: the new pod must join the node the others run on, which has no GPU, "+
 			"so it stays Pending until the spawn timeout, and a cluster autoscaler cannot help (no new node satisfies the affinity). %s", why, names, fix)})
-		out = append(out, Finding{Attribute: "profiles", Summary: "Co-location keeps GPU nodes alive", Detail: fmt.Sprintf("%s Apps a user starts while GPU profile %s runs ride along onto the GPU node and keep it busy after the lab stops, so the autoscaler cannot scale it down. %s", why, names, fix)})
+		out = append(out, claims.Finding{Attribute: "profiles", Summary: "Co-location keeps GPU nodes alive", Detail: fmt.Sprintf("%s Apps a user starts while GPU profile %s runs ride along onto the GPU node and keep it busy after the lab stops, so the autoscaler cannot scale it down. %s", why, names, fix)})
 	}
 	if f, ok := capacity(r, nodes, colocated, why, fix); ok {
 		out = append(out, f)
@@ -409,9 +409,9 @@ func Warnings(r Result, nodes []Node, colocated int) []Finding {
 
 // capacity warns when a lab on the largest profile plus colocated-1 apps
 // on the smallest does not fit on any node.
-func capacity(r Result, nodes []Node, colocated int, why, fix string) (Finding, bool) {
+func capacity(r Result, nodes []Node, colocated int, why, fix string) (claims.Finding, bool) {
 	if len(nodes) == 0 || colocated < 1 {
-		return Finding{}, false
+		return claims.Finding{}, false
 	}
 	type g struct {
 		name     string
@@ -430,7 +430,7 @@ func capacity(r Result, nodes []Node, colocated int, why, fix string) (Finding, 
 	sumCPU, sumMem := maxCPU.cpu+n*minCPU.cpu, maxMem.mem+n*minMem.mem
 	for _, node := range nodes {
 		if !node.Unschedulable && node.CPUMillis >= sumCPU && node.MemBytes >= sumMem {
-			return Finding{}, false
+			return claims.Finding{}, false
 		}
 	}
 	largest := slices.MaxFunc(nodes, func(a, b Node) int {
@@ -439,7 +439,7 @@ func capacity(r Result, nodes []Node, colocated int, why, fix string) (Finding, 
 		}
 		return cmpInt(a.MemBytes, b.MemBytes)
 	})
-	return Finding{Attribute: "colocated_servers", Summary: "One user's servers do not fit on one node", Detail: fmt.Sprintf("%s The largest node, %s, has allocatable CPU %s and memory %s. The largest profile guarantees CPU %s (%s) and memory %s (%s); "+
+	return claims.Finding{Attribute: "colocated_servers", Summary: "One user's servers do not fit on one node", Detail: fmt.Sprintf("%s The largest node, %s, has allocatable CPU %s and memory %s. The largest profile guarantees CPU %s (%s) and memory %s (%s); "+
 		"a lab on it plus %d app(s) on the smallest profile (CPU %s, memory %s) needs CPU %s and memory %s on one node (colocated_servers = %d). "+
 		"The last server to start stays Pending although the cluster may have room elsewhere. %s",
 		why, largest.Name, Cores(largest.CPUMillis), Bytes(largest.MemBytes),
@@ -517,10 +517,10 @@ func sharedClaim(settings map[string]any) string {
 // besides the home's own: either would give every user's server every
 // user's home (the home volume is the shared claim for a user whose home
 // has not moved yet).
-func (r Result) checkSharedHome(attr, kind string, items []any) (Finding, bool) {
+func (r Result) checkSharedHome(attr, kind string, items []any) (claims.Finding, bool) {
 	claim := r.homesClaim()
 	if claim == "" {
-		return Finding{}, true
+		return claims.Finding{}, true
 	}
 	for _, it := range items {
 		m, _ := it.(map[string]any)
@@ -531,18 +531,18 @@ func (r Result) checkSharedHome(attr, kind string, items []any) (Finding, bool) 
 		case "volumes":
 			pvc, _ := m["persistentVolumeClaim"].(map[string]any)
 			if name, _ := pvc["claimName"].(string); name == claim {
-				return Finding{Attribute: attr, Summary: "The shared home claim mounted whole",
+				return claims.Finding{Attribute: attr, Summary: "The shared home claim mounted whole",
 					Detail: fmt.Sprintf("%s mounts claim %s, which holds every user's home: every server would see, change and delete every home. The home storage mounts each user's directory of it; remove this volume.", attr, claim)}, false
 			}
 		case "volume_mounts":
 			path, _ := m["mountPath"].(string)
 			if nameOf(m) == kubespawner.HomeVolumeName || path == r.HomeMountPath {
-				return Finding{Attribute: attr, Summary: "Another mount of the home",
+				return claims.Finding{Attribute: attr, Summary: "Another mount of the home",
 					Detail: fmt.Sprintf("%s mounts volume %q at %q. With homes on shared claim %s the home volume is (or, for a home not moved yet, becomes) the claim of every user's home, mounted at the user's directory only: another mount of it (or over the home's path) would give every server every home. Remove this mount.", attr, nameOf(m), path, claim)}, false
 			}
 		}
 	}
-	return Finding{}, true
+	return claims.Finding{}, true
 }
 
 // homeSubPath is the subPath of the home volume's mount.
@@ -561,9 +561,9 @@ func homeSubPath(settings map[string]any) string {
 // splitFrom reads the home storage's kubespawner.SplitFromKey (homes
 // moving out of the shared layout) into r, with the shared layout's
 // checks of the claim and sub-path template.
-func (r *Result) splitFrom(v any) (Finding, bool) {
-	bad := func(why string) (Finding, bool) {
-		return Finding{Attribute: "home_storage_settings", Summary: "Invalid home storage settings",
+func (r *Result) splitFrom(v any) (claims.Finding, bool) {
+	bad := func(why string) (claims.Finding, bool) {
+		return claims.Finding{Attribute: "home_storage_settings", Summary: "Invalid home storage settings",
 			Detail: fmt.Sprintf("home_storage_settings.%s %s; pass jupyter_home_storage.<name>.spawner_settings unchanged.", kubespawner.SplitFromKey, why)}, false
 	}
 	m, _ := v.(map[string]any)
@@ -586,5 +586,5 @@ func (r *Result) splitFrom(v any) (Finding, bool) {
 		return bad(fmt.Sprintf("has sub-path template %v", err))
 	}
 	r.FallbackClaim, r.FallbackSubPath, r.FallbackInit = claim, sub, init
-	return Finding{}, true
+	return claims.Finding{}, true
 }

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/claims"
 )
 
 // Node is what the checks need of a live Node: its labels, taints and
@@ -99,9 +101,9 @@ func (n Node) short(d Demand) []string {
 // node can run it now (an autoscaler may still add one), and when
 // requireSchedulable is set it is an error that the guarantees exceed every
 // node's allocatable.
-func CheckProfile(name string, d Demand, nodes []Node, requireSchedulable bool) (errs, warns []Finding) {
+func CheckProfile(name string, d Demand, nodes []Node, requireSchedulable bool) (errs, warns []claims.Finding) {
 	if len(nodes) == 0 {
-		warns = append(warns, Finding{Attribute: "node_selector", Summary: "No nodes to check the profile against", Detail: fmt.Sprintf("The cluster lists no nodes, so whether profile %q can be scheduled is not known. A cluster autoscaler may add nodes when a server starts.", name)})
+		warns = append(warns, claims.Finding{Attribute: "node_selector", Summary: "No nodes to check the profile against", Detail: fmt.Sprintf("The cluster lists no nodes, so whether profile %q can be scheduled is not known. A cluster autoscaler may add nodes when a server starts.", name)})
 		return nil, warns
 	}
 	var reasons []string
@@ -114,12 +116,12 @@ func CheckProfile(name string, d Demand, nodes []Node, requireSchedulable bool) 
 	}
 	bigEnough := slices.ContainsFunc(nodes, func(n Node) bool { return len(n.short(d)) == 0 })
 	if !bigEnough && requireSchedulable {
-		errs = append(errs, Finding{Attribute: "require_schedulable", Summary: "No node is large enough for the profile's guarantees", Detail: fmt.Sprintf("Profile %q guarantees %s, which is more than the allocatable resources of every node:\n%s\n"+
+		errs = append(errs, claims.Finding{Attribute: "require_schedulable", Summary: "No node is large enough for the profile's guarantees", Detail: fmt.Sprintf("Profile %q guarantees %s, which is more than the allocatable resources of every node:\n%s\n"+
 			"Lower cpu_guarantee, mem_guarantee or gpu.count, add larger nodes, or set require_schedulable = false if an autoscaler adds larger nodes on demand.",
 			name, d.String(), strings.Join(reasons, "\n"))})
 		return errs, nil
 	}
-	warns = append(warns, Finding{Attribute: "node_selector", Summary: "No current node can run this profile", Detail: fmt.Sprintf("No node satisfies profile %q (node selector, tolerations against taints, %s):\n%s\n"+
+	warns = append(warns, claims.Finding{Attribute: "node_selector", Summary: "No current node can run this profile", Detail: fmt.Sprintf("No node satisfies profile %q (node selector, tolerations against taints, %s):\n%s\n"+
 		"A server with this profile stays Pending until a node fits; a cluster autoscaler may add one. "+
 		"Otherwise fix the node_selector or tolerations, or lower the guarantees.",
 		name, d.String(), strings.Join(reasons, "\n"))})

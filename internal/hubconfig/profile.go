@@ -15,7 +15,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/jupyter-infra/terraform-provider-jupyter/internal/safety"
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/claims"
 )
 
 // DefaultGPUResource is the extended resource gpu asks for by default.
@@ -104,7 +104,6 @@ type UnlistedChoice struct {
 
 // Finding is a diagnostic about one attribute (the safety core's type: one
 // definition, one adapter to Terraform's diagnostics).
-type Finding = safety.Finding
 
 var byteSpec = regexp.MustCompile(`^([0-9]+(?:\.[0-9]*)?|\.[0-9]+)([KMGT])$`)
 
@@ -132,10 +131,10 @@ func ParseBytes(s string) (int64, error) {
 }
 
 // Validate checks the profile on its own. Each finding names the attribute.
-func (p Profile) Validate() []Finding {
-	var out []Finding
+func (p Profile) Validate() []claims.Finding {
+	var out []claims.Finding
 	add := func(attr, summary, detail string) {
-		out = append(out, Finding{Attribute: attr, Summary: summary, Detail: detail})
+		out = append(out, claims.Finding{Attribute: attr, Summary: summary, Detail: detail})
 	}
 	if p.DisplayName == "" {
 		add("display_name", "display_name is required", "KubeSpawner shows it in the spawn form; set it, e.g. \"GPU (1 × A100)\".")

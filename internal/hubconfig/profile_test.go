@@ -4,6 +4,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/claims"
 )
 
 func f(v float64) *float64 { return &v }
@@ -24,7 +26,7 @@ func TestSpawnerParseBytes(t *testing.T) {
 	}
 }
 
-func findings(fs []Finding) map[string]string {
+func findings(fs []claims.Finding) map[string]string {
 	out := map[string]string{}
 	for _, f := range fs {
 		out[f.Attribute] = f.Summary + ": " + f.Detail

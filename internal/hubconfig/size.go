@@ -2,6 +2,8 @@ package hubconfig
 
 import (
 	"fmt"
+
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/claims"
 )
 
 // MaxObjectBytes is the API server's limit on one ConfigMap's or Secret's
@@ -60,19 +62,19 @@ func SizesOf(f Files, helmValues string) Sizes {
 // a warning when the helm values would take more of the hub Secret or of
 // Helm's release record than their budgets (helm upgrade would fail or
 // come close).
-func SizeFindings(r Result, s Sizes, configMap string) (errs, warnings []Finding) {
+func SizeFindings(r Result, s Sizes, configMap string) (errs, warnings []claims.Finding) {
 	// The document holds settings and profiles, no user: what grows is
 	// the profiles and extra_settings_json.
 	content := fmt.Sprintf("the rendered file and the compressed document of %d profile(s) and the settings", len(r.Profiles))
 	attr := "profiles"
 	if s.ConfigMap > MaxObjectBytes {
-		errs = append(errs, Finding{Attribute: attr, Summary: "The hub configuration does not fit in a ConfigMap",
+		errs = append(errs, claims.Finding{Attribute: attr, Summary: "The hub configuration does not fit in a ConfigMap",
 			Detail: fmt.Sprintf("ConfigMap %q would hold %s (%s, %s as JSON before compression); the API server accepts at most %s in one ConfigMap, so the apply would fail. "+
 				"Move large values out of profiles and extra_settings_json (an image pull secret, a file the hub mounts instead).",
 				configMap, kib(s.ConfigMap), content, kib(s.DocumentJSON), kib(MaxObjectBytes))})
 	}
 	if s.HubSecret > HubSecretBudget || s.HelmRelease > HelmReleaseBudget {
-		warnings = append(warnings, Finding{Attribute: attr, Summary: "The helm values are too large for helm upgrade",
+		warnings = append(warnings, claims.Finding{Attribute: attr, Summary: "The helm values are too large for helm upgrade",
 			Detail: fmt.Sprintf("provider::jupyter::helm_values carries %s in hub.extraFiles. The chart keeps the values and the files in its hub Secret, where they take %s (budget %s), "+
 				"and Helm keeps its release record in a Secret too, where they take about %s (budget %s); each Secret is limited to %s by the API server, "+
 				"and the chart and its other values need the rest, so helm upgrade fails or is close to failing. "+

@@ -11,16 +11,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/claims"
-	"github.com/jupyter-infra/terraform-provider-jupyter/internal/execute"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/kubespawner"
 )
 
-// Client makes every change an apply makes (execute.Apply).
-var _ execute.Changes = (*Client)(nil)
-
-// CreateHome creates the home claim spec describes (execute.Claims), built
+// CreateHome creates the home claim spec describes (the executor's Claims), built
 // by HomeClaim, and returns it as created (CreateClaim).
-func (c *Client) CreateHome(ctx context.Context, spec execute.ClaimSpec) (claims.Claim, error) {
+func (c *Client) CreateHome(ctx context.Context, spec claims.Spec) (claims.Claim, error) {
 	build := HomeClaim
 	if spec.Shared {
 		build = SharedClaim
@@ -41,7 +37,7 @@ func (c *Client) CreateHome(ctx context.Context, spec execute.ClaimSpec) (claims
 // spec's labels and annotations as storage_extra_labels and
 // storage_extra_annotations), so that KubeSpawner adopts it on spawn, and
 // labelled as managed by this provider.
-func HomeClaim(spec execute.ClaimSpec) (*corev1.PersistentVolumeClaim, error) {
+func HomeClaim(spec claims.Spec) (*corev1.PersistentVolumeClaim, error) {
 	meta := kubespawner.PVCMetadata{Username: spec.User, Servername: spec.Server, ExtraLabels: spec.Labels, ExtraAnnotations: spec.Annotations}
 	l, err := kubespawner.PVCLabels(meta)
 	if err != nil {
@@ -62,7 +58,7 @@ func HomeClaim(spec execute.ClaimSpec) (*corev1.PersistentVolumeClaim, error) {
 // and annotations (it is no home claim the hub or a List of homes would
 // take for a user's); the configuration's labels and annotations, labelled
 // as managed by this provider, and annotated as created by this resource.
-func SharedClaim(spec execute.ClaimSpec) (*corev1.PersistentVolumeClaim, error) {
+func SharedClaim(spec claims.Spec) (*corev1.PersistentVolumeClaim, error) {
 	if !spec.Shared || spec.User != "" || spec.Server != "" {
 		return nil, fmt.Errorf("claim %s/%s: not a shared claim", spec.Namespace, spec.Name)
 	}
@@ -87,14 +83,14 @@ func SharedClaim(spec execute.ClaimSpec) (*corev1.PersistentVolumeClaim, error) 
 // shared claim the provider created.
 const SharedClaimComponent = "shared-home"
 
-// GetClass returns the named class (execute.Classes); nil when it does not
+// GetClass returns the named class (the executor's Classes); nil when it does not
 // exist.
-func (c *Client) GetClass(ctx context.Context, name string) (*execute.StorageClass, error) {
+func (c *Client) GetClass(ctx context.Context, name string) (*claims.StorageClass, error) {
 	sc, err := c.GetStorageClass(ctx, name)
 	if err != nil || sc == nil {
 		return nil, err
 	}
-	out := &execute.StorageClass{Name: sc.Name, Provisioner: sc.Provisioner, Parameters: sc.Parameters,
+	out := &claims.StorageClass{Name: sc.Name, Provisioner: sc.Provisioner, Parameters: sc.Parameters,
 		MountOptions: sc.MountOptions, Labels: sc.Labels}
 	if sc.ReclaimPolicy != nil {
 		out.ReclaimPolicy = string(*sc.ReclaimPolicy)
@@ -106,14 +102,14 @@ func (c *Client) GetClass(ctx context.Context, name string) (*execute.StorageCla
 	return out, nil
 }
 
-// CreateClass creates a class (execute.Classes); one that exists already is
+// CreateClass creates a class (the executor's Classes); one that exists already is
 // an error.
-func (c *Client) CreateClass(ctx context.Context, sc execute.StorageClass) error {
+func (c *Client) CreateClass(ctx context.Context, sc claims.StorageClass) error {
 	return c.CreateStorageClass(ctx, StorageClassOf(sc))
 }
 
 // StorageClassOf is the StorageClass object of sc.
-func StorageClassOf(sc execute.StorageClass) *storagev1.StorageClass {
+func StorageClassOf(sc claims.StorageClass) *storagev1.StorageClass {
 	reclaim := corev1.PersistentVolumeReclaimPolicy(sc.ReclaimPolicy)
 	mode := storagev1.VolumeBindingMode(sc.BindingMode)
 	expand := sc.AllowExpansion
@@ -129,12 +125,12 @@ func StorageClassOf(sc execute.StorageClass) *storagev1.StorageClass {
 }
 
 // UpdateClass sets the fields of a class that change in place
-// (execute.Classes): volume expansion, mount options, labels.
-func (c *Client) UpdateClass(ctx context.Context, sc execute.StorageClass) error {
+// (the executor's Classes): volume expansion, mount options, labels.
+func (c *Client) UpdateClass(ctx context.Context, sc claims.StorageClass) error {
 	return c.UpdateStorageClass(ctx, sc.Name, sc.AllowExpansion, sc.MountOptions, sc.Labels)
 }
 
-// DeleteClass deletes a class (execute.Classes); a missing one is not an
+// DeleteClass deletes a class (the executor's Classes); a missing one is not an
 // error.
 func (c *Client) DeleteClass(ctx context.Context, name string) error {
 	return c.DeleteStorageClass(ctx, name)

@@ -8,7 +8,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/claims"
-	"github.com/jupyter-infra/terraform-provider-jupyter/internal/execute"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/kubespawner"
 )
 
@@ -16,7 +15,7 @@ import (
 // it at spawn: its labels and annotations, the configuration's added, and
 // the provider's managed-by label.
 func TestHomeClaim(t *testing.T) {
-	spec := execute.ClaimSpec{Namespace: "hub", Name: "claim-ann-2emarie", User: "ann.marie", Mode: "ReadWriteMany", Class: "homes", Size: "10Gi",
+	spec := claims.Spec{Namespace: "hub", Name: "claim-ann-2emarie", User: "ann.marie", Mode: "ReadWriteMany", Class: "homes", Size: "10Gi",
 		Labels: map[string]string{"team": "a"}, Annotations: map[string]string{"note": "b"}}
 	pvc, err := HomeClaim(spec)
 	if err != nil {
@@ -57,7 +56,7 @@ func TestHomeClaim(t *testing.T) {
 
 // The StorageClass object carries every field of the class apply writes.
 func TestStorageClassOf(t *testing.T) {
-	sc := execute.StorageClass{Name: "homes", Provisioner: "p", Parameters: map[string]string{"a": "b"}, ReclaimPolicy: "Retain",
+	sc := claims.StorageClass{Name: "homes", Provisioner: "p", Parameters: map[string]string{"a": "b"}, ReclaimPolicy: "Retain",
 		BindingMode: "WaitForFirstConsumer", AllowExpansion: true, MountOptions: []string{"noatime"}, Labels: map[string]string{"l": "v"}}
 	o := StorageClassOf(sc)
 	if o.Name != "homes" || o.Provisioner != "p" || o.Parameters["a"] != "b" || *o.ReclaimPolicy != "Retain" || *o.VolumeBindingMode != "WaitForFirstConsumer" ||
@@ -71,7 +70,7 @@ func TestStorageClassOf(t *testing.T) {
 // user's), the configuration's, the provider's managed-by label and the
 // annotation that this resource created it; the spec's mode, class and size.
 func TestSharedClaim(t *testing.T) {
-	spec := execute.ClaimSpec{Namespace: "hub", Name: "home-nfs", Mode: "ReadWriteMany", Class: "nfs", Size: "500Gi", Shared: true,
+	spec := claims.Spec{Namespace: "hub", Name: "home-nfs", Mode: "ReadWriteMany", Class: "nfs", Size: "500Gi", Shared: true,
 		Labels: map[string]string{"team": "a"}, Annotations: map[string]string{"note": "b"}}
 	pvc, err := SharedClaim(spec)
 	if err != nil {

@@ -16,7 +16,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/claims"
-	"github.com/jupyter-infra/terraform-provider-jupyter/internal/execute"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/kubespawner"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/migration"
 )
@@ -24,14 +23,13 @@ import (
 // JobNameLabel is the label the Job controller puts on a Job's pods.
 const JobNameLabel = "batch.kubernetes.io/job-name"
 
-// Copy is one user's copy (execute.Copy).
-type Copy = execute.Copy
+// Copy is one user's copy (migration.Copy).
+type Copy = migration.Copy
 
 // Client is the cluster the executor's steps run against.
-var _ execute.Migrations = (*Client)(nil)
 
 // Job returns a Job as the copy's steps see it; nil when there is none
-// (execute.Migrations).
+// (the executor's Migrations).
 func (c *Client) Job(ctx context.Context, namespace, name string) (*migration.Job, error) {
 	j, err := c.getJob(ctx, namespace, name)
 	if err != nil || j == nil {
@@ -40,7 +38,7 @@ func (c *Client) Job(ctx context.Context, namespace, name string) (*migration.Jo
 	return jobView(j), nil
 }
 
-// CreateCopyTarget creates the copy's target claim (execute.Migrations).
+// CreateCopyTarget creates the copy's target claim (the executor's Migrations).
 func (c *Client) CreateCopyTarget(ctx context.Context, job Copy, src claims.Claim, id string) (string, error) {
 	pvc, err := copyTarget(job, src, id)
 	if err != nil {
@@ -54,7 +52,7 @@ func (c *Client) CreateCopyTarget(ctx context.Context, job Copy, src claims.Clai
 }
 
 // StartCopyJob replaces any Job of the copy Job's name by a new copy Job
-// (execute.Migrations).
+// (the executor's Migrations).
 func (c *Client) StartCopyJob(ctx context.Context, job Copy) error {
 	return c.replaceJob(ctx, CopyJob(job))
 }
@@ -109,7 +107,7 @@ func (c *Client) createOwnClaim(ctx context.Context, pvc *corev1.PersistentVolum
 
 // VerifyCopy runs the verification Job (migration.VerifyScript) for a
 // finished copy, now, and reports whether target holds everything source
-// holds (execute.Cluster). An earlier verification Job is replaced.
+// holds (the executor's Cluster). An earlier verification Job is replaced.
 func (c *Client) VerifyCopy(ctx context.Context, namespace, source, target, image string) (bool, string, error) {
 	name := migration.VerifyJobName(source)
 	// A verification pod cannot mount a home that is not ReadWriteMany while
@@ -310,7 +308,7 @@ func (c *Client) createJob(ctx context.Context, j *batchv1.Job) error {
 }
 
 // DeleteJob deletes a Job in the background; one that is gone is not an
-// error (execute.Migrations).
+// error (the executor's Migrations).
 func (c *Client) DeleteJob(ctx context.Context, namespace, name string) error {
 	policy := metav1.DeletePropagationBackground
 	err := c.Backoff.Retry(ctx, func() error {
@@ -323,7 +321,7 @@ func (c *Client) DeleteJob(ctx context.Context, namespace, name string) error {
 	return explainIf(err, "delete", "jobs", namespace)
 }
 
-// WaitJob waits until a Job succeeded or failed (execute.Migrations).
+// WaitJob waits until a Job succeeded or failed (the executor's Migrations).
 func (c *Client) WaitJob(ctx context.Context, namespace, name string) error {
 	deadline := time.Now().Add(c.CopyTimeout)
 	for {
@@ -349,7 +347,7 @@ func (c *Client) WaitJob(ctx context.Context, namespace, name string) error {
 }
 
 // CopyVerification reads the counts the copy Job wrote to its termination
-// log (execute.Migrations).
+// log (the executor's Migrations).
 func (c *Client) CopyVerification(ctx context.Context, namespace, jobName string) (migration.Verification, error) {
 	var pods *corev1.PodList
 	err := c.Backoff.Retry(ctx, func() (err error) {
@@ -402,7 +400,7 @@ func (c *Client) WriteCopyRecord(ctx context.Context, namespace, source, expecte
 	return value, nil
 }
 
-// AnnotateClaim sets one annotation on a claim (execute.Migrations).
+// AnnotateClaim sets one annotation on a claim (the executor's Migrations).
 func (c *Client) AnnotateClaim(ctx context.Context, namespace, name, key, value string) error {
 	return c.patchClaim(ctx, namespace, name, map[string]any{"metadata": map[string]any{"annotations": map[string]any{key: value}}})
 }

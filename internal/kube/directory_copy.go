@@ -15,7 +15,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/claims"
-	"github.com/jupyter-infra/terraform-provider-jupyter/internal/execute"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/kubespawner"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/migration"
 )
@@ -25,7 +24,6 @@ import (
 // the split, the user's claim of the configured class with the record, a
 // Job copying the directory (mounted read-only) into it, and the claim's
 // copied mark. Nothing here deletes anything but the provider's own Jobs.
-var _ execute.DirectoryCopies = (*Client)(nil)
 
 // DirectoryCopyJobComponent is the app.kubernetes.io/component of the copy
 // Job of a move by copy out of the shared layout.
@@ -43,7 +41,7 @@ const (
 )
 
 // SharedClaimUID is the shared claim's UID; an error when it does not
-// exist or is not bound (execute.DirectoryCopies).
+// exist or is not bound (the executor's DirectoryCopies).
 func (c *Client) SharedClaimUID(ctx context.Context, namespace, claim string) (string, error) {
 	pvc, err := c.GetClaim(ctx, namespace, claim)
 	switch {
@@ -59,7 +57,7 @@ func (c *Client) SharedClaimUID(ctx context.Context, namespace, claim string) (s
 
 // DirectoryUsers lists the unfinished pods in namespace that use one of
 // dirs of claim shared (a home's directory and the places it had before a
-// rename), or that mount claim (execute.DirectoryCopies), from
+// rename), or that mount claim (the executor's DirectoryCopies), from
 // one List of the namespace's pods that are not Succeeded or Failed. A pod
 // uses the directory when a container (init and ephemeral containers too)
 // mounts the shared claim with a subPath equal to dir, above it or below
@@ -130,10 +128,10 @@ func envValue(env []corev1.EnvVar, name string) string {
 }
 
 // CreateDirectoryCopyClaim creates the user's claim of a move by copy
-// (execute.DirectoryCopies): built as HomeClaim builds a home, so that
+// (the executor's DirectoryCopies): built as HomeClaim builds a home, so that
 // KubeSpawner adopts it, of class spec.Class, with the record. A claim of
-// that name that exists is execute.ErrExists.
-func (c *Client) CreateDirectoryCopyClaim(ctx context.Context, rec migration.SplitRecord, spec execute.ClaimSpec) error {
+// that name that exists is claims.ErrExists.
+func (c *Client) CreateDirectoryCopyClaim(ctx context.Context, rec migration.SplitRecord, spec claims.Spec) error {
 	pvc, err := DirectoryCopyClaimObject(rec, spec)
 	if err != nil {
 		return err
@@ -144,7 +142,7 @@ func (c *Client) CreateDirectoryCopyClaim(ctx context.Context, rec migration.Spl
 // DirectoryCopyClaimObject is the user's claim of the move by copy rec:
 // HomeClaim's (class spec.Class, "" for the cluster's default), a file
 // system volume, and the record.
-func DirectoryCopyClaimObject(rec migration.SplitRecord, spec execute.ClaimSpec) (*corev1.PersistentVolumeClaim, error) {
+func DirectoryCopyClaimObject(rec migration.SplitRecord, spec claims.Spec) (*corev1.PersistentVolumeClaim, error) {
 	if rec.Method != migration.MethodDirectoryCopy || rec.Volume != "" || rec.Claim != spec.Name || rec.Namespace != spec.Namespace {
 		return nil, fmt.Errorf("claim %s/%s: the record %+v is not a move by copy to it", spec.Namespace, spec.Name, rec)
 	}
@@ -163,7 +161,7 @@ func DirectoryCopyClaimObject(rec migration.SplitRecord, spec execute.ClaimSpec)
 
 // DirectoryCopyJob returns the copy Job of the move to claim, with the UID
 // of the claim it was made for; nil when none, or when it is being deleted
-// (execute.DirectoryCopies). A Job of that name that is not the
+// (the executor's DirectoryCopies). A Job of that name that is not the
 // provider's (its component label) is an error: it is never deleted.
 func (c *Client) DirectoryCopyJob(ctx context.Context, namespace, claim string) (*migration.Job, error) {
 	name := migration.DirectoryCopyJobName(claim)
@@ -182,10 +180,10 @@ func (c *Client) DirectoryCopyJob(ctx context.Context, namespace, claim string) 
 }
 
 // StartDirectoryCopyJob creates the copy Job of job for the claim of UID
-// claimUID (execute.DirectoryCopies), after deleting any Job of its name
+// claimUID (the executor's DirectoryCopies), after deleting any Job of its name
 // and waiting until it and its pods are gone: no two copies ever write
 // into the claim at once.
-func (c *Client) StartDirectoryCopyJob(ctx context.Context, job execute.DirectoryCopy, claimUID string) error {
+func (c *Client) StartDirectoryCopyJob(ctx context.Context, job migration.DirectoryCopy, claimUID string) error {
 	j := DirectoryCopyJobObject(job, claimUID)
 	if _, err := c.DirectoryCopyJob(ctx, j.Namespace, job.Spec.Name); err != nil {
 		return err // not the provider's
@@ -224,8 +222,8 @@ func (c *Client) startJobAlone(ctx context.Context, j *batchv1.Job) error {
 // JobCapabilities), with the shared claim mounted read-only at /src with
 // subPath job.Directory and the user's claim at /dst; no service account
 // token; the UID of the claim it copies into.
-func DirectoryCopyJobObject(job execute.DirectoryCopy, claimUID string) *batchv1.Job {
-	j := CopyJob(execute.Copy{Namespace: job.Spec.Namespace, Source: job.Shared, Target: job.Spec.Name, Image: job.CopyImage})
+func DirectoryCopyJobObject(job migration.DirectoryCopy, claimUID string) *batchv1.Job {
+	j := CopyJob(migration.Copy{Namespace: job.Spec.Namespace, Source: job.Shared, Target: job.Spec.Name, Image: job.CopyImage})
 	j.Name = migration.DirectoryCopyJobName(job.Spec.Name)
 	j.Labels[kubespawner.LabelAppComponent] = DirectoryCopyJobComponent
 	j.Spec.Template.Labels[kubespawner.LabelAppComponent] = DirectoryCopyJobComponent
@@ -239,7 +237,7 @@ func DirectoryCopyJobObject(job execute.DirectoryCopy, claimUID string) *batchv1
 }
 
 // MarkSplitCopied sets migration.SplitCopiedAnnotation = uid on claim
-// rec.Claim (execute.DirectoryCopies), over the claim as read (its
+// rec.Claim (the executor's DirectoryCopies), over the claim as read (its
 // resourceVersion), only while its UID is uid, its record is exactly rec,
 // and it is not being deleted; otherwise nothing is written (an error).
 func (c *Client) MarkSplitCopied(ctx context.Context, rec migration.SplitRecord, uid string) error {

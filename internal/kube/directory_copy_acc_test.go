@@ -38,12 +38,12 @@ type copyJobsRun struct {
 	afterClaim func()
 }
 
-func (c *copyJobsRun) PrepareDirectory(_ context.Context, job execute.Split) error {
+func (c *copyJobsRun) PrepareDirectory(_ context.Context, job migration.Split) error {
 	c.prepare = append(c.prepare, job.Directory)
 	return nil
 }
 
-func (c *copyJobsRun) CreateDirectoryCopyClaim(ctx context.Context, rec migration.SplitRecord, spec execute.ClaimSpec) error {
+func (c *copyJobsRun) CreateDirectoryCopyClaim(ctx context.Context, rec migration.SplitRecord, spec claims.Spec) error {
 	err := c.Client.CreateDirectoryCopyClaim(ctx, rec, spec)
 	if err == nil && c.afterClaim != nil {
 		c.afterClaim()
@@ -101,10 +101,10 @@ func sharedPod(ns, name, claim, sub, expr string, initDir *string) *corev1.Pod {
 	return p
 }
 
-func dcopyOf(ns, user string) execute.DirectoryCopy {
-	return execute.DirectoryCopy{User: user, Shared: "home-shared", Directory: "home/" + user, UID: 1000, GID: 100, Mode: "0700", Image: "busybox",
+func dcopyOf(ns, user string) migration.DirectoryCopy {
+	return migration.DirectoryCopy{User: user, Shared: "home-shared", Directory: "home/" + user, UID: 1000, GID: 100, Mode: "0700", Image: "busybox",
 		CopyImage: "registry.example.org/tools/rsync:3",
-		Spec: execute.ClaimSpec{Namespace: ns, Name: "claim-" + user, User: user, Mode: safety.RWO, Size: "1Gi", Class: "fast",
+		Spec: claims.Spec{Namespace: ns, Name: "claim-" + user, User: user, Mode: safety.RWO, Size: "1Gi", Class: "fast",
 			Labels: map[string]string{"team": "data"}, Annotations: map[string]string{"example.org/owner": user}}}
 }
 

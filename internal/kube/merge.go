@@ -13,7 +13,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/claims"
-	"github.com/jupyter-infra/terraform-provider-jupyter/internal/execute"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/kubespawner"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/migration"
 )
@@ -23,7 +22,6 @@ import (
 // (mounted read-only) into the user's directory of the shared claim, and
 // the claim's merged mark. Nothing here deletes anything but the
 // provider's own Jobs, and nothing of a claim changes but its annotations.
-var _ execute.Merges = (*Client)(nil)
 
 // MergeJobComponent is the app.kubernetes.io/component of a merge's copy Job.
 const MergeJobComponent = "home-merge"
@@ -34,7 +32,7 @@ const MergeJobComponent = "home-merge"
 const MergeClaimUIDAnnotation = "jupyter-infra.github.io/merge-claim-uid"
 
 // MergeClaim returns the user's claim as a merge sees it; nil when none
-// (execute.Merges).
+// (the executor's Merges).
 func (c *Client) MergeClaim(ctx context.Context, namespace, name string) (*migration.MergeClaim, error) {
 	pvc, err := c.GetClaim(ctx, namespace, name)
 	if err != nil || pvc == nil {
@@ -56,24 +54,24 @@ func mergeClaimOf(pvc *corev1.PersistentVolumeClaim) *migration.MergeClaim {
 }
 
 // MergeUsers lists the pods that use one of dirs of claim shared or mount
-// claim (execute.Merges), as DirectoryUsers, leaving out this merge's own
+// claim (the executor's Merges), as DirectoryUsers, leaving out this merge's own
 // directory and copy Jobs.
 func (c *Client) MergeUsers(ctx context.Context, namespace, shared string, dirs []string, claim string) ([]string, error) {
 	return c.directoryUsers(ctx, namespace, shared, dirs, claim, map[string]string{DirectoryJobName(claim): DirectoryJobComponent, migration.MergeJobName(claim): MergeJobComponent})
 }
 
-// PrepareMergeDirectory makes the merge's directory (execute.Merges): the
+// PrepareMergeDirectory makes the merge's directory (the executor's Merges): the
 // directory Job with kubespawner.MergeDirectoryCommand, which refuses a
 // directory, or an earlier place of the home, that holds anything.
-func (c *Client) PrepareMergeDirectory(ctx context.Context, job execute.Merge) error {
+func (c *Client) PrepareMergeDirectory(ctx context.Context, job migration.Merge) error {
 	j := MergeDirectoryJob(job, c.StepTimeout)
 	return c.runDirectoryJob(ctx, j, job.Directory, job.Shared, fmt.Sprintf("nothing was recorded on claim %s/%s", job.Namespace, job.Claim))
 }
 
 // MergeDirectoryJob is the directory Job of a merge: DirectoryJob's, with
 // the merge's command and environment.
-func MergeDirectoryJob(job execute.Merge, timeout time.Duration) *batchv1.Job {
-	j := DirectoryJob(execute.Split{User: job.User, Shared: job.Shared, Directory: job.Directory, Spec: execute.ClaimSpec{Namespace: job.Namespace, Name: job.Claim},
+func MergeDirectoryJob(job migration.Merge, timeout time.Duration) *batchv1.Job {
+	j := DirectoryJob(migration.Split{User: job.User, Shared: job.Shared, Directory: job.Directory, Spec: claims.Spec{Namespace: job.Namespace, Name: job.Claim},
 		UID: job.UID, GID: job.GID, Mode: job.Mode, Image: job.Image}, timeout)
 	cmd, vars := kubespawner.MergeDirectoryCommand(kubespawner.Directory{Path: job.Directory, UID: job.UID, GID: job.GID, Mode: job.Mode}, job.Earlier)
 	ctr := &j.Spec.Template.Spec.Containers[0]
@@ -84,7 +82,7 @@ func MergeDirectoryJob(job execute.Merge, timeout time.Duration) *batchv1.Job {
 	return j
 }
 
-// RecordMerge writes rec on claim rec.Claim (execute.Merges), over the
+// RecordMerge writes rec on claim rec.Claim (the executor's Merges), over the
 // claim as read (its resourceVersion), only while its UID is rec.ClaimUID,
 // it carries no merge record or mark, and it is not being deleted;
 // otherwise nothing is written (an error). The same record already there
@@ -102,7 +100,7 @@ func (c *Client) RecordMerge(ctx context.Context, rec migration.MergeRecord) err
 }
 
 // MarkMerged sets migration.MergedAnnotation = rec.ClaimUID on claim
-// rec.Claim (execute.Merges), over the claim as read, only while its UID is
+// rec.Claim (the executor's Merges), over the claim as read, only while its UID is
 // rec.ClaimUID, its record is exactly rec, and it is not being deleted;
 // otherwise nothing is written (an error).
 func (c *Client) MarkMerged(ctx context.Context, rec migration.MergeRecord) error {
@@ -155,7 +153,7 @@ func (c *Client) patchMergeClaim(ctx context.Context, rec migration.MergeRecord,
 
 // MergeJob returns the copy Job of the merge of claim, with the UID of the
 // claim it copies; nil when none, or when it is being deleted
-// (execute.Merges). A Job of that name that is not the provider's is an
+// (the executor's Merges). A Job of that name that is not the provider's is an
 // error: it is never deleted.
 func (c *Client) MergeJob(ctx context.Context, namespace, claim string) (*migration.Job, error) {
 	name := migration.MergeJobName(claim)
@@ -173,10 +171,10 @@ func (c *Client) MergeJob(ctx context.Context, namespace, claim string) (*migrat
 	return v, nil
 }
 
-// StartMergeJob creates the copy Job of job (execute.Merges), after
+// StartMergeJob creates the copy Job of job (the executor's Merges), after
 // deleting any Job of its name and waiting until it and its pods are gone:
 // no two copies ever write into the directory at once.
-func (c *Client) StartMergeJob(ctx context.Context, job execute.Merge, claimUID string) error {
+func (c *Client) StartMergeJob(ctx context.Context, job migration.Merge, claimUID string) error {
 	j := MergeJobObject(job, claimUID)
 	if _, err := c.MergeJob(ctx, j.Namespace, job.Claim); err != nil {
 		return err // not the provider's
@@ -189,8 +187,8 @@ func (c *Client) StartMergeJob(ctx context.Context, job execute.Merge, claimUID 
 // with the user's claim mounted read-only at /src and the shared claim at
 // /dst with subPath job.Directory; no service account token; the UID of
 // the claim it copies.
-func MergeJobObject(job execute.Merge, claimUID string) *batchv1.Job {
-	j := CopyJob(execute.Copy{Namespace: job.Namespace, Source: job.Claim, Target: job.Shared, Image: job.CopyImage})
+func MergeJobObject(job migration.Merge, claimUID string) *batchv1.Job {
+	j := CopyJob(migration.Copy{Namespace: job.Namespace, Source: job.Claim, Target: job.Shared, Image: job.CopyImage})
 	j.Name = migration.MergeJobName(job.Claim)
 	j.Labels[kubespawner.LabelAppComponent] = MergeJobComponent
 	j.Spec.Template.Labels[kubespawner.LabelAppComponent] = MergeJobComponent

@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/acctest"
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/claims"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/execute"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/kubespawner"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/migration"
@@ -31,12 +32,12 @@ type mergeJobsRun struct {
 	afterRecord func()
 }
 
-func (c *mergeJobsRun) PrepareMergeDirectory(_ context.Context, job execute.Merge) error {
+func (c *mergeJobsRun) PrepareMergeDirectory(_ context.Context, job migration.Merge) error {
 	c.directories = append(c.directories, "merge:"+job.Directory)
 	return nil
 }
 
-func (c *mergeJobsRun) PrepareDirectory(_ context.Context, job execute.Split) error {
+func (c *mergeJobsRun) PrepareDirectory(_ context.Context, job migration.Split) error {
 	c.directories = append(c.directories, "make:"+job.Directory)
 	return nil
 }
@@ -53,7 +54,7 @@ func (c *mergeJobsRun) RecordMerge(ctx context.Context, rec migration.MergeRecor
 // userClaim is user's claim of the per-user layout, as KubeSpawner makes it.
 func userClaim(t *testing.T, cs kubernetes.Interface, ns, user string) *corev1.PersistentVolumeClaim {
 	t.Helper()
-	pvc, err := HomeClaim(execute.ClaimSpec{Namespace: ns, Name: "claim-" + user, User: user, Mode: safety.RWO, Size: "1Gi", Class: "fast"})
+	pvc, err := HomeClaim(claims.Spec{Namespace: ns, Name: "claim-" + user, User: user, Mode: safety.RWO, Size: "1Gi", Class: "fast"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,8 +64,8 @@ func userClaim(t *testing.T, cs kubernetes.Interface, ns, user string) *corev1.P
 	return pvc
 }
 
-func mergeOf(ns, user, uid string) execute.Merge {
-	return execute.Merge{User: user, Namespace: ns, Claim: "claim-" + user, ClaimUID: uid, Shared: "home-shared", Directory: "home/" + user,
+func mergeOf(ns, user, uid string) migration.Merge {
+	return migration.Merge{User: user, Namespace: ns, Claim: "claim-" + user, ClaimUID: uid, Shared: "home-shared", Directory: "home/" + user,
 		Earlier: []string{"old/" + user}, UID: 1000, GID: 100, Mode: "0700", Image: "busybox", CopyImage: "registry.example.org/tools/rsync:3"}
 }
 

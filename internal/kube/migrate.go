@@ -15,7 +15,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/claims"
-	"github.com/jupyter-infra/terraform-provider-jupyter/internal/execute"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/migration"
 )
 
@@ -166,9 +165,9 @@ func (c *Client) CreateReboundClaim(ctx context.Context, rec migration.Record, v
 		case got.Spec.VolumeName == pvc.Spec.VolumeName && got.Annotations[migration.MigratedAnnotation] == pvc.Annotations[migration.MigratedAnnotation]:
 			return nil
 		}
-		return fmt.Errorf("claim %s/%s: %w", pvc.Namespace, pvc.Name, execute.ErrExists)
+		return fmt.Errorf("claim %s/%s: %w", pvc.Namespace, pvc.Name, claims.ErrExists)
 	})
-	if errors.Is(err, execute.ErrExists) {
+	if errors.Is(err, claims.ErrExists) {
 		return err
 	}
 	return explainIf(err, "create", "persistentvolumeclaims", pvc.Namespace)
@@ -232,7 +231,7 @@ func reboundClaim(rec migration.Record, v migration.Volume) (*corev1.PersistentV
 
 // patchVolume patches the volume v shows, only over the version v shows:
 // a volume that changed since (another apply, the PV binder) is not
-// patched, and the answer is execute.ErrChanged.
+// patched, and the answer is claims.ErrChanged.
 func (c *Client) patchVolume(ctx context.Context, v migration.Volume, patch map[string]any) error {
 	meta, _ := patch["metadata"].(map[string]any)
 	if meta == nil {
@@ -247,11 +246,11 @@ func (c *Client) patchVolume(ctx context.Context, v migration.Volume, patch map[
 	err = c.Backoff.Retry(ctx, func() error {
 		_, err := c.Kube.CoreV1().PersistentVolumes().Patch(ctx, v.Name, types.MergePatchType, body, metav1.PatchOptions{})
 		if apierrors.IsConflict(err) {
-			return fmt.Errorf("volume %s: %w", v.Name, execute.ErrChanged) // not retried: decided again
+			return fmt.Errorf("volume %s: %w", v.Name, claims.ErrChanged) // not retried: decided again
 		}
 		return err
 	})
-	if errors.Is(err, execute.ErrChanged) {
+	if errors.Is(err, claims.ErrChanged) {
 		return err
 	}
 	return explainIf(err, "patch", "persistentvolumes", "")

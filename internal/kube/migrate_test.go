@@ -8,8 +8,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/jupyter-infra/terraform-provider-jupyter/internal/migration"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/hubconfig"
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/migration"
 )
 
 // A rebound claim asks for what the old one did, but never for more than

@@ -13,7 +13,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/acctest"
-	"github.com/jupyter-infra/terraform-provider-jupyter/internal/execute"
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/claims"
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/migration"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/safety"
 )
 
@@ -77,8 +78,8 @@ func TestAccCopyJobsUnderPodSecurity(t *testing.T) {
 			jobs := []*batchv1.Job{
 				CopyJob(Copy{Namespace: ns, Source: "claim-alice", Target: "home-alice", Image: "registry.example.org/tools/rsync:3"}),
 				VerifyJob(ns, "claim-alice", "home-alice", "registry.example.org/tools/rsync:3", time.Hour),
-				DirectoryCopyJobObject(execute.DirectoryCopy{User: "bob", Shared: "home-shared", Directory: "home/bob", CopyImage: "registry.example.org/tools/rsync:3",
-					Spec: execute.ClaimSpec{Namespace: ns, Name: "claim-bob"}}, "uid-1"),
+				DirectoryCopyJobObject(migration.DirectoryCopy{User: "bob", Shared: "home-shared", Directory: "home/bob", CopyImage: "registry.example.org/tools/rsync:3",
+					Spec: claims.Spec{Namespace: ns, Name: "claim-bob"}}, "uid-1"),
 			}
 			for _, j := range jobs {
 				warned.take()

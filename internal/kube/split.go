@@ -18,7 +18,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/claims"
-	"github.com/jupyter-infra/terraform-provider-jupyter/internal/execute"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/kubespawner"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/migration"
 )
@@ -28,7 +27,6 @@ import (
 // the directory if it is missing, a volume on the directory, the user's
 // claim naming it. Nothing here deletes or changes a file, a volume or a
 // claim that exists.
-var _ execute.Splits = (*Client)(nil)
 
 // DirectoryJobComponent is the app.kubernetes.io/component of the Job that
 // makes a user's missing directory on the shared claim.
@@ -39,7 +37,7 @@ const DirectoryJobComponent = "home-directory"
 const DirectoryJobTTL = time.Hour
 
 // SharedSource returns the source of the volume the shared claim is bound
-// to, and the claim's UID (execute.Splits).
+// to, and the claim's UID (the executor's Splits).
 func (c *Client) SharedSource(ctx context.Context, namespace, claim string) (migration.VolumeSource, string, error) {
 	pvc, pv, err := c.sharedVolume(ctx, namespace, claim)
 	if err != nil {
@@ -106,13 +104,13 @@ func sourceKind(s corev1.PersistentVolumeSource) string {
 }
 
 // PrepareDirectory makes sure job's directory exists on the shared claim
-// (execute.Splits): a Job mounting the shared claim runs the script of the
+// (the executor's Splits): a Job mounting the shared claim runs the script of the
 // layout's init container (kubespawner.SharedDirectoryCommand), which
 // makes a missing directory with job's owner and mode and leaves an
 // existing one as it is, as root with only the init container's
 // capabilities. A Job of its name left from before is replaced; the Job is
 // deleted when it ended.
-func (c *Client) PrepareDirectory(ctx context.Context, job execute.Split) error {
+func (c *Client) PrepareDirectory(ctx context.Context, job migration.Split) error {
 	return c.runDirectoryJob(ctx, DirectoryJob(job, c.StepTimeout), job.Directory, job.Shared, fmt.Sprintf("no volume or claim was made for %s", job.User))
 }
 
@@ -192,7 +190,7 @@ func DirectoryJobName(claim string) string {
 // when it is missing: the shared claim mounted where the layout's init
 // container mounts it, the init container's script and environment, root
 // with only its capabilities, no retry, and a deadline of timeout.
-func DirectoryJob(job execute.Split, timeout time.Duration) *batchv1.Job {
+func DirectoryJob(job migration.Split, timeout time.Duration) *batchv1.Job {
 	cmd, vars := kubespawner.SharedDirectoryCommand(kubespawner.Directory{Path: job.Directory, MovedFrom: job.MovedFrom, UID: job.UID, GID: job.GID, Mode: job.Mode})
 	env := make([]corev1.EnvVar, 0, len(vars))
 	for _, v := range vars {
@@ -243,7 +241,7 @@ func DirectoryJob(job execute.Split, timeout time.Duration) *batchv1.Job {
 }
 
 // SplitVolume returns the split's volume as it is now; nil when none
-// (execute.Splits). A record that cannot be read is no record: the volume
+// (the executor's Splits). A record that cannot be read is no record: the volume
 // is not this split's.
 func (c *Client) SplitVolume(ctx context.Context, name string) (*migration.SplitVolume, error) {
 	pv, err := c.findVolume(ctx, name)
@@ -258,7 +256,7 @@ func (c *Client) SplitVolume(ctx context.Context, name string) (*migration.Split
 }
 
 // SplitClaim returns the user's claim as the split sees it; nil when none
-// (execute.Splits).
+// (the executor's Splits).
 func (c *Client) SplitClaim(ctx context.Context, namespace, name string) (*migration.SplitClaim, error) {
 	pvc, err := c.GetClaim(ctx, namespace, name)
 	if err != nil || pvc == nil {
@@ -280,14 +278,14 @@ func splitRecordOf(ann map[string]string) *migration.SplitRecord {
 	return &rec
 }
 
-// CreateSplitVolume creates volume rec.Volume on src (execute.Splits):
+// CreateSplitVolume creates volume rec.Volume on src (the executor's Splits):
 // reclaim policy Retain, mode spec.Mode, capacity spec.Size, no storage
 // class, a claimRef to rec's claim by namespace, name and UID, the record, and
 // what else the shared volume says about mounting the same file system
 // (mount options, node affinity, a CSI volume's fsType and secrets). A
 // host path must be a directory that exists: kubelet then refuses to
 // mount a missing one instead of the container runtime making it empty.
-func (c *Client) CreateSplitVolume(ctx context.Context, rec migration.SplitRecord, src migration.VolumeSource, spec execute.ClaimSpec, claimUID string) error {
+func (c *Client) CreateSplitVolume(ctx context.Context, rec migration.SplitRecord, src migration.VolumeSource, spec claims.Spec, claimUID string) error {
 	size, err := resource.ParseQuantity(spec.Size)
 	if err != nil {
 		return fmt.Errorf("the size %q of %s/%s: %w", spec.Size, rec.Namespace, rec.Claim, err)
@@ -308,11 +306,11 @@ func (c *Client) CreateSplitVolume(ctx context.Context, rec migration.SplitRecor
 		if apierrors.IsAlreadyExists(err) {
 			// Decided again from what the cluster shows: an earlier attempt of
 			// this create (its answer lost) is found as this split's volume.
-			return fmt.Errorf("volume %s: %w", pv.Name, execute.ErrExists)
+			return fmt.Errorf("volume %s: %w", pv.Name, claims.ErrExists)
 		}
 		return err
 	})
-	if errors.Is(err, execute.ErrExists) {
+	if errors.Is(err, claims.ErrExists) {
 		return err
 	}
 	return explainIf(err, "create", "persistentvolumes", "")
@@ -361,11 +359,11 @@ func SplitPersistentVolume(rec migration.SplitRecord, src migration.VolumeSource
 }
 
 // CreateSplitClaim creates the user's claim on the split's volume
-// (execute.Splits): built as HomeClaim builds a home, so that KubeSpawner
+// (the executor's Splits): built as HomeClaim builds a home, so that KubeSpawner
 // adopts it, with no storage class (the binder matches it to the volume,
 // and no default class is set on it), naming volume rec.Volume, with the
-// record. A claim of that name that exists is execute.ErrExists.
-func (c *Client) CreateSplitClaim(ctx context.Context, rec migration.SplitRecord, spec execute.ClaimSpec) error {
+// record. A claim of that name that exists is claims.ErrExists.
+func (c *Client) CreateSplitClaim(ctx context.Context, rec migration.SplitRecord, spec claims.Spec) error {
 	pvc, err := SplitClaimObject(rec, spec)
 	if err != nil {
 		return err
@@ -374,16 +372,16 @@ func (c *Client) CreateSplitClaim(ctx context.Context, rec migration.SplitRecord
 }
 
 // createRecordedClaim creates a move's claim, its record on it; one of
-// that name that exists is execute.ErrExists (never taken over).
+// that name that exists is claims.ErrExists (never taken over).
 func (c *Client) createRecordedClaim(ctx context.Context, pvc *corev1.PersistentVolumeClaim) error {
 	err := c.Backoff.Retry(ctx, func() error {
 		_, err := c.Kube.CoreV1().PersistentVolumeClaims(pvc.Namespace).Create(ctx, pvc, metav1.CreateOptions{})
 		if apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("claim %s/%s: %w", pvc.Namespace, pvc.Name, execute.ErrExists)
+			return fmt.Errorf("claim %s/%s: %w", pvc.Namespace, pvc.Name, claims.ErrExists)
 		}
 		return err
 	})
-	if errors.Is(err, execute.ErrExists) {
+	if errors.Is(err, claims.ErrExists) {
 		return err
 	}
 	return explainIf(err, "create", "persistentvolumeclaims", pvc.Namespace)
@@ -391,7 +389,7 @@ func (c *Client) createRecordedClaim(ctx context.Context, pvc *corev1.Persistent
 
 // SplitClaimObject is the user's claim of the split rec: HomeClaim's, with
 // storage class "", volume rec.Volume and the record.
-func SplitClaimObject(rec migration.SplitRecord, spec execute.ClaimSpec) (*corev1.PersistentVolumeClaim, error) {
+func SplitClaimObject(rec migration.SplitRecord, spec claims.Spec) (*corev1.PersistentVolumeClaim, error) {
 	spec.Class = ""
 	pvc, err := HomeClaim(spec)
 	if err != nil {

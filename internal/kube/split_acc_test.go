@@ -26,7 +26,7 @@ import (
 // (TestAccSplitOnNode); here every other step runs against the API server.
 type directoryMade struct{ *Client }
 
-func (directoryMade) PrepareDirectory(context.Context, execute.Split) error { return nil }
+func (directoryMade) PrepareDirectory(context.Context, migration.Split) error { return nil }
 
 // sharedClaim creates a claim bound to a volume of src, as a shared home
 // claim of the shared layout is (zero-to-jupyterhub's "static" storage),
@@ -76,9 +76,9 @@ func sharedClaim(t *testing.T, cs kubernetes.Interface, ns, name string, src cor
 	return got
 }
 
-func splitOf(ns, user string) execute.Split {
-	return execute.Split{User: user, Shared: "home-shared", Directory: "home/" + user, UID: 1000, GID: 100, Mode: "0700", Image: testcluster.ToolsImage,
-		Spec: execute.ClaimSpec{Namespace: ns, Name: "claim-" + user, User: user, Mode: safety.RWX, Size: "1Gi",
+func splitOf(ns, user string) migration.Split {
+	return migration.Split{User: user, Shared: "home-shared", Directory: "home/" + user, UID: 1000, GID: 100, Mode: "0700", Image: testcluster.ToolsImage,
+		Spec: claims.Spec{Namespace: ns, Name: "claim-" + user, User: user, Mode: safety.RWX, Size: "1Gi",
 			Class: "a-class-the-split-claim-must-not-name", Labels: map[string]string{"team": "data"}, Annotations: map[string]string{"example.org/owner": user}}}
 }
 
@@ -225,7 +225,7 @@ func TestAccSplit(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	for _, job := range []execute.Split{carol, dave} {
+	for _, job := range []migration.Split{carol, dave} {
 		before, _ := admin.CoreV1().PersistentVolumeClaims(ns).Get(ctx, job.Spec.Name, metav1.GetOptions{})
 		if _, err := runner.Split(ctx, job); err == nil || !strings.Contains(err.Error(), "never taken over") {
 			t.Errorf("%s's claim made by someone else: %v", job.User, err)

@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/acctest"
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/claims"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/execute"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/kube"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/migration"
@@ -78,7 +79,7 @@ func TestAccSplitOnNode(t *testing.T) {
 
 	start := time.Now()
 	runner := execute.SplitRunner{Cluster: client}
-	for _, job := range []execute.Split{splitJob(ns, "alice", 1000, "0700"), splitJob(ns, "carol", 1001, "0750")} {
+	for _, job := range []migration.Split{splitJob(ns, "alice", 1000, "0700"), splitJob(ns, "carol", 1001, "0750")} {
 		t0 := time.Now()
 		if step, err := runner.Split(ctx, job); err != nil || step != migration.StepDone {
 			t.Fatalf("%s: %s %v", job.User, step, err)
@@ -190,9 +191,9 @@ func TestAccSplitOnNode(t *testing.T) {
 	}
 }
 
-func splitJob(ns, user string, uid int64, mode string) execute.Split {
-	return execute.Split{User: user, Shared: "home-shared", Directory: "home/" + user, UID: uid, GID: 100, Mode: mode, Image: testcluster.ToolsImage,
-		Spec: execute.ClaimSpec{Namespace: ns, Name: "claim-" + user, User: user, Mode: safety.RWX, Size: "1Gi"}}
+func splitJob(ns, user string, uid int64, mode string) migration.Split {
+	return migration.Split{User: user, Shared: "home-shared", Directory: "home/" + user, UID: uid, GID: 100, Mode: mode, Image: testcluster.ToolsImage,
+		Spec: claims.Spec{Namespace: ns, Name: "claim-" + user, User: user, Mode: safety.RWX, Size: "1Gi"}}
 }
 
 // homesTree writes alice's and bob's homes under root/home, as their

@@ -29,8 +29,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/acctest"
-	"github.com/jupyter-infra/terraform-provider-jupyter/internal/hubtest"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/hubconfig"
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/hubtest"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/testcluster"
 )
 

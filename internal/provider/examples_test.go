@@ -11,8 +11,8 @@ import (
 	"github.com/hashicorp/terraform-plugin-go/tfprotov6"
 	"github.com/zclconf/go-cty/cty"
 
-	"github.com/jupyter-infra/terraform-provider-jupyter/internal/hubtest"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/hubconfig"
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/hubtest"
 )
 
 // The examples under examples/spawner are applied here as written, read

@@ -13,6 +13,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/claims"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/execute"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/kube"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/kubespawner"
@@ -281,7 +282,7 @@ func (r *homeStorageResource) client() *kube.Client { return r.data.client() }
 
 // addFindings is the one adapter from the decision cores' findings to
 // Terraform's diagnostics, at the attribute each names.
-func addFindings(diags *diag.Diagnostics, fs []safety.Finding, isError bool) {
+func addFindings(diags *diag.Diagnostics, fs []claims.Finding, isError bool) {
 	for _, f := range fs {
 		if isError {
 			diags.AddAttributeError(findingPath(f.Attribute), f.Summary, f.Detail)

@@ -176,7 +176,7 @@ func (r *homeStorageResource) apply(ctx context.Context, plan, state *homeStorag
 	}
 	ex := &execute.Apply{Cluster: client, Parallel: kube.Parallelism, Unreachable: kube.Unreachable, AfterStep: r.data.AfterStep}
 	if plan.StorageClass != nil {
-		var prior *execute.StorageClass
+		var prior *claims.StorageClass
 		if state != nil && state.StorageClass != nil {
 			c := classOf(state.StorageClass)
 			prior = &c
@@ -213,7 +213,7 @@ func (r *homeStorageResource) apply(ctx context.Context, plan, state *homeStorag
 	if res.CreateShared {
 		// Decided on the claims just read: it is still missing, and never existed.
 		sh := cfg.Shared
-		if !ex.SharedClaim(ctx, execute.ClaimSpec{Namespace: cfg.Namespace, Name: sh.Claim, Mode: cfg.AccessMode, Class: cfg.StorageClass, Size: sh.Capacity,
+		if !ex.SharedClaim(ctx, claims.Spec{Namespace: cfg.Namespace, Name: sh.Claim, Mode: cfg.AccessMode, Class: cfg.StorageClass, Size: sh.Capacity,
 			Labels: labels, Annotations: annotations, Shared: true}) {
 			reportOutcome(diags, ex.Outcome)
 			return false
@@ -232,7 +232,7 @@ func (r *homeStorageResource) apply(ctx context.Context, plan, state *homeStorag
 	// at apply catches most of these before this point).
 	sel := execute.Select(res, planned, known)
 	reportReconcile(diags, sel.Refused, sel.Moot)
-	spec := execute.ClaimSpec{Mode: cfg.AccessMode, Class: cfg.StorageClass, Size: cfg.Capacity, Labels: labels, Annotations: annotations}
+	spec := claims.Spec{Mode: cfg.AccessMode, Class: cfg.StorageClass, Size: cfg.Capacity, Labels: labels, Annotations: annotations}
 	ex.Homes(ctx, sel, spec, cfg.Migration.CopyImage)
 	out := homesOutcomeOf(sel, ex.Outcome)
 	hadMigrations, migrated := runPlannedMigrations(ctx, ex, plan, state, cfg, res, sel, spec, !out.unreachable)
@@ -277,7 +277,7 @@ func recordPlaces(ctx context.Context, client *kube.Client, live safety.Live, re
 // server can be reached) and sets migration_status. It reports whether
 // the plan showed any, and whether they ran.
 func runPlannedMigrations(ctx context.Context, ex *execute.Apply, plan, state *homeStorageModel, cfg safety.Config, res safety.Result,
-	sel execute.Selection, spec execute.ClaimSpec, reachable bool) (planned, ran bool) {
+	sel execute.Selection, spec claims.Spec, reachable bool) (planned, ran bool) {
 	var migrations []migrationItem
 	for _, it := range migrationItems(res, toMigrate) {
 		if sel.Migrate[it.key] {

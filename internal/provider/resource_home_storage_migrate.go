@@ -232,7 +232,7 @@ type migrationStatusEntry struct {
 // max_parallel at a time, and returns migration_status. Failures are
 // reported with the apply's other failures (reportOutcome); no data is lost
 // by a failure at any step (the volume is retained from the first step on).
-func runMigrations(ctx context.Context, ex *execute.Apply, plan *homeStorageModel, items []migrationItem, cfg safety.Config, res safety.Result, spec execute.ClaimSpec) types.String {
+func runMigrations(ctx context.Context, ex *execute.Apply, plan *homeStorageModel, items []migrationItem, cfg safety.Config, res safety.Result, spec claims.Spec) types.String {
 	labels := spec.Labels
 	ms := make([]execute.Migration, len(items))
 	for i, it := range items {
@@ -250,7 +250,7 @@ func runMigrations(ctx context.Context, ex *execute.Apply, plan *homeStorageMode
 			if up.CopyResume != nil {
 				to = up.CopyResume.To
 			}
-			ms[i].Copy = &execute.Copy{User: up.User, Namespace: up.Namespace, Source: up.ClaimName, Target: up.Target, To: to,
+			ms[i].Copy = &migration.Copy{User: up.User, Namespace: up.Namespace, Source: up.ClaimName, Target: up.Target, To: to,
 				StorageClass: cfg.StorageClass, Capacity: cfg.Capacity, Image: cfg.Migration.CopyImage, ExtraLabels: labels}
 		default:
 			job := execute.Rebind{User: up.User, Namespace: up.Namespace, Claim: up.ClaimName, Volume: up.Volume, To: cfg.AccessMode, UID: it.uid}
@@ -281,22 +281,22 @@ func runMigrations(ctx context.Context, ex *execute.Apply, plan *homeStorageMode
 // directory (as the planner checked, the one a resumed move began from),
 // the places it had before a rename, and the owner, mode and image of a
 // directory the move makes.
-func splitJob(plan *homeStorageModel, cfg safety.Config, res safety.Result, up safety.UserPlan, spec execute.ClaimSpec) *execute.Split {
+func splitJob(plan *homeStorageModel, cfg safety.Config, res safety.Result, up safety.UserPlan, spec claims.Spec) *migration.Split {
 	sh := plan.splitFrom()
 	dir, _ := kubespawner.Expand(cfg.SplitFrom.SubPathTemplate, up.User, "", cfg.Scheme) // the plan expanded it
-	spec = spec.For(up)
+	spec = execute.SpecFor(spec, up)
 	spec.Class = ""
-	return &execute.Split{User: up.User, Shared: cfg.SplitFrom.Claim, Directory: dir, MovedFrom: safety.MovedDirectories(res.MovedFrom, up.User), Spec: spec,
+	return &migration.Split{User: up.User, Shared: cfg.SplitFrom.Claim, Directory: dir, MovedFrom: safety.MovedDirectories(res.MovedFrom, up.User), Spec: spec,
 		UID: sh.DirectoryUID.ValueInt64(), GID: sh.DirectoryGID.ValueInt64(), Mode: sh.DirectoryMode.ValueString(), Image: sh.InitImage.ValueString()}
 }
 
 // directoryCopyJob is the move of up's home out of the shared layout by a
 // copy: as splitJob, into a claim of the configured class, with the copy
 // image.
-func directoryCopyJob(plan *homeStorageModel, cfg safety.Config, res safety.Result, up safety.UserPlan, spec execute.ClaimSpec) *execute.DirectoryCopy {
+func directoryCopyJob(plan *homeStorageModel, cfg safety.Config, res safety.Result, up safety.UserPlan, spec claims.Spec) *migration.DirectoryCopy {
 	s := splitJob(plan, cfg, res, up, spec)
-	spec = spec.For(up)
-	return &execute.DirectoryCopy{User: s.User, Shared: s.Shared, Directory: s.Directory, MovedFrom: s.MovedFrom, Spec: spec, UID: s.UID, GID: s.GID, Mode: s.Mode, Image: s.Image,
+	spec = execute.SpecFor(spec, up)
+	return &migration.DirectoryCopy{User: s.User, Shared: s.Shared, Directory: s.Directory, MovedFrom: s.MovedFrom, Spec: spec, UID: s.UID, GID: s.GID, Mode: s.Mode, Image: s.Image,
 		CopyImage: cfg.Migration.CopyImage}
 }
 
@@ -305,10 +305,10 @@ func directoryCopyJob(plan *homeStorageModel, cfg safety.Config, res safety.Resu
 // expanded, the places the home had before a rename (one with files
 // refuses the merge), the owner, mode and image of a directory the merge
 // makes, and the copy image.
-func mergeJob(plan *homeStorageModel, cfg safety.Config, res safety.Result, up safety.UserPlan, uid string) *execute.Merge {
+func mergeJob(plan *homeStorageModel, cfg safety.Config, res safety.Result, up safety.UserPlan, uid string) *migration.Merge {
 	sh := plan.SharedHome
 	dir, _ := kubespawner.Expand(cfg.MergeInto.SubPathTemplate, up.User, "", cfg.Scheme) // the plan expanded it
-	return &execute.Merge{User: up.User, Namespace: up.Namespace, Claim: up.ClaimName, ClaimUID: uid, Shared: cfg.MergeInto.Claim, Directory: dir,
+	return &migration.Merge{User: up.User, Namespace: up.Namespace, Claim: up.ClaimName, ClaimUID: uid, Shared: cfg.MergeInto.Claim, Directory: dir,
 		Earlier: safety.MovedDirectories(res.MovedFrom, up.User), UID: sh.DirectoryUID.ValueInt64(), GID: sh.DirectoryGID.ValueInt64(),
 		Mode: sh.DirectoryMode.ValueString(), Image: sh.InitImage.ValueString(), CopyImage: cfg.Migration.CopyImage}
 }

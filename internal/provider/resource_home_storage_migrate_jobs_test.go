@@ -6,7 +6,7 @@ import (
 
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
-	"github.com/jupyter-infra/terraform-provider-jupyter/internal/execute"
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/claims"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/kubespawner"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/safety"
 )
@@ -23,10 +23,10 @@ func TestMoveJobs_earlierPlaces(t *testing.T) {
 	res := safety.Result{MovedFrom: []string{"{escaped_username}", "old_/{safe_username}"}}
 	up := safety.UserPlan{User: "Ada", Namespace: "hub", ClaimName: "claim-ada"}
 	want := []string{"-41da", "old_/ada---99a563ab"} // KubeSpawner's escaped and safe names of Ada
-	if got := splitJob(plan, cfg, res, up, execute.ClaimSpec{}).MovedFrom; !slices.Equal(got, want) {
+	if got := splitJob(plan, cfg, res, up, claims.Spec{}).MovedFrom; !slices.Equal(got, want) {
 		t.Errorf("zero copy: %q, want %q", got, want)
 	}
-	if got := directoryCopyJob(plan, cfg, res, up, execute.ClaimSpec{}).MovedFrom; !slices.Equal(got, want) {
+	if got := directoryCopyJob(plan, cfg, res, up, claims.Spec{}).MovedFrom; !slices.Equal(got, want) {
 		t.Errorf("by copy: %q, want %q", got, want)
 	}
 }

@@ -22,8 +22,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/acctest"
-	"github.com/jupyter-infra/terraform-provider-jupyter/internal/migration"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/hubconfig"
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/migration"
 )
 
 // migratingHomes seeds users' RWO Longhorn homes, each bound to its own CSI

@@ -18,6 +18,7 @@ import (
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/execute"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/kubespawner"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/migration"
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/parallel"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/safety"
 )
 
@@ -78,7 +79,7 @@ func homesReport(o execute.Outcome) (head, body string) {
 		switch {
 		case h.Err == nil:
 			continue
-		case errors.Is(h.Err, execute.ErrNotAttempted):
+		case errors.Is(h.Err, parallel.ErrNotAttempted):
 			notAttempted++
 		default:
 			lines = append(lines, fmt.Sprintf("%s (%s, %s): %v", h.Plan.Who(), h.Plan.ClaimName, h.Plan.Action, h.Err))
@@ -141,8 +142,8 @@ func migrationsReport(ms []execute.MigrationOutcome) (head, body string) {
 // classOf is the StorageClass storage_class describes, its defaults
 // applied. A value not known yet (at plan) is one no class has, so that it
 // counts as changed.
-func classOf(sc *scModel) execute.StorageClass {
-	out := execute.StorageClass{Name: knownString(sc.Name), Provisioner: knownString(sc.Provisioner), ReclaimPolicy: reclaim(sc), BindingMode: binding(sc),
+func classOf(sc *scModel) claims.StorageClass {
+	out := claims.StorageClass{Name: knownString(sc.Name), Provisioner: knownString(sc.Provisioner), ReclaimPolicy: reclaim(sc), BindingMode: binding(sc),
 		AllowExpansion: sc.AllowVolumeExpansion.IsNull() || sc.AllowVolumeExpansion.ValueBool(),
 		Labels:         map[string]string{kubespawner.LabelAppManagedBy: claims.ManagedBy}}
 	if !sc.Parameters.IsNull() && !sc.Parameters.IsUnknown() {

@@ -14,6 +14,7 @@ import (
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/claims"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/execute"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/migration"
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/parallel"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/safety"
 )
 
@@ -23,7 +24,7 @@ func TestReportOutcome_oneError(t *testing.T) {
 	home := func(user string, action safety.Action, err error) execute.HomeOutcome {
 		return execute.HomeOutcome{Plan: safety.UserPlan{User: user, ClaimName: "claim-" + user, Action: action}, Err: err}
 	}
-	notAttempted := fmt.Errorf("%w: the API server could not be reached: refused", execute.ErrNotAttempted)
+	notAttempted := fmt.Errorf("%w: the API server could not be reached: refused", parallel.ErrNotAttempted)
 	o := execute.Outcome{
 		Class: &execute.ClassOutcome{Name: "homes", Done: []string{"updated in place"}},
 		Homes: []execute.HomeOutcome{home("alice", safety.ActionCreate, nil), home("bob", safety.ActionResize, errors.New("connection refused")),

@@ -22,9 +22,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/claims"
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/hubconfig"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/kube"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/kubespawner"
-	"github.com/jupyter-infra/terraform-provider-jupyter/internal/hubconfig"
 )
 
 type spawnerConfigResource struct{ data *providerData }
@@ -234,7 +234,7 @@ func (r *spawnerConfigResource) ModifyPlan(ctx context.Context, req resource.Mod
 			return
 		}
 		for i := range live {
-			nodes = append(nodes, kube.NodeFromCore(&live[i]))
+			nodes = append(nodes, nodeOf(&live[i]))
 		}
 	}
 	resp.Diagnostics.Append(spawnerConfigDiagnostics(res, nodes, int(plan.ColocatedServers.ValueInt64()))...)

@@ -26,8 +26,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/acctest"
-	"github.com/jupyter-infra/terraform-provider-jupyter/internal/kubespawner"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/hubconfig"
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/kubespawner"
 )
 
 const configAddr = "jupyter_spawner_config.hub"

@@ -20,9 +20,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/claims"
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/hubconfig"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/kube"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/kubespawner"
-	"github.com/jupyter-infra/terraform-provider-jupyter/internal/hubconfig"
 )
 
 type spawnerProfileResource struct{ data *providerData }
@@ -303,7 +303,7 @@ func (r *spawnerProfileResource) ModifyPlan(ctx context.Context, req resource.Mo
 	}
 	nodes := make([]hubconfig.Node, len(live))
 	for i := range live {
-		nodes[i] = kube.NodeFromCore(&live[i])
+		nodes[i] = nodeOf(&live[i])
 	}
 	resp.Diagnostics.Append(profileNodeDiagnostics(p, nodes, plan.RequireSchedulable.ValueBool())...)
 }

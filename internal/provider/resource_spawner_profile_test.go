@@ -17,7 +17,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/acctest"
-	"github.com/jupyter-infra/terraform-provider-jupyter/internal/kube"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/hubconfig"
 )
 
@@ -82,7 +81,7 @@ func TestSpawnerProfile_nodeDiagnostics(t *testing.T) {
 			n.Status.Allocatable["nvidia.com/gpu"] = *kresource.NewQuantity(gpus, kresource.DecimalSI)
 			n.Spec.Taints = []corev1.Taint{{Key: "nvidia.com/gpu", Value: "true", Effect: corev1.TaintEffectNoSchedule}}
 		}
-		return kube.NodeFromCore(n)
+		return nodeOf(n)
 	}
 	nodes := []hubconfig.Node{mk("cpu-a", "4", "16Gi", 0), mk("gpu-a", "8", "32Gi", 1)}
 	gpu := hubconfig.Profile{Slug: "gpu", DisplayName: "GPU", CPUGuarantee: one(2), MemGuarantee: "8G", GPU: &hubconfig.GPU{Count: 1}}

@@ -16,9 +16,8 @@ func Destroy(cfg Config, prior Prior, live Live) Result {
 	var res Result
 	res.Class = ClassNone
 	if sh := DirectoryOf(cfg); sh != nil && cfg.DeletionPolicy == DeletionDelete {
-		res.Warnings = append(res.Warnings, Finding{"deletion_policy", "The shared home claim stays",
-			fmt.Sprintf("deletion_policy = \"delete\" never deletes claim %s/%s, which holds the homes of the shared layout (also when this resource created it, shared_home.create_claim): "+
-				"destroy leaves it with its data.", cfg.Namespace, sh.Claim)})
+		res.Warnings = append(res.Warnings, claims.Finding{Attribute: "deletion_policy", Summary: "The shared home claim stays", Detail: fmt.Sprintf("deletion_policy = \"delete\" never deletes claim %s/%s, which holds the homes of the shared layout (also when this resource created it, shared_home.create_claim): "+
+			"destroy leaves it with its data.", cfg.Namespace, sh.Claim)})
 	}
 	if cfg.Shared != nil {
 		return res // the shared layout manages no per-user claim, and never deletes the shared one
@@ -50,8 +49,7 @@ func Destroy(cfg Config, prior Prior, live Live) Result {
 		if c.Username != "" && c.Username != u || serverHomeUnder(cfg.NameTemplate, cfg.Scheme, c.Username, c.Servername, c.Name) {
 			// Not the home this resource made for u (a template that names
 			// another user's or a named server's claim alike): never deleted.
-			res.Warnings = append(res.Warnings, Finding{"deletion_policy", "A claim of a managed home's name belongs to someone else",
-				fmt.Sprintf("Claim %s has the name of user %q's home but belongs to %s: destroy leaves it as it is.", up.Ref(), u, ownerOf(c))})
+			res.Warnings = append(res.Warnings, claims.Finding{Attribute: "deletion_policy", Summary: "A claim of a managed home's name belongs to someone else", Detail: fmt.Sprintf("Claim %s has the name of user %q's home but belongs to %s: destroy leaves it as it is.", up.Ref(), u, ownerOf(c))})
 			continue
 		}
 		up.Live = c
@@ -74,16 +72,13 @@ func Destroy(cfg Config, prior Prior, live Live) Result {
 	}
 	switch {
 	case len(mounted) > 0:
-		res.Errors = append(res.Errors, Finding{"deletion_policy", "A running server uses a claim that would be deleted",
-			fmt.Sprintf("These claims are mounted by a running pod; the delete would hang on kubernetes.io/pvc-protection:\n%s\nStop these users' servers first.", describe(mounted))})
+		res.Errors = append(res.Errors, claims.Finding{Attribute: "deletion_policy", Summary: "A running server uses a claim that would be deleted", Detail: fmt.Sprintf("These claims are mounted by a running pod; the delete would hang on kubernetes.io/pvc-protection:\n%s\nStop these users' servers first.", describe(mounted))})
 	case len(del) > 0:
 		res.Class = ClassDestructive
-		res.Warnings = append(res.Warnings, Finding{"deletion_policy", "Destroying deletes home claims",
-			fmt.Sprintf("deletion_policy = \"delete\" and allow_data_loss = true: destroy deletes %d home claim(s) and the data in them:\n%s", len(del), describe(del))})
+		res.Warnings = append(res.Warnings, claims.Finding{Attribute: "deletion_policy", Summary: "Destroying deletes home claims", Detail: fmt.Sprintf("deletion_policy = \"delete\" and allow_data_loss = true: destroy deletes %d home claim(s) and the data in them:\n%s", len(del), describe(del))})
 	case len(res.Users) > 0:
-		res.Warnings = append(res.Warnings, Finding{"deletion_policy", "Home claims stay after destroy",
-			fmt.Sprintf("deletion_policy = %q: the %d managed home claim(s) in namespace %s are left in place with their data; Terraform only forgets them.",
-				orDefault(cfg.DeletionPolicy, DeletionRetain), len(res.Users), cfg.Namespace)})
+		res.Warnings = append(res.Warnings, claims.Finding{Attribute: "deletion_policy", Summary: "Home claims stay after destroy", Detail: fmt.Sprintf("deletion_policy = %q: the %d managed home claim(s) in namespace %s are left in place with their data; Terraform only forgets them.",
+			orDefault(cfg.DeletionPolicy, DeletionRetain), len(res.Users), cfg.Namespace)})
 	}
 	return res
 }

@@ -513,7 +513,7 @@ func TestPlanMerge_withoutAStateAPodOnADirectory(t *testing.T) {
 	live.DirectoriesInUse = &use
 	res := Plan(mergeConfig("alice", "bob"), nil, live)
 	var named []string
-	for _, f := range append(append([]Finding{}, res.Errors...), res.Warnings...) {
+	for _, f := range append(append([]claims.Finding{}, res.Errors...), res.Warnings...) {
 		if f.Summary != "Homes are merged from the next apply on" && strings.Contains(f.Detail, "claim-bob") {
 			named = append(named, f.Summary)
 		}

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/claims"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/migration"
 )
 
@@ -130,15 +131,14 @@ func CheckPodSecurity(res *Result, levels map[string]PodSecurity) {
 		if len(nss) == 1 {
 			ns, back = nss[0], levels[nss[0]].Enforce
 		}
-		res.Errors = append(res.Errors, Finding{"migration", "Pod Security admission would refuse the copy Jobs' pods",
-			fmt.Sprintf("A copy runs a Job in the home's namespace: rsync as root with only the capabilities CHOWN, DAC_OVERRIDE, FOWNER and FSETID, "+
-				"which keeping every file's owner, mode, ACLs and extended attributes needs (and so does the verification before an old home's delete). "+
-				"Pod Security's restricted level admits no pod that runs as root, and these namespaces enforce it, so apply would create Jobs whose pods are never admitted:\n%s\n"+
-				"Nothing was changed. Choose one:\n"+
-				"  - label the namespace baseline for the migration, which these pods pass: kubectl label namespace %s %s=%s --overwrite, and set it back to %s once migration_status shows the copies done;\n"+
-				"  - use migration.method = \"rebind\" where the backend allows it (Longhorn, NFS, EFS, CephFS, or a driver listed in migration.rebind_drivers): no pod runs;\n"+
-				"  - leave these homes as they are for now with on_mode_change = \"keep_existing\" (for a verification: migration.delete_copied_sources = false keeps the old homes).",
-				list, ns, PodSecurityEnforceLabel, PodSecurityBaseline, back)})
+		res.Errors = append(res.Errors, claims.Finding{Attribute: "migration", Summary: "Pod Security admission would refuse the copy Jobs' pods", Detail: fmt.Sprintf("A copy runs a Job in the home's namespace: rsync as root with only the capabilities CHOWN, DAC_OVERRIDE, FOWNER and FSETID, "+
+			"which keeping every file's owner, mode, ACLs and extended attributes needs (and so does the verification before an old home's delete). "+
+			"Pod Security's restricted level admits no pod that runs as root, and these namespaces enforce it, so apply would create Jobs whose pods are never admitted:\n%s\n"+
+			"Nothing was changed. Choose one:\n"+
+			"  - label the namespace baseline for the migration, which these pods pass: kubectl label namespace %s %s=%s --overwrite, and set it back to %s once migration_status shows the copies done;\n"+
+			"  - use migration.method = \"rebind\" where the backend allows it (Longhorn, NFS, EFS, CephFS, or a driver listed in migration.rebind_drivers): no pod runs;\n"+
+			"  - leave these homes as they are for now with on_mode_change = \"keep_existing\" (for a verification: migration.delete_copied_sources = false keeps the old homes).",
+			list, ns, PodSecurityEnforceLabel, PodSecurityBaseline, back)})
 		res.Class = ClassNone
 	}
 	if len(reported) > 0 {
@@ -154,8 +154,7 @@ func CheckPodSecurity(res *Result, levels map[string]PodSecurity) {
 			}
 			return line(reported, nss[i], strings.Join(labels, ", "))
 		})
-		res.Warnings = append(res.Warnings, Finding{"migration", "Pod Security will report the copy Jobs",
-			fmt.Sprintf("These namespaces enforce a level that admits the copy Jobs' pods, and warn of or audit restricted, which they violate (they run as root with CHOWN, DAC_OVERRIDE, FOWNER and FSETID to keep owners, modes, ACLs and extended attributes):\n%s\n"+
-				"The copies run; the API server warns when each Job is created (warn) and records it in the audit log (audit).", list)})
+		res.Warnings = append(res.Warnings, claims.Finding{Attribute: "migration", Summary: "Pod Security will report the copy Jobs", Detail: fmt.Sprintf("These namespaces enforce a level that admits the copy Jobs' pods, and warn of or audit restricted, which they violate (they run as root with CHOWN, DAC_OVERRIDE, FOWNER and FSETID to keep owners, modes, ACLs and extended attributes):\n%s\n"+
+			"The copies run; the API server warns when each Job is created (warn) and records it in the audit log (audit).", list)})
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/claims"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/kubespawner"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/migration"
 )
@@ -51,9 +52,8 @@ func livePlaces(live Live, key string, res *Result) []string {
 		}
 	}
 	if err != nil {
-		res.Errors = append(res.Errors, Finding{"shared_home.claim_name", "The shared claim's list of earlier home directories cannot be read",
-			fmt.Sprintf("Claim %s/%s, annotation %s: %v. It lists where homes were before a change of sub_path_template or slug_scheme (renamed from there at spawn, or left there); without it users could start in new, empty directories, or in another user's old one. "+
-				"Restore it, as a JSON array of templates such as [\"{escaped_username}\"].", live.Shared.Namespace, live.Shared.Name, key, err)})
+		res.Errors = append(res.Errors, claims.Finding{Attribute: "shared_home.claim_name", Summary: "The shared claim's list of earlier home directories cannot be read", Detail: fmt.Sprintf("Claim %s/%s, annotation %s: %v. It lists where homes were before a change of sub_path_template or slug_scheme (renamed from there at spawn, or left there); without it users could start in new, empty directories, or in another user's old one. "+
+			"Restore it, as a JSON array of templates such as [\"{escaped_username}\"].", live.Shared.Namespace, live.Shared.Name, key, err)})
 	}
 	return list
 }
@@ -74,9 +74,8 @@ func placesOf(cfg Config, prior *Prior, live Live, res *Result) []string {
 	}
 	full := migration.WithMovedFrom(list, prior.MovedFrom...)
 	if len(full) > len(list) {
-		res.Warnings = append(res.Warnings, Finding{"shared_home.claim_name", "The shared claim lost earlier places of homes",
-			fmt.Sprintf("Claim %s/%s lacks places the last apply recorded (annotation %s): %q. Users whose home is still there would start in new, empty directories; apply records them again.",
-				cfg.Namespace, now.Claim, migration.MovedFromAnnotation, full[len(list):])})
+		res.Warnings = append(res.Warnings, claims.Finding{Attribute: "shared_home.claim_name", Summary: "The shared claim lost earlier places of homes", Detail: fmt.Sprintf("Claim %s/%s lacks places the last apply recorded (annotation %s): %q. Users whose home is still there would start in new, empty directories; apply records them again.",
+			cfg.Namespace, now.Claim, migration.MovedFromAnnotation, full[len(list):])})
 	}
 	return full
 }
@@ -127,11 +126,10 @@ func checkPlaces(cfg Config, places, left []string, res *Result) {
 	if len(left) > 0 {
 		where = append(where, fmt.Sprintf("a keep left old homes at %q", left))
 	}
-	res.Errors = append(res.Errors, Finding{"shared_home.sub_path_template", "Homes renamed at spawn could be taken by another home",
-		fmt.Sprintf("On claim %s/%s %s (recorded on the claim). With sub_path_template %q and slug_scheme %q, some of those directories can be another user's or another server's for some names:\n%s\n"+
-			"A user whose directory is missing would rename another user's home into their own, or mount another user's old home. Choose a sub_path_template whose directories none of those places can give, "+
-			"for any name: a directory of its own with a character no name has (e.g. \"homes_v2/{username}\"), or keep the old names ({escaped_username} keeps KubeSpawner's names from before version 7).",
-			cfg.Namespace, sh.Claim, strings.Join(where, ", and "), sh.SubPathTemplate, cfg.Scheme, CutLines(bad))})
+	res.Errors = append(res.Errors, claims.Finding{Attribute: "shared_home.sub_path_template", Summary: "Homes renamed at spawn could be taken by another home", Detail: fmt.Sprintf("On claim %s/%s %s (recorded on the claim). With sub_path_template %q and slug_scheme %q, some of those directories can be another user's or another server's for some names:\n%s\n"+
+		"A user whose directory is missing would rename another user's home into their own, or mount another user's old home. Choose a sub_path_template whose directories none of those places can give, "+
+		"for any name: a directory of its own with a character no name has (e.g. \"homes_v2/{username}\"), or keep the old names ({escaped_username} keeps KubeSpawner's names from before version 7).",
+		cfg.Namespace, sh.Claim, strings.Join(where, ", and "), sh.SubPathTemplate, cfg.Scheme, CutLines(bad))})
 }
 
 // leftBy adds to res.LeftAt the place a change with on_layout_change =
@@ -147,8 +145,7 @@ func leftBy(cfg Config, prior *Prior, m moves, res *Result) {
 	was := prior.Config
 	entry, err := kubespawner.SchemeFree(was.Shared.SubPathTemplate, was.Scheme)
 	if err != nil {
-		res.Errors = append(res.Errors, Finding{"on_layout_change", "The old directories cannot be recorded",
-			fmt.Sprintf("Homes left by a keep are recorded on the shared claim as a template any scheme expands alike, so that no later template gives a user one of them: %v. Change the template and the scheme in separate applies.", err)})
+		res.Errors = append(res.Errors, claims.Finding{Attribute: "on_layout_change", Summary: "The old directories cannot be recorded", Detail: fmt.Sprintf("Homes left by a keep are recorded on the shared claim as a template any scheme expands alike, so that no later template gives a user one of them: %v. Change the template and the scheme in separate applies.", err)})
 		return
 	}
 	res.LeftAt = migration.WithMovedFrom(res.LeftAt, entry)
@@ -174,37 +171,32 @@ func MovedDirectories(movedFrom []string, user string) []string {
 // earlier template.
 func checkRenames(cfg Config, prior *Prior, m moves, list string, res *Result) {
 	if m.relayout || prior == nil || prior.Config.Shared == nil || cfg.Shared == nil {
-		res.Errors = append(res.Errors, Finding{"on_layout_change", "Homes can be renamed only within the shared claim",
-			fmt.Sprintf("on_layout_change = \"move\" renames users' directories of one shared claim when sub_path_template or slug_scheme changes. This change moves homes to another claim or layout:\n%s\n"+
-				"Use on_layout_change = \"migrate\" to move homes out of the shared layout into claims of their own, or \"keep\" to leave the old homes where they are.", list)})
+		res.Errors = append(res.Errors, claims.Finding{Attribute: "on_layout_change", Summary: "Homes can be renamed only within the shared claim", Detail: fmt.Sprintf("on_layout_change = \"move\" renames users' directories of one shared claim when sub_path_template or slug_scheme changes. This change moves homes to another claim or layout:\n%s\n"+
+			"Use on_layout_change = \"migrate\" to move homes out of the shared layout into claims of their own, or \"keep\" to leave the old homes where they are.", list)})
 		return
 	}
 	was := prior.Config
 	if kubespawner.NamesServer(was.Shared.SubPathTemplate) && !kubespawner.NamesServer(cfg.Shared.SubPathTemplate) {
-		res.Errors = append(res.Errors, Finding{"shared_home.sub_path_template", "Homes of named servers cannot be renamed into one directory",
-			fmt.Sprintf("%q gives each of a user's servers a directory of its own, %q one for all of them: a rename cannot merge them. Use on_layout_change = \"keep\" and merge them by hand.",
-				was.Shared.SubPathTemplate, cfg.Shared.SubPathTemplate)})
+		res.Errors = append(res.Errors, claims.Finding{Attribute: "shared_home.sub_path_template", Summary: "Homes of named servers cannot be renamed into one directory", Detail: fmt.Sprintf("%q gives each of a user's servers a directory of its own, %q one for all of them: a rename cannot merge them. Use on_layout_change = \"keep\" and merge them by hand.",
+			was.Shared.SubPathTemplate, cfg.Shared.SubPathTemplate)})
 		return
 	}
 	entry, err := kubespawner.SchemeFree(was.Shared.SubPathTemplate, was.Scheme)
 	if err != nil {
-		res.Errors = append(res.Errors, Finding{"on_layout_change", "The old directories cannot be found at spawn",
-			fmt.Sprintf("The hub finds a user's old directory by the old template under the new scheme: %v. Change the template and the scheme in separate applies, or use on_layout_change = \"keep\".", err)})
+		res.Errors = append(res.Errors, claims.Finding{Attribute: "on_layout_change", Summary: "The old directories cannot be found at spawn", Detail: fmt.Sprintf("The hub finds a user's old directory by the old template under the new scheme: %v. Change the template and the scheme in separate applies, or use on_layout_change = \"keep\".", err)})
 		return
 	}
 	if bad := renameConflicts(was, cfg); len(bad) > 0 {
-		res.Errors = append(res.Errors, Finding{"shared_home.sub_path_template", "A user's new directory is, or is inside, another home",
-			fmt.Sprintf("Renamed, these listed users' homes would take the place of another home, or move inside one:\n%s\n"+
-				"The user would see the other home's files. Choose a sub_path_template and slug_scheme that give no listed user another user's old directory.", CutLines(bad))})
+		res.Errors = append(res.Errors, claims.Finding{Attribute: "shared_home.sub_path_template", Summary: "A user's new directory is, or is inside, another home", Detail: fmt.Sprintf("Renamed, these listed users' homes would take the place of another home, or move inside one:\n%s\n"+
+			"The user would see the other home's files. Choose a sub_path_template and slug_scheme that give no listed user another user's old directory.", CutLines(bad))})
 		return
 	}
 	res.MovedFrom = migration.WithMovedFrom(res.MovedFrom, entry)
-	res.Warnings = append(res.Warnings, Finding{"on_layout_change", "Users' home directories are renamed at their next spawn",
-		fmt.Sprintf("With on_layout_change = \"move\", %d listed user(s) find their home under its new name: the hub renames their directory (one rename on the shared file system, nothing copied) "+
-			"when they next start a server, and until then it stays where it is:\n%s\n"+
-			"A home found at both places with files in each, or whose new place holds files, is not renamed: that user's spawn fails, naming both, until a person keeps one. "+
-			"Claim %s/%s records the old place (annotation %s) for every later spawn.",
-			len(m.listed), list, cfg.Namespace, cfg.Shared.Claim, migration.MovedFromAnnotation)})
+	res.Warnings = append(res.Warnings, claims.Finding{Attribute: "on_layout_change", Summary: "Users' home directories are renamed at their next spawn", Detail: fmt.Sprintf("With on_layout_change = \"move\", %d listed user(s) find their home under its new name: the hub renames their directory (one rename on the shared file system, nothing copied) "+
+		"when they next start a server, and until then it stays where it is:\n%s\n"+
+		"A home found at both places with files in each, or whose new place holds files, is not renamed: that user's spawn fails, naming both, until a person keeps one. "+
+		"Claim %s/%s records the old place (annotation %s) for every later spawn.",
+		len(m.listed), list, cfg.Namespace, cfg.Shared.Claim, migration.MovedFromAnnotation)})
 }
 
 // renameConflicts names the listed users whose new directory under now is

@@ -273,15 +273,6 @@ type UserPlan struct {
 	TargetLive *claims.Claim // the new claim, when it exists
 }
 
-// Finding is a diagnostic: the attribute it is about (a path such as
-// "migration" or "profile_options[0].choices[\"gpu\"]"), a summary and a
-// detail that says what, who, why and how to proceed.
-type Finding struct {
-	Attribute string
-	Summary   string
-	Detail    string
-}
-
 // Result is the outcome of Plan or Destroy.
 type Result struct {
 	Class Class
@@ -293,8 +284,8 @@ type Result struct {
 	LegacyUsers        []string   // users kept on a claim that differs from the config
 	ColocationRequired bool       // some user's home cannot be shared across nodes
 	Extra              []UserPlan // other per-user claims (Config.ExtraVolumes) that differ or migrate
-	Errors             []Finding
-	Warnings           []Finding
+	Errors             []claims.Finding
+	Warnings           []claims.Finding
 	// MovedFrom are the templates of the places homes had under earlier
 	// settings, which the layout's init container renames a missing
 	// directory from (migration.MovedFromAnnotation): the shared claim's
@@ -480,11 +471,11 @@ type pausedRebind struct {
 }
 
 func (p *planner) errorf(attr, summary, format string, a ...any) {
-	p.res.Errors = append(p.res.Errors, Finding{attr, summary, fmt.Sprintf(format, a...)})
+	p.res.Errors = append(p.res.Errors, claims.Finding{Attribute: attr, Summary: summary, Detail: fmt.Sprintf(format, a...)})
 }
 
 func (p *planner) warnf(attr, summary, format string, a ...any) {
-	p.res.Warnings = append(p.res.Warnings, Finding{attr, summary, fmt.Sprintf(format, a...)})
+	p.res.Warnings = append(p.res.Warnings, claims.Finding{Attribute: attr, Summary: summary, Detail: fmt.Sprintf(format, a...)})
 }
 
 // run plans every user, then the findings, the co-location and the class.

@@ -148,7 +148,7 @@ type want struct {
 	hasNot []string
 }
 
-func checkFindings(t *testing.T, kind string, got []Finding, wants []want) {
+func checkFindings(t *testing.T, kind string, got []claims.Finding, wants []want) {
 	t.Helper()
 	for _, f := range got {
 		if !knownAttributes[f.Attribute] {
@@ -181,7 +181,7 @@ func checkFindings(t *testing.T, kind string, got []Finding, wants []want) {
 	}
 }
 
-func dump(fs []Finding) string {
+func dump(fs []claims.Finding) string {
 	var b strings.Builder
 	for _, f := range fs {
 		fmt.Fprintf(&b, "  [%s] %s: %s\n", f.Attribute, f.Summary, f.Detail)
@@ -1262,7 +1262,7 @@ func checkRest(t *testing.T, c Config, live Live, r Result, recreate bool, legac
 	if r.ColocationRequired != colocation {
 		t.Errorf("colocation required %v, want %v", r.ColocationRequired, colocation)
 	}
-	for _, fs := range [][]Finding{r.Errors, r.Warnings} {
+	for _, fs := range [][]claims.Finding{r.Errors, r.Warnings} {
 		for _, f := range fs {
 			if !knownAttributes[f.Attribute] {
 				t.Errorf("finding %q names unknown attribute %q", f.Summary, f.Attribute)
@@ -1293,7 +1293,7 @@ func checkDestroyInvariants(t *testing.T, c Config, r Result) {
 	if r.Class == ClassSafe {
 		t.Errorf("destroy is never merely safe")
 	}
-	for _, fs := range [][]Finding{r.Errors, r.Warnings} {
+	for _, fs := range [][]claims.Finding{r.Errors, r.Warnings} {
 		for _, f := range fs {
 			if !knownAttributes[f.Attribute] {
 				t.Errorf("destroy finding %q names unknown attribute %q", f.Summary, f.Attribute)

@@ -255,17 +255,15 @@ func someUserGets(cfg Config, dir string) bool {
 func checkLayoutMoves(cfg Config, prior *Prior, live Live, res *Result) {
 	m := layoutMoves(cfg, prior, live)
 	if m.parent != "" {
-		res.Errors = append(res.Errors, Finding{"shared_home.sub_path_template", "A user would get the directory that holds the old homes",
-			fmt.Sprintf("Under the new settings a user can get directory %q of the shared claim, which holds the homes of the old settings: that user's server would mount all of them. "+
-				"Choose a sub_path_template that keeps the old homes out of every user's directory (e.g. keep the \"%s/\" prefix). on_layout_change cannot allow this.", m.parent, m.parent)})
+		res.Errors = append(res.Errors, claims.Finding{Attribute: "shared_home.sub_path_template", Summary: "A user would get the directory that holds the old homes", Detail: fmt.Sprintf("Under the new settings a user can get directory %q of the shared claim, which holds the homes of the old settings: that user's server would mount all of them. "+
+			"Choose a sub_path_template that keeps the old homes out of every user's directory (e.g. keep the \"%s/\" prefix). on_layout_change cannot allow this.", m.parent, m.parent)})
 	}
 	if len(m.mounted) > 0 {
-		res.Warnings = append(res.Warnings, Finding{"layout", "Claims no move made are mounted instead of directories",
-			fmt.Sprintf("While homes move out of the shared layout the hub mounts a server's claim wherever one exists. %d claim(s) were not made by a move: "+
-				"their servers mount them, not their directories of the shared claim, and whatever is in those directories is not what they see:\n%s\n"+
-				"A claim kept from an earlier layout is expected here. One created since the move began (by hand, or by another tool) hides the user's directory: "+
-				"save what it holds, delete it, and the user's next spawn mounts the directory again (and the next apply moves it).",
-				len(m.mounted), CutLines(m.mounted))})
+		res.Warnings = append(res.Warnings, claims.Finding{Attribute: "layout", Summary: "Claims no move made are mounted instead of directories", Detail: fmt.Sprintf("While homes move out of the shared layout the hub mounts a server's claim wherever one exists. %d claim(s) were not made by a move: "+
+			"their servers mount them, not their directories of the shared claim, and whatever is in those directories is not what they see:\n%s\n"+
+			"A claim kept from an earlier layout is expected here. One created since the move began (by hand, or by another tool) hides the user's directory: "+
+			"save what it holds, delete it, and the user's next spawn mounts the directory again (and the next apply moves it).",
+			len(m.mounted), CutLines(m.mounted))})
 	}
 	if len(m.listed) == 0 && m.example == "" {
 		return
@@ -290,9 +288,8 @@ func checkLayoutMoves(cfg Config, prior *Prior, live Live, res *Result) {
 	}
 	if cfg.OnLayoutChange == OnLayoutChangeKeep {
 		leftBy(cfg, prior, m, res)
-		res.Warnings = append(res.Warnings, Finding{"on_layout_change", what,
-			fmt.Sprintf("With on_layout_change = \"keep\", %d listed user(s) start in another home (new and empty unless it exists); their old ones stay where they are, untouched, and no longer mounted:\n%s",
-				len(m.listed), list)})
+		res.Warnings = append(res.Warnings, claims.Finding{Attribute: "on_layout_change", Summary: what, Detail: fmt.Sprintf("With on_layout_change = \"keep\", %d listed user(s) start in another home (new and empty unless it exists); their old ones stay where they are, untouched, and no longer mounted:\n%s",
+			len(m.listed), list)})
 		return
 	}
 	fix := "Keep the settings that name their homes (namespace, shared_home.claim_name, shared_home.sub_path_template, slug_scheme, pvc_name_template; a template on " +
@@ -306,9 +303,8 @@ func checkLayoutMoves(cfg Config, prior *Prior, live Live, res *Result) {
 		fix = "The merge's hub mounts a user's claim until it is merged: where the directory is the user's home now, save what the claim holds and delete it before the merge (the merge then leaves the directory as it is); " +
 			"where the claim is, apply the per-user layout first, then the merge."
 	}
-	res.Errors = append(res.Errors, Finding{"on_layout_change", what,
-		fmt.Sprintf("After this change %d listed user(s) would find their home somewhere else (a new, empty one unless it exists); what they had stays where it was, no longer mounted:\n%s\n%s",
-			len(m.listed), list, fix)})
+	res.Errors = append(res.Errors, claims.Finding{Attribute: "on_layout_change", Summary: what, Detail: fmt.Sprintf("After this change %d listed user(s) would find their home somewhere else (a new, empty one unless it exists); what they had stays where it was, no longer mounted:\n%s\n%s",
+		len(m.listed), list, fix)})
 }
 
 // planShared plans the shared layout: no per-user claim is created,
@@ -328,23 +324,20 @@ func planShared(cfg Config, prior *Prior, live Live) Result {
 		if class == "" {
 			class = "the cluster's default class"
 		}
-		res.Warnings = append(res.Warnings, Finding{"shared_home.create_claim", "The shared home claim is created",
-			fmt.Sprintf("Claim %s/%s does not exist: apply creates it (%s, %s, %s, with the resource's labels and annotations and %s: %s). "+
-				"It starts empty; the init container makes each user's directory at their first spawn. "+
-				"The provider never changes or deletes it: not on destroy (whatever deletion_policy says), not on replacement, not when create_claim is turned off or shared_home removed.",
-				cfg.Namespace, sh.Claim, cfg.AccessMode, class, sh.Capacity, claims.SharedCreatedAnnotation, claims.SharedCreatedBy)})
+		res.Warnings = append(res.Warnings, claims.Finding{Attribute: "shared_home.create_claim", Summary: "The shared home claim is created", Detail: fmt.Sprintf("Claim %s/%s does not exist: apply creates it (%s, %s, %s, with the resource's labels and annotations and %s: %s). "+
+			"It starts empty; the init container makes each user's directory at their first spawn. "+
+			"The provider never changes or deletes it: not on destroy (whatever deletion_policy says), not on replacement, not when create_claim is turned off or shared_home removed.",
+			cfg.Namespace, sh.Claim, cfg.AccessMode, class, sh.Capacity, claims.SharedCreatedAnnotation, claims.SharedCreatedBy)})
 	case c == nil:
-		res.Errors = append(res.Errors, Finding{"shared_home.claim_name", "The shared home claim does not exist",
-			fmt.Sprintf("Claim %s/%s holds every user's home in this layout and was not found. Create it (a ReadWriteMany claim on a shared file system), name the existing one, "+
-				"or set shared_home.create_claim = true (with shared_home.capacity) to have this resource create it.",
-				cfg.Namespace, sh.Claim)})
+		res.Errors = append(res.Errors, claims.Finding{Attribute: "shared_home.claim_name", Summary: "The shared home claim does not exist", Detail: fmt.Sprintf("Claim %s/%s holds every user's home in this layout and was not found. Create it (a ReadWriteMany claim on a shared file system), name the existing one, "+
+			"or set shared_home.create_claim = true (with shared_home.capacity) to have this resource create it.",
+			cfg.Namespace, sh.Claim)})
 	default:
 		if f := SharedClaimProblem(cfg.Namespace, cfg.AccessMode, c); f != nil {
 			res.Errors = append(res.Errors, *f)
 		} else if cfg.AccessMode != RWX {
-			res.Warnings = append(res.Warnings, Finding{"shared_home.claim_name", "The shared home claim is not ReadWriteMany",
-				fmt.Sprintf("Claim %s/%s is %v: every user's server mounts it, so all servers must run on the node it is attached to. That works on a one-node cluster; "+
-					"elsewhere servers on other nodes fail with Multi-Attach errors. Use a ReadWriteMany claim on a shared file system.", cfg.Namespace, sh.Claim, c.AccessModes)})
+			res.Warnings = append(res.Warnings, claims.Finding{Attribute: "shared_home.claim_name", Summary: "The shared home claim is not ReadWriteMany", Detail: fmt.Sprintf("Claim %s/%s is %v: every user's server mounts it, so all servers must run on the node it is attached to. That works on a one-node cluster; "+
+				"elsewhere servers on other nodes fail with Multi-Attach errors. Use a ReadWriteMany claim on a shared file system.", cfg.Namespace, sh.Claim, c.AccessModes)})
 		}
 	}
 	res.MovedFrom = placesOf(cfg, prior, live, &res)
@@ -369,14 +362,12 @@ func planShared(cfg Config, prior *Prior, live Live) Result {
 	}
 	slices.Sort(moving)
 	if len(moving) > 0 {
-		res.Errors = append(res.Errors, Finding{"shared_home", "A migration of per-user homes is in progress",
-			fmt.Sprintf("These homes are being migrated by an earlier apply; the shared layout would leave them half-way:\n%s\nFinish the migration (apply with the per-user layout until migration_status says done) first.",
-				CutLines(moving))})
+		res.Errors = append(res.Errors, claims.Finding{Attribute: "shared_home", Summary: "A migration of per-user homes is in progress", Detail: fmt.Sprintf("These homes are being migrated by an earlier apply; the shared layout would leave them half-way:\n%s\nFinish the migration (apply with the per-user layout until migration_status says done) first.",
+			CutLines(moving))})
 	}
 	if len(kept) > 0 {
-		res.Warnings = append(res.Warnings, Finding{"shared_home", "Per-user home claims are not mounted in the shared layout",
-			fmt.Sprintf("%d per-user home claim(s) exist; servers mount their directory of %s/%s instead, and these claims stay as they are:\n%s",
-				len(kept), cfg.Namespace, sh.Claim, CutLines(kept))})
+		res.Warnings = append(res.Warnings, claims.Finding{Attribute: "shared_home", Summary: "Per-user home claims are not mounted in the shared layout", Detail: fmt.Sprintf("%d per-user home claim(s) exist; servers mount their directory of %s/%s instead, and these claims stay as they are:\n%s",
+			len(kept), cfg.Namespace, sh.Claim, CutLines(kept))})
 	}
 	switch {
 	case prior == nil && sh.Create:
@@ -399,15 +390,13 @@ func planShared(cfg Config, prior *Prior, live Live) Result {
 // in namespace whose access_mode is mode: it is being deleted, or it has
 // another access mode; nil when it can. The plan and the apply (a claim
 // made between them, which apply keeps as it is) ask the same.
-func SharedClaimProblem(namespace, mode string, c *claims.Claim) *Finding {
+func SharedClaimProblem(namespace, mode string, c *claims.Claim) *claims.Finding {
 	switch {
 	case c.Deleting:
-		return &Finding{"shared_home.claim_name", "The shared home claim is being deleted",
-			fmt.Sprintf("Claim %s/%s is being deleted; no server could mount it. It goes once the pods using it stop.", namespace, c.Name)}
+		return &claims.Finding{Attribute: "shared_home.claim_name", Summary: "The shared home claim is being deleted", Detail: fmt.Sprintf("Claim %s/%s is being deleted; no server could mount it. It goes once the pods using it stop.", namespace, c.Name)}
 	case !slices.Contains(c.AccessModes, mode):
-		return &Finding{"access_mode", "The shared home claim has another access mode",
-			fmt.Sprintf("Claim %s/%s is %v, and access_mode says %s. In the shared layout access_mode is the shared claim's: the hub pins users' servers to one node by it. Set access_mode to the claim's mode.",
-				namespace, c.Name, c.AccessModes, mode)}
+		return &claims.Finding{Attribute: "access_mode", Summary: "The shared home claim has another access mode", Detail: fmt.Sprintf("Claim %s/%s is %v, and access_mode says %s. In the shared layout access_mode is the shared claim's: the hub pins users' servers to one node by it. Set access_mode to the claim's mode.",
+			namespace, c.Name, c.AccessModes, mode)}
 	}
 	return nil
 }
@@ -442,25 +431,23 @@ func sharedExisted(cfg Config, sh *SharedHome, prior *Prior, live Live) []string
 
 // sharedGone is the finding of a shared claim that existed and is gone,
 // which create_claim never makes again.
-func sharedGone(cfg Config, sh *SharedHome, existed []string) Finding {
-	return Finding{"shared_home.create_claim", "The shared home claim existed and is gone",
-		fmt.Sprintf("Claim %s/%s held every user's home and does not exist any more:\n%s\n"+
-			"A new claim of that name would be empty, and every user's server would start in an empty home; shared_home.create_claim never creates a claim that existed. "+
-			"Restore it: if its volume is kept (reclaim policy Retain, phase Released), create the claim bound to it (spec.volumeName, after clearing the volume's spec.claimRef), "+
-			"or restore it from a backup. If the homes are lost for good and users are to start empty, create the empty claim yourself; the plan then finds it.",
-			cfg.Namespace, sh.Claim, CutLines(existed))}
+func sharedGone(cfg Config, sh *SharedHome, existed []string) claims.Finding {
+	return claims.Finding{Attribute: "shared_home.create_claim", Summary: "The shared home claim existed and is gone", Detail: fmt.Sprintf("Claim %s/%s held every user's home and does not exist any more:\n%s\n"+
+		"A new claim of that name would be empty, and every user's server would start in an empty home; shared_home.create_claim never creates a claim that existed. "+
+		"Restore it: if its volume is kept (reclaim policy Retain, phase Released), create the claim bound to it (spec.volumeName, after clearing the volume's spec.claimRef), "+
+		"or restore it from a backup. If the homes are lost for good and users are to start empty, create the empty claim yourself; the plan then finds it.",
+		cfg.Namespace, sh.Claim, CutLines(existed))}
 }
 
 // adoptionWarnings are what a plan without a state says of the directories
 // of cfg's shared layout (the shared layout's, or the one homes move out
 // of): it cannot see which the hub mounts now, and names the listed users
 // whose directory older KubeSpawners named otherwise.
-func adoptionWarnings(cfg Config) []Finding {
+func adoptionWarnings(cfg Config) []claims.Finding {
 	sh := cfg.Shared
-	out := []Finding{{"shared_home.sub_path_template", "The plan cannot see which directories the hub mounts now",
-		fmt.Sprintf("This resource is new (or its state was removed), so nothing says where servers find their homes today. shared_home.claim_name, sub_path_template (%q) and slug_scheme (%q) "+
-			"must be what the hub uses now (zero-to-jupyterhub: singleuser.storage.static.pvcName and .subPath; Nebari classic: home/{username}); otherwise users start in new, empty directories.",
-			sh.SubPathTemplate, cfg.Scheme)}}
+	out := []claims.Finding{{Attribute: "shared_home.sub_path_template", Summary: "The plan cannot see which directories the hub mounts now", Detail: fmt.Sprintf("This resource is new (or its state was removed), so nothing says where servers find their homes today. shared_home.claim_name, sub_path_template (%q) and slug_scheme (%q) "+
+		"must be what the hub uses now (zero-to-jupyterhub: singleuser.storage.static.pvcName and .subPath; Nebari classic: home/{username}); otherwise users start in new, empty directories.",
+		sh.SubPathTemplate, cfg.Scheme)}}
 	return append(out, adoptionWarning(cfg)...)
 }
 
@@ -468,7 +455,7 @@ func adoptionWarnings(cfg Config) []Finding {
 // scheme differs from KubeSpawner's names before version 7, when the
 // layout is adopted (no prior state): a hub that ran an older KubeSpawner
 // kept their homes under the other name.
-func adoptionWarning(cfg Config) []Finding {
+func adoptionWarning(cfg Config) []claims.Finding {
 	other := kubespawner.SchemeEscape
 	if cfg.Scheme == kubespawner.SchemeEscape {
 		return nil
@@ -484,10 +471,9 @@ func adoptionWarning(cfg Config) []Finding {
 	if len(differ) == 0 {
 		return nil
 	}
-	return []Finding{{"slug_scheme", "Some users' directories are named differently than older KubeSpawner named them",
-		fmt.Sprintf("Under slug_scheme %q these listed users' directories differ from the names KubeSpawner gave them before version 7 (scheme \"escape\"):\n%s\n"+
-			"If the hub ran an older KubeSpawner, their homes are under the old names, and they would start in new, empty directories. "+
-			"Set slug_scheme = \"escape\", or a sub_path_template on {escaped_username}, to keep them.", cfg.Scheme, CutLines(differ))}}
+	return []claims.Finding{{Attribute: "slug_scheme", Summary: "Some users' directories are named differently than older KubeSpawner named them", Detail: fmt.Sprintf("Under slug_scheme %q these listed users' directories differ from the names KubeSpawner gave them before version 7 (scheme \"escape\"):\n%s\n"+
+		"If the hub ran an older KubeSpawner, their homes are under the old names, and they would start in new, empty directories. "+
+		"Set slug_scheme = \"escape\", or a sub_path_template on {escaped_username}, to keep them.", cfg.Scheme, CutLines(differ))}}
 }
 
 // copyInFlight: the claim is the source of a copy not yet switched to.

@@ -19,7 +19,7 @@ func sharedLive(modes ...string) Live {
 	return Live{Shared: &claims.Claim{Namespace: "hub", Name: "home-nfs", UID: "s1", AccessModes: modes, Phase: "Bound"}}
 }
 
-func findingsText(fs []Finding) string {
+func findingsText(fs []claims.Finding) string {
 	var b strings.Builder
 	for _, f := range fs {
 		b.WriteString(f.Attribute + ": " + f.Summary + "\n" + f.Detail + "\n")
@@ -284,7 +284,7 @@ func creatingConfig(users ...string) Config {
 	return cfg
 }
 
-func findingAt(fs []Finding, attr, summary string) bool {
+func findingAt(fs []claims.Finding, attr, summary string) bool {
 	for _, f := range fs {
 		if f.Attribute == attr && strings.Contains(f.Summary, summary) {
 			return true

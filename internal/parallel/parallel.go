@@ -1,4 +1,4 @@
-package execute
+package parallel
 
 import (
 	"context"
