@@ -26,13 +26,13 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/acctest"
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/hubconfig"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/hubtest"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/kube"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/kubespawner"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/migration"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/provider"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/safety"
-	"github.com/jupyter-infra/terraform-provider-jupyter/internal/hubconfig"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/testcluster"
 )
 
