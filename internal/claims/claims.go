@@ -1,5 +1,3 @@
-// Package claims is the provider's view of one live home claim, free of
-// Kubernetes client types so that the safety core and its tests can use it.
 package claims
 
 import (

@@ -2,7 +2,8 @@
 // only the layers below them (DESIGN.md's map, in layers.txt), no function of
 // the project's own code takes a positional boolean parameter, at most a few
 // functions are long (more than 60 lines or 15 branches; schemas aside), and
-// every test file is named after the source file it tests.
+// every test file is named after the source file it tests, and the package
+// comment is in doc.go.
 //
 //	go run ./shape -root ..          (from tools/)
 //	go run ./shape -root .. -list    also list the long functions
@@ -80,6 +81,7 @@ func check(root string) (problems, long []string, err error) {
 			long = append(long, longFuncs(fset, file, rel)...)
 		}
 		problems = append(problems, testNames(root, p)...)
+		problems = append(problems, packageDoc(root, p)...)
 	}
 	sort.Strings(long)
 	return problems, long, nil
@@ -219,7 +221,7 @@ func longFuncs(fset *token.FileSet, file *ast.File, rel string) []string {
 	var long []string
 	for _, d := range file.Decls {
 		f, ok := d.(*ast.FuncDecl)
-		if !ok || f.Body == nil || strings.Contains(strings.ToLower(f.Name.Name), "schema") {
+		if !ok || f.Body == nil || isSchema(f.Name.Name) {
 			continue
 		}
 		lines := fset.Position(f.End()).Line - fset.Position(f.Pos()).Line + 1
@@ -250,6 +252,12 @@ func longFuncs(fset *token.FileSet, file *ast.File, rel string) []string {
 	return long
 }
 
+// isSchema: a resource's or data source's Schema, or a function's
+// Definition (its schema), one literal however long.
+func isSchema(name string) bool {
+	return strings.Contains(strings.ToLower(name), "schema") || name == "Definition"
+}
+
 func recvName(e ast.Expr) string {
 	switch t := e.(type) {
 	case *ast.StarExpr:
@@ -267,7 +275,7 @@ func recvName(e ast.Expr) string {
 // suites) name their files as they like; main_test.go (TestMain) and
 // helpers_test.go (shared test helpers) are allowed everywhere.
 func testNames(root string, p pkg) []string {
-	if len(p.GoFiles) == 0 {
+	if len(p.GoFiles) == 0 || len(p.GoFiles) == 1 && p.GoFiles[0] == "doc.go" {
 		return nil
 	}
 	sources := map[string]bool{}
@@ -312,4 +320,31 @@ func namedAfterSource(base string, sources map[string]bool) bool {
 		}
 	}
 	return false
+}
+
+// packageDoc requires the package comment in doc.go, and only there (godoc
+// drops one that floats after the imports; two disagree).
+func packageDoc(root string, p pkg) []string {
+	if len(p.GoFiles) == 0 {
+		return nil
+	}
+	var problems []string
+	hasDoc := false
+	for _, name := range p.GoFiles {
+		path := filepath.Join(p.Dir, name)
+		file, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.ParseComments|parser.PackageClauseOnly)
+		if err != nil {
+			return []string{err.Error()}
+		}
+		switch {
+		case name == "doc.go":
+			hasDoc = file.Doc != nil
+		case file.Doc != nil:
+			problems = append(problems, fmt.Sprintf("%s: a package comment outside doc.go: move it there", relPath(root, path)))
+		}
+	}
+	if !hasDoc {
+		problems = append(problems, fmt.Sprintf("%s: no package comment in doc.go", relPath(root, p.Dir)))
+	}
+	return problems
 }
