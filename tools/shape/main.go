@@ -3,7 +3,7 @@
 // the project's own code takes a positional boolean parameter, at most a few
 // functions are long (more than 60 lines or 15 branches; schemas aside), and
 // every test file is named after the source file it tests, and the package
-// comment is in doc.go.
+// comment is in doc.go; the files DESIGN.md and README.md name exist.
 //
 //	go run ./shape -root ..          (from tools/)
 //	go run ./shape -root .. -list    also list the long functions
@@ -21,6 +21,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 )
@@ -84,7 +85,58 @@ func check(root string) (problems, long []string, err error) {
 		problems = append(problems, packageDoc(root, p)...)
 	}
 	sort.Strings(long)
-	return problems, long, nil
+	docs, err := docReferences(root)
+	if err != nil {
+		return nil, nil, err
+	}
+	return append(problems, docs...), long, nil
+}
+
+// The documents that name the code's files: a file they name must exist.
+var mapDocuments = []string{"DESIGN.md", "README.md"}
+
+// docReferences names every file or directory the documents name in
+// backquotes (a path with a slash under internal/ or cmd/, or a Go file's
+// name) that the repository does not hold.
+func docReferences(root string) ([]string, error) {
+	goFiles := map[string]bool{}
+	err := filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (d.Name() == ".git" || d.Name() == ".test" || d.Name() == "tools" && path != root) {
+			return filepath.SkipDir
+		}
+		if strings.HasSuffix(path, ".go") {
+			goFiles[d.Name()] = true
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	ref := regexp.MustCompile("`([^`\\s]+)`")
+	var problems []string
+	for _, doc := range mapDocuments {
+		text, err := os.ReadFile(filepath.Join(root, doc))
+		if err != nil {
+			return nil, err
+		}
+		for _, m := range ref.FindAllStringSubmatch(string(text), -1) {
+			name := strings.TrimSuffix(m[1], "/")
+			switch {
+			case strings.HasPrefix(name, "internal/") || strings.HasPrefix(name, "cmd/"):
+				if _, err := os.Stat(filepath.Join(root, name)); err != nil {
+					problems = append(problems, fmt.Sprintf("%s names %s, which does not exist", doc, name))
+				}
+			case strings.HasSuffix(name, ".go") && !strings.Contains(name, "/"):
+				if !goFiles[name] {
+					problems = append(problems, fmt.Sprintf("%s names %s, which no directory holds", doc, name))
+				}
+			}
+		}
+	}
+	return problems, nil
 }
 
 type pkg struct {
