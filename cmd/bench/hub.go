@@ -23,7 +23,7 @@ import (
 
 // hubSizes are the bytes of the two Secrets Helm makes of a hub release.
 type hubSizes struct {
-	secret, record int // the hub Secret's data; Helm's release record's
+	Secret, Record int // the hub Secret's data; Helm's release record's
 }
 
 // measureHub applies a jupyter_home_storage listing the n users whose
@@ -88,10 +88,10 @@ output "values" {
 		return s, fmt.Errorf("helm install: %w\n%s", err, out)
 	}
 	cs := cluster.Admin()
-	if s.secret, err = secretBytes(ctx, cs, ns, "hub"); err != nil {
+	if s.Secret, err = secretBytes(ctx, cs, ns, "hub"); err != nil {
 		return s, err
 	}
-	s.record, err = secretBytes(ctx, cs, ns, "sh.helm.release.v1."+release+".v1")
+	s.Record, err = secretBytes(ctx, cs, ns, "sh.helm.release.v1."+release+".v1")
 	return s, err
 }
 
@@ -121,19 +121,19 @@ func hubSection(rows []row) string {
 	b.WriteString("| users (N) | hub Secret | under 64 KiB | Helm release record |\n|---:|---:|:---:|---:|\n")
 	for _, r := range rows {
 		met := "✓"
-		if r.hub.secret >= 64<<10 {
+		if r.Hub.Secret >= 64<<10 {
 			met = "✗"
 		}
-		fmt.Fprintf(&b, "| %d | %.1f KiB | %s | %.1f KiB |\n", r.n, float64(r.hub.secret)/1024, met, float64(r.hub.record)/1024)
+		fmt.Fprintf(&b, "| %d | %.1f KiB | %s | %.1f KiB |\n", r.N, float64(r.Hub.Secret)/1024, met, float64(r.Hub.Record)/1024)
 	}
 	return b.String()
 }
 
 // spawnCost is what the hub's hooks add to one kind of spawn.
 type spawnCost struct {
-	kind     string
-	ms       float64 // median time of the pre_spawn_hook and modify_pod_hook
-	requests float64 // API requests they made
+	Kind     string
+	Ms       float64 // median time of the pre_spawn_hook and modify_pod_hook
+	Requests float64 // API requests they made
 }
 
 // measureSpawnHooks runs BenchmarkSpawnHooks (internal/hubconfig): real
@@ -163,9 +163,9 @@ func parseSpawnHooks(out string) []spawnCost {
 		if len(f) < 2 || !strings.HasPrefix(f[0], "BenchmarkSpawnHooks/") {
 			continue
 		}
-		c := spawnCost{kind: strings.TrimPrefix(f[0], "BenchmarkSpawnHooks/")}
-		if i := strings.LastIndex(c.kind, "-"); i > 0 {
-			c.kind = c.kind[:i] // GOMAXPROCS
+		c := spawnCost{Kind: strings.TrimPrefix(f[0], "BenchmarkSpawnHooks/")}
+		if i := strings.LastIndex(c.Kind, "-"); i > 0 {
+			c.Kind = c.Kind[:i] // GOMAXPROCS
 		}
 		for i := 1; i+1 < len(f); i++ {
 			var v float64
@@ -174,9 +174,9 @@ func parseSpawnHooks(out string) []spawnCost {
 			}
 			switch f[i+1] {
 			case "ms/hooks":
-				c.ms = v
+				c.Ms = v
 			case "requests/spawn":
-				c.requests = v
+				c.Requests = v
 			}
 		}
 		costs = append(costs, c)
@@ -201,7 +201,7 @@ func spawnSection(costs []spawnCost, spawns int) string {
 		"new_user":       "a new user (no claim yet: KubeSpawner creates it)",
 	}
 	for _, c := range costs {
-		fmt.Fprintf(&b, "| %s | %.1f ms | %.0f |\n", cmp.Or(what[c.kind], c.kind), c.ms, c.requests)
+		fmt.Fprintf(&b, "| %s | %.1f ms | %.0f |\n", cmp.Or(what[c.Kind], c.Kind), c.Ms, c.Requests)
 	}
 	return b.String()
 }

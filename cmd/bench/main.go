@@ -67,32 +67,32 @@ func main() {
 }
 
 type row struct {
-	n                                int
-	planNoop, planFlip, apply, bare  time.Duration
-	planListed                       time.Duration // no-change plan with the N users listed in users
-	planFile                         time.Duration // the same, users = file("users.json")
-	planList                         time.Duration // the same, var.users typed list(string) instead of set(string)
-	memList                          int64         // KiB, provider peak in the plan with the list(string) variable
-	readData                         time.Duration // the provider's ReadDataSource of jupyter_home_claims, median of traced runs
-	planData                         time.Duration // plan of a configuration that only reads the claims with jupyter_home_claims
-	memListed, memFile               int64         // KiB, provider peak in the plans with the users listed
-	stateBare, stateListed           int64         // bytes of terraform.tfstate, without and with the users listed
-	applied                          bool          // the apply of N new users was timed (N <= -apply-max)
-	breakdownData                    breakdown     // of one traced plan of the data source
-	barePB                           time.Duration // bare, in protobuf (the provider's content type)
-	bareMeta                         time.Duration // bare in protobuf, the claims with KubeSpawner's labels and annotations
-	list, listPB                     time.Duration // one paginated List of the N claims with client-go: JSON, protobuf
-	listCold                         time.Duration // the same List (JSON) as the first request of a new process (-list-once)
-	reqPlan, reqApply                int
-	memPlan, memApply                int64         // KiB
-	breakdown, breakdownListed       breakdown     // of one traced no-change plan, without and with users listed
-	breakdownApply                   breakdown     // of one traced apply of N new users
-	profProvider, profTofu           string        // top of the CPU profiles of one no-change plan with the users listed
-	stateStrings, stateStringsListed int           // bytes of the per-user strings in the state: claims; claims and users
-	tofuStrings, tofuStringsListed   time.Duration // OpenTofu alone: a plan of those strings in a terraform_data, less one of empty strings
-	tofuStringsFlip                  time.Duration // the same for the flip: the claims kept, the strings it changes shown changing
-	flipStrings                      int           // bytes of the strings the flip changes, as planned
-	hub                              hubSizes      // the Secrets Helm makes of the hub with the N users' configuration
+	N                                int
+	PlanNoop, PlanFlip, Apply, Bare  time.Duration
+	PlanListed                       time.Duration // no-change plan with the N users listed in users
+	PlanFile                         time.Duration // the same, users = file("users.json")
+	PlanList                         time.Duration // the same, var.users typed list(string) instead of set(string)
+	MemList                          int64         // KiB, provider peak in the plan with the list(string) variable
+	ReadData                         time.Duration // the provider's ReadDataSource of jupyter_home_claims, median of traced runs
+	PlanData                         time.Duration // plan of a configuration that only reads the claims with jupyter_home_claims
+	MemListed, MemFile               int64         // KiB, provider peak in the plans with the users listed
+	StateBare, StateListed           int64         // bytes of terraform.tfstate, without and with the users listed
+	Applied                          bool          // the apply of N new users was timed (N <= -apply-max)
+	BreakdownData                    breakdown     // of one traced plan of the data source
+	BarePB                           time.Duration // bare, in protobuf (the provider's content type)
+	BareMeta                         time.Duration // bare in protobuf, the claims with KubeSpawner's labels and annotations
+	List, ListPB                     time.Duration // one paginated List of the N claims with client-go: JSON, protobuf
+	ListCold                         time.Duration // the same List (JSON) as the first request of a new process (-list-once)
+	ReqPlan, ReqApply                int
+	MemPlan, MemApply                int64         // KiB
+	Breakdown, BreakdownListed       breakdown     // of one traced no-change plan, without and with users listed
+	BreakdownApply                   breakdown     // of one traced apply of N new users
+	ProfProvider, ProfTofu           string        // top of the CPU profiles of one no-change plan with the users listed
+	StateStrings, StateStringsListed int           // bytes of the per-user strings in the state: claims; claims and users
+	TofuStrings, TofuStringsListed   time.Duration // OpenTofu alone: a plan of those strings in a terraform_data, less one of empty strings
+	TofuStringsFlip                  time.Duration // the same for the flip: the claims kept, the strings it changes shown changing
+	FlipStrings                      int           // bytes of the strings the flip changes, as planned
+	Hub                              hubSizes      // the Secrets Helm makes of the hub with the N users' configuration
 }
 
 func run(sizesFlag string, runs, applyMax int, out string) error {
@@ -144,8 +144,8 @@ rules:
 	if err != nil {
 		return err
 	}
-	fixed.floorTrace = floorTrace
-	fmt.Printf("fixed cost: plan over an empty namespace %s, apply of one user %s\n", fixed.plan, fixed.apply1)
+	fixed.FloorTrace = floorTrace
+	fmt.Printf("fixed cost: plan over an empty namespace %s, apply of one user %s\n", fixed.Plan, fixed.Apply1)
 
 	var rows []row
 	for _, f := range strings.Split(sizesFlag, ",") {
@@ -158,7 +158,7 @@ rules:
 			return fmt.Errorf("size %d: %w", n, err)
 		}
 		fmt.Printf("N=%d: list %s (protobuf %s), plan %s, listed %s, flip %s, data source %s, apply %s (bare client-go %s, protobuf %s), %d/%d requests\n",
-			n, r.list, r.listPB, r.planNoop, r.planListed, r.planFlip, r.planData, r.apply, r.bare, r.barePB, r.reqPlan, r.reqApply)
+			n, r.List, r.ListPB, r.PlanNoop, r.PlanListed, r.PlanFlip, r.PlanData, r.Apply, r.Bare, r.BarePB, r.ReqPlan, r.ReqApply)
 		rows = append(rows, r)
 	}
 	const spawns = 20
@@ -376,7 +376,7 @@ func users(prefix string, n int) []string {
 }
 
 func measure(ctx context.Context, ws *tofurun.Workspace, cs kubernetes.Interface, cluster *testcluster.Cluster, work, auditLog string, n, runs int, apply bool) (row, error) {
-	r := row{n: n, applied: apply}
+	r := row{N: n, Applied: apply}
 	ns := fmt.Sprintf("bench-plan-%d", n)
 	if err := seedClaims(ctx, cs, ns, n); err != nil {
 		return r, err
@@ -385,13 +385,13 @@ func measure(ctx context.Context, ws *tofurun.Workspace, cs kubernetes.Interface
 	if err != nil {
 		return r, err
 	}
-	r.stateBare = fileSize(filepath.Join(dir, "terraform.tfstate"))
+	r.StateBare = fileSize(filepath.Join(dir, "terraform.tfstate"))
 	claimsJSON, err := stateAttribute(dir, "claims")
 	if err != nil {
 		return r, err
 	}
-	r.stateStrings = len(claimsJSON)
-	if r.tofuStrings, err = tofuStringCost(ctx, ws, work, fmt.Sprintf("strings-%d", n), runs, []string{claimsJSON}, nil); err != nil {
+	r.StateStrings = len(claimsJSON)
+	if r.TofuStrings, err = tofuStringCost(ctx, ws, work, fmt.Sprintf("strings-%d", n), runs, []string{claimsJSON}, nil); err != nil {
 		return r, err
 	}
 	// Plain client-go (JSON), and client-go with the provider's protobuf
@@ -414,17 +414,17 @@ func measure(ctx context.Context, ws *tofurun.Workspace, cs kubernetes.Interface
 			*c.out = append(*c.out, time.Since(start))
 		}
 	}
-	r.list, r.listPB = median(lists), median(listsPB)
-	if r.listCold, err = coldList(ctx, cluster, ns, runs); err != nil {
+	r.List, r.ListPB = median(lists), median(listsPB)
+	if r.ListCold, err = coldList(ctx, cluster, ns, runs); err != nil {
 		return r, err
 	}
-	if r.planNoop, r.reqPlan, r.memPlan, err = timeTofu(ctx, ws, dir, auditLog, runs, "plan", "-no-color", "-lock=false", "-detailed-exitcode"); err != nil {
+	if r.PlanNoop, r.ReqPlan, r.MemPlan, err = timeTofu(ctx, ws, dir, auditLog, runs, "plan", "-no-color", "-lock=false", "-detailed-exitcode"); err != nil {
 		return r, fmt.Errorf("no-change plan: %w", err)
 	}
-	if r.breakdown, err = traceTofu(ctx, ws, dir, "plan", "-no-color", "-lock=false"); err != nil {
+	if r.Breakdown, err = traceTofu(ctx, ws, dir, "plan", "-no-color", "-lock=false"); err != nil {
 		return r, fmt.Errorf("traced plan: %w", err)
 	}
-	if r.planFlip, _, _, err = timeTofu(ctx, ws, dir, auditLog, runs, "plan", "-no-color", "-lock=false",
+	if r.PlanFlip, _, _, err = timeTofu(ctx, ws, dir, auditLog, runs, "plan", "-no-color", "-lock=false",
 		"-var", "access_mode=ReadWriteMany", "-var", "on_mode_change=keep_existing"); err != nil {
 		return r, fmt.Errorf("flip plan: %w", err)
 	}
@@ -436,9 +436,9 @@ func measure(ctx context.Context, ws *tofurun.Workspace, cs kubernetes.Interface
 		return r, fmt.Errorf("flip plan's changes: %w", err)
 	}
 	for _, v := range after {
-		r.flipStrings += len(v)
+		r.FlipStrings += len(v)
 	}
-	if r.tofuStringsFlip, err = tofuStringCost(ctx, ws, work, fmt.Sprintf("strings-flip-%d", n), runs,
+	if r.TofuStringsFlip, err = tofuStringCost(ctx, ws, work, fmt.Sprintf("strings-flip-%d", n), runs,
 		append([]string{claimsJSON}, before...), append([]string{claimsJSON}, after...)); err != nil {
 		return r, err
 	}
@@ -451,33 +451,33 @@ func measure(ctx context.Context, ws *tofurun.Workspace, cs kubernetes.Interface
 	if err := ws.Run(ctx, dir, "apply", "-auto-approve", "-no-color", "-var-file=listed.tfvars.json"); err != nil {
 		return r, fmt.Errorf("listing the users: %w", err)
 	}
-	r.stateListed = fileSize(filepath.Join(dir, "terraform.tfstate"))
+	r.StateListed = fileSize(filepath.Join(dir, "terraform.tfstate"))
 	usersJSON, err := stateAttribute(dir, "users")
 	if err != nil {
 		return r, err
 	}
-	r.stateStringsListed = len(claimsJSON) + len(usersJSON)
-	if r.tofuStringsListed, err = tofuStringCost(ctx, ws, work, fmt.Sprintf("strings-listed-%d", n), runs, []string{claimsJSON, usersJSON}, nil); err != nil {
+	r.StateStringsListed = len(claimsJSON) + len(usersJSON)
+	if r.TofuStringsListed, err = tofuStringCost(ctx, ws, work, fmt.Sprintf("strings-listed-%d", n), runs, []string{claimsJSON, usersJSON}, nil); err != nil {
 		return r, err
 	}
-	if r.planListed, _, r.memListed, err = timeTofu(ctx, ws, dir, auditLog, runs, "plan", "-no-color", "-lock=false", "-detailed-exitcode", "-var-file=listed.tfvars.json"); err != nil {
+	if r.PlanListed, _, r.MemListed, err = timeTofu(ctx, ws, dir, auditLog, runs, "plan", "-no-color", "-lock=false", "-detailed-exitcode", "-var-file=listed.tfvars.json"); err != nil {
 		return r, fmt.Errorf("plan with users listed: %w", err)
 	}
-	if r.breakdownListed, err = traceTofu(ctx, ws, dir, "plan", "-no-color", "-lock=false", "-var-file=listed.tfvars.json"); err != nil {
+	if r.BreakdownListed, err = traceTofu(ctx, ws, dir, "plan", "-no-color", "-lock=false", "-var-file=listed.tfvars.json"); err != nil {
 		return r, fmt.Errorf("traced plan with users listed: %w", err)
 	}
-	if r.profProvider, r.profTofu, err = profilePlan(ctx, ws, dir, "plan", "-no-color", "-lock=false", "-var-file=listed.tfvars.json"); err != nil {
+	if r.ProfProvider, r.ProfTofu, err = profilePlan(ctx, ws, dir, "plan", "-no-color", "-lock=false", "-var-file=listed.tfvars.json"); err != nil {
 		return r, fmt.Errorf("profiled plan with users listed: %w", err)
 	}
 	// The same state, users read from a file written in jsonencode's form:
 	// OpenTofu then evaluates no expression over the N names.
-	if r.planFile, r.memFile, err = planFromFile(ctx, ws, work, dir, ns, auditLog, n, runs); err != nil {
+	if r.PlanFile, r.MemFile, err = planFromFile(ctx, ws, work, dir, ns, auditLog, n, runs); err != nil {
 		return r, err
 	}
 	// The same state, users from the same .tfvars.json file into a variable
 	// typed list(string), the form most configurations write: OpenTofu
 	// converts the file's tuple with go-cty's type unification.
-	if r.planList, r.memList, err = planListVariable(ctx, ws, work, dir, ns, auditLog, n, runs); err != nil {
+	if r.PlanList, r.MemList, err = planListVariable(ctx, ws, work, dir, ns, auditLog, n, runs); err != nil {
 		return r, err
 	}
 	ddir, err := writeConfig(work, ns+"-data", fmt.Sprintf(`
@@ -494,18 +494,18 @@ output "claims" {
 	if err := ws.Run(ctx, ddir, "init", "-no-color"); err != nil {
 		return r, err
 	}
-	if r.planData, _, _, err = timeTofu(ctx, ws, ddir, auditLog, runs, "plan", "-no-color", "-lock=false"); err != nil {
+	if r.PlanData, _, _, err = timeTofu(ctx, ws, ddir, auditLog, runs, "plan", "-no-color", "-lock=false"); err != nil {
 		return r, fmt.Errorf("data source plan: %w", err)
 	}
 	var reads []time.Duration
 	for i := 0; i < runs; i++ {
-		if r.breakdownData, err = traceTofu(ctx, ws, ddir, "plan", "-no-color", "-lock=false"); err != nil {
+		if r.BreakdownData, err = traceTofu(ctx, ws, ddir, "plan", "-no-color", "-lock=false"); err != nil {
 			return r, fmt.Errorf("traced data source plan: %w", err)
 		}
-		reads = append(reads, r.breakdownData.rpcs["ReadDataSource"])
+		reads = append(reads, r.BreakdownData.RPCs["ReadDataSource"])
 	}
-	r.readData = median(reads)
-	if r.hub, err = measureHub(ctx, ws, cluster, work, ns, n); err != nil {
+	r.ReadData = median(reads)
+	if r.Hub, err = measureHub(ctx, ws, cluster, work, ns, n); err != nil {
 		return r, fmt.Errorf("hub: %w", err)
 	}
 	if !apply {
@@ -523,7 +523,7 @@ output "claims" {
 			return r, fmt.Errorf("apply: %w", err)
 		}
 		applies = append(applies, d)
-		r.reqApply, r.memApply = reqs, max(r.memApply, mem)
+		r.ReqApply, r.MemApply = reqs, max(r.MemApply, mem)
 
 		// The bare loop three ways: JSON, protobuf, and protobuf with
 		// KubeSpawner's metadata on every claim.
@@ -543,12 +543,12 @@ output "claims" {
 			*v.out = append(*v.out, b)
 		}
 	}
-	r.apply, r.bare, r.barePB, r.bareMeta = median(applies), median(bares), median(baresPB), median(baresMeta)
+	r.Apply, r.Bare, r.BarePB, r.BareMeta = median(applies), median(bares), median(baresPB), median(baresMeta)
 	adir, err := applyConfig(ctx, ws, cs, work, fmt.Sprintf("bench-apply-%d-traced", n), n)
 	if err != nil {
 		return r, err
 	}
-	if r.breakdownApply, err = traceTofu(ctx, ws, adir, "apply", "-auto-approve", "-no-color"); err != nil {
+	if r.BreakdownApply, err = traceTofu(ctx, ws, adir, "apply", "-auto-approve", "-no-color"); err != nil {
 		return r, fmt.Errorf("traced apply: %w", err)
 	}
 	return r, nil
@@ -669,7 +669,7 @@ func pprofTop(files ...string) (string, error) {
 // provider processes and of OpenTofu on, and reads from all of them
 // together how much CPU time went to go-plugin's automatic mTLS.
 func profileMTLS(ctx context.Context, ws *tofurun.Workspace, dir string, n int, args ...string) (mtlsShare, error) {
-	m := mtlsShare{plans: n}
+	m := mtlsShare{Plans: n}
 	pdir, err := os.MkdirTemp(dir, "mtls-profile-")
 	if err != nil {
 		return m, err
@@ -686,13 +686,13 @@ func profileMTLS(ctx context.Context, ws *tofurun.Workspace, dir string, n int, 
 		tofus = append(tofus, tp)
 	}
 	providers, _ := filepath.Glob(filepath.Join(pdir, "provider-*.pprof"))
-	if m.provider, m.providerAll, err = pprofFocus(mtlsFocus, providers...); err != nil {
+	if m.Provider, m.ProviderAll, err = pprofFocus(mtlsFocus, providers...); err != nil {
 		return m, err
 	}
-	if m.tofu, m.tofuAll, err = pprofFocus(mtlsFocus, tofus...); err != nil {
+	if m.Tofu, m.TofuAll, err = pprofFocus(mtlsFocus, tofus...); err != nil {
 		return m, err
 	}
-	m.sign, m.verify, err = p521()
+	m.Sign, m.Verify, err = p521()
 	return m, err
 }
 
@@ -975,12 +975,12 @@ func planSameState(ctx context.Context, ws *tofurun.Workspace, work, dir, name, 
 // fixed is what a plan or an apply of one resource costs before a claim
 // is read or created, timed and traced.
 type fixed struct {
-	plan, apply1          time.Duration // no-change plan over no claims; apply of one new user
-	planTrace, applyTrace breakdown
-	floorTrace            breakdown
-	builtin               time.Duration // no-change plan of one terraform_data: OpenTofu alone, no provider process
-	floorNoTLS, planNoTLS time.Duration // the floor and the plan over no claims with TF_DISABLE_PLUGIN_TLS=1
-	mtls                  mtlsShare     // of profiled plans over no claims
+	Plan, Apply1          time.Duration // no-change plan over no claims; apply of one new user
+	PlanTrace, ApplyTrace breakdown
+	FloorTrace            breakdown
+	Builtin               time.Duration // no-change plan of one terraform_data: OpenTofu alone, no provider process
+	FloorNoTLS, PlanNoTLS time.Duration // the floor and the plan over no claims with TF_DISABLE_PLUGIN_TLS=1
+	MTLS                  mtlsShare     // of profiled plans over no claims
 }
 
 // mtlsShare is the CPU time that profiled plans spent in go-plugin's
@@ -988,9 +988,9 @@ type fixed struct {
 // plugin start, on both sides, and the TLS handshake of every connection),
 // in the provider processes and in OpenTofu, next to their total CPU time.
 type mtlsShare struct {
-	plans                                int
-	provider, providerAll, tofu, tofuAll time.Duration
-	sign, verify                         time.Duration // one P-521 ECDSA signature and its check on this machine
+	Plans                                int
+	Provider, ProviderAll, Tofu, TofuAll time.Duration
+	Sign, Verify                         time.Duration // one P-521 ECDSA signature and its check on this machine
 }
 
 // p521 times one P-521 ECDSA signature and one check of it (the median of 21).
@@ -1035,24 +1035,24 @@ func fixedCosts(ctx context.Context, ws *tofurun.Workspace, cs kubernetes.Interf
 	if err != nil {
 		return f, err
 	}
-	if f.plan, _, _, err = timeTofu(ctx, ws, dir, auditLog, runs, "plan", "-no-color", "-lock=false", "-detailed-exitcode"); err != nil {
+	if f.Plan, _, _, err = timeTofu(ctx, ws, dir, auditLog, runs, "plan", "-no-color", "-lock=false", "-detailed-exitcode"); err != nil {
 		return f, err
 	}
-	if f.planTrace, err = traceTofu(ctx, ws, dir, "plan", "-no-color", "-lock=false"); err != nil {
+	if f.PlanTrace, err = traceTofu(ctx, ws, dir, "plan", "-no-color", "-lock=false"); err != nil {
 		return f, err
 	}
 	// The same plans without go-plugin's automatic mTLS, which OpenTofu
 	// turns off when TF_DISABLE_PLUGIN_TLS is set.
 	noTLS := *ws
 	noTLS.Env = append(slices.Clone(ws.Env), "TF_DISABLE_PLUGIN_TLS=1")
-	if f.planNoTLS, _, _, err = timeTofu(ctx, &noTLS, dir, auditLog, runs, "plan", "-no-color", "-lock=false", "-detailed-exitcode"); err != nil {
+	if f.PlanNoTLS, _, _, err = timeTofu(ctx, &noTLS, dir, auditLog, runs, "plan", "-no-color", "-lock=false", "-detailed-exitcode"); err != nil {
 		return f, err
 	}
-	if f.floorNoTLS, _, _, err = timeTofu(ctx, &noTLS, floorDir, auditLog, runs, "plan", "-no-color", "-lock=false"); err != nil {
+	if f.FloorNoTLS, _, _, err = timeTofu(ctx, &noTLS, floorDir, auditLog, runs, "plan", "-no-color", "-lock=false"); err != nil {
 		return f, err
 	}
 	// Profiled several times: a plan over no claims is a few samples long.
-	if f.mtls, err = profileMTLS(ctx, ws, dir, 5*runs, "plan", "-no-color", "-lock=false"); err != nil {
+	if f.MTLS, err = profileMTLS(ctx, ws, dir, 5*runs, "plan", "-no-color", "-lock=false"); err != nil {
 		return f, err
 	}
 	// OpenTofu's plan of one resource of its own, without any provider process.
@@ -1068,7 +1068,7 @@ func fixedCosts(ctx context.Context, ws *tofurun.Workspace, cs kubernetes.Interf
 			return f, err
 		}
 	}
-	if f.builtin, _, _, err = timeTofu(ctx, ws, bdir, "", runs, "plan", "-no-color", "-lock=false", "-detailed-exitcode"); err != nil {
+	if f.Builtin, _, _, err = timeTofu(ctx, ws, bdir, "", runs, "plan", "-no-color", "-lock=false", "-detailed-exitcode"); err != nil {
 		return f, err
 	}
 	var applies []time.Duration
@@ -1078,7 +1078,7 @@ func fixedCosts(ctx context.Context, ws *tofurun.Workspace, cs kubernetes.Interf
 			return f, err
 		}
 		if i == runs { // one more, traced
-			f.applyTrace, err = traceTofu(ctx, ws, adir, "apply", "-auto-approve", "-no-color")
+			f.ApplyTrace, err = traceTofu(ctx, ws, adir, "apply", "-auto-approve", "-no-color")
 			return f, err
 		}
 		d, _, _, err := timeTofu(ctx, ws, adir, auditLog, 1, "apply", "-auto-approve", "-no-color")
@@ -1086,7 +1086,7 @@ func fixedCosts(ctx context.Context, ws *tofurun.Workspace, cs kubernetes.Interf
 			return f, err
 		}
 		applies = append(applies, d)
-		f.apply1 = median(applies)
+		f.Apply1 = median(applies)
 	}
 	return f, nil
 }
@@ -1096,19 +1096,19 @@ func fixedCosts(ctx context.Context, ws *tofurun.Workspace, cs kubernetes.Interf
 // each kind of request (tf_req_duration_ms). Tracing slows the run, so these
 // are proportions, not the timed figures.
 type breakdown struct {
-	total  time.Duration
-	starts int
-	rpcs   map[string]time.Duration
+	Total  time.Duration
+	Starts int
+	RPCs   map[string]time.Duration
 	// startUp is, for each provider process, the time from OpenTofu's
 	// "starting plugin" to the provider's first answer, less that answer's
 	// own duration: process start, Go's init, go-plugin's handshake and
 	// automatic mTLS, the gRPC connection.
-	startUp []time.Duration
+	StartUp []time.Duration
 }
 
 // traceTofu runs a tofu command once with TF_LOG=trace and reads the breakdown from the log.
 func traceTofu(ctx context.Context, ws *tofurun.Workspace, dir string, args ...string) (breakdown, error) {
-	b := breakdown{rpcs: map[string]time.Duration{}}
+	b := breakdown{RPCs: map[string]time.Duration{}}
 	logPath := filepath.Join(dir, "trace.log")
 	_ = os.Remove(logPath)
 	cmd := ws.Command(ctx, dir, args...)
@@ -1125,7 +1125,7 @@ func traceTofu(ctx context.Context, ws *tofurun.Workspace, dir string, args ...s
 		return b, err
 	}
 	b = parseTrace(string(raw))
-	b.total = total
+	b.Total = total
 	return b, nil
 }
 
@@ -1135,23 +1135,23 @@ func traceTofu(ctx context.Context, ws *tofurun.Workspace, dir string, args ...s
 // each process's start-up, from "starting plugin" to its first answer less
 // that answer's own duration.
 func parseTrace(raw string) breakdown {
-	b := breakdown{rpcs: map[string]time.Duration{}}
+	b := breakdown{RPCs: map[string]time.Duration{}}
 	durRe := regexp.MustCompile(`tf_req_duration_ms=(\d+)`)
 	rpcRe := regexp.MustCompile(`tf_rpc=(\w+)`)
 	var started time.Time // of the provider process not yet answering
 	for _, line := range strings.Split(raw, "\n") {
 		at, _ := time.Parse(time.RFC3339Nano, strings.SplitN(line, " ", 2)[0])
 		if strings.Contains(line, "provider: starting plugin") {
-			b.starts++
+			b.Starts++
 			started = at
 		}
 		d, rpc := durRe.FindStringSubmatch(line), rpcRe.FindStringSubmatch(line)
 		if d != nil && rpc != nil {
 			ms, _ := strconv.Atoi(d[1])
 			took := time.Duration(ms) * time.Millisecond
-			b.rpcs[rpc[1]] += took
+			b.RPCs[rpc[1]] += took
 			if !started.IsZero() && !at.IsZero() {
-				b.startUp = append(b.startUp, at.Sub(started)-took)
+				b.StartUp = append(b.StartUp, at.Sub(started)-took)
 				started = time.Time{}
 			}
 		}
@@ -1333,21 +1333,21 @@ func report(floor time.Duration, fixed fixed, rows []row, runs int, load string)
 	fmt.Fprintf(&b, "Floor: `tofu plan` of an empty configuration that requires the provider: **%s**.\n\n", secs(floor))
 	fmt.Fprintf(&b, "Fixed cost: `tofu plan` of the same `jupyter_home_storage` over a namespace without claims: **%s**; `tofu apply` of one new user: **%s**. "+
 		"This is what any plan or apply of one resource costs before claims count: OpenTofu validates and plans in separate walks, "+
-		"each with its own provider process, so a plan starts the provider three times where the floor starts it once (traced below).\n\n", secs(fixed.plan), secs(fixed.apply1))
+		"each with its own provider process, so a plan starts the provider three times where the floor starts it once (traced below).\n\n", secs(fixed.Plan), secs(fixed.Apply1))
 	b.WriteString("| traced run | wall time | provider starts | start-up of each (median) | in the provider | outside the provider |\n|---|---:|---:|---:|---:|---:|\n")
 	for _, t := range []struct {
 		label string
 		bd    breakdown
-	}{{"floor: plan of an empty configuration", fixed.floorTrace}, {"plan over no claims", fixed.planTrace}, {"apply of one user", fixed.applyTrace}} {
+	}{{"floor: plan of an empty configuration", fixed.FloorTrace}, {"plan over no claims", fixed.PlanTrace}, {"apply of one user", fixed.ApplyTrace}} {
 		var in time.Duration
-		for _, d := range t.bd.rpcs {
+		for _, d := range t.bd.RPCs {
 			in += d
 		}
 		up := "–"
-		if len(t.bd.startUp) > 0 {
-			up = fmt.Sprintf("%.0f ms", float64(median(t.bd.startUp))/float64(time.Millisecond))
+		if len(t.bd.StartUp) > 0 {
+			up = fmt.Sprintf("%.0f ms", float64(median(t.bd.StartUp))/float64(time.Millisecond))
 		}
-		fmt.Fprintf(&b, "| %s | %s | %d | %s | %s | %s |\n", t.label, secs(t.bd.total), t.bd.starts, up, secs(in), secs(t.bd.total-in))
+		fmt.Fprintf(&b, "| %s | %s | %d | %s | %s | %s |\n", t.label, secs(t.bd.Total), t.bd.Starts, up, secs(in), secs(t.bd.Total-in))
 	}
 	b.WriteString("\n")
 	b.WriteString(fixedCauses(floor, fixed))
@@ -1364,9 +1364,9 @@ func report(floor time.Duration, fixed fixed, rows []row, runs int, load string)
 	b.WriteString("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, r := range rows {
 		fmt.Fprintf(&b, "| %d | %s | %s | %s | %s | %s | %s | %d | %.0f MiB | %.0f MiB | %.0f MiB | %d B | %d B |\n",
-			r.n, secs(r.list), secs(r.listPB), secs(r.planNoop), secs(r.planListed), secs(r.planFile),
-			secs(r.planFlip), r.reqPlan, mib(r.memPlan), mib(r.memListed), mib(r.memFile),
-			r.stateBare/int64(r.n), r.stateListed/int64(r.n))
+			r.N, secs(r.List), secs(r.ListPB), secs(r.PlanNoop), secs(r.PlanListed), secs(r.PlanFile),
+			secs(r.PlanFlip), r.ReqPlan, mib(r.MemPlan), mib(r.MemListed), mib(r.MemFile),
+			r.StateBare/int64(r.N), r.StateListed/int64(r.N))
 	}
 	b.WriteString(usersForms(rows))
 	b.WriteString("\n### What the state's per-user strings cost OpenTofu itself\n\n" +
@@ -1378,8 +1378,8 @@ func report(floor time.Duration, fixed fixed, rows []row, runs int, load string)
 		"(OpenTofu renders a JSON string's change key by key); measured the same way, with the state holding the strings before the flip and the configuration the planned ones.\n\n")
 	b.WriteString("| users (N) | claims | OpenTofu alone, claims | claims and users | OpenTofu alone, claims and users | strings the flip changes, planned | OpenTofu alone, the flip |\n|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, r := range rows {
-		fmt.Fprintf(&b, "| %d | %d KB | %s | %d KB | %s | %d KB | %s |\n", r.n, r.stateStrings/1000, secs(r.tofuStrings), r.stateStringsListed/1000, secs(r.tofuStringsListed),
-			r.flipStrings/1000, secs(r.tofuStringsFlip))
+		fmt.Fprintf(&b, "| %d | %d KB | %s | %d KB | %s | %d KB | %s |\n", r.N, r.StateStrings/1000, secs(r.TofuStrings), r.StateStringsListed/1000, secs(r.TofuStringsListed),
+			r.FlipStrings/1000, secs(r.TofuStringsFlip))
 	}
 	b.WriteString("\n`claims` is this provider's choice, not OpenTofu's: it records every user's claim so that a plan shows a change of any of them, " +
 		"drift included (a claim resized, lost or deleted outside OpenTofu), user by user, and `changes` only what the plan does. " +
@@ -1389,7 +1389,7 @@ func report(floor time.Duration, fixed fixed, rows []row, runs int, load string)
 		if i == len(rows)-1 {
 			sep = "."
 		}
-		fmt.Fprintf(&b, " %.2f s at %d users against a bound of %.2f s%s", fixed.plan.Seconds()+r.list.Seconds(), r.n, 1.25*(1.5*floor.Seconds()+r.list.Seconds()), sep)
+		fmt.Fprintf(&b, " %.2f s at %d users against a bound of %.2f s%s", fixed.Plan.Seconds()+r.List.Seconds(), r.N, 1.25*(1.5*floor.Seconds()+r.List.Seconds()), sep)
 	}
 	b.WriteString("\n")
 	b.WriteString("\n## Reading the claims with the data source\n\n" +
@@ -1398,9 +1398,9 @@ func report(floor time.Duration, fixed fixed, rows []row, runs int, load string)
 	b.WriteString("| users (N) | one List (client-go, JSON) | the List by a new process | plan of the data source | plan − floor | (plan − floor) / List | traced wall time | ReadDataSource | ReadDataSource / List |\n")
 	b.WriteString("|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, r := range rows {
-		rd := r.readData
-		fmt.Fprintf(&b, "| %d | %s | %s | %s | %s | %.2f | %s | %s | %.2f |\n", r.n, secs(r.list), secs(r.listCold), secs(r.planData), secs(r.planData-floor),
-			(r.planData-floor).Seconds()/r.list.Seconds(), secs(r.breakdownData.total), secs(rd), rd.Seconds()/r.list.Seconds())
+		rd := r.ReadData
+		fmt.Fprintf(&b, "| %d | %s | %s | %s | %s | %.2f | %s | %s | %.2f |\n", r.N, secs(r.List), secs(r.ListCold), secs(r.PlanData), secs(r.PlanData-floor),
+			(r.PlanData-floor).Seconds()/r.List.Seconds(), secs(r.BreakdownData.Total), secs(rd), rd.Seconds()/r.List.Seconds())
 	}
 
 	b.WriteString(hubSection(rows))
@@ -1411,12 +1411,12 @@ func report(floor time.Duration, fixed fixed, rows []row, runs int, load string)
 	b.WriteString("| users (N) | apply of N new users | bare client-go create (JSON) | bare create (pb) | bare create (pb), with KubeSpawner's metadata | apply / bare | apply / bare pb | apply / bare with metadata | requests per apply | provider peak memory (apply) |\n")
 	b.WriteString("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, r := range rows {
-		if !r.applied {
+		if !r.Applied {
 			continue
 		}
 		fmt.Fprintf(&b, "| %d | %s | %s | %s | %s | %.2f× | %.2f× | %.2f× | %d | %.0f MiB |\n",
-			r.n, secs(r.apply), secs(r.bare), secs(r.barePB), secs(r.bareMeta), r.apply.Seconds()/r.bare.Seconds(), r.apply.Seconds()/r.barePB.Seconds(),
-			r.apply.Seconds()/r.bareMeta.Seconds(), r.reqApply, float64(r.memApply)/1024)
+			r.N, secs(r.Apply), secs(r.Bare), secs(r.BarePB), secs(r.BareMeta), r.Apply.Seconds()/r.Bare.Seconds(), r.Apply.Seconds()/r.BarePB.Seconds(),
+			r.Apply.Seconds()/r.BareMeta.Seconds(), r.ReqApply, float64(r.MemApply)/1024)
 	}
 	b.WriteString("\nSizes above `-apply-max` are not applied.\n")
 
@@ -1431,16 +1431,16 @@ func report(floor time.Duration, fixed fixed, rows []row, runs int, load string)
 		for _, v := range []struct {
 			label string
 			bd    breakdown
-		}{{fmt.Sprint(r.n), r.breakdown}, {fmt.Sprintf("%d, listed in `users`", r.n), r.breakdownListed}} {
+		}{{fmt.Sprint(r.N), r.Breakdown}, {fmt.Sprintf("%d, listed in `users`", r.N), r.BreakdownListed}} {
 			var other, in time.Duration
-			for rpc, d := range v.bd.rpcs {
+			for rpc, d := range v.bd.RPCs {
 				in += d
 				if rpc != "ReadResource" && rpc != "PlanResourceChange" && rpc != "UpgradeResourceState" {
 					other += d
 				}
 			}
-			fmt.Fprintf(&b, "| %s | %s | %d | %s | %s | %s | %s | %s |\n", v.label, secs(v.bd.total), v.bd.starts,
-				secs(v.bd.rpcs["ReadResource"]), secs(v.bd.rpcs["PlanResourceChange"]), secs(v.bd.rpcs["UpgradeResourceState"]), secs(other), secs(v.bd.total-in))
+			fmt.Fprintf(&b, "| %s | %s | %d | %s | %s | %s | %s | %s |\n", v.label, secs(v.bd.Total), v.bd.Starts,
+				secs(v.bd.RPCs["ReadResource"]), secs(v.bd.RPCs["PlanResourceChange"]), secs(v.bd.RPCs["UpgradeResourceState"]), secs(other), secs(v.bd.Total-in))
 		}
 	}
 	b.WriteString("\n## Where an apply's time goes\n\n" +
@@ -1449,26 +1449,26 @@ func report(floor time.Duration, fixed fixed, rows []row, runs int, load string)
 	b.WriteString("| users (N) | traced wall time | provider starts | ApplyResourceChange | bare client-go create (JSON) | PlanResourceChange | other requests | outside the provider |\n")
 	b.WriteString("|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, r := range rows {
-		if !r.applied {
+		if !r.Applied {
 			continue
 		}
-		bd := r.breakdownApply
+		bd := r.BreakdownApply
 		var other, in time.Duration
-		for rpc, d := range bd.rpcs {
+		for rpc, d := range bd.RPCs {
 			in += d
 			if rpc != "ApplyResourceChange" && rpc != "PlanResourceChange" {
 				other += d
 			}
 		}
-		fmt.Fprintf(&b, "| %d | %s | %d | %s | %s | %s | %s | %s |\n", r.n, secs(bd.total), bd.starts,
-			secs(bd.rpcs["ApplyResourceChange"]), secs(r.bare), secs(bd.rpcs["PlanResourceChange"]), secs(other), secs(bd.total-in))
+		fmt.Fprintf(&b, "| %d | %s | %d | %s | %s | %s | %s | %s |\n", r.N, secs(bd.Total), bd.Starts,
+			secs(bd.RPCs["ApplyResourceChange"]), secs(r.Bare), secs(bd.RPCs["PlanResourceChange"]), secs(other), secs(bd.Total-in))
 	}
 	if len(rows) > 0 {
 		r := rows[len(rows)-1]
 		fmt.Fprintf(&b, "\n## Profiles of a no-change plan over %d claims, users listed\n\n"+
 			"One more such plan with CPU profiles on: of every provider process OpenTofu started (`JUPYTER_PROVIDER_CPU_PROFILE`, read together), and of OpenTofu itself "+
 			"(`TOFU_CPU_PROFILE`). The top 25 functions by cumulative time, as `go tool pprof -top -cum` prints them.\n\n"+
-			"Provider:\n\n```\n%s\n```\n\nOpenTofu:\n\n```\n%s\n```\n", r.n, r.profProvider, r.profTofu)
+			"Provider:\n\n```\n%s\n```\n\nOpenTofu:\n\n```\n%s\n```\n", r.N, r.ProfProvider, r.ProfTofu)
 	}
 	b.WriteString(whyString)
 	return b.String()
@@ -1505,8 +1505,8 @@ func usersForms(rows []row) string {
 		"set from a `.tfvars` file (a tuple) with go-cty's type unification, which compares the element types pairwise, and a `set(string)` variable in linear time.\n\n")
 	b.WriteString("| users (N) | `set(string)` variable | `list(string)` variable | `file(\"users.json\")` | list / set | provider peak memory (list) |\n|---:|---:|---:|---:|---:|---:|\n")
 	for _, r := range rows {
-		fmt.Fprintf(&b, "| %d | %s | %s | %s | %.2f× | %.0f MiB |\n", r.n, secs(r.planListed), secs(r.planList), secs(r.planFile),
-			r.planList.Seconds()/r.planListed.Seconds(), mib(r.memList))
+		fmt.Fprintf(&b, "| %d | %s | %s | %s | %.2f× | %.0f MiB |\n", r.N, secs(r.PlanListed), secs(r.PlanList), secs(r.PlanFile),
+			r.PlanList.Seconds()/r.PlanListed.Seconds(), mib(r.MemList))
 	}
 	return b.String()
 }
@@ -1519,24 +1519,24 @@ func mib(kib int64) float64 { return float64(kib) / 1024 }
 // starts, and go-plugin's automatic mTLS in the profiled plans.
 func fixedCauses(floor time.Duration, f fixed) string {
 	var b strings.Builder
-	m := f.mtls
+	m := f.MTLS
 	fmt.Fprintf(&b, "Where the fixed cost goes beyond the floor (all of it OpenTofu's or its plugin library's, the same for any provider):\n\n"+
 		"- OpenTofu's plan of one resource of its own (`terraform_data`, no provider process): **%s**, against %s for the floor, which starts the provider once and plans nothing.\n",
-		secs(f.builtin), secs(floor))
+		secs(f.Builtin), secs(floor))
 	fmt.Fprintf(&b, "- A plan of a provider's resource starts the provider %d times (its schema, the validate walk, the plan walk); each start takes the time in the table's start-up column "+
-		"before the provider's first answer: the process and Go's start, go-plugin's handshake and its automatic mTLS, the gRPC connection.\n", f.planTrace.starts)
-	if m.plans > 0 && m.providerAll > 0 && m.tofuAll > 0 {
+		"before the provider's first answer: the process and Go's start, go-plugin's handshake and its automatic mTLS, the gRPC connection.\n", f.PlanTrace.Starts)
+	if m.Plans > 0 && m.ProviderAll > 0 && m.TofuAll > 0 {
 		fmt.Fprintf(&b, "- go-plugin's automatic mTLS, which OpenTofu turns on for every provider (a P-521 key and a self-signed certificate made at every start on both sides, "+
 			"then a TLS handshake with P-521 signatures; Go has no assembly for P-521: one signature check took %.1f ms here, one signature %.1f ms): in %d profiled plans over no claims, "+
 			"%.0f ms of the provider processes' %.0f ms of CPU (%.0f %%) and %.0f ms of OpenTofu's %.0f ms (%.0f %%), %.0f ms of CPU per plan in all.\n",
-			ms(m.verify), ms(m.sign), m.plans, ms(m.provider), ms(m.providerAll), 100*m.provider.Seconds()/m.providerAll.Seconds(),
-			ms(m.tofu), ms(m.tofuAll), 100*m.tofu.Seconds()/m.tofuAll.Seconds(), ms(m.provider+m.tofu)/float64(m.plans))
+			ms(m.Verify), ms(m.Sign), m.Plans, ms(m.Provider), ms(m.ProviderAll), 100*m.Provider.Seconds()/m.ProviderAll.Seconds(),
+			ms(m.Tofu), ms(m.TofuAll), 100*m.Tofu.Seconds()/m.TofuAll.Seconds(), ms(m.Provider+m.Tofu)/float64(m.Plans))
 	}
-	if f.planNoTLS > 0 {
+	if f.PlanNoTLS > 0 {
 		fmt.Fprintf(&b, "- With the mTLS off (`TF_DISABLE_PLUGIN_TLS=1`, which OpenTofu reads; measured here, not advised: it is the user's choice to make) the plan over no claims takes **%s** instead of %s, "+
 			"and the floor %s instead of %s: the mTLS is %.0f ms of every provider start.\n",
-			secs(f.planNoTLS), secs(f.plan), secs(f.floorNoTLS), secs(floor),
-			ms(f.plan-f.planNoTLS)/float64(max(f.planTrace.starts, 1)))
+			secs(f.PlanNoTLS), secs(f.Plan), secs(f.FloorNoTLS), secs(floor),
+			ms(f.Plan-f.PlanNoTLS)/float64(max(f.PlanTrace.Starts, 1)))
 	}
 	b.WriteString("\n")
 	return b.String()
@@ -1548,16 +1548,16 @@ func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond)
 // multiple of its base, the bound, and why it is not met where the cause
 // is measured in the same run.
 type target struct {
-	name    string
-	n       int
-	ratio   float64
-	bound   float64
-	measure string
-	cause   string
+	Name    string
+	N       int
+	Ratio   float64
+	Bound   float64
+	Measure string
+	Cause   string
 }
 
 func (t target) met() string {
-	if t.ratio <= t.bound {
+	if t.Ratio <= t.Bound {
 		return "✓"
 	}
 	return "✗"
@@ -1581,91 +1581,91 @@ func beyond(what string, own float64) string {
 func targets(floor time.Duration, fixed fixed, rows []row) string {
 	var ts []target
 	for _, r := range rows {
-		base := 1.5*floor.Seconds() + r.list.Seconds()
+		base := 1.5*floor.Seconds() + r.List.Seconds()
 		bound := 1.25 * base
 		// OpenTofu's evaluation of users = jsonencode({ for u in var.users : u => {} }):
 		// the plan with the users listed so, less the same plan with users = file(...).
-		forExpr := max(r.planListed-r.planFile, 0)
+		forExpr := max(r.PlanListed-r.PlanFile, 0)
 		for _, p := range []struct {
 			name    string
 			d       time.Duration
 			strings time.Duration // OpenTofu's own cost of the state's per-user strings
 			config  time.Duration // OpenTofu's own evaluation of the configuration's expressions over the names
-		}{{"no-change plan", r.planNoop, r.tofuStrings, 0}, {"no-change plan, users listed", r.planListed, r.tofuStringsListed, forExpr},
-			{"no-change plan, users from a file", r.planFile, r.tofuStringsListed, 0}, {"RWX flip under keep_existing", r.planFlip, r.tofuStringsFlip, 0}} {
-			t := target{p.name, r.n, p.d.Seconds() / base, 1.25, fmt.Sprintf("%s; bound %.2f s", secs(p.d), bound), ""}
-			if t.ratio > t.bound {
+		}{{"no-change plan", r.PlanNoop, r.TofuStrings, 0}, {"no-change plan, users listed", r.PlanListed, r.TofuStringsListed, forExpr},
+			{"no-change plan, users from a file", r.PlanFile, r.TofuStringsListed, 0}, {"RWX flip under keep_existing", r.PlanFlip, r.TofuStringsFlip, 0}} {
+			t := target{p.name, r.N, p.d.Seconds() / base, 1.25, fmt.Sprintf("%s; bound %.2f s", secs(p.d), bound), ""}
+			if t.Ratio > t.Bound {
 				// The least any provider could take: OpenTofu's fixed cost of
 				// a plan of one resource, one List, what OpenTofu alone
 				// spends on the state's strings and on the configuration's
 				// expression over the names.
-				least := fixed.plan.Seconds() + r.list.Seconds() + p.strings.Seconds() + p.config.Seconds()
-				parts := fmt.Sprintf("the fixed cost (%s), one List (%s), OpenTofu's own cost of the state's strings (%s)", secs(fixed.plan), secs(r.list), secs(p.strings))
+				least := fixed.Plan.Seconds() + r.List.Seconds() + p.strings.Seconds() + p.config.Seconds()
+				parts := fmt.Sprintf("the fixed cost (%s), one List (%s), OpenTofu's own cost of the state's strings (%s)", secs(fixed.Plan), secs(r.List), secs(p.strings))
 				if p.config > 0 {
-					parts += fmt.Sprintf(" and its evaluation of the `for` expression over the names (%s: the same plan with users from a file takes %s)", secs(p.config), secs(r.planFile))
+					parts += fmt.Sprintf(" and its evaluation of the `for` expression over the names (%s: the same plan with users from a file takes %s)", secs(p.config), secs(r.PlanFile))
 				}
 				// claims is this provider's choice (every user's claim in
 				// the state, for per-user drift), unlike the users the
 				// configuration gives and the fixed cost.
-				withoutClaims := least - r.tofuStrings.Seconds()
+				withoutClaims := least - r.TofuStrings.Seconds()
 				switch {
 				case withoutClaims > bound:
-					t.cause = fmt.Sprintf("unreachable for any provider: %s already take %.2f s", parts, least)
+					t.Cause = fmt.Sprintf("unreachable for any provider: %s already take %.2f s", parts, least)
 				case least > bound:
-					t.cause = fmt.Sprintf("unreachable with every user's claim in the state (`claims`, kept on purpose: DESIGN.md): %s already take %.2f s; without `claims` the least would be %.2f s, %.0f %% of the bound",
+					t.Cause = fmt.Sprintf("unreachable with every user's claim in the state (`claims`, kept on purpose: DESIGN.md): %s already take %.2f s; without `claims` the least would be %.2f s, %.0f %% of the bound",
 						parts, least, withoutClaims, 100*withoutClaims/bound)
 				default:
-					t.cause = fmt.Sprintf("%s take %.2f s, %.0f %% of the bound", parts, least, 100*least/bound)
+					t.Cause = fmt.Sprintf("%s take %.2f s, %.0f %% of the bound", parts, least, 100*least/bound)
 				}
-				t.cause += beyond("plan", p.d.Seconds()-least)
+				t.Cause += beyond("plan", p.d.Seconds()-least)
 			}
 			ts = append(ts, t)
 		}
-		read := target{"read of jupyter_home_claims (ReadDataSource / List)", r.n, r.readData.Seconds() / r.list.Seconds(), 2,
-			fmt.Sprintf("%s; a List %s", secs(r.readData), secs(r.list)), ""}
-		if read.ratio > read.bound && r.listCold > 0 {
+		read := target{"read of jupyter_home_claims (ReadDataSource / List)", r.N, r.ReadData.Seconds() / r.List.Seconds(), 2,
+			fmt.Sprintf("%s; a List %s", secs(r.ReadData), secs(r.List)), ""}
+		if read.Ratio > read.Bound && r.ListCold > 0 {
 			// The least any provider could take: the List as the first
 			// request of a new process, which every provider process is.
-			read.measure = fmt.Sprintf("%.1f ms; a List %.1f ms", ms(r.readData), ms(r.list))
+			read.Measure = fmt.Sprintf("%.1f ms; a List %.1f ms", ms(r.ReadData), ms(r.List))
 			cold := fmt.Sprintf("the same List as the first request of a new process (a new connection, nothing warm), as every provider process makes it (client-go, JSON, as one List), takes %.1f ms, %.2f × one List",
-				ms(r.listCold), r.listCold.Seconds()/r.list.Seconds())
-			if r.listCold.Seconds() > read.bound*r.list.Seconds() {
-				read.cause = "unreachable for any provider: " + cold
+				ms(r.ListCold), r.ListCold.Seconds()/r.List.Seconds())
+			if r.ListCold.Seconds() > read.Bound*r.List.Seconds() {
+				read.Cause = "unreachable for any provider: " + cold
 			} else {
-				read.cause = cold
+				read.Cause = cold
 			}
 			// readData comes from traced runs, which tracing slows a little.
-			if own := ms(r.readData - r.listCold); own >= 0.5 {
-				read.cause += fmt.Sprintf("; the read (traced) spends %.1f ms beyond it", own)
+			if own := ms(r.ReadData - r.ListCold); own >= 0.5 {
+				read.Cause += fmt.Sprintf("; the read (traced) spends %.1f ms beyond it", own)
 			} else {
-				read.cause += "; the read (traced) spends nothing measurable beyond it"
+				read.Cause += "; the read (traced) spends nothing measurable beyond it"
 			}
 		}
 		ts = append(ts, read)
-		if r.applied {
-			t := target{"apply of N new claims / bare client-go loop", r.n, r.apply.Seconds() / r.bare.Seconds(), 1.5,
-				fmt.Sprintf("%s; the loop %s", secs(r.apply), secs(r.bare)), ""}
+		if r.Applied {
+			t := target{"apply of N new claims / bare client-go loop", r.N, r.Apply.Seconds() / r.Bare.Seconds(), 1.5,
+				fmt.Sprintf("%s; the loop %s", secs(r.Apply), secs(r.Bare)), ""}
 			// The least any provider could take: OpenTofu's apply of one
 			// user, then the loop creating claims that carry KubeSpawner's
 			// metadata, as every home claim must.
-			least := fixed.apply1.Seconds() + r.bareMeta.Seconds()
-			bound := t.bound * r.bare.Seconds()
+			least := fixed.Apply1.Seconds() + r.BareMeta.Seconds()
+			bound := t.Bound * r.Bare.Seconds()
 			switch {
-			case t.ratio <= t.bound:
+			case t.Ratio <= t.Bound:
 			case least > bound:
-				t.cause = fmt.Sprintf("unreachable for any provider: an apply of one user (%s) and the loop creating claims with KubeSpawner's labels and annotations (%s) already take %.2f s, %.2f × the bare loop",
-					secs(fixed.apply1), secs(r.bareMeta), least, least/r.bare.Seconds()) + beyond("apply", r.apply.Seconds()-least)
+				t.Cause = fmt.Sprintf("unreachable for any provider: an apply of one user (%s) and the loop creating claims with KubeSpawner's labels and annotations (%s) already take %.2f s, %.2f × the bare loop",
+					secs(fixed.Apply1), secs(r.BareMeta), least, least/r.Bare.Seconds()) + beyond("apply", r.Apply.Seconds()-least)
 			default:
-				t.cause = fmt.Sprintf("an apply of one user (%s) and the loop creating claims with KubeSpawner's labels and annotations (%s) take %.2f s, %.0f %% of the bound",
-					secs(fixed.apply1), secs(r.bareMeta), least, 100*least/bound) + beyond("apply", r.apply.Seconds()-least)
+				t.Cause = fmt.Sprintf("an apply of one user (%s) and the loop creating claims with KubeSpawner's labels and annotations (%s) take %.2f s, %.0f %% of the bound",
+					secs(fixed.Apply1), secs(r.BareMeta), least, 100*least/bound) + beyond("apply", r.Apply.Seconds()-least)
 			}
 			ts = append(ts, t)
 		}
-		if r.n >= 20000 {
-			peak := max(r.memPlan, r.memListed, r.memFile, r.memApply)
-			ts = append(ts, target{"provider peak memory (MiB / 200 MiB)", r.n, mib(peak) / 200, 1, fmt.Sprintf("%.0f MiB", mib(peak)), ""})
-			ts = append(ts, target{"hub Secret Helm makes (KiB / 64 KiB)", r.n, float64(r.hub.secret) / (64 << 10), 1,
-				fmt.Sprintf("%.1f KiB (The hub's configuration at N users)", float64(r.hub.secret)/1024), ""})
+		if r.N >= 20000 {
+			peak := max(r.MemPlan, r.MemListed, r.MemFile, r.MemApply)
+			ts = append(ts, target{"provider peak memory (MiB / 200 MiB)", r.N, mib(peak) / 200, 1, fmt.Sprintf("%.0f MiB", mib(peak)), ""})
+			ts = append(ts, target{"hub Secret Helm makes (KiB / 64 KiB)", r.N, float64(r.Hub.Secret) / (64 << 10), 1,
+				fmt.Sprintf("%.1f KiB (The hub's configuration at N users)", float64(r.Hub.Secret)/1024), ""})
 		}
 	}
 	var b strings.Builder
@@ -1678,7 +1678,7 @@ func targets(floor time.Duration, fixed fixed, rows []row) string {
 		"the framework's conversions of the state, and OpenTofu's evaluation of the configuration (for `users` listed from a variable, the `for` expression over the names).\n\n")
 	b.WriteString("| target | users (N) | ratio | bound | met | measured | not met because |\n|---|---:|---:|---:|:---:|---|---|\n")
 	for _, t := range ts {
-		fmt.Fprintf(&b, "| %s | %d | %.2f | %.2f | %s | %s | %s |\n", t.name, t.n, t.ratio, t.bound, t.met(), t.measure, t.cause)
+		fmt.Fprintf(&b, "| %s | %d | %.2f | %.2f | %s | %s | %s |\n", t.Name, t.N, t.Ratio, t.Bound, t.met(), t.Measure, t.Cause)
 	}
 	b.WriteString("\n")
 	return b.String()

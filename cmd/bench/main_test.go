@@ -22,23 +22,23 @@ const traceLog = `2026-12-05T03:32:26.145Z [DEBUG] provider: starting plugin: pa
 
 func TestParseTrace(t *testing.T) {
 	b := parseTrace(traceLog)
-	if b.starts != 2 {
-		t.Errorf("starts = %d, want 2", b.starts)
+	if b.Starts != 2 {
+		t.Errorf("starts = %d, want 2", b.Starts)
 	}
 	want := map[string]time.Duration{"GetProviderSchema": 0, "UpgradeResourceState": 12 * time.Millisecond,
 		"ReadResource": 389 * time.Millisecond, "PlanResourceChange": 71 * time.Millisecond}
-	if len(b.rpcs) != len(want) {
-		t.Errorf("rpcs = %v, want %v", b.rpcs, want)
+	if len(b.RPCs) != len(want) {
+		t.Errorf("rpcs = %v, want %v", b.RPCs, want)
 	}
 	for rpc, d := range want {
-		if b.rpcs[rpc] != d {
-			t.Errorf("rpcs[%s] = %s, want %s", rpc, b.rpcs[rpc], d)
+		if b.RPCs[rpc] != d {
+			t.Errorf("rpcs[%s] = %s, want %s", rpc, b.RPCs[rpc], d)
 		}
 	}
 	// Start-up: to the first answer of each process, less its duration.
 	wantUp := []time.Duration{35 * time.Millisecond, 35 * time.Millisecond}
-	if len(b.startUp) != len(wantUp) || b.startUp[0] != wantUp[0] || b.startUp[1] != wantUp[1] {
-		t.Errorf("startUp = %v, want %v", b.startUp, wantUp)
+	if len(b.StartUp) != len(wantUp) || b.StartUp[0] != wantUp[0] || b.StartUp[1] != wantUp[1] {
+		t.Errorf("startUp = %v, want %v", b.StartUp, wantUp)
 	}
 }
 
@@ -67,17 +67,17 @@ func TestParseFocus(t *testing.T) {
 func TestTargetsVerdicts(t *testing.T) {
 	ms := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
 	floor := ms(100)
-	fx := fixed{plan: ms(200), apply1: ms(250)}
+	fx := fixed{Plan: ms(200), Apply1: ms(250)}
 	// bound = 1.25 × (1.5 × 0.10 + list)
 	rows := []row{
 		// list 0.10: bound 0.3125; least 0.20+0.10+0.05 = 0.35, without claims 0.30.
 		// and an apply a little under the least (noise): nothing beyond it.
 		// and a read of the data source at 2.5 × the List, 2.25 × for a new process.
-		{n: 1, listCold: ms(225), applied: true, apply: ms(740), bare: ms(400), bareMeta: ms(500), list: ms(100), planNoop: ms(400), tofuStrings: ms(50), planListed: ms(300), planFile: ms(300), tofuStringsListed: ms(50), planFlip: ms(300), tofuStringsFlip: ms(50), readData: ms(250)},
+		{N: 1, ListCold: ms(225), Applied: true, Apply: ms(740), Bare: ms(400), BareMeta: ms(500), List: ms(100), PlanNoop: ms(400), TofuStrings: ms(50), PlanListed: ms(300), PlanFile: ms(300), TofuStringsListed: ms(50), PlanFlip: ms(300), TofuStringsFlip: ms(50), ReadData: ms(250)},
 		// list 0.20: bound 0.4375; least 0.20+0.20+0.01 = 0.41.
-		{n: 2, list: ms(200), planNoop: ms(500), tofuStrings: ms(10), planListed: ms(400), planFile: ms(400), tofuStringsListed: ms(10), planFlip: ms(400), tofuStringsFlip: ms(10), readData: ms(200)},
+		{N: 2, List: ms(200), PlanNoop: ms(500), TofuStrings: ms(10), PlanListed: ms(400), PlanFile: ms(400), TofuStringsListed: ms(10), PlanFlip: ms(400), TofuStringsFlip: ms(10), ReadData: ms(200)},
 		// list 0.01: bound 0.2; least 0.21 without claims; a read at 3 × the List, 1.5 × for a new process.
-		{n: 3, list: ms(10), planNoop: ms(300), tofuStrings: ms(10), planListed: ms(100), planFile: ms(100), tofuStringsListed: ms(10), planFlip: ms(100), tofuStringsFlip: ms(10), readData: ms(30), listCold: ms(15)},
+		{N: 3, List: ms(10), PlanNoop: ms(300), TofuStrings: ms(10), PlanListed: ms(100), PlanFile: ms(100), TofuStringsListed: ms(10), PlanFlip: ms(100), TofuStringsFlip: ms(10), ReadData: ms(30), ListCold: ms(15)},
 	}
 	table := targets(floor, fx, rows)
 	want := map[string]string{
@@ -129,8 +129,8 @@ func TestParseCPUTimes(t *testing.T) {
 // row with the list form's time over the set form's.
 func TestUsersForms(t *testing.T) {
 	rows := []row{
-		{n: 1000, planListed: 300 * time.Millisecond, planList: 330 * time.Millisecond, planFile: 280 * time.Millisecond, memList: 40 << 10},
-		{n: 20000, planListed: 1700 * time.Millisecond, planList: 3600 * time.Millisecond, planFile: 800 * time.Millisecond, memList: 100 << 10},
+		{N: 1000, PlanListed: 300 * time.Millisecond, PlanList: 330 * time.Millisecond, PlanFile: 280 * time.Millisecond, MemList: 40 << 10},
+		{N: 20000, PlanListed: 1700 * time.Millisecond, PlanList: 3600 * time.Millisecond, PlanFile: 800 * time.Millisecond, MemList: 100 << 10},
 	}
 	out := usersForms(rows)
 	for _, want := range []string{
