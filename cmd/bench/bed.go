@@ -190,12 +190,12 @@ func holdCluster(n int) error {
 		return err
 	}
 	defer cluster.Stop()
-	cs := cluster.Admin()
+	b := &bench{ws: ws, cluster: cluster, cs: cluster.Admin(), work: work}
 	ns := fmt.Sprintf("bench-plan-%d", n)
-	if err := seedClaims(ctx, cs, ns, n); err != nil {
+	if err := seedClaims(ctx, b.cs, ns, n); err != nil {
 		return err
 	}
-	dir, err := planConfig(ctx, ws, work, ns)
+	dir, err := b.planConfig(ctx, ns)
 	if err != nil {
 		return err
 	}
@@ -223,11 +223,11 @@ func holdCluster(n int) error {
 
 // applyConfig creates namespace ns and a configuration that creates n new
 // users' claims in it, and runs tofu init.
-func applyConfig(ctx context.Context, ws *tofurun.Workspace, cs kubernetes.Interface, work, ns string, n int) (string, error) {
-	if err := namespace(ctx, cs, ns); err != nil {
+func (b *bench) applyConfig(ctx context.Context, ns string, n int) (string, error) {
+	if err := namespace(ctx, b.cs, ns); err != nil {
 		return "", err
 	}
-	dir, err := writeConfig(work, ns, fmt.Sprintf(`
+	dir, err := writeConfig(b.work, ns, fmt.Sprintf(`
 resource "jupyter_home_storage" "homes" {
   namespace          = %q
   capacity           = "1Gi"
@@ -241,13 +241,13 @@ resource "jupyter_home_storage" "homes" {
 	if err := os.WriteFile(filepath.Join(dir, "users.json"), []byte(userset.Encode(users("new", n))), 0o644); err != nil {
 		return "", err
 	}
-	return dir, ws.Run(ctx, dir, "init", "-no-color")
+	return dir, b.ws.Run(ctx, dir, "init", "-no-color")
 }
 
 // planConfig writes and applies the configuration the plans are timed with:
 // one jupyter_home_storage over namespace ns.
-func planConfig(ctx context.Context, ws *tofurun.Workspace, work, ns string) (string, error) {
-	dir, err := writeConfig(work, ns, fmt.Sprintf(`
+func (b *bench) planConfig(ctx context.Context, ns string) (string, error) {
+	dir, err := writeConfig(b.work, ns, fmt.Sprintf(`
 variable "access_mode" {
   type    = string
   default = "ReadWriteOnce"
@@ -275,10 +275,10 @@ resource "jupyter_home_storage" "homes" {
 	if err != nil {
 		return "", err
 	}
-	if err := ws.Run(ctx, dir, "init", "-no-color"); err != nil {
+	if err := b.ws.Run(ctx, dir, "init", "-no-color"); err != nil {
 		return "", err
 	}
-	return dir, ws.Run(ctx, dir, "apply", "-auto-approve", "-no-color")
+	return dir, b.ws.Run(ctx, dir, "apply", "-auto-approve", "-no-color")
 }
 
 func writeConfig(work, name, body string) (string, error) {
@@ -293,4 +293,14 @@ func writeConfig(work, name, body string) (string, error) {
 }
 provider "jupyter" {}
 `+body), 0o644)
+}
+
+// loadAverage is the machine's one-minute load average (other work on it
+// slows every measurement).
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if f := strings.Fields(string(b)); err == nil && len(f) > 0 {
+		return f[0]
+	}
+	return "unknown"
 }

@@ -38,6 +38,10 @@ func main() {
 	}
 }
 
+// spawns is how many spawns of each kind BenchmarkSpawnHooks times.
+const spawns = 20
+
+// run is the bench: it measures on a new test bed and writes the report to out.
 func run(sizesFlag string, runs, applyMax int, out string) error {
 	ctx := context.Background()
 	work, err := os.MkdirTemp("", "jupyter-bench-")
@@ -45,6 +49,42 @@ func run(sizesFlag string, runs, applyMax int, out string) error {
 		return err
 	}
 	defer func() { _ = os.RemoveAll(work) }()
+	b, err := startAudited(ctx, work, runs)
+	if err != nil {
+		return err
+	}
+	defer b.cluster.Stop()
+
+	d := reportData{Runs: runs, Spawns: spawns}
+	loadStart := loadAverage()
+	floor, floorTrace, floorDir, err := b.measureFloor(ctx)
+	if err != nil {
+		return err
+	}
+	d.Floor = floor
+	if d.Fixed, err = b.fixedCosts(ctx, floorDir); err != nil {
+		return err
+	}
+	d.Fixed.FloorTrace = floorTrace
+	fmt.Printf("fixed cost: plan over an empty namespace %s, apply of one user %s\n", d.Fixed.Plan, d.Fixed.Apply1)
+	if d.Rows, err = b.measureSizes(ctx, sizesFlag, applyMax); err != nil {
+		return err
+	}
+	if d.Costs, err = measureSpawnHooks(ctx, spawns); err != nil {
+		return err
+	}
+	d.Load = fmt.Sprintf("%s at the start, %s at the end", loadStart, loadAverage())
+	d.Machine = thisMachine()
+	text, err := report(d)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(out, []byte(text), 0o644)
+}
+
+// startAudited starts the test bed (startBed) with the API server's audit
+// log of the provider's requests in work.
+func startAudited(ctx context.Context, work string, runs int) (*bench, error) {
 	policy := filepath.Join(work, "audit.yaml")
 	auditLog := filepath.Join(work, "audit.log")
 	if err := os.WriteFile(policy, []byte(`apiVersion: audit.k8s.io/v1
@@ -55,62 +95,38 @@ rules:
     users: ["`+testcluster.LimitedUser+`"]
   - level: None
 `), 0o600); err != nil {
-		return err
+		return nil, err
 	}
 	ws, cluster, err := startBed(ctx, work, testcluster.Options{APIServerArgs: []string{
 		"--audit-policy-file=" + policy, "--audit-log-path=" + auditLog, "--audit-log-mode=blocking",
 	}})
 	if err != nil {
-		return err
+		return nil, err
 	}
-	defer cluster.Stop()
-	cs := cluster.Admin()
+	return &bench{ws: ws, cluster: cluster, cs: cluster.Admin(), work: work, auditLog: auditLog, runs: runs}, nil
+}
 
-	loadStart := loadAverage()
-	floorDir, err := writeConfig(work, "floor", "")
-	if err != nil {
-		return err
-	}
-	if err := ws.Run(ctx, floorDir, "init", "-no-color"); err != nil {
-		return err
-	}
-	floor, _, _, err := timeTofu(ctx, ws, floorDir, auditLog, runs, "plan", "-no-color", "-lock=false")
-	if err != nil {
-		return err
-	}
-	fmt.Printf("floor: empty plan %s\n", floor)
-	floorTrace, err := traceTofu(ctx, ws, floorDir, "plan", "-no-color", "-lock=false")
-	if err != nil {
-		return err
-	}
-	fixed, err := fixedCosts(ctx, ws, cs, work, auditLog, runs, floorDir)
-	if err != nil {
-		return err
-	}
-	fixed.FloorTrace = floorTrace
-	fmt.Printf("fixed cost: plan over an empty namespace %s, apply of one user %s\n", fixed.Plan, fixed.Apply1)
-
+// measureSizes measures each N of sizesFlag (a comma-separated list): the
+// plans, and the applies up to applyMax users.
+func (b *bench) measureSizes(ctx context.Context, sizesFlag string, applyMax int) ([]row, error) {
 	var rows []row
 	for _, f := range strings.Split(sizesFlag, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(f))
 		if err != nil {
-			return err
+			return nil, err
 		}
-		r, err := measure(ctx, ws, cs, cluster, work, auditLog, n, runs, n <= applyMax)
+		r, err := b.measure(ctx, n)
+		if err == nil && n <= applyMax {
+			err = b.measureApplies(ctx, &r)
+		}
 		if err != nil {
-			return fmt.Errorf("size %d: %w", n, err)
+			return nil, fmt.Errorf("size %d: %w", n, err)
 		}
 		fmt.Printf("N=%d: list %s (protobuf %s), plan %s, listed %s, flip %s, data source %s, apply %s (bare client-go %s, protobuf %s), %d/%d requests\n",
 			n, r.List, r.ListPB, r.PlanNoop, r.PlanListed, r.PlanFlip, r.PlanData, r.Apply, r.Bare, r.BarePB, r.ReqPlan, r.ReqApply)
 		rows = append(rows, r)
 	}
-	const spawns = 20
-	costs, err := measureSpawnHooks(ctx, spawns)
-	if err != nil {
-		return err
-	}
-	load := fmt.Sprintf("%s at the start, %s at the end", loadStart, loadAverage())
-	return os.WriteFile(out, []byte(report(floor, fixed, rows, runs, load)+spawnSection(costs, spawns)), 0o644)
+	return rows, nil
 }
 
 func users(prefix string, n int) []string {

@@ -58,13 +58,26 @@ type row struct {
 	Hub                              hubSizes      // the Secrets Helm makes of the hub with the N users' configuration
 }
 
-func measure(ctx context.Context, ws *tofurun.Workspace, cs kubernetes.Interface, cluster *testcluster.Cluster, work, auditLog string, n, runs int, apply bool) (row, error) {
-	r := row{N: n, Applied: apply}
+// bench is the test bed the measurements run on, and how often each runs.
+type bench struct {
+	ws       *tofurun.Workspace
+	cluster  *testcluster.Cluster
+	cs       kubernetes.Interface // the cluster's admin
+	work     string               // where the configurations are written
+	auditLog string               // the API server's audit log: the provider's requests
+	runs     int                  // runs per measurement (the median is reported)
+}
+
+// measure measures the plans over n seeded claims: a List with client-go,
+// the no-change plan, the RWX flip, the same plans with the users listed,
+// the data source's read, and the hub's configuration at n users.
+func (b *bench) measure(ctx context.Context, n int) (row, error) {
+	r := row{N: n}
 	ns := fmt.Sprintf("bench-plan-%d", n)
-	if err := seedClaims(ctx, cs, ns, n); err != nil {
+	if err := seedClaims(ctx, b.cs, ns, n); err != nil {
 		return r, err
 	}
-	dir, err := planConfig(ctx, ws, work, ns)
+	dir, err := b.planConfig(ctx, ns)
 	if err != nil {
 		return r, err
 	}
@@ -74,96 +87,133 @@ func measure(ctx context.Context, ws *tofurun.Workspace, cs kubernetes.Interface
 		return r, err
 	}
 	r.StateStrings = len(claimsJSON)
-	if r.TofuStrings, err = tofuStringCost(ctx, ws, work, fmt.Sprintf("strings-%d", n), runs, []string{claimsJSON}, nil); err != nil {
+	if r.TofuStrings, err = b.tofuStringCost(ctx, fmt.Sprintf("strings-%d", n), []string{claimsJSON}, nil); err != nil {
 		return r, err
 	}
-	// Plain client-go (JSON), and client-go with the provider's protobuf
-	// content type, as the provider's identity: the API server audits their
-	// requests as it audits the provider's.
+	if err := b.measureLists(ctx, ns, &r); err != nil {
+		return r, err
+	}
+	if err := b.measureUnlistedPlans(ctx, dir, claimsJSON, &r); err != nil {
+		return r, err
+	}
+	if err := b.measureListedPlans(ctx, dir, ns, claimsJSON, &r); err != nil {
+		return r, err
+	}
+	if err := b.measureDataSource(ctx, ns, &r); err != nil {
+		return r, err
+	}
+	if r.Hub, err = b.measureHub(ctx, ns, n); err != nil {
+		return r, fmt.Errorf("hub: %w", err)
+	}
+	return r, nil
+}
+
+// measureLists times one paginated List of the claims of ns: plain
+// client-go (JSON) and client-go with the provider's protobuf content type,
+// as the provider's identity (the API server audits their requests as it
+// audits the provider's), and the same List by a new process.
+func (b *bench) measureLists(ctx context.Context, ns string, r *row) error {
+	cluster := b.cluster
 	client := kubernetes.NewForConfigOrDie(cluster.RESTConfig(cluster.LimitedToken))
 	pbConfig := cluster.RESTConfig(cluster.LimitedToken)
 	kube.UseProtobuf(pbConfig)
 	pbClient := kubernetes.NewForConfigOrDie(pbConfig)
 	var lists, listsPB []time.Duration
-	for i := 0; i < runs; i++ {
+	for i := 0; i < b.runs; i++ {
 		for _, c := range []struct {
 			client kubernetes.Interface
 			out    *[]time.Duration
 		}{{client, &lists}, {pbClient, &listsPB}} {
 			start := time.Now()
 			if err := listClaims(ctx, c.client, ns); err != nil {
-				return r, err
+				return err
 			}
 			*c.out = append(*c.out, time.Since(start))
 		}
 	}
 	r.List, r.ListPB = median(lists), median(listsPB)
-	if r.ListCold, err = coldList(ctx, cluster, ns, runs); err != nil {
-		return r, err
+	var err error
+	r.ListCold, err = b.coldList(ctx, ns)
+	return err
+}
+
+// measureUnlistedPlans times the no-change plan over the claims, none of
+// the users listed, traces one, and times the RWX flip under keep_existing
+// with what OpenTofu alone spends on the strings it changes.
+func (b *bench) measureUnlistedPlans(ctx context.Context, dir, claimsJSON string, r *row) error {
+	var err error
+	if r.PlanNoop, r.ReqPlan, r.MemPlan, err = timeTofu(ctx, b.ws, dir, b.auditLog, b.runs, "plan", "-no-color", "-lock=false", "-detailed-exitcode"); err != nil {
+		return fmt.Errorf("no-change plan: %w", err)
 	}
-	if r.PlanNoop, r.ReqPlan, r.MemPlan, err = timeTofu(ctx, ws, dir, auditLog, runs, "plan", "-no-color", "-lock=false", "-detailed-exitcode"); err != nil {
-		return r, fmt.Errorf("no-change plan: %w", err)
+	if r.Breakdown, err = traceTofu(ctx, b.ws, dir, "plan", "-no-color", "-lock=false"); err != nil {
+		return fmt.Errorf("traced plan: %w", err)
 	}
-	if r.Breakdown, err = traceTofu(ctx, ws, dir, "plan", "-no-color", "-lock=false"); err != nil {
-		return r, fmt.Errorf("traced plan: %w", err)
-	}
-	if r.PlanFlip, _, _, err = timeTofu(ctx, ws, dir, auditLog, runs, "plan", "-no-color", "-lock=false",
+	if r.PlanFlip, _, _, err = timeTofu(ctx, b.ws, dir, b.auditLog, b.runs, "plan", "-no-color", "-lock=false",
 		"-var", "access_mode=ReadWriteMany", "-var", "on_mode_change=keep_existing"); err != nil {
-		return r, fmt.Errorf("flip plan: %w", err)
+		return fmt.Errorf("flip plan: %w", err)
 	}
 	// What OpenTofu alone spends on the strings the flip changes (every
 	// user becomes legacy: legacy_users lists them all, and the plan shows
 	// each), beside the claims it keeps.
-	before, after, err := plannedStrings(ctx, ws, dir, "-var", "access_mode=ReadWriteMany", "-var", "on_mode_change=keep_existing")
+	before, after, err := plannedStrings(ctx, b.ws, dir, "-var", "access_mode=ReadWriteMany", "-var", "on_mode_change=keep_existing")
 	if err != nil {
-		return r, fmt.Errorf("flip plan's changes: %w", err)
+		return fmt.Errorf("flip plan's changes: %w", err)
 	}
 	for _, v := range after {
 		r.FlipStrings += len(v)
 	}
-	if r.TofuStringsFlip, err = tofuStringCost(ctx, ws, work, fmt.Sprintf("strings-flip-%d", n), runs,
-		append([]string{claimsJSON}, before...), append([]string{claimsJSON}, after...)); err != nil {
-		return r, err
-	}
-	// The same claims, now listed in users (Terraform manages them): apply
-	// once (nothing in the cluster changes), then time the no-change plan.
-	listed, _ := json.Marshal(map[string][]string{"users": users("user", n)})
+	r.TofuStringsFlip, err = b.tofuStringCost(ctx, fmt.Sprintf("strings-flip-%d", r.N),
+		append([]string{claimsJSON}, before...), append([]string{claimsJSON}, after...))
+	return err
+}
+
+// measureListedPlans lists the same claims' users in users (Terraform
+// manages them: applied once, nothing in the cluster changes), then times,
+// traces and profiles the no-change plan, and times it with the users from
+// a file and from a list(string) variable.
+func (b *bench) measureListedPlans(ctx context.Context, dir, ns, claimsJSON string, r *row) error {
+	listed, _ := json.Marshal(map[string][]string{"users": users("user", r.N)})
 	if err := os.WriteFile(filepath.Join(dir, "listed.tfvars.json"), listed, 0o644); err != nil {
-		return r, err
+		return err
 	}
-	if err := ws.Run(ctx, dir, "apply", "-auto-approve", "-no-color", "-var-file=listed.tfvars.json"); err != nil {
-		return r, fmt.Errorf("listing the users: %w", err)
+	if err := b.ws.Run(ctx, dir, "apply", "-auto-approve", "-no-color", "-var-file=listed.tfvars.json"); err != nil {
+		return fmt.Errorf("listing the users: %w", err)
 	}
 	r.StateListed = fileSize(filepath.Join(dir, "terraform.tfstate"))
 	usersJSON, err := stateAttribute(dir, "users")
 	if err != nil {
-		return r, err
+		return err
 	}
 	r.StateStringsListed = len(claimsJSON) + len(usersJSON)
-	if r.TofuStringsListed, err = tofuStringCost(ctx, ws, work, fmt.Sprintf("strings-listed-%d", n), runs, []string{claimsJSON, usersJSON}, nil); err != nil {
-		return r, err
+	if r.TofuStringsListed, err = b.tofuStringCost(ctx, fmt.Sprintf("strings-listed-%d", r.N), []string{claimsJSON, usersJSON}, nil); err != nil {
+		return err
 	}
-	if r.PlanListed, _, r.MemListed, err = timeTofu(ctx, ws, dir, auditLog, runs, "plan", "-no-color", "-lock=false", "-detailed-exitcode", "-var-file=listed.tfvars.json"); err != nil {
-		return r, fmt.Errorf("plan with users listed: %w", err)
+	if r.PlanListed, _, r.MemListed, err = timeTofu(ctx, b.ws, dir, b.auditLog, b.runs, "plan", "-no-color", "-lock=false", "-detailed-exitcode", "-var-file=listed.tfvars.json"); err != nil {
+		return fmt.Errorf("plan with users listed: %w", err)
 	}
-	if r.BreakdownListed, err = traceTofu(ctx, ws, dir, "plan", "-no-color", "-lock=false", "-var-file=listed.tfvars.json"); err != nil {
-		return r, fmt.Errorf("traced plan with users listed: %w", err)
+	if r.BreakdownListed, err = traceTofu(ctx, b.ws, dir, "plan", "-no-color", "-lock=false", "-var-file=listed.tfvars.json"); err != nil {
+		return fmt.Errorf("traced plan with users listed: %w", err)
 	}
-	if r.ProfProvider, r.ProfTofu, err = profilePlan(ctx, ws, dir, "plan", "-no-color", "-lock=false", "-var-file=listed.tfvars.json"); err != nil {
-		return r, fmt.Errorf("profiled plan with users listed: %w", err)
+	if r.ProfProvider, r.ProfTofu, err = profilePlan(ctx, b.ws, dir, "plan", "-no-color", "-lock=false", "-var-file=listed.tfvars.json"); err != nil {
+		return fmt.Errorf("profiled plan with users listed: %w", err)
 	}
 	// The same state, users read from a file written in jsonencode's form:
 	// OpenTofu then evaluates no expression over the N names.
-	if r.PlanFile, r.MemFile, err = planFromFile(ctx, ws, work, dir, ns, auditLog, n, runs); err != nil {
-		return r, err
+	if r.PlanFile, r.MemFile, err = b.planFromFile(ctx, dir, ns, r.N); err != nil {
+		return err
 	}
 	// The same state, users from the same .tfvars.json file into a variable
 	// typed list(string), the form most configurations write: OpenTofu
 	// converts the file's tuple with go-cty's type unification.
-	if r.PlanList, r.MemList, err = planListVariable(ctx, ws, work, dir, ns, auditLog, n, runs); err != nil {
-		return r, err
-	}
-	ddir, err := writeConfig(work, ns+"-data", fmt.Sprintf(`
+	r.PlanList, r.MemList, err = b.planListVariable(ctx, dir, ns, r.N)
+	return err
+}
+
+// measureDataSource times a plan that only reads the claims of ns with the
+// jupyter_home_claims data source, and the provider's ReadDataSource in as
+// many traced runs.
+func (b *bench) measureDataSource(ctx context.Context, ns string, r *row) error {
+	ddir, err := writeConfig(b.work, ns+"-data", fmt.Sprintf(`
 data "jupyter_home_claims" "all" {
   namespace = %q
 }
@@ -172,69 +222,75 @@ output "claims" {
 }
 `, ns))
 	if err != nil {
-		return r, err
+		return err
 	}
-	if err := ws.Run(ctx, ddir, "init", "-no-color"); err != nil {
-		return r, err
+	if err := b.ws.Run(ctx, ddir, "init", "-no-color"); err != nil {
+		return err
 	}
-	if r.PlanData, _, _, err = timeTofu(ctx, ws, ddir, auditLog, runs, "plan", "-no-color", "-lock=false"); err != nil {
-		return r, fmt.Errorf("data source plan: %w", err)
+	if r.PlanData, _, _, err = timeTofu(ctx, b.ws, ddir, b.auditLog, b.runs, "plan", "-no-color", "-lock=false"); err != nil {
+		return fmt.Errorf("data source plan: %w", err)
 	}
 	var reads []time.Duration
-	for i := 0; i < runs; i++ {
-		if r.BreakdownData, err = traceTofu(ctx, ws, ddir, "plan", "-no-color", "-lock=false"); err != nil {
-			return r, fmt.Errorf("traced data source plan: %w", err)
+	for i := 0; i < b.runs; i++ {
+		if r.BreakdownData, err = traceTofu(ctx, b.ws, ddir, "plan", "-no-color", "-lock=false"); err != nil {
+			return fmt.Errorf("traced data source plan: %w", err)
 		}
 		reads = append(reads, r.BreakdownData.RPCs["ReadDataSource"])
 	}
 	r.ReadData = median(reads)
-	if r.Hub, err = measureHub(ctx, ws, cluster, work, ns, n); err != nil {
-		return r, fmt.Errorf("hub: %w", err)
-	}
-	if !apply {
-		return r, nil
-	}
+	return nil
+}
 
-	var applies, bares, baresPB, baresMeta []time.Duration
-	for i := 0; i < runs; i++ {
-		adir, err := applyConfig(ctx, ws, cs, work, fmt.Sprintf("bench-apply-%d-%d", n, i), n)
+// bareLoop is one way of running the bare client-go loop.
+type bareLoop struct {
+	name     string
+	protobuf bool // protobuf, as the provider speaks; else client-go's default JSON
+	meta     bool // the claims carry KubeSpawner's labels and annotations; else only a name
+}
+
+// bareLoops are the bare loop three ways: JSON, protobuf, and protobuf with
+// KubeSpawner's metadata on every claim.
+var bareLoops = []bareLoop{{name: "bare"}, {name: "bare-pb", protobuf: true}, {name: "bare-meta", protobuf: true, meta: true}}
+
+// measureApplies times the apply of r.N new users next to the bare
+// client-go loops creating as many claims, and traces one more apply.
+func (b *bench) measureApplies(ctx context.Context, r *row) error {
+	n := r.N
+	r.Applied = true
+	var applies []time.Duration
+	bares := make([][]time.Duration, len(bareLoops))
+	for i := 0; i < b.runs; i++ {
+		adir, err := b.applyConfig(ctx, fmt.Sprintf("bench-apply-%d-%d", n, i), n)
 		if err != nil {
-			return r, err
+			return err
 		}
-		d, reqs, mem, err := timeTofu(ctx, ws, adir, auditLog, 1, "apply", "-auto-approve", "-no-color")
+		d, reqs, mem, err := timeTofu(ctx, b.ws, adir, b.auditLog, 1, "apply", "-auto-approve", "-no-color")
 		if err != nil {
-			return r, fmt.Errorf("apply: %w", err)
+			return fmt.Errorf("apply: %w", err)
 		}
 		applies = append(applies, d)
 		r.ReqApply, r.MemApply = reqs, max(r.MemApply, mem)
-
-		// The bare loop three ways: JSON, protobuf, and protobuf with
-		// KubeSpawner's metadata on every claim.
-		for _, v := range []struct {
-			name           string
-			protobuf, meta bool
-			out            *[]time.Duration
-		}{{"bare", false, false, &bares}, {"bare-pb", true, false, &baresPB}, {"bare-meta", true, true, &baresMeta}} {
-			bns := fmt.Sprintf("bench-%s-%d-%d", v.name, n, i)
-			if err := namespace(ctx, cs, bns); err != nil {
-				return r, err
+		for j, loop := range bareLoops {
+			bns := fmt.Sprintf("bench-%s-%d-%d", loop.name, n, i)
+			if err := namespace(ctx, b.cs, bns); err != nil {
+				return err
 			}
-			b, err := bareCreate(ctx, cluster, bns, n, v.protobuf, v.meta)
+			d, err := bareCreate(ctx, b.cluster, bns, n, loop)
 			if err != nil {
-				return r, err
+				return err
 			}
-			*v.out = append(*v.out, b)
+			bares[j] = append(bares[j], d)
 		}
 	}
-	r.Apply, r.Bare, r.BarePB, r.BareMeta = median(applies), median(bares), median(baresPB), median(baresMeta)
-	adir, err := applyConfig(ctx, ws, cs, work, fmt.Sprintf("bench-apply-%d-traced", n), n)
+	r.Apply, r.Bare, r.BarePB, r.BareMeta = median(applies), median(bares[0]), median(bares[1]), median(bares[2])
+	adir, err := b.applyConfig(ctx, fmt.Sprintf("bench-apply-%d-traced", n), n)
 	if err != nil {
-		return r, err
+		return err
 	}
-	if r.BreakdownApply, err = traceTofu(ctx, ws, adir, "apply", "-auto-approve", "-no-color"); err != nil {
-		return r, fmt.Errorf("traced apply: %w", err)
+	if r.BreakdownApply, err = traceTofu(ctx, b.ws, adir, "apply", "-auto-approve", "-no-color"); err != nil {
+		return fmt.Errorf("traced apply: %w", err)
 	}
-	return r, nil
+	return nil
 }
 
 // listOnceCold is -list-once: one List of the claims of namespace ns as
@@ -256,15 +312,15 @@ func listOnceCold(ns string) error {
 }
 
 // coldList is the median of runs Lists of ns by new processes (-list-once).
-func coldList(ctx context.Context, cluster *testcluster.Cluster, ns string, runs int) (time.Duration, error) {
+func (b *bench) coldList(ctx context.Context, ns string) (time.Duration, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return 0, err
 	}
 	var ds []time.Duration
-	for i := 0; i < runs; i++ {
+	for i := 0; i < b.runs; i++ {
 		cmd := exec.CommandContext(ctx, exe, "-list-once", ns)
-		cmd.Env = append(os.Environ(), connection(cluster)...)
+		cmd.Env = append(os.Environ(), connection(b.cluster)...)
 		out, err := cmd.Output()
 		if ee := (*exec.ExitError)(nil); errors.As(err, &ee) {
 			return 0, fmt.Errorf("a List by a new process: %w: %s", err, bytes.TrimSpace(ee.Stderr))
@@ -331,14 +387,14 @@ func stateAttribute(dir, name string) (string, error) {
 // their size costs in OpenTofu itself. With planned (as many strings as
 // prior), the state holds prior and the configuration planned: the plan
 // shows (and renders) their change, as a plan of the resource does.
-func tofuStringCost(ctx context.Context, ws *tofurun.Workspace, work, name string, runs int, prior, planned []string) (time.Duration, error) {
+func (b *bench) tofuStringCost(ctx context.Context, name string, prior, planned []string) (time.Duration, error) {
 	var costs [2]time.Duration
 	for i, empty := range []bool{false, true} {
 		body := ""
 		for j := range prior {
 			body += fmt.Sprintf("    s%d = file(\"${path.module}/s%d.json\")\n", j, j)
 		}
-		dir, err := writeConfig(work, fmt.Sprintf("%s-%v", name, empty), "resource \"terraform_data\" \"strings\" {\n  triggers_replace = {\n"+body+"  }\n}\n")
+		dir, err := writeConfig(b.work, fmt.Sprintf("%s-%v", name, empty), "resource \"terraform_data\" \"strings\" {\n  triggers_replace = {\n"+body+"  }\n}\n")
 		if err != nil {
 			return 0, err
 		}
@@ -357,7 +413,7 @@ func tofuStringCost(ctx context.Context, ws *tofurun.Workspace, work, name strin
 			return 0, err
 		}
 		for _, args := range [][]string{{"init", "-no-color"}, {"apply", "-auto-approve", "-no-color"}} {
-			if err := ws.Run(ctx, dir, args...); err != nil {
+			if err := b.ws.Run(ctx, dir, args...); err != nil {
 				return 0, err
 			}
 		}
@@ -370,7 +426,7 @@ func tofuStringCost(ctx context.Context, ws *tofurun.Workspace, work, name strin
 				args = args[:3] // a plan with changes
 			}
 		}
-		if costs[i], _, _, err = timeTofu(ctx, ws, dir, "", runs, args...); err != nil {
+		if costs[i], _, _, err = timeTofu(ctx, b.ws, dir, "", b.runs, args...); err != nil {
 			return 0, fmt.Errorf("plan of %s: %w", name, err)
 		}
 	}
@@ -417,8 +473,8 @@ func plannedStrings(ctx context.Context, ws *tofurun.Workspace, dir string, args
 
 // planFromFile times a no-change plan of the state in dir (the N users
 // listed) with users = file("users.json"), in a directory of its own.
-func planFromFile(ctx context.Context, ws *tofurun.Workspace, work, dir, ns, auditLog string, n, runs int) (time.Duration, int64, error) {
-	d, mem, err := planSameState(ctx, ws, work, dir, ns+"-file", auditLog, runs, fmt.Sprintf(`
+func (b *bench) planFromFile(ctx context.Context, dir, ns string, n int) (time.Duration, int64, error) {
+	d, mem, err := b.planSameState(ctx, dir, ns+"-file", fmt.Sprintf(`
 resource "jupyter_home_storage" "homes" {
   namespace          = %q
   capacity           = "1Gi"
@@ -438,9 +494,9 @@ resource "jupyter_home_storage" "homes" {
 // listed) with the users in a variable typed list(string), set from the
 // same .tfvars.json file as the set(string) variable of planConfig, in a
 // directory of its own.
-func planListVariable(ctx context.Context, ws *tofurun.Workspace, work, dir, ns, auditLog string, n, runs int) (time.Duration, int64, error) {
+func (b *bench) planListVariable(ctx context.Context, dir, ns string, n int) (time.Duration, int64, error) {
 	listed, _ := json.Marshal(map[string][]string{"users": users("user", n)})
-	d, mem, err := planSameState(ctx, ws, work, dir, ns+"-list", auditLog, runs, fmt.Sprintf(`
+	d, mem, err := b.planSameState(ctx, dir, ns+"-list", fmt.Sprintf(`
 variable "users" {
   type = list(string)
 }
@@ -461,8 +517,8 @@ resource "jupyter_home_storage" "homes" {
 
 // planSameState times a no-change plan of config, with files beside it,
 // over a copy of the state in dir, in a directory of its own (name).
-func planSameState(ctx context.Context, ws *tofurun.Workspace, work, dir, name, auditLog string, runs int, config string, files map[string][]byte, args ...string) (time.Duration, int64, error) {
-	pdir, err := writeConfig(work, name, config)
+func (b *bench) planSameState(ctx context.Context, dir, name, config string, files map[string][]byte, args ...string) (time.Duration, int64, error) {
+	pdir, err := writeConfig(b.work, name, config)
 	if err != nil {
 		return 0, 0, err
 	}
@@ -478,11 +534,11 @@ func planSameState(ctx context.Context, ws *tofurun.Workspace, work, dir, name, 
 	if err := os.WriteFile(filepath.Join(pdir, "terraform.tfstate"), state, 0o644); err != nil {
 		return 0, 0, err
 	}
-	if err := ws.Run(ctx, pdir, "init", "-no-color"); err != nil {
+	if err := b.ws.Run(ctx, pdir, "init", "-no-color"); err != nil {
 		return 0, 0, err
 	}
 	// -detailed-exitcode: a plan that is not a no-change plan fails the bench.
-	d, _, mem, err := timeTofu(ctx, ws, pdir, auditLog, runs, append([]string{"plan", "-no-color", "-lock=false", "-detailed-exitcode"}, args...)...)
+	d, _, mem, err := timeTofu(ctx, b.ws, pdir, b.auditLog, b.runs, append([]string{"plan", "-no-color", "-lock=false", "-detailed-exitcode"}, args...)...)
 	return d, mem, err
 }
 
@@ -492,10 +548,10 @@ func planSameState(ctx context.Context, ws *tofurun.Workspace, work, dir, name, 
 // protobuf as the provider does. With meta the claims carry the labels and
 // annotations KubeSpawner's claims have, as the provider's do (without,
 // only a name).
-func bareCreate(ctx context.Context, cluster *testcluster.Cluster, ns string, n int, protobuf, meta bool) (time.Duration, error) {
+func bareCreate(ctx context.Context, cluster *testcluster.Cluster, ns string, n int, loop bareLoop) (time.Duration, error) {
 	rc := cluster.RESTConfig(cluster.LimitedToken)
 	rc.QPS, rc.Burst = 500, 1000 // the provider's defaults
-	if protobuf {
+	if loop.protobuf {
 		kube.UseProtobuf(rc)
 	}
 	cs := kubernetes.NewForConfigOrDie(rc)
@@ -504,7 +560,7 @@ func bareCreate(ctx context.Context, cluster *testcluster.Cluster, ns string, n 
 	start := time.Now()
 	errs := kube.ForEach(ctx, users("bare", n), func(ctx context.Context, u string) error {
 		om := metav1.ObjectMeta{Name: "claim-" + u, Namespace: ns}
-		if meta {
+		if loop.meta {
 			m := kubespawner.PVCMetadata{Username: u}
 			l, err := kubespawner.PVCLabels(m)
 			if err != nil {
