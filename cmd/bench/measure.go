@@ -474,16 +474,8 @@ func plannedStrings(ctx context.Context, ws *tofurun.Workspace, dir string, args
 // planFromFile times a no-change plan of the state in dir (the N users
 // listed) with users = file("users.json"), in a directory of its own.
 func (b *bench) planFromFile(ctx context.Context, dir, ns string, n int) (time.Duration, int64, error) {
-	d, mem, err := b.planSameState(ctx, dir, ns+"-file", fmt.Sprintf(`
-resource "jupyter_home_storage" "homes" {
-  namespace          = %q
-  capacity           = "1Gi"
-  storage_class_name = %q
-  access_mode        = "ReadWriteOnce"
-  on_mode_change     = "fail"
-  users              = file("${path.module}/users.json")
-}
-`, ns, class), map[string][]byte{"users.json": []byte(userset.Encode(users("user", n)))})
+	d, mem, err := b.planSameState(ctx, dir, ns+"-file", "\n"+listedResource(ns, `file("${path.module}/users.json")`),
+		map[string][]byte{"users.json": []byte(userset.Encode(users("user", n)))})
 	if err != nil {
 		return 0, 0, fmt.Errorf("plan with users from a file: %w", err)
 	}
@@ -496,23 +488,29 @@ resource "jupyter_home_storage" "homes" {
 // directory of its own.
 func (b *bench) planListVariable(ctx context.Context, dir, ns string, n int) (time.Duration, int64, error) {
 	listed, _ := json.Marshal(map[string][]string{"users": users("user", n)})
-	d, mem, err := b.planSameState(ctx, dir, ns+"-list", fmt.Sprintf(`
+	d, mem, err := b.planSameState(ctx, dir, ns+"-list", `
 variable "users" {
   type = list(string)
 }
-resource "jupyter_home_storage" "homes" {
+`+listedResource(ns, "jsonencode({ for u in var.users : u => {} })"), map[string][]byte{"listed.tfvars.json": listed}, "-var-file=listed.tfvars.json")
+	if err != nil {
+		return 0, 0, fmt.Errorf("plan with users in a list(string) variable: %w", err)
+	}
+	return d, mem, nil
+}
+
+// listedResource is the jupyter_home_storage of planConfig over namespace
+// ns, its variables' defaults written out, with the users expression given.
+func listedResource(ns, usersExpr string) string {
+	return fmt.Sprintf(`resource "jupyter_home_storage" "homes" {
   namespace          = %q
   capacity           = "1Gi"
   storage_class_name = %q
   access_mode        = "ReadWriteOnce"
   on_mode_change     = "fail"
-  users              = jsonencode({ for u in var.users : u => {} })
+  users              = %s
 }
-`, ns, class), map[string][]byte{"listed.tfvars.json": listed}, "-var-file=listed.tfvars.json")
-	if err != nil {
-		return 0, 0, fmt.Errorf("plan with users in a list(string) variable: %w", err)
-	}
-	return d, mem, nil
+`, ns, class, usersExpr)
 }
 
 // planSameState times a no-change plan of config, with files beside it,
