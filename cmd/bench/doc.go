@@ -17,4 +17,14 @@
 // and with protobuf, the content type the provider uses. Requests are counted in
 // the API server's audit log (the provider connects as its own identity);
 // the provider's peak memory is read from /proc while tofu runs.
+//
+// The files by role: main.go runs the bench (the flags, the sizes, the
+// report written); bed.go is the test bed (the cluster, the seeded claims,
+// the configurations, -hold); measure.go times the runs at each N (plans,
+// lists, the data source, applies next to the bare client-go loops);
+// fixed.go the floor and the fixed costs; tofu.go runs tofu timed and
+// traced; profile.go takes the CPU profiles (pprof); hub.go measures the
+// hub's configuration and the spawn hooks; targets.go holds the issue's
+// targets, their bounds and why one is not met; report.go and report.tmpl
+// write BENCHMARKS.md (the template holds its prose and tables).
 package main

@@ -37,14 +37,19 @@ func main() {
 
 func step(format string, a ...any) { fmt.Printf("\n==> "+format+"\n", a...) }
 
+// echoRun echoes a tofu command as the user would type it and runs it in dir.
+func echoRun(ctx context.Context, ws *tofurun.Workspace, dir string, args ...string) error {
+	ws.Echo(os.Stdout, args...)
+	return ws.Run(ctx, dir, args...)
+}
+
+// run is the demo, step by step: the provider built, the test cluster
+// started with KubeSpawner's claims, the quickstart applied, the flips to
+// ReadWriteMany (refused, kept, migrated), then the copy of a home with files.
 func run() error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	root, err := os.Getwd()
-	if err != nil {
-		return err
-	}
-	bin, err := testcluster.BinDir("")
 	if err != nil {
 		return err
 	}
@@ -53,20 +58,11 @@ func run() error {
 		return err
 	}
 	defer func() { _ = os.RemoveAll(work) }()
-
-	step("building the provider into a local mirror")
-	cli, err := tofurun.Selected()
+	ws, err := buildProvider(ctx, root, work)
 	if err != nil {
 		return err
 	}
-	ws, err := tofurun.New(ctx, root, work, bin, cli)
-	if err != nil {
-		return err
-	}
-
-	step("starting the local test cluster (etcd, kube-apiserver, kube-controller-manager, a node: containerd, kubelet, kube-scheduler)")
-	start := time.Now()
-	cluster, err := testcluster.Start(ctx, testcluster.Options{ControllerManager: true, Node: true})
+	cluster, err := startCluster(ctx)
 	if err != nil {
 		return err
 	}
@@ -74,10 +70,52 @@ func run() error {
 		step("stopping the local test cluster")
 		cluster.Stop()
 	}()
-	fmt.Printf("API server %s ready in %s\n", cluster.Host, time.Since(start).Round(100*time.Millisecond))
-
-	step("seeding namespace %q with home claims as KubeSpawner creates them", namespace)
 	cs := cluster.Admin()
+	if err := seedHomes(ctx, cs); err != nil {
+		return err
+	}
+	dir, err := applyQuickstart(ctx, ws, root, cluster)
+	if err != nil {
+		return err
+	}
+	if err := flipToRWX(ctx, ws, cs, dir); err != nil {
+		return err
+	}
+	return copyDemo(ctx, cs, ws)
+}
+
+// buildProvider builds the provider into a local mirror under work, for
+// the tofu CLI the test bed selects.
+func buildProvider(ctx context.Context, root, work string) (*tofurun.Workspace, error) {
+	bin, err := testcluster.BinDir("")
+	if err != nil {
+		return nil, err
+	}
+	step("building the provider into a local mirror")
+	cli, err := tofurun.Selected()
+	if err != nil {
+		return nil, err
+	}
+	return tofurun.New(ctx, root, work, bin, cli)
+}
+
+// startCluster starts the local test cluster with a controller-manager
+// and a node. The caller stops it.
+func startCluster(ctx context.Context) (*testcluster.Cluster, error) {
+	step("starting the local test cluster (etcd, kube-apiserver, kube-controller-manager, a node: containerd, kubelet, kube-scheduler)")
+	start := time.Now()
+	cluster, err := testcluster.Start(ctx, testcluster.Options{ControllerManager: true, Node: true})
+	if err != nil {
+		return nil, err
+	}
+	fmt.Printf("API server %s ready in %s\n", cluster.Host, time.Since(start).Round(100*time.Millisecond))
+	return cluster, nil
+}
+
+// seedHomes creates the namespace with the home claims KubeSpawner made
+// for alice, bob and carol, and a Longhorn volume waiting for dave's.
+func seedHomes(ctx context.Context, cs kubernetes.Interface) error {
+	step("seeding namespace %q with home claims as KubeSpawner creates them", namespace)
 	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}, metav1.CreateOptions{}); err != nil {
 		return err
 	}
@@ -98,42 +136,63 @@ func run() error {
 	for _, s := range seeds {
 		fmt.Printf("  %-30s user %-18s %s\n", s.Name, s.Username, modes(s.Modes))
 	}
+	return nil
+}
 
+// applyQuickstart copies examples/quickstart under the workspace, connects
+// the workspace to cluster, and runs init and apply there; it returns the
+// copy's directory.
+func applyQuickstart(ctx context.Context, ws *tofurun.Workspace, root string, cluster *testcluster.Cluster) (string, error) {
 	step(ws.CLI.Name + " init && " + ws.CLI.Name + " apply in examples/quickstart (provider from a local mirror)")
-	cfgDir := filepath.Join(work, "quickstart")
-	if err := os.CopyFS(cfgDir, os.DirFS(filepath.Join(root, "examples", "quickstart"))); err != nil {
-		return err
+	dir := filepath.Join(ws.Dir, "quickstart")
+	if err := os.CopyFS(dir, os.DirFS(filepath.Join(root, "examples", "quickstart"))); err != nil {
+		return "", err
 	}
 	ws.Env = append(ws.Env, "KUBE_CONFIG_PATH="+cluster.KubeconfigPath)
-	run := func(args ...string) error {
-		ws.Echo(os.Stdout, args...)
-		return ws.Run(ctx, cfgDir, args...)
+	if err := echoRun(ctx, ws, dir, "init", "-no-color"); err != nil {
+		return "", fmt.Errorf("%s init: %w", ws.CLI.Name, err)
 	}
-	if err := run("init", "-no-color"); err != nil {
-		return fmt.Errorf("%s init: %w", ws.CLI.Name, err)
+	if err := echoRun(ctx, ws, dir, "apply", "-auto-approve", "-no-color", "-compact-warnings"); err != nil {
+		return "", fmt.Errorf("%s apply: %w", ws.CLI.Name, err)
 	}
-	if err := run("apply", "-auto-approve", "-no-color", "-compact-warnings"); err != nil {
-		return fmt.Errorf("%s apply: %w", ws.CLI.Name, err)
-	}
+	return dir, nil
+}
 
+// flipToRWX flips the quickstart's homes (in dir) to ReadWriteMany three
+// ways: refused by default, kept under keep_existing, migrated in place
+// under migrate; then plans again to show nothing is left to do.
+func flipToRWX(ctx context.Context, ws *tofurun.Workspace, cs kubernetes.Interface, dir string) error {
 	step("flip the homes to ReadWriteMany: the plan must refuse and name the users whose claims stay ReadWriteOnce")
-	if err := run("plan", "-no-color", "-var", "access_mode=ReadWriteMany"); err == nil {
+	if err := echoRun(ctx, ws, dir, "plan", "-no-color", "-var", "access_mode=ReadWriteMany"); err == nil {
 		return fmt.Errorf("the plan accepted an unsafe ReadWriteOnce -> ReadWriteMany flip")
 	}
 	fmt.Println("(the plan failed, as it must: nothing was changed)")
 
 	step("the same flip with on_mode_change = keep_existing: safe, existing claims stay and are reported as legacy users")
-	if err := run("apply", "-auto-approve", "-no-color", "-compact-warnings",
+	if err := echoRun(ctx, ws, dir, "apply", "-auto-approve", "-no-color", "-compact-warnings",
 		"-var", "access_mode=ReadWriteMany", "-var", "on_mode_change=keep_existing"); err != nil {
 		return fmt.Errorf("%s apply: %w", ws.CLI.Name, err)
 	}
+	if err := migrateInPlace(ctx, ws, cs, dir); err != nil {
+		return err
+	}
+	step("plan again: nothing left to do (after the outputs read by the data source are refreshed)")
+	vars := []string{"-var", "access_mode=ReadWriteMany", "-var", "on_mode_change=migrate"}
+	if err := ws.Run(ctx, dir, append([]string{"apply", "-refresh-only", "-auto-approve", "-no-color"}, vars...)...); err != nil {
+		return err
+	}
+	return echoRun(ctx, ws, dir, append([]string{"plan", "-no-color", "-detailed-exitcode"}, vars...)...)
+}
 
+// migrateInPlace applies the flip under on_mode_change = migrate and
+// checks that every home is ReadWriteMany on the volume it had.
+func migrateInPlace(ctx context.Context, ws *tofurun.Workspace, cs kubernetes.Interface, dir string) error {
 	before, err := homes(ctx, cs)
 	if err != nil {
 		return err
 	}
 	step("on_mode_change = migrate: every ReadWriteOnce home is rebound to ReadWriteMany on its own Longhorn volume (zero bytes copied); the hub drops co-location at each user's next spawn, with no change of its configuration")
-	if err := run("apply", "-auto-approve", "-no-color", "-compact-warnings",
+	if err := echoRun(ctx, ws, dir, "apply", "-auto-approve", "-no-color", "-compact-warnings",
 		"-var", "access_mode=ReadWriteMany", "-var", "on_mode_change=migrate"); err != nil {
 		return fmt.Errorf("%s apply: %w", ws.CLI.Name, err)
 	}
@@ -151,15 +210,7 @@ func run() error {
 			return fmt.Errorf("%s is still %s", name, after[name].mode)
 		}
 	}
-	step("plan again: nothing left to do (after the outputs read by the data source are refreshed)")
-	vars := []string{"-var", "access_mode=ReadWriteMany", "-var", "on_mode_change=migrate"}
-	if err := ws.Run(ctx, cfgDir, append([]string{"apply", "-refresh-only", "-auto-approve", "-no-color"}, vars...)...); err != nil {
-		return err
-	}
-	if err := run(append([]string{"plan", "-no-color", "-detailed-exitcode"}, vars...)...); err != nil {
-		return err
-	}
-	return copyDemo(ctx, cs, ws)
+	return nil
 }
 
 // erinFiles is what erin's server left in her home.
@@ -200,10 +251,7 @@ func copyDemo(ctx context.Context, cs kubernetes.Interface, ws *tofurun.Workspac
 	if err := os.WriteFile(filepath.Join(cfgDir, "main.tf"), []byte(copyConfig), 0o600); err != nil {
 		return err
 	}
-	run := func(args ...string) error {
-		ws.Echo(os.Stdout, args...)
-		return ws.Run(ctx, cfgDir, args...)
-	}
+	run := func(args ...string) error { return echoRun(ctx, ws, cfgDir, args...) }
 	step("on_mode_change = migrate: erin's home is copied into %s (ReadWriteMany) by a Job with rsync, checked, and the hub switched to it", target)
 	if err := run("init", "-no-color"); err != nil {
 		return fmt.Errorf("%s init: %w", ws.CLI.Name, err)
