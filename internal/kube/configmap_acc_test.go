@@ -41,7 +41,7 @@ func (l *requestLog) take() []string {
 // nothing but a read when it already holds the content, and otherwise
 // replaces the data and sets its labels and annotations, keeping those
 // others put there; a ConfigMap that exists is never sent in a Create the
-// API server would refuse (the hub's document can be about 1 MB).
+// API server would refuse (the hub's document is large at many users).
 func TestAccApplyConfigMap(t *testing.T) {
 	ns, ctx := acctest.Namespace(t), context.Background()
 	rc := acctest.Cluster(t).RESTConfig(acctest.Cluster(t).AdminToken)
