@@ -5,7 +5,6 @@ import (
 	"maps"
 	"net/http"
 	"slices"
-	"sync"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -16,25 +15,13 @@ import (
 
 // requestLog records the method of every request a client sends.
 type requestLog struct {
-	mu      sync.Mutex
-	methods []string
-	next    http.RoundTripper
+	collected
+	next http.RoundTripper
 }
 
 func (l *requestLog) RoundTrip(r *http.Request) (*http.Response, error) {
-	l.mu.Lock()
-	l.methods = append(l.methods, r.Method)
-	l.mu.Unlock()
+	l.add(r.Method)
 	return l.next.RoundTrip(r)
-}
-
-// take returns the methods since the last take.
-func (l *requestLog) take() []string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	m := l.methods
-	l.methods = nil
-	return m
 }
 
 // ApplyConfigMap against the API server: it creates the ConfigMap, sends
