@@ -19,15 +19,21 @@ import (
 // RBACExample is the documented minimal RBAC, relative to the repository root.
 const RBACExample = "examples/rbac/provider-rbac.yaml"
 
-// Grant binds the documented minimal Role and read-only ClusterRole (and the
-// StorageClass writer when writer is true) to the least-privilege identity,
-// for namespace. drop removes one verb on one resource from the Role and the
-// ClusterRoles, e.g. Grant(t, ns, false, "list", "persistentvolumeclaims") or
-// Grant(t, ns, true, "create", "storageclasses"), to show what its absence
+// Grant binds the documented minimal Role and read-only ClusterRole to the
+// least-privilege identity, for namespace. drop removes one verb on one
+// resource from the Role and the ClusterRoles, e.g.
+// Grant(t, ns, "list", "persistentvolumeclaims"), to show what its absence
 // does. Everything is removed when the test ends.
-func Grant(t testing.TB, namespace string, writer bool, drop ...string) {
+func Grant(t testing.TB, namespace string, drop ...string) {
 	t.Helper()
-	grant(t, namespace, grants{writer: writer}, drop...)
+	grant(t, namespace, grants{}, drop...)
+}
+
+// GrantWriter is Grant with the StorageClass writer ClusterRole bound too,
+// e.g. GrantWriter(t, ns, "create", "storageclasses").
+func GrantWriter(t testing.TB, namespace string, drop ...string) {
+	t.Helper()
+	grant(t, namespace, grants{writer: true}, drop...)
 }
 
 // migratorRole is the ClusterRole of the RBAC example that migrations need.

@@ -207,7 +207,7 @@ func checkEveryKindOfUser(t *testing.T, got map[string]hubSpawn, profiles []prof
 		// its kind needs: ReadWriteOnce only for the pinned legacy user.
 		live := s.Namespace()
 		for _, name := range sortedKeys(liveClaims) {
-			if err := s.Create(live, claim(name, liveClaims[name]), false); err != nil {
+			if err := s.Create(live, claim(name, liveClaims[name])); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -59,17 +59,18 @@ func (s *APIServer) Namespace() string {
 	return acctest.Namespace(s.t)
 }
 
-// Create submits obj in namespace ns (namespaced kinds; the object's own
-// namespace is replaced) with dryRun set to "All" or not at all, and strict
-// field validation, so that an unknown or duplicate field is an error too.
-func (s *APIServer) Create(ns string, obj map[string]any, dryRun bool) error {
+// Create creates obj in namespace ns (namespaced kinds; the object's own
+// namespace is replaced) with strict field validation, so that an unknown
+// or duplicate field is an error too.
+func (s *APIServer) Create(ns string, obj map[string]any) error {
+	return s.create(ns, obj, metav1.CreateOptions{FieldValidation: metav1.FieldValidationStrict})
+}
+
+// create submits obj in namespace ns as Create says, with opts.
+func (s *APIServer) create(ns string, obj map[string]any, opts metav1.CreateOptions) error {
 	u, r, err := s.resource(ns, obj)
 	if err != nil {
 		return err
-	}
-	opts := metav1.CreateOptions{FieldValidation: metav1.FieldValidationStrict}
-	if dryRun {
-		opts.DryRun = []string{metav1.DryRunAll}
 	}
 	_, err = r.Create(context.Background(), u, opts)
 	return err
@@ -98,9 +99,11 @@ func (s *APIServer) resource(ns string, obj map[string]any) (*unstructured.Unstr
 	return u, r, nil
 }
 
-// DryRun submits obj with a server-side dry run: admission and validation
-// run in full, nothing is stored.
-func (s *APIServer) DryRun(ns string, obj map[string]any) error { return s.Create(ns, obj, true) }
+// DryRun submits obj as Create does with a server-side dry run (DryRun
+// "All"): admission and validation run in full, nothing is stored.
+func (s *APIServer) DryRun(ns string, obj map[string]any) error {
+	return s.create(ns, obj, metav1.CreateOptions{FieldValidation: metav1.FieldValidationStrict, DryRun: []string{metav1.DryRunAll}})
+}
 
 // DryRunApply submits obj as a server-side apply in namespace ns
 // (namespaced kinds; the object's own namespace is replaced) with a
@@ -161,7 +164,7 @@ func DryRunSpawns(t testing.TB, s *APIServer, got map[string]HubSpawn) {
 		sp := got[id]
 		if sa := Str(Dig(sp.Pod, "spec.serviceAccountName")); sa != "" && !accounts[sa] {
 			accounts[sa] = true
-			if err := s.Create(ns, map[string]any{"apiVersion": "v1", "kind": "ServiceAccount", "metadata": map[string]any{"name": sa}}, false); err != nil {
+			if err := s.Create(ns, map[string]any{"apiVersion": "v1", "kind": "ServiceAccount", "metadata": map[string]any{"name": sa}}); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -69,7 +69,7 @@ func NebariAppCRD(t testing.TB) {
 			}},
 		},
 	}
-	if err := s.Create("", crd, false); err != nil && !apierrors.IsAlreadyExists(err) {
+	if err := s.Create("", crd); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatalf("NebariApp CRD: %v", err)
 	}
 	crds := s.Dyn.Resource(schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"})

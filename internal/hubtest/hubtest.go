@@ -216,7 +216,7 @@ func RequireHub(t testing.TB) {
 // hooks read the claims there), in api.Namespace.
 func RunHub(t testing.TB, api HubAPI, values map[string]any, configD, filesMount string, users []HubUser) map[string]HubSpawn {
 	t.Helper()
-	cmd := hubCommand(t, api, values, configD, filesMount, users, false)
+	cmd := hubCommand(t, hubRun{api: api, values: values, configD: configD, filesMount: filesMount, users: users})
 	out, err := cmd.Output()
 	if err != nil {
 		var stderr string
@@ -248,7 +248,7 @@ type Hub struct {
 // yet); it stops when the test ends.
 func StartHub(t testing.TB, api HubAPI, values map[string]any, configD, filesMount string) *Hub {
 	t.Helper()
-	h := &Hub{t: t, cmd: hubCommand(t, api, values, configD, filesMount, nil, true), stderr: &lockedBuffer{}}
+	h := &Hub{t: t, cmd: hubCommand(t, hubRun{api: api, values: values, configD: configD, filesMount: filesMount, serve: true}), stderr: &lockedBuffer{}}
 	h.cmd.Stderr = h.stderr
 	in, err := h.cmd.StdinPipe()
 	if err != nil {
@@ -306,10 +306,20 @@ func (l *lockedBuffer) String() string {
 	return l.b.String()
 }
 
+// hubRun is what the driver (testdata/hub.py) is asked to do: load the
+// configuration (RunHub's arguments) and spawn users, or serve.
+type hubRun struct {
+	api                 HubAPI
+	values              map[string]any
+	configD, filesMount string
+	users               []HubUser
+	// serve asks for a hub that spawns the users of each line of its stdin.
+	serve bool
+}
+
 // hubCommand writes the driver's input and returns the command that runs
-// it (testdata/hub.py): with serve, a hub that spawns the users of each
-// line of its stdin.
-func hubCommand(t testing.TB, api HubAPI, values map[string]any, configD, filesMount string, users []HubUser, serve bool) *exec.Cmd {
+// it (testdata/hub.py).
+func hubCommand(t testing.TB, run hubRun) *exec.Cmd {
 	t.Helper()
 	RequireHub(t)
 	dir := t.TempDir()
@@ -317,12 +327,12 @@ func hubCommand(t testing.TB, api HubAPI, values map[string]any, configD, filesM
 	if err := os.MkdirAll(files, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	extra, _ := Dig(values, "hub.extraFiles").(map[string]any)
+	extra, _ := Dig(run.values, "hub.extraFiles").(map[string]any)
 	written := 0
 	for _, key := range SortedKeys(extra) {
 		f, _ := extra[key].(map[string]any)
 		mount, _ := f["mountPath"].(string)
-		if filesMount == "" || filepath.Dir(mount) != filesMount {
+		if run.filesMount == "" || filepath.Dir(mount) != run.filesMount {
 			continue
 		}
 		// The chart puts stringData into the hub Secret as text and
@@ -340,19 +350,19 @@ func hubCommand(t testing.TB, api HubAPI, values map[string]any, configD, filesM
 		}
 		written++
 	}
-	if written == 0 && filesMount != "" {
-		t.Fatalf("hub.extraFiles mounts nothing in %s", filesMount)
+	if written == 0 && run.filesMount != "" {
+		t.Fatalf("hub.extraFiles mounts nothing in %s", run.filesMount)
 	}
 	in := map[string]any{
-		"files_mount":     filesMount,
+		"files_mount":     run.filesMount,
 		"z2jh_hub_dir":    Reference(t, "z2jh", "chart", "files", "hub"),
 		"kubespawner_dir": Reference(t, "kubespawner"),
-		"config_d":        configD,
+		"config_d":        run.configD,
 		"files_dir":       files,
-		"values":          values,
-		"users":           users,
-		"api":             api,
-		"serve":           serve,
+		"values":          run.values,
+		"users":           run.users,
+		"api":             run.api,
+		"serve":           run.serve,
 	}
 	inPath := filepath.Join(dir, "in.json")
 	if err := os.WriteFile(inPath, []byte(jsonText(in)), 0o600); err != nil {

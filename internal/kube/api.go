@@ -24,7 +24,8 @@ import (
 // NewAPI serves it with REST clients that know only the three API groups the
 // provider reads and writes. client-go's full clientset registers every API
 // group of Kubernetes when the process starts, and OpenTofu starts the
-// provider three or four times per command: about 11 ms each.
+// provider three or four times per command (DESIGN.md's Cost at scale has
+// what a start costs with each; BENCHMARKS.md the starts of a command).
 // The bench, which holds a full clientset, adapts it with package kube/clientset.
 type API interface {
 	CoreV1() CoreV1

@@ -2,6 +2,7 @@ package kube
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"maps"
 
@@ -9,6 +10,7 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/claims"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/kubespawner"
@@ -127,7 +129,16 @@ func StorageClassOf(sc claims.StorageClass) *storagev1.StorageClass {
 // UpdateClass sets the fields of a class that change in place
 // (the executor's Classes): volume expansion, mount options, labels.
 func (c *Client) UpdateClass(ctx context.Context, sc claims.StorageClass) error {
-	return c.UpdateStorageClass(ctx, sc.Name, sc.AllowExpansion, sc.MountOptions, sc.Labels)
+	patch, _ := json.Marshal(map[string]any{
+		"allowVolumeExpansion": sc.AllowExpansion,
+		"mountOptions":         sc.MountOptions,
+		"metadata":             map[string]any{"labels": sc.Labels},
+	})
+	err := c.Backoff.Retry(ctx, func() error {
+		_, err := c.Kube.StorageV1().StorageClasses().Patch(ctx, sc.Name, types.MergePatchType, patch, metav1.PatchOptions{})
+		return err
+	})
+	return explainIf(err, "patch", "storageclasses", "")
 }
 
 // DeleteClass deletes a class (the executor's Classes); a missing one is not an

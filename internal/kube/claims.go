@@ -17,8 +17,8 @@ import (
 // PageSize is the number of objects asked for per List call. A deployment of
 // N claims costs ceil(N/PageSize) requests. Every page costs the API server
 // and the provider a fixed overhead on top of its objects; 2,500 claims
-// (about 2.5 MB of protobuf) per page keeps that small at 5,000 users
-// while bounding the size of one response.
+// per page keeps that small at 5,000 users while bounding the size of one
+// response (BENCHMARKS.md has the plans over N claims).
 const PageSize = 2500
 
 // Options are what a Client can be given besides its API: what tests

@@ -28,9 +28,10 @@ func (c *Client) GetConfigMap(ctx context.Context, namespace, name string) (*cor
 
 // ApplyConfigMap creates the ConfigMap, or replaces the data, labels and
 // annotations of the one that exists. It reads first: the hub's document
-// can be about 1 MB at tens of thousands of users, and a Create that the
-// API server refuses (it exists) would send all of it for nothing. An
-// existing one that already holds all of it is left as it is.
+// is large at tens of thousands of users (DESIGN.md's Cost at scale has
+// its size), and a Create that the API server refuses (it exists) would
+// send all of it for nothing. An existing one that already holds all of it
+// is left as it is.
 func (c *Client) ApplyConfigMap(ctx context.Context, cm *corev1.ConfigMap) error {
 	cms := c.Kube.CoreV1().ConfigMaps(cm.Namespace)
 	err := c.Backoff.Retry(ctx, func() error {

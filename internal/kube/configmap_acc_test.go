@@ -5,7 +5,6 @@ import (
 	"maps"
 	"net/http"
 	"slices"
-	"sync"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -16,32 +15,20 @@ import (
 
 // requestLog records the method of every request a client sends.
 type requestLog struct {
-	mu      sync.Mutex
-	methods []string
-	next    http.RoundTripper
+	collected
+	next http.RoundTripper
 }
 
 func (l *requestLog) RoundTrip(r *http.Request) (*http.Response, error) {
-	l.mu.Lock()
-	l.methods = append(l.methods, r.Method)
-	l.mu.Unlock()
+	l.add(r.Method)
 	return l.next.RoundTrip(r)
-}
-
-// take returns the methods since the last take.
-func (l *requestLog) take() []string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	m := l.methods
-	l.methods = nil
-	return m
 }
 
 // ApplyConfigMap against the API server: it creates the ConfigMap, sends
 // nothing but a read when it already holds the content, and otherwise
 // replaces the data and sets its labels and annotations, keeping those
 // others put there; a ConfigMap that exists is never sent in a Create the
-// API server would refuse (the hub's document can be about 1 MB).
+// API server would refuse (the hub's document is large at many users).
 func TestAccApplyConfigMap(t *testing.T) {
 	ns, ctx := acctest.Namespace(t), context.Background()
 	rc := acctest.Cluster(t).RESTConfig(acctest.Cluster(t).AdminToken)

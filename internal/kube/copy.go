@@ -140,7 +140,7 @@ func (c *Client) VerifyCopy(ctx context.Context, namespace, source, target, imag
 	}
 	v := jobView(got)
 	detail := "verification Job " + name + " failed"
-	if msg, err := c.terminationMessage(ctx, namespace, name, v.Succeeded); err == nil && msg != "" {
+	if msg, err := c.terminationMessage(ctx, namespace, name, v); err == nil && msg != "" {
 		detail = msg
 	}
 	return v.Succeeded, detail, nil
@@ -182,8 +182,8 @@ func (c *Client) waitJobGone(ctx context.Context, namespace, name string) error 
 }
 
 // terminationMessage is what a pod of Job name wrote to its termination
-// log (of a pod that succeeded, or failed).
-func (c *Client) terminationMessage(ctx context.Context, namespace, name string, succeeded bool) (string, error) {
+// log: a pod that ended as the Job did (succeeded, or failed), as job says.
+func (c *Client) terminationMessage(ctx context.Context, namespace, name string, job *migration.Job) (string, error) {
 	var pods *corev1.PodList
 	err := c.Backoff.Retry(ctx, func() (err error) {
 		pods, err = c.Kube.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{LabelSelector: JobNameLabel + "=" + name})
@@ -194,7 +194,7 @@ func (c *Client) terminationMessage(ctx context.Context, namespace, name string,
 	}
 	for _, p := range pods.Items {
 		for _, cs := range p.Status.ContainerStatuses {
-			if t := cs.State.Terminated; t != nil && (t.ExitCode == 0) == succeeded {
+			if t := cs.State.Terminated; t != nil && (t.ExitCode == 0) == job.Succeeded {
 				return t.Message, nil
 			}
 		}

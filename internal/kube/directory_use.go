@@ -34,15 +34,9 @@ func (c *Client) SharedDirectoryUse(ctx context.Context, namespace, shared strin
 func (c *Client) eachUnfinishedPod(ctx context.Context, namespace string, fn func(*corev1.Pod)) error {
 	seen := map[string]bool{} // a restarted List shows a pod again
 	opts := metav1.ListOptions{FieldSelector: "status.phase!=" + string(corev1.PodSucceeded) + ",status.phase!=" + string(corev1.PodFailed)}
-	err := eachPage(ctx, c, "pods", namespace, opts, func(ctx context.Context, opts metav1.ListOptions) (page[corev1.Pod], error) {
-		l, err := c.Kube.CoreV1().Pods(namespace).List(ctx, opts)
-		if err != nil {
-			return page[corev1.Pod]{}, err
-		}
-		return page[corev1.Pod]{items: l.Items, meta: l.ListMeta}, nil
-	}, func(items []corev1.Pod, _ metav1.ListMeta, _ bool) {
-		for i := range items {
-			p := &items[i]
+	err := eachPage(ctx, c, "pods", namespace, opts, c.podPage(namespace), func(l listed[corev1.Pod]) {
+		for i := range l.items {
+			p := &l.items[i]
 			if seen[p.Name] || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
 				continue
 			}

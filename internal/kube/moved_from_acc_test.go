@@ -21,7 +21,7 @@ import (
 func TestAccRecordPlaces(t *testing.T) {
 	c, ns, ctx := acctest.Cluster(t), acctest.Namespace(t), context.Background()
 	admin := c.Admin()
-	acctest.Grant(t, ns, false) // the documented Role: patch on claims
+	acctest.Grant(t, ns) // the documented Role: patch on claims
 	api, err := NewAPI(c.RESTConfig(c.LimitedToken))
 	if err != nil {
 		t.Fatal(err)

@@ -17,6 +17,14 @@ type page[T any] struct {
 	decode func() ([]T, metav1.ListMeta, error)
 }
 
+// listed is a page as eachPage hands it on: its items, its list metadata,
+// and whether it is the first page of the list (or of the list restarted).
+type listed[T any] struct {
+	items []T
+	meta  metav1.ListMeta
+	first bool
+}
+
 // fetched is the outcome of one page's request.
 type fetched[T any] struct {
 	p   page[T]
@@ -24,7 +32,7 @@ type fetched[T any] struct {
 }
 
 // eachPage lists a resource in pages of PageSize, each request retried as
-// any other, and calls fn with the items of every page. A page token that
+// any other, and calls fn with every page (listed). A page token that
 // expired mid-list (410 Gone) restarts the list from the beginning, once:
 // fn then sees the first pages again, so it must not count an item twice.
 // The one paginator of the package.
@@ -36,7 +44,7 @@ type fetched[T any] struct {
 // come decoded are fetched one after the other, so at most one page of
 // decoded objects is alive at a time either way.
 func eachPage[T any](ctx context.Context, c *Client, resource, namespace string, opts metav1.ListOptions,
-	fetch func(context.Context, metav1.ListOptions) (page[T], error), fn func(items []T, meta metav1.ListMeta, first bool)) error {
+	fetch func(context.Context, metav1.ListOptions) (page[T], error), fn func(listed[T])) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel() // a page asked for ahead is not waited for
 	get := func(opts metav1.ListOptions) <-chan fetched[T] {
@@ -80,7 +88,7 @@ func eachPage[T any](ctx context.Context, c *Client, resource, namespace string,
 				return Explain(errors.New("the page token read ahead of decoding differs from the decoded one"), "list", resource, namespace)
 			}
 		}
-		fn(items, meta, first)
+		fn(listed[T]{items: items, meta: meta, first: first})
 		if meta.Continue == "" {
 			return nil
 		}
@@ -98,15 +106,15 @@ func eachPage[T any](ctx context.Context, c *Client, resource, namespace string,
 func listAll[T any](ctx context.Context, c *Client, resource, namespace string, opts metav1.ListOptions,
 	fetch func(context.Context, metav1.ListOptions) (page[T], error)) ([]T, error) {
 	var out []T
-	err := eachPage(ctx, c, resource, namespace, opts, fetch, func(items []T, meta metav1.ListMeta, first bool) {
+	err := eachPage(ctx, c, resource, namespace, opts, fetch, func(l listed[T]) {
 		switch {
-		case first && meta.Continue == "":
-			out = items // one page: no copy
+		case l.first && l.meta.Continue == "":
+			out = l.items // one page: no copy
 			return
-		case first:
-			out = make([]T, 0, sizeHint(items, meta))
+		case l.first:
+			out = make([]T, 0, sizeHint(l.items, l.meta))
 		}
-		out = append(out, items...)
+		out = append(out, l.items...)
 	})
 	if err != nil {
 		return nil, err
@@ -122,12 +130,12 @@ func listAll[T any](ctx context.Context, c *Client, resource, namespace string, 
 func listConverted[T, U any](ctx context.Context, c *Client, resource, namespace string, opts metav1.ListOptions,
 	fetch func(context.Context, metav1.ListOptions) (page[T], error), conv func(*T) U) ([]U, error) {
 	var out []U
-	err := eachPage(ctx, c, resource, namespace, opts, fetch, func(items []T, meta metav1.ListMeta, first bool) {
-		if first {
-			out = make([]U, 0, sizeHint(items, meta))
+	err := eachPage(ctx, c, resource, namespace, opts, fetch, func(l listed[T]) {
+		if l.first {
+			out = make([]U, 0, sizeHint(l.items, l.meta))
 		}
-		for i := range items {
-			out = append(out, conv(&items[i]))
+		for i := range l.items {
+			out = append(out, conv(&l.items[i]))
 		}
 	})
 	if err != nil {

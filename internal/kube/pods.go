@@ -90,15 +90,9 @@ func (c *Client) mountsNow(ctx context.Context, namespace string) (map[claims.Re
 func (c *Client) listPodUses(ctx context.Context, namespace string) (map[claims.Ref][]podUse, error) {
 	uses := map[claims.Ref][]podUse{}
 	seen := map[string]bool{} // a restarted List shows a pod again
-	err := eachPage(ctx, c, "pods", namespace, metav1.ListOptions{}, func(ctx context.Context, opts metav1.ListOptions) (page[corev1.Pod], error) {
-		l, err := c.Kube.CoreV1().Pods(namespace).List(ctx, opts)
-		if err != nil {
-			return page[corev1.Pod]{}, err
-		}
-		return page[corev1.Pod]{items: l.Items, meta: l.ListMeta}, nil
-	}, func(items []corev1.Pod, _ metav1.ListMeta, _ bool) {
-		for i := range items {
-			p := &items[i]
+	err := eachPage(ctx, c, "pods", namespace, metav1.ListOptions{}, c.podPage(namespace), func(l listed[corev1.Pod]) {
+		for i := range l.items {
+			p := &l.items[i]
 			if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed || seen[p.Namespace+"/"+p.Name] {
 				continue
 			}
@@ -112,6 +106,17 @@ func (c *Client) listPodUses(ctx context.Context, namespace string) (map[claims.
 		}
 	})
 	return uses, err
+}
+
+// podPage fetches one page of the pods of namespace (eachPage).
+func (c *Client) podPage(namespace string) func(context.Context, metav1.ListOptions) (page[corev1.Pod], error) {
+	return func(ctx context.Context, opts metav1.ListOptions) (page[corev1.Pod], error) {
+		l, err := c.Kube.CoreV1().Pods(namespace).List(ctx, opts)
+		if err != nil {
+			return page[corev1.Pod]{}, err
+		}
+		return page[corev1.Pod]{items: l.Items, meta: l.ListMeta}, nil
+	}
 }
 
 // MountedBy lists the unfinished pods in namespace that mount claim, except

@@ -150,7 +150,7 @@ func (c *Client) runDirectoryJob(ctx context.Context, j *batchv1.Job, dir, share
 	if done.Succeeded {
 		return nil
 	}
-	msg, _ := c.terminationMessage(ctx, j.Namespace, j.Name, false)
+	msg, _ := c.terminationMessage(ctx, j.Namespace, j.Name, done)
 	return fmt.Errorf("the Job %s/%s that makes directory %q of %s failed (%s): %s; %s. Fix the cause and apply again",
 		j.Namespace, j.Name, dir, shared, orNone(done.Reason), orNone(strings.TrimSpace(msg)), nothingMade)
 }

@@ -96,20 +96,6 @@ func (c *Client) CreateStorageClass(ctx context.Context, sc *storagev1.StorageCl
 	return explainIf(err, "create", "storageclasses", "")
 }
 
-// UpdateStorageClass patches the mutable fields of a class.
-func (c *Client) UpdateStorageClass(ctx context.Context, name string, allowExpansion bool, mountOptions []string, labels map[string]string) error {
-	patch, _ := json.Marshal(map[string]any{
-		"allowVolumeExpansion": allowExpansion,
-		"mountOptions":         mountOptions,
-		"metadata":             map[string]any{"labels": labels},
-	})
-	err := c.Backoff.Retry(ctx, func() error {
-		_, err := c.Kube.StorageV1().StorageClasses().Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{})
-		return err
-	})
-	return explainIf(err, "patch", "storageclasses", "")
-}
-
 // DeleteStorageClass deletes a class; a missing one is not an error.
 // Claims and volumes provisioned from it keep working.
 func (c *Client) DeleteStorageClass(ctx context.Context, name string) error {

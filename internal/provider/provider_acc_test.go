@@ -53,10 +53,10 @@ func TestAccProvider_leastPrivilege(t *testing.T) {
 	c := acctest.Cluster(t)
 	granted := acctest.Namespace(t)
 	acctest.Seed(t, c.Admin(), granted, acctest.SeedClaim{Name: "claim-alice", Username: "alice"})
-	acctest.Grant(t, granted, false)
+	acctest.Grant(t, granted)
 	bare := acctest.Namespace(t)
 	missingList := acctest.Namespace(t)
-	acctest.Grant(t, missingList, false, "list", "persistentvolumeclaims")
+	acctest.Grant(t, missingList, "list", "persistentvolumeclaims")
 
 	limited := acctest.ProviderBlock(c, c.LimitedToken)
 	resource.Test(t, resource.TestCase{

@@ -46,7 +46,7 @@ func TestAccHomeStorage_leastPrivilege(t *testing.T) {
 	class := "homes-" + ns
 	bindVolume(t, cs, ns, "claim-alice", class)
 	bindVolume(t, cs, ns, "claim-bob", class)
-	acctest.Grant(t, ns, true)
+	acctest.GrantWriter(t, ns)
 	t.Cleanup(func() {
 		_ = cs.StorageV1().StorageClasses().Delete(context.Background(), class, metav1.DeleteOptions{})
 	})
@@ -166,7 +166,7 @@ func TestAccHomeStorage_leastPrivilegeMissingVerb(t *testing.T) {
 			if tc.bindAlice {
 				bindVolume(t, cs, ns, "claim-alice", class)
 			}
-			acctest.Grant(t, ns, true, tc.verb, tc.resource)
+			acctest.GrantWriter(t, ns, tc.verb, tc.resource)
 			before := uids(t, cs, ns, "claim-dave")
 			var steps []resource.TestStep
 			for _, s := range tc.steps {

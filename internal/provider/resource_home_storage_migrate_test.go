@@ -340,7 +340,7 @@ func TestAccHomeStorage_migrateMissingPermission(t *testing.T) {
 	}{
 		// The read-only role lists volumes (every plan reads the rebinds in
 		// progress); the first step's get is refused.
-		{"no migrator role", func(t *testing.T, ns string) { acctest.Grant(t, ns, false) },
+		{"no migrator role", func(t *testing.T, ns string) { acctest.Grant(t, ns) },
 			`(?s)home migrations did not finish.*erin.*get persistentvolumes`},
 		{"no patch on volumes", func(t *testing.T, ns string) { acctest.GrantMigrator(t, ns, "patch", "persistentvolumes") },
 			`(?s)home migrations did not finish.*erin.*patch persistentvolumes`},

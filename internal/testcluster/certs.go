@@ -48,29 +48,41 @@ func newPKI() (*pki, error) {
 	return &pki{caCert: cert, caKey: key, caPEM: pemBlock("CERTIFICATE", der)}, nil
 }
 
-// issue signs a leaf certificate. Server certificates get loopback SANs;
-// client certificates carry the user name as CN and groups as O.
-func (p *pki) issue(cn string, orgs []string, server bool) (certPEM, keyPEM []byte, err error) {
+// issueServer signs a server certificate for cn, with loopback SANs.
+func (p *pki) issueServer(cn string) (certPEM, keyPEM []byte, err error) {
+	tmpl := leafTemplate(cn, nil)
+	tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
+	tmpl.DNSNames = []string{"localhost", "kubernetes", "kubernetes.default.svc"}
+	tmpl.IPAddresses = []net.IP{net.ParseIP("127.0.0.1")}
+	return p.issue(tmpl)
+}
+
+// issueClient signs a client certificate: the user name as CN and groups
+// as O.
+func (p *pki) issueClient(user string, groups []string) (certPEM, keyPEM []byte, err error) {
+	return p.issue(leafTemplate(user, groups))
+}
+
+// leafTemplate is a client certificate's template for cn and orgs, valid
+// from an hour ago for two days.
+func leafTemplate(cn string, orgs []string) *x509.Certificate {
+	return &x509.Certificate{
+		Subject:     pkix.Name{CommonName: cn, Organization: orgs},
+		NotBefore:   time.Now().Add(-time.Hour),
+		NotAfter:    time.Now().Add(48 * time.Hour),
+		KeyUsage:    x509.KeyUsageDigitalSignature,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	}
+}
+
+// issue signs a leaf certificate from tmpl, with a new key and serial.
+func (p *pki) issue(tmpl *x509.Certificate) (certPEM, keyPEM []byte, err error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return nil, nil, err
 	}
-	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 62))
-	if err != nil {
+	if tmpl.SerialNumber, err = rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 62)); err != nil {
 		return nil, nil, err
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: serial,
-		Subject:      pkix.Name{CommonName: cn, Organization: orgs},
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(48 * time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
-	}
-	if server {
-		tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
-		tmpl.DNSNames = []string{"localhost", "kubernetes", "kubernetes.default.svc"}
-		tmpl.IPAddresses = []net.IP{net.ParseIP("127.0.0.1")}
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, p.caCert, &key.PublicKey, p.caKey)
 	if err != nil {

@@ -82,21 +82,8 @@ type node struct {
 // kubelet, and waits until the node is Ready without taints and the
 // host-path StorageClass exists.
 func (c *Cluster) startNode(ctx context.Context) error {
-	if os.Geteuid() != 0 {
-		return fmt.Errorf("the test node needs root: containerd, runc and kubelet mount volumes and create network namespaces")
-	}
-	for _, b := range []string{"kubelet", "kube-scheduler", "images.tar"} {
-		if _, err := os.Stat(filepath.Join(c.bin, b)); err != nil {
-			return fmt.Errorf("test bed file %s missing in %s: run tools/testbed/build.sh", b, c.bin)
-		}
-	}
-	for _, b := range []string{"containerd", "containerd-shim-runc-v2", "runc", "ctr"} {
-		if _, err := exec.LookPath(b); err != nil {
-			return fmt.Errorf("%s not found: the test node needs Debian's containerd and runc (make nodedeps)", b)
-		}
-	}
-	if _, err := os.Stat(filepath.Join(cniBinDir, "bridge")); err != nil {
-		return fmt.Errorf("CNI plugins missing in %s: the test node needs Debian's containernetworking-plugins (make nodedeps)", cniBinDir)
+	if err := c.checkNodeDeps(); err != nil {
+		return err
 	}
 	reapDeadNodes()
 	n := &node{dir: c.path("node"), network: "jtb" + randomToken()[:10]}
@@ -119,8 +106,41 @@ func (c *Cluster) startNode(ctx context.Context) error {
 	if err := c.startKubelet(n); err != nil {
 		return err
 	}
+	if err := c.waitNodeReady(ctx, n); err != nil {
+		return err
+	}
+	if err := c.createHostPathClass(ctx); err != nil {
+		return err
+	}
+	return c.waitCSI(ctx, n)
+}
+
+// checkNodeDeps says what the test node lacks: root, the test bed's files
+// (tools/testbed/build.sh), Debian's containerd, runc and CNI plugins.
+func (c *Cluster) checkNodeDeps() error {
+	if os.Geteuid() != 0 {
+		return fmt.Errorf("the test node needs root: containerd, runc and kubelet mount volumes and create network namespaces")
+	}
+	for _, b := range []string{"kubelet", "kube-scheduler", "images.tar"} {
+		if _, err := os.Stat(filepath.Join(c.bin, b)); err != nil {
+			return fmt.Errorf("test bed file %s missing in %s: run tools/testbed/build.sh", b, c.bin)
+		}
+	}
+	for _, b := range []string{"containerd", "containerd-shim-runc-v2", "runc", "ctr"} {
+		if _, err := exec.LookPath(b); err != nil {
+			return fmt.Errorf("%s not found: the test node needs Debian's containerd and runc (make nodedeps)", b)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(cniBinDir, "bridge")); err != nil {
+		return fmt.Errorf("CNI plugins missing in %s: the test node needs Debian's containernetworking-plugins (make nodedeps)", cniBinDir)
+	}
+	return nil
+}
+
+// waitNodeReady waits until the node is Ready without taints.
+func (c *Cluster) waitNodeReady(ctx context.Context, n *node) error {
 	admin := c.Admin()
-	if err := waitFor(ctx, 120*time.Second, n.kubelet, filepath.Join(n.dir, "kubelet.log"), func() bool {
+	return waitFor(ctx, 120*time.Second, n.kubelet, filepath.Join(n.dir, "kubelet.log"), func() bool {
 		nd, err := admin.CoreV1().Nodes().Get(ctx, NodeName, metav1.GetOptions{})
 		if err != nil || len(nd.Spec.Taints) > 0 {
 			return false
@@ -131,11 +151,14 @@ func (c *Cluster) startNode(ctx context.Context) error {
 			}
 		}
 		return false
-	}); err != nil {
-		return err
-	}
+	})
+}
+
+// createHostPathClass creates the host-path StorageClass (one that exists
+// already is kept).
+func (c *Cluster) createHostPathClass(ctx context.Context) error {
 	bind := storagev1.VolumeBindingImmediate
-	_, err := admin.StorageV1().StorageClasses().Create(ctx, &storagev1.StorageClass{
+	_, err := c.Admin().StorageV1().StorageClasses().Create(ctx, &storagev1.StorageClass{
 		ObjectMeta:        metav1.ObjectMeta{Name: HostPathClass},
 		Provisioner:       HostPathProvisioner,
 		VolumeBindingMode: &bind,
@@ -143,14 +166,43 @@ func (c *Cluster) startNode(ctx context.Context) error {
 	if err != nil && !apierrors.IsAlreadyExists(err) {
 		return err
 	}
-	return c.waitCSI(ctx, n)
+	return nil
 }
 
 const cniBinDir = "/usr/lib/cni"
 
+// startContainerd writes containerd's and the CNI network's configuration,
+// starts containerd and imports the node's images.
 func (c *Cluster) startContainerd(ctx context.Context, n *node) error {
+	if err := writeFiles(n.dir, map[string][]byte{"containerd.toml": []byte(containerdConfig(n))}); err != nil {
+		return err
+	}
+	if err := writeFiles(filepath.Join(n.dir, "cni"), map[string][]byte{"10-testbed.conflist": []byte(cniConfig(n))}); err != nil {
+		return err
+	}
+	var err error
+	logPath := filepath.Join(n.dir, "containerd.log")
+	n.containerd, err = c.launcher.run("containerd", "containerd", []string{"--config", filepath.Join(n.dir, "containerd.toml")}, logPath)
+	if err != nil {
+		return err
+	}
+	if err := waitFor(ctx, 30*time.Second, n.containerd, logPath, func() bool {
+		return exec.CommandContext(ctx, "ctr", "--address", n.socket, "version").Run() == nil
+	}); err != nil {
+		return err
+	}
+	out, err := exec.CommandContext(ctx, "ctr", "--address", n.socket, "-n", "k8s.io", "images", "import", filepath.Join(c.bin, "images.tar")).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("import the node images: %v: %s", err, out)
+	}
+	return nil
+}
+
+// containerdConfig is containerd's configuration for node n: its state
+// under n's directory, the CRI plugin with runc and n's CNI network.
+func containerdConfig(n *node) string {
 	q := strconv.Quote
-	cfg := `version = 2
+	return `version = 2
 root = ` + q(filepath.Join(n.dir, "containerd", "root")) + `
 state = ` + q(filepath.Join(n.dir, "containerd", "state")) + `
 disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.zfs", "io.containerd.snapshotter.v1.devmapper", "io.containerd.tracing.processor.v1.otlp", "io.containerd.internal.v1.tracing"]
@@ -185,9 +237,14 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
         Root = ` + q(filepath.Join(n.dir, "runc")) + `
         SystemdCgroup = false
 `
-	// A bridge without an address on the host side and without routes: pods
-	// reach each other, nothing leaves the node (isGateway and ipMasq off).
-	cni := `{
+}
+
+// cniConfig is the CNI network list of node n: a bridge without an address
+// on the host side and without routes: pods reach each other, nothing
+// leaves the node (isGateway and ipMasq off).
+func cniConfig(n *node) string {
+	q := strconv.Quote
+	return `{
   "cniVersion": "0.4.0",
   "name": ` + q(n.network) + `,
   "plugins": [{
@@ -204,28 +261,6 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
   }]
 }
 `
-	if err := writeFiles(n.dir, map[string][]byte{"containerd.toml": []byte(cfg)}); err != nil {
-		return err
-	}
-	if err := writeFiles(filepath.Join(n.dir, "cni"), map[string][]byte{"10-testbed.conflist": []byte(cni)}); err != nil {
-		return err
-	}
-	var err error
-	logPath := filepath.Join(n.dir, "containerd.log")
-	n.containerd, err = c.launcher.run("containerd", "containerd", []string{"--config", filepath.Join(n.dir, "containerd.toml")}, logPath)
-	if err != nil {
-		return err
-	}
-	if err := waitFor(ctx, 30*time.Second, n.containerd, logPath, func() bool {
-		return exec.CommandContext(ctx, "ctr", "--address", n.socket, "version").Run() == nil
-	}); err != nil {
-		return err
-	}
-	out, err := exec.CommandContext(ctx, "ctr", "--address", n.socket, "-n", "k8s.io", "images", "import", filepath.Join(c.bin, "images.tar")).CombinedOutput()
-	if err != nil {
-		return fmt.Errorf("import the node images: %v: %s", err, out)
-	}
-	return nil
 }
 
 func (c *Cluster) startScheduler(n *node) error {
@@ -315,7 +350,10 @@ func (c *Cluster) stopNode() {
 	defer cancel()
 	var hostPaths []string
 	if c.api != nil && c.api.running() {
-		hostPaths = c.drainNode(ctx, n.kubelet != nil && n.kubelet.running())
+		hostPaths = c.hostPathDirs(ctx)
+		if n.kubelet != nil && n.kubelet.running() { // else nothing would end the pods
+			c.drainPods(ctx)
+		}
 	}
 	n.kubelet.stop(15 * time.Second)
 	if n.csi != nil {
@@ -391,22 +429,23 @@ func reapDeadNodes() {
 	}
 }
 
-// drainNode deletes every pod and waits until kubelet has ended them (when
-// it runs), and returns the directories of the volumes the host-path
+// hostPathDirs are the directories of the volumes the host-path
 // provisioner made.
-func (c *Cluster) drainNode(ctx context.Context, kubeletRunning bool) []string {
-	admin := c.Admin()
+func (c *Cluster) hostPathDirs(ctx context.Context) []string {
 	var dirs []string
-	if pvs, err := admin.CoreV1().PersistentVolumes().List(ctx, metav1.ListOptions{}); err == nil {
+	if pvs, err := c.Admin().CoreV1().PersistentVolumes().List(ctx, metav1.ListOptions{}); err == nil {
 		for _, pv := range pvs.Items {
 			if hp := pv.Spec.HostPath; hp != nil && strings.HasPrefix(hp.Path, hostPathBase) && !strings.Contains(hp.Path, "..") {
 				dirs = append(dirs, hp.Path)
 			}
 		}
 	}
-	if !kubeletRunning {
-		return dirs // nothing would end the pods
-	}
+	return dirs
+}
+
+// drainPods deletes every pod and waits until kubelet has ended them.
+func (c *Cluster) drainPods(ctx context.Context) {
+	admin := c.Admin()
 	grace := int64(1)
 	if nss, err := admin.CoreV1().Namespaces().List(ctx, metav1.ListOptions{}); err == nil {
 		for _, ns := range nss.Items {
@@ -420,7 +459,6 @@ func (c *Cluster) drainNode(ctx context.Context, kubeletRunning bool) []string {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	return dirs
 }
 
 // killShims ends containerd shims started for socket that outlived

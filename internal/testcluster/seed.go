@@ -34,70 +34,14 @@ type SeedClaim struct {
 // Bound ones waits until the PV binder has bound them.
 func Seed(ctx context.Context, cs kubernetes.Interface, namespace string, seeds ...SeedClaim) error {
 	for _, s := range seeds {
-		if s.Size == "" {
-			s.Size = "1Gi"
-		}
-		if len(s.Modes) == 0 {
-			s.Modes = []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}
-		}
-		label := s.UsernameLabel
-		if label == "" {
-			label = s.Username
-		}
-		ann := map[string]string{"hub.jupyter.org/username": s.Username}
-		if s.Servername != "" {
-			ann["hub.jupyter.org/servername"] = s.Servername
-		}
-		pvc := &corev1.PersistentVolumeClaim{
-			ObjectMeta: metav1.ObjectMeta{
-				Name: s.Name, Namespace: namespace, Annotations: ann,
-				Labels: map[string]string{
-					"app": "jupyterhub", "component": "singleuser-storage", "heritage": "jupyterhub",
-					"hub.jupyter.org/username": label,
-				},
-			},
-			Spec: corev1.PersistentVolumeClaimSpec{
-				AccessModes:      s.Modes,
-				StorageClassName: s.StorageClass,
-				Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{
-					corev1.ResourceStorage: resource.MustParse(s.Size),
-				}},
-			},
-		}
+		s = s.withDefaults()
+		pvc := s.claim(namespace)
 		if s.Bound {
-			pvName := fmt.Sprintf("pv-%s-%s", namespace, s.Name)
-			if len(pvName) > 63 {
-				pvName = strings.TrimRight(pvName[:63], "-.")
-			}
-			class := ""
-			if s.StorageClass != nil {
-				class = *s.StorageClass
-			}
-			driver := s.Driver
-			if driver == "" {
-				driver = "driver.longhorn.io"
-			}
-			policy := s.ReclaimPolicy
-			if policy == "" {
-				policy = corev1.PersistentVolumeReclaimRetain
-			}
-			pv := &corev1.PersistentVolume{
-				ObjectMeta: metav1.ObjectMeta{Name: pvName, Labels: map[string]string{SeededVolumeLabel: namespace}},
-				Spec: corev1.PersistentVolumeSpec{
-					Capacity:                      corev1.ResourceList{corev1.ResourceStorage: resource.MustParse(s.Size)},
-					AccessModes:                   s.Modes,
-					StorageClassName:              class,
-					PersistentVolumeReclaimPolicy: policy,
-					ClaimRef:                      &corev1.ObjectReference{Namespace: namespace, Name: s.Name},
-					PersistentVolumeSource: corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{
-						Driver: driver, VolumeHandle: pvName,
-					}},
-				},
-			}
+			pv := s.volume(namespace)
 			if _, err := cs.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{}); err != nil {
-				return fmt.Errorf("seed pv %s: %w", pvName, err)
+				return fmt.Errorf("seed pv %s: %w", pv.Name, err)
 			}
-			pvc.Spec.VolumeName = pvName
+			pvc.Spec.VolumeName = pv.Name
 		}
 		if _, err := cs.CoreV1().PersistentVolumeClaims(namespace).Create(ctx, pvc, metav1.CreateOptions{}); err != nil {
 			return fmt.Errorf("seed claim %s: %w", s.Name, err)
@@ -111,6 +55,76 @@ func Seed(ctx context.Context, cs kubernetes.Interface, namespace string, seeds 
 		}
 	}
 	return nil
+}
+
+// withDefaults is s with the fields left empty filled in: 1Gi,
+// ReadWriteOnce, the username as its label, driver.longhorn.io, Retain.
+func (s SeedClaim) withDefaults() SeedClaim {
+	if s.Size == "" {
+		s.Size = "1Gi"
+	}
+	if len(s.Modes) == 0 {
+		s.Modes = []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}
+	}
+	if s.UsernameLabel == "" {
+		s.UsernameLabel = s.Username
+	}
+	if s.Driver == "" {
+		s.Driver = "driver.longhorn.io"
+	}
+	if s.ReclaimPolicy == "" {
+		s.ReclaimPolicy = corev1.PersistentVolumeReclaimRetain
+	}
+	return s
+}
+
+// claim is the claim KubeSpawner would have made for s in namespace.
+func (s SeedClaim) claim(namespace string) *corev1.PersistentVolumeClaim {
+	ann := map[string]string{"hub.jupyter.org/username": s.Username}
+	if s.Servername != "" {
+		ann["hub.jupyter.org/servername"] = s.Servername
+	}
+	return &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: s.Name, Namespace: namespace, Annotations: ann,
+			Labels: map[string]string{
+				"app": "jupyterhub", "component": "singleuser-storage", "heritage": "jupyterhub",
+				"hub.jupyter.org/username": s.UsernameLabel,
+			},
+		},
+		Spec: corev1.PersistentVolumeClaimSpec{
+			AccessModes:      s.Modes,
+			StorageClassName: s.StorageClass,
+			Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{
+				corev1.ResourceStorage: resource.MustParse(s.Size),
+			}},
+		},
+	}
+}
+
+// volume is the PersistentVolume reserved for a Bound s in namespace.
+func (s SeedClaim) volume(namespace string) *corev1.PersistentVolume {
+	pvName := fmt.Sprintf("pv-%s-%s", namespace, s.Name)
+	if len(pvName) > 63 {
+		pvName = strings.TrimRight(pvName[:63], "-.")
+	}
+	class := ""
+	if s.StorageClass != nil {
+		class = *s.StorageClass
+	}
+	return &corev1.PersistentVolume{
+		ObjectMeta: metav1.ObjectMeta{Name: pvName, Labels: map[string]string{SeededVolumeLabel: namespace}},
+		Spec: corev1.PersistentVolumeSpec{
+			Capacity:                      corev1.ResourceList{corev1.ResourceStorage: resource.MustParse(s.Size)},
+			AccessModes:                   s.Modes,
+			StorageClassName:              class,
+			PersistentVolumeReclaimPolicy: s.ReclaimPolicy,
+			ClaimRef:                      &corev1.ObjectReference{Namespace: namespace, Name: s.Name},
+			PersistentVolumeSource: corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{
+				Driver: s.Driver, VolumeHandle: pvName,
+			}},
+		},
+	}
 }
 
 // WaitClaimPhase waits up to a minute for a claim to reach phase.

@@ -39,9 +39,9 @@ func TestParse(t *testing.T) {
 }
 
 // The shapes a users file has (a final newline, indented by jq or an
-// editor, names in any order) take the fast path: at 20,000 users the
-// decoder costs a plan about 30 ms per reading, and a plan reads users
-// several times.
+// editor, names in any order) take the fast path: at many users the
+// decoder costs a plan time at each reading (BenchmarkParse; DESIGN.md's
+// Cost at scale), and a plan reads users several times.
 func TestFileShapesTakeTheFastPath(t *testing.T) {
 	for _, s := range []string{
 		"{\"alice\":{},\"bob\":{}}\n",

@@ -3,7 +3,6 @@ package kube
 import (
 	"context"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -19,24 +18,9 @@ import (
 )
 
 // warnings collects the warnings the API server sends a client.
-type warnings struct {
-	mu   sync.Mutex
-	list []string
-}
+type warnings struct{ collected }
 
-func (w *warnings) HandleWarningHeader(_ int, _ string, text string) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.list = append(w.list, text)
-}
-
-func (w *warnings) take() []string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	out := w.list
-	w.list = nil
-	return out
-}
+func (w *warnings) HandleWarningHeader(_ int, _ string, text string) { w.add(text) }
 
 // The copy and verification Jobs exactly as the provider makes them
 // (CopyJob, VerifyJob), against the test bed's API server and its
