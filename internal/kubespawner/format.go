@@ -213,9 +213,9 @@ func (f *formatter) render(fld parsedField, depth int) (string, error) {
 	case 's':
 		v = strValue(v.str())
 	case 'r':
-		v = strValue(pyRepr(v, false))
+		v = strValue(pyRepr(v))
 	case 'a':
-		v = strValue(pyRepr(v, true))
+		v = strValue(pyASCII(v))
 	default:
 		return "", formatErr(fld.raw, "Unknown conversion specifier %s in field %q (valid: !s, !r, !a)", convName(fld.conv), fld.raw)
 	}
@@ -372,8 +372,16 @@ func decimalKey(rs []rune) (int64, bool, error) {
 	return acc, true, nil
 }
 
-// pyRepr is Python's repr() of v (asciiOnly: ascii()).
-func pyRepr(v pyValue, asciiOnly bool) string {
+// pyRepr is Python's repr() of v.
+func pyRepr(v pyValue) string { return quoted(v, pyPrintable) }
+
+// pyASCII is Python's ascii() of v: repr() with every non-ASCII character
+// escaped.
+func pyASCII(v pyValue) string { return quoted(v, func(rune) bool { return false }) }
+
+// quoted is the repr() of v, keeping the non-ASCII characters for which
+// keep is true and escaping the others.
+func quoted(v pyValue, keep func(rune) bool) string {
 	if v.isInt {
 		return v.str()
 	}
@@ -399,7 +407,7 @@ func pyRepr(v pyValue, asciiOnly bool) string {
 			fmt.Fprintf(&b, `\x%02x`, r)
 		case r < 0x7f:
 			b.WriteRune(r)
-		case !asciiOnly && pyPrintable(r):
+		case keep(r):
 			b.WriteRune(r)
 		case r <= 0xff:
 			fmt.Fprintf(&b, `\x%02x`, r)
