@@ -24,21 +24,15 @@ def _jupyter_spawner_config(c, here):
     config_dir = "/usr/local/etc/jupyterhub/jupyterhub_config.d"  # ConfigDir
     python_file = "90-jupyter-spawner.py"  # PythonFile
     document_file = "90-jupyter-spawner.json.gz"  # DocumentFile
-    json_file = "90-jupyter-spawner.json"  # JSONFile
     if here and os.path.basename(here) == python_file:
         config_dir = os.path.dirname(os.path.abspath(here))
-    # The document is gzip-compressed JSON; a plain JSON one is what older
-    # provider versions wrote. One that cannot be read stops the hub from
-    # starting: without it a copied user's server would mount the old home.
+    # The document is gzip-compressed JSON. One that cannot be read stops
+    # the hub from starting: without it a copied user's server would mount
+    # the old home.
     path = os.path.join(config_dir, document_file)
     try:
-        if os.path.exists(path):
-            with gzip.open(path, "rt", encoding="utf-8") as f:
-                doc = json.load(f)
-        else:
-            path = os.path.join(config_dir, json_file)
-            with open(path, encoding="utf-8") as f:
-                doc = json.load(f)
+        with gzip.open(path, "rt", encoding="utf-8") as f:
+            doc = json.load(f)
     except Exception as e:  # OSError, EOFError, zlib.error, ValueError
         raise RuntimeError("jupyter_spawner_config: cannot read %s: %s" % (path, e)) from e
     spawner = c.KubeSpawner

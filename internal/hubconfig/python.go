@@ -14,16 +14,12 @@ const (
 	// JSON compressed with gzip, so that it fits in a ConfigMap and in the
 	// hub Secret at tens of thousands of users.
 	DocumentFile = "90-jupyter-spawner.json.gz"
-	// JSONFile is the plain JSON document provider versions before
-	// DocumentFile wrote; the file reads it only when DocumentFile is
-	// absent.
-	JSONFile = "90-jupyter-spawner.json"
 	// ConfigDir is where z2jh's hub loads jupyterhub_config.d files from.
 	ConfigDir = "/usr/local/etc/jupyterhub/jupyterhub_config.d"
 )
 
 // Python is the jupyterhub_config.d file (hub_config.py, verbatim). It
-// reads DocumentFile (else JSONFile) from the directory it was loaded from
+// reads DocumentFile from the directory it was loaded from
 // (traitlets' loader and the hub.extraConfig entry give it __file__; z2jh's
 // jupyterhub_config.d loader runs it without, so it falls back to
 // ConfigDir); a document it cannot read stops the hub's start (JupyterHub
