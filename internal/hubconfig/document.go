@@ -69,8 +69,9 @@ func gzipBytes(b []byte) []byte {
 }
 
 // maxDocumentBytes bounds what DecodeDocumentFile inflates: far above any
-// document the provider renders (about 2 MB at 20,000 users), far below
-// what a gzip of 1 MiB can expand to.
+// document the provider renders (it names no user; BENCHMARKS.md, "The
+// hub's configuration at N users", has its size), far below what a gzip
+// of 1 MiB can expand to.
 const maxDocumentBytes = 256 << 20
 
 // DecodeDocumentFile decodes DocumentFile's content (gzip of the JSON

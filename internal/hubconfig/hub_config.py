@@ -86,12 +86,15 @@ def _jupyter_spawner_config(c, here):
         return key in labels or any(field(e, "key", "key") == key for e in exprs)
 
     # -- lists of named things ------------------------------------------------
-    # An entry is identified by its name; a volume mount by its mountPath and
-    # a toleration by its key and effect. The provider's entries replace
-    # earlier ones with the same identity (in place); earlier volumes that
-    # are the home claim under another name, and earlier mounts of a volume
-    # the provider defines or dropped, go too. Everything else stays, in the
-    # form (list or dict) earlier configuration chose.
+    # The lists in `named` are merged with earlier configuration's, not
+    # replaced. An entry is identified by its name; a volume mount by its
+    # mountPath and a toleration by its key and effect. The provider's
+    # entries replace earlier ones with the same identity (in place), its
+    # others are appended; earlier volumes that are the home claim under
+    # another name, and earlier mounts of a volume the provider defines or
+    # dropped, go too. Nothing else is dropped, and the earlier form (list
+    # or dict) is kept. Dicts are merged recursively, the provider's values
+    # winning; any other setting is the provider's.
     home_claims_names = {"{pvc_name}"}
     if homes_claim:
         # Every home is (or was) on it: earlier configuration's volumes of it
@@ -700,7 +703,9 @@ def _jupyter_spawner_config(c, here):
     # such a server, gets the label and a required pod affinity on it, so
     # that the user's pods share a node. The modify_pod_hook runs any earlier
     # hook first, then removes the label and every required pod affinity term
-    # on it that the earlier hook (or extra_pod_config) added.
+    # on it that the earlier hook (or extra_pod_config) added. The label's
+    # value is KubeSpawner's label-safe username (the pod's
+    # hub.jupyter.org/username label).
     previous = unwrap(earlier_hook("modify_pod_hook"))
 
     def strip(pod):
