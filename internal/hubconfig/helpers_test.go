@@ -128,7 +128,7 @@ func helmValuesOf(t testing.TB, r Result) map[string]any {
 	}
 	var m map[string]any
 	if err := yaml.Unmarshal([]byte(text), &m); err != nil {
-		t.Fatal(err)
+		t.Fatalf("helm_values is not YAML: %v\n%s", err, text)
 	}
 	return m
 }
