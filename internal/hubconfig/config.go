@@ -117,17 +117,34 @@ var homeKeys = []string{"storage_pvc_ensure", "storage_access_modes", "storage_c
 // Build combines the inputs into KubeSpawner settings and derives
 // co-location. Errors name the attribute at fault.
 func Build(c Config) (Result, []claims.Finding) {
-	var errs []claims.Finding
 	r := Result{Settings: map[string]any{}}
-	label := c.ColocationLabel
-	if label == "" {
-		label = DefaultColocationLabel
+	if f, ok := r.takeHome(deepCopy(c.Home)); !ok {
+		return r, []claims.Finding{f}
 	}
-	home := deepCopy(c.Home)
+	var errs []claims.Finding
+	if c.HomeMountPath != "" {
+		if f, ok := checkHomeMountPath(c.HomeMountPath); !ok {
+			errs = append(errs, f)
+		} else {
+			r.HomeMountPath = c.HomeMountPath
+			setHomeMountPath(r.Settings, c.HomeMountPath)
+		}
+	}
+	r.Colocation = colocation(r.AccessMode, c.ColocationLabel)
+	for k, v := range deepCopy(c.Extra) {
+		errs = append(errs, r.addExtra(k, v)...)
+	}
+	errs = append(errs, r.addProfiles(c.Profiles)...)
+	return r, errs
+}
+
+// takeHome reads the home storage's settings into r: its access mode, its
+// settings (all but kubespawner.SplitFromKey), where it mounts the home,
+// the shared layout's claim and sub-path, and the move out of it.
+func (r *Result) takeHome(home map[string]any) (claims.Finding, bool) {
 	modes, _ := home["storage_access_modes"].([]any)
 	if len(modes) != 1 {
-		errs = append(errs, claims.Finding{Attribute: "home_storage_settings", Summary: "No home access mode", Detail: "home_storage_settings must be the spawner_settings of a jupyter_home_storage (a JSON object with storage_access_modes); pass jupyter_home_storage.<name>.spawner_settings."})
-		return r, errs
+		return claims.Finding{Attribute: "home_storage_settings", Summary: "No home access mode", Detail: "home_storage_settings must be the spawner_settings of a jupyter_home_storage (a JSON object with storage_access_modes); pass jupyter_home_storage.<name>.spawner_settings."}, false
 	}
 	r.AccessMode, _ = modes[0].(string)
 	for k, v := range home {
@@ -141,66 +158,80 @@ func Build(c Config) (Result, []claims.Finding) {
 		r.SharedSubPath = homeSubPath(r.Settings)
 	}
 	if from, ok := home[kubespawner.SplitFromKey]; ok {
-		if f, ok := r.splitFrom(from); !ok {
-			errs = append(errs, f)
-			return r, errs
+		return r.splitFrom(from)
+	}
+	return claims.Finding{}, true
+}
+
+// colocation pins every user's pods to one node unless homes are
+// ReadWriteMany, where the claim each server mounts decides (label ""
+// means DefaultColocationLabel).
+func colocation(accessMode, label string) Colocation {
+	if label == "" {
+		label = DefaultColocationLabel
+	}
+	c := Colocation{Mode: ColocateByClaim, Label: label, TopologyKey: HostnameTopologyKey}
+	if accessMode != RWX {
+		c.Mode = ColocateAll
+	}
+	return c
+}
+
+// addExtra adds the extra setting k: the settings profiles and the home
+// storage own are refused, the named lists are appended to the home's,
+// the rest set as given.
+func (r *Result) addExtra(k string, v any) []claims.Finding {
+	switch {
+	case k == "profile_list":
+		return []claims.Finding{{Attribute: "extra_settings_json", Summary: "profile_list is set by profiles", Detail: "Remove profile_list from extra_settings_json and pass the profiles' profile_json in profiles."}}
+	case k == "modify_pod_hook":
+		return []claims.Finding{{Attribute: "extra_settings_json", Summary: "modify_pod_hook cannot be JSON", Detail: "A hook is Python; put it in hub.extraConfig. The rendered file keeps any hook set before it and runs it first."}}
+	case slices.Contains(homeKeys, k) || k == "delete_pvc" && r.homesClaim() != "":
+		return []claims.Finding{{Attribute: "extra_settings_json", Summary: fmt.Sprintf("%s is set by the home storage", k), Detail: fmt.Sprintf("Remove %s from extra_settings_json; it comes from jupyter_home_storage's spawner_settings. Change it there, where the plan checks it against the live claims.", k)}}
+	case slices.Contains(NamedLists, k):
+		return r.addExtraList(k, v)
+	}
+	r.Settings[k] = v
+	return nil
+}
+
+// addExtraList appends the extra named list k to the home's: each entry
+// must have its identity, none may mount the shared home again, and no
+// name may repeat one the home storage uses (a volume mount aside).
+func (r *Result) addExtraList(k string, v any) []claims.Finding {
+	extra, ok := v.([]any)
+	if !ok {
+		return []claims.Finding{{Attribute: "extra_settings_json", Summary: k + " must be a list", Detail: fmt.Sprintf("extra_settings_json.%s is merged by identity with the home's and earlier configuration's %s; give a JSON list of %s.", k, k, k)}}
+	}
+	if f, ok := checkIdentities(k, extra); !ok {
+		return []claims.Finding{f}
+	}
+	if f, ok := r.checkSharedHome("extra_settings_json", k, extra); !ok {
+		return []claims.Finding{f}
+	}
+	have, homeHas := r.Settings[k].([]any)
+	if !homeHas {
+		r.Settings[k] = v
+		return nil
+	}
+	var errs []claims.Finding
+	for _, e := range extra {
+		if n := nameOf(e); n != "" && slices.ContainsFunc(have, func(h any) bool { return nameOf(h) == n }) && k != "volume_mounts" {
+			errs = append(errs, claims.Finding{Attribute: "extra_settings_json", Summary: "Duplicate name in " + k, Detail: fmt.Sprintf("extra_settings_json.%s names %q, which the home storage already uses. Choose another name.", k, n)})
 		}
 	}
-	if c.HomeMountPath != "" {
-		if f, ok := checkHomeMountPath(c.HomeMountPath); !ok {
-			errs = append(errs, f)
-		} else {
-			r.HomeMountPath = c.HomeMountPath
-			setHomeMountPath(r.Settings, c.HomeMountPath)
-		}
-	}
+	r.Settings[k] = append(have, extra...)
+	return errs
+}
 
-	r.Colocation = Colocation{Mode: ColocateByClaim, Label: label, TopologyKey: HostnameTopologyKey}
-	if r.AccessMode != RWX {
-		r.Colocation.Mode = ColocateAll
-	}
-
-	for k, v := range deepCopy(c.Extra) {
-		switch {
-		case k == "profile_list":
-			errs = append(errs, claims.Finding{Attribute: "extra_settings_json", Summary: "profile_list is set by profiles", Detail: "Remove profile_list from extra_settings_json and pass the profiles' profile_json in profiles."})
-		case k == "modify_pod_hook":
-			errs = append(errs, claims.Finding{Attribute: "extra_settings_json", Summary: "modify_pod_hook cannot be JSON", Detail: "A hook is Python; put it in hub.extraConfig. The rendered file keeps any hook set before it and runs it first."})
-		case slices.Contains(homeKeys, k) || k == "delete_pvc" && r.homesClaim() != "":
-			errs = append(errs, claims.Finding{Attribute: "extra_settings_json", Summary: fmt.Sprintf("%s is set by the home storage", k), Detail: fmt.Sprintf("Remove %s from extra_settings_json; it comes from jupyter_home_storage's spawner_settings. Change it there, where the plan checks it against the live claims.", k)})
-		case slices.Contains(NamedLists, k):
-			extra, ok := v.([]any)
-			if !ok {
-				errs = append(errs, claims.Finding{Attribute: "extra_settings_json", Summary: k + " must be a list", Detail: fmt.Sprintf("extra_settings_json.%s is merged by identity with the home's and earlier configuration's %s; give a JSON list of %s.", k, k, k)})
-				continue
-			}
-			if f, ok := checkIdentities(k, extra); !ok {
-				errs = append(errs, f)
-				continue
-			}
-			if f, ok := r.checkSharedHome("extra_settings_json", k, extra); !ok {
-				errs = append(errs, f)
-				continue
-			}
-			have, homeHas := r.Settings[k].([]any)
-			if !homeHas {
-				r.Settings[k] = v
-				continue
-			}
-			for _, e := range extra {
-				if n := nameOf(e); n != "" && slices.ContainsFunc(have, func(h any) bool { return nameOf(h) == n }) && k != "volume_mounts" {
-					errs = append(errs, claims.Finding{Attribute: "extra_settings_json", Summary: "Duplicate name in " + k, Detail: fmt.Sprintf("extra_settings_json.%s names %q, which the home storage already uses. Choose another name.", k, n)})
-				}
-			}
-			r.Settings[k] = append(have, extra...)
-		default:
-			r.Settings[k] = v
-		}
-	}
-
+// addProfiles checks the profiles (distinct slugs, one default at most,
+// each a profile that leaves the shared home alone), puts the global
+// volumes in front of each one's own and sets profile_list.
+func (r *Result) addProfiles(profiles []map[string]any) []claims.Finding {
+	var errs []claims.Finding
 	slugs := map[string]bool{}
 	var defaults []string
-	for i, p := range c.Profiles {
+	for i, p := range profiles {
 		p = deepCopy(p)
 		name := ProfileName(p)
 		slug, _ := p["slug"].(string)
@@ -215,21 +246,7 @@ func Build(c Config) (Result, []claims.Finding) {
 			errs = append(errs, claims.Finding{Attribute: "profiles", Summary: "Not a profile", Detail: fmt.Sprintf("profiles[%d] has no display_name; pass the profile_json of a jupyter_spawner_profile.", i)})
 		}
 		override, _ := p["kubespawner_override"].(map[string]any)
-		if r.homesClaim() != "" {
-			for _, k := range append([]string{"delete_pvc", "init_containers"}, homeKeys...) {
-				if _, set := override[k]; set {
-					errs = append(errs, claims.Finding{Attribute: "profiles", Summary: "A profile changes the shared home",
-						Detail: fmt.Sprintf("Profile %q sets %s in its kubespawner_override. With homes on shared claim %s it would move its users' servers to other directories or claims than the plan checked, or drop the init container that makes them. Remove it from the profile.", name, k, r.homesClaim())})
-				}
-			}
-		}
-		for _, k := range []string{"volumes", "volume_mounts"} {
-			if items, _ := override[k].([]any); len(items) > 0 {
-				if f, ok := r.checkSharedHome("profiles", k, items); !ok {
-					errs = append(errs, f)
-				}
-			}
-		}
+		errs = append(errs, r.checkProfileOverride(name, override)...)
 		withGlobalVolumes(p, r.Settings)
 		r.Profiles = append(r.Profiles, p)
 	}
@@ -243,7 +260,30 @@ func Build(c Config) (Result, []claims.Finding) {
 		}
 		r.Settings["profile_list"] = list
 	}
-	return r, errs
+	return errs
+}
+
+// checkProfileOverride refuses, with homes on a shared claim, a profile's
+// override of the settings the home storage owns, and in any layout a
+// profile's volume or mount of the shared home (checkSharedHome).
+func (r *Result) checkProfileOverride(name string, override map[string]any) []claims.Finding {
+	var errs []claims.Finding
+	if r.homesClaim() != "" {
+		for _, k := range append([]string{"delete_pvc", "init_containers"}, homeKeys...) {
+			if _, set := override[k]; set {
+				errs = append(errs, claims.Finding{Attribute: "profiles", Summary: "A profile changes the shared home",
+					Detail: fmt.Sprintf("Profile %q sets %s in its kubespawner_override. With homes on shared claim %s it would move its users' servers to other directories or claims than the plan checked, or drop the init container that makes them. Remove it from the profile.", name, k, r.homesClaim())})
+			}
+		}
+	}
+	for _, k := range []string{"volumes", "volume_mounts"} {
+		if items, _ := override[k].([]any); len(items) > 0 {
+			if f, ok := r.checkSharedHome("profiles", k, items); !ok {
+				errs = append(errs, f)
+			}
+		}
+	}
+	return errs
 }
 
 // CheckHomeMountPath returns the plan-time error for a home_mount_path

@@ -6,7 +6,7 @@ import (
 )
 
 // What a plan says about co-location follows the home's mode; which
-// servers are pinned is decided at spawn from their claims (spawn_test.go).
+// servers are pinned is decided at spawn from their claims (python_spawn_test.go).
 func TestSpawnerBuild_colocationDerivation(t *testing.T) {
 	cases := []struct {
 		mode string

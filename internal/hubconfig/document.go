@@ -69,8 +69,9 @@ func gzipBytes(b []byte) []byte {
 }
 
 // maxDocumentBytes bounds what DecodeDocumentFile inflates: far above any
-// document the provider renders (about 2 MB at 20,000 users), far below
-// what a gzip of 1 MiB can expand to.
+// document the provider renders (it names no user; BENCHMARKS.md, "The
+// hub's configuration at N users", has its size), far below what a gzip
+// of 1 MiB can expand to.
 const maxDocumentBytes = 256 << 20
 
 // DecodeDocumentFile decodes DocumentFile's content (gzip of the JSON
@@ -104,8 +105,7 @@ func inflate(gz []byte) ([]byte, error) {
 
 // ConfigMapChecksum is the checksum of what a ConfigMap's data and
 // binaryData give the hub to read, taken as Render takes it: the file and
-// the document's JSON (DocumentFile decompressed, else the plain JSONFile
-// of earlier versions). It equals the rendered Checksum exactly when the
+// the document's JSON (DocumentFile decompressed). It equals the rendered Checksum exactly when the
 // ConfigMap holds the rendered file and document, so that a ConfigMap
 // edited outside the provider shows in a plan as a change of hub_checksum,
 // one line, instead of the file's text. A document that cannot be
@@ -117,27 +117,18 @@ func ConfigMapChecksum(data map[string]string, binaryData map[string][]byte) str
 		if doc, err = inflate(gz); err != nil {
 			doc = append([]byte{0}, gz...)
 		}
-	} else if text, ok := data[JSONFile]; ok {
-		doc = []byte(text)
 	}
 	return checksum(data[PythonFile], doc)
 }
 
-// ErrNoDocument says a ConfigMap holds neither DocumentFile nor JSONFile.
-var ErrNoDocument = errors.New("no " + DocumentFile + " (nor " + JSONFile + ")")
+// ErrNoDocument says a ConfigMap holds no DocumentFile.
+var ErrNoDocument = errors.New("no " + DocumentFile)
 
-// DecodeConfigMapDocument decodes the document from a ConfigMap's data and
-// binaryData: DocumentFile, else the plain JSONFile that provider versions
-// before the compressed document wrote, as the hub's file reads them.
-func DecodeConfigMapDocument(data map[string]string, binaryData map[string][]byte, v any) error {
+// DecodeConfigMapDocument decodes the document from a ConfigMap's
+// binaryData (DocumentFile), as the hub's file reads it.
+func DecodeConfigMapDocument(binaryData map[string][]byte, v any) error {
 	if gz, ok := binaryData[DocumentFile]; ok {
 		return DecodeDocumentFile(gz, v)
-	}
-	if text, ok := data[JSONFile]; ok {
-		if err := json.Unmarshal([]byte(text), v); err != nil {
-			return fmt.Errorf("%s: %w", JSONFile, err)
-		}
-		return nil
 	}
 	return ErrNoDocument
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"reflect"
@@ -76,12 +77,15 @@ func TestSpawnerDocument_deterministic(t *testing.T) {
 	if err := DecodeDocumentFile(f.Document, &doc); err != nil {
 		t.Fatal(err)
 	}
-	var want map[string]any
-	if err := DecodeConfigMapDocument(map[string]string{JSONFile: JSON(r.Document())}, nil, &want); err != nil {
+	var want, fromConfigMap map[string]any
+	if err := json.Unmarshal([]byte(JSON(r.Document())), &want); err != nil {
 		t.Fatal(err)
 	}
 	if !reflect.DeepEqual(doc, want) {
 		t.Errorf("decoded %v, want %v", doc, want)
+	}
+	if err := DecodeConfigMapDocument(map[string][]byte{DocumentFile: f.Document}, &fromConfigMap); err != nil || !reflect.DeepEqual(fromConfigMap, want) {
+		t.Errorf("decoded from the ConfigMap %v (%v), want %v", fromConfigMap, err, want)
 	}
 	other := Render(mustBuild(t, Config{Home: home, Extra: map[string]any{"start_timeout": 601.0}}))
 	if bytes.Equal(other.Document, f.Document) || other.Checksum == f.Checksum {
@@ -90,35 +94,30 @@ func TestSpawnerDocument_deterministic(t *testing.T) {
 	if err := DecodeDocumentFile([]byte(JSON(r.Document())), &doc); err == nil {
 		t.Error("plain JSON decoded as the compressed document")
 	}
-	if err := DecodeConfigMapDocument(map[string]string{PythonFile: Python()}, nil, &doc); err != ErrNoDocument {
+	if err := DecodeConfigMapDocument(nil, &doc); err != ErrNoDocument {
 		t.Errorf("a ConfigMap without a document: %v", err)
 	}
 }
 
-// The hub reads the compressed document; a plain JSON one (an older
-// provider's) only when there is no compressed one, so a stale JSON file
-// left beside it changes nothing; a document it cannot read stops it.
+// The hub reads the compressed document; a document it cannot read (or
+// none) stops it.
 func TestSpawnerPython_readsTheDocument(t *testing.T) {
 	r := mustBuild(t, Config{Home: homeSettings(RWX), Extra: map[string]any{"start_timeout": 600.0}})
-	stale := mustBuild(t, Config{Home: homeSettings(RWX), Extra: map[string]any{"start_timeout": 60.0}})
 	var pods []pyPod
 	current := func(got pyOut) bool {
 		return got.Settings["start_timeout"] == 600.0
 	}
 	gz := Render(r).Document
 	for name, docs := range map[string]map[string][]byte{
-		"compressed":       {DocumentFile: gz},
-		"stale_json_too":   {DocumentFile: gz, JSONFile: []byte(JSON(stale.Document()))},
-		"older_provider":   {JSONFile: []byte(JSON(r.Document()))},
-		"corrupt":          {DocumentFile: gz[:len(gz)/2], JSONFile: []byte(JSON(r.Document()))},
-		"not_gzip":         {DocumentFile: []byte(JSON(r.Document()))},
-		"missing":          {},
-		"corrupt_json_old": {JSONFile: []byte(`{"KubeSpawner": `)},
+		"compressed": {DocumentFile: gz},
+		"corrupt":    {DocumentFile: gz[:len(gz)/2]},
+		"not_gzip":   {DocumentFile: []byte(JSON(r.Document()))},
+		"missing":    {},
 	} {
 		t.Run(name, func(t *testing.T) {
 			got, err := runPythonDocs(t, docs, nil, pods, 1, "0")
 			switch name {
-			case "compressed", "stale_json_too", "older_provider":
+			case "compressed":
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -218,8 +217,8 @@ func TestSpawnerSizesOf(t *testing.T) {
 
 // ConfigMapChecksum is the rendered Checksum for the ConfigMap the
 // provider writes, and another one for every edit of what the hub reads:
-// the file, the document (even one whose settings decode the same), the
-// plain document of earlier versions, a document that is not gzip, none.
+// the file, the document (even one whose settings decode the same), a
+// document that is not gzip, none.
 func TestSpawnerConfigMapChecksum(t *testing.T) {
 	r := largeHub(t)
 	f := Render(r)
@@ -240,10 +239,6 @@ func TestSpawnerConfigMapChecksum(t *testing.T) {
 		},
 		"document not gzip": func(_ map[string]string, b map[string][]byte) {
 			b[DocumentFile] = doc
-		},
-		"plain document of earlier versions": func(d map[string]string, b map[string][]byte) {
-			delete(b, DocumentFile)
-			d[JSONFile] = string(doc) + "\n"
 		},
 		"no document": func(_ map[string]string, b map[string][]byte) { delete(b, DocumentFile) },
 	}

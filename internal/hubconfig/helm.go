@@ -15,8 +15,7 @@ const VolumeName = "jupyter-spawner-config"
 // provider changes the pod template, so `helm upgrade` restarts the hub.
 const ChecksumAnnotation = "checksum/jupyter-spawner"
 
-// Keys of the two files in hub.extraFiles. (The plain JSON document of
-// earlier versions was "jupyter-spawner-json".)
+// Keys of the two files in hub.extraFiles.
 const (
 	ExtraFilePython   = "jupyter-spawner-py"
 	ExtraFileDocument = "jupyter-spawner-json-gz"

@@ -121,19 +121,6 @@ func typeOK(schema map[string]any, v any) bool {
 	return slices.Contains(types, kind) || kind == "number" && slices.Contains(types, "integer")
 }
 
-func helmOf(t *testing.T, r Result) map[string]any {
-	t.Helper()
-	text, err := HelmYAML(HelmValues(r, Render(r)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var m map[string]any
-	if err := yaml.Unmarshal([]byte(text), &m); err != nil {
-		t.Fatalf("helm_values is not YAML: %v\n%s", err, text)
-	}
-	return m
-}
-
 func dig(m map[string]any, path string) any { return hubtest.Dig(m, path) }
 
 // helm_values parse as YAML, every path is one the chart's schema allows
@@ -147,7 +134,7 @@ func TestSpawnerHelm_valuesMatchTheChart(t *testing.T) {
 	}
 	for name, r := range cases {
 		t.Run(name, func(t *testing.T) {
-			v := helmOf(t, r)
+			v := helmValuesOf(t, r)
 			checkAgainstSchema(t, "", v, schema, defaults, true)
 			want := map[string]any{
 				"singleuser.storage.capacity":                         "10Gi",

@@ -24,21 +24,15 @@ def _jupyter_spawner_config(c, here):
     config_dir = "/usr/local/etc/jupyterhub/jupyterhub_config.d"  # ConfigDir
     python_file = "90-jupyter-spawner.py"  # PythonFile
     document_file = "90-jupyter-spawner.json.gz"  # DocumentFile
-    json_file = "90-jupyter-spawner.json"  # JSONFile
     if here and os.path.basename(here) == python_file:
         config_dir = os.path.dirname(os.path.abspath(here))
-    # The document is gzip-compressed JSON; a plain JSON one is what older
-    # provider versions wrote. One that cannot be read stops the hub from
-    # starting: without it a copied user's server would mount the old home.
+    # The document is gzip-compressed JSON. One that cannot be read stops
+    # the hub from starting: without it a copied user's server would mount
+    # the old home.
     path = os.path.join(config_dir, document_file)
     try:
-        if os.path.exists(path):
-            with gzip.open(path, "rt", encoding="utf-8") as f:
-                doc = json.load(f)
-        else:
-            path = os.path.join(config_dir, json_file)
-            with open(path, encoding="utf-8") as f:
-                doc = json.load(f)
+        with gzip.open(path, "rt", encoding="utf-8") as f:
+            doc = json.load(f)
     except Exception as e:  # OSError, EOFError, zlib.error, ValueError
         raise RuntimeError("jupyter_spawner_config: cannot read %s: %s" % (path, e)) from e
     spawner = c.KubeSpawner
@@ -92,12 +86,15 @@ def _jupyter_spawner_config(c, here):
         return key in labels or any(field(e, "key", "key") == key for e in exprs)
 
     # -- lists of named things ------------------------------------------------
-    # An entry is identified by its name; a volume mount by its mountPath and
-    # a toleration by its key and effect. The provider's entries replace
-    # earlier ones with the same identity (in place); earlier volumes that
-    # are the home claim under another name, and earlier mounts of a volume
-    # the provider defines or dropped, go too. Everything else stays, in the
-    # form (list or dict) earlier configuration chose.
+    # The lists in `named` are merged with earlier configuration's, not
+    # replaced. An entry is identified by its name; a volume mount by its
+    # mountPath and a toleration by its key and effect. The provider's
+    # entries replace earlier ones with the same identity (in place), its
+    # others are appended; earlier volumes that are the home claim under
+    # another name, and earlier mounts of a volume the provider defines or
+    # dropped, go too. Nothing else is dropped, and the earlier form (list
+    # or dict) is kept. Dicts are merged recursively, the provider's values
+    # winning; any other setting is the provider's.
     home_claims_names = {"{pvc_name}"}
     if homes_claim:
         # Every home is (or was) on it: earlier configuration's volumes of it
@@ -706,7 +703,9 @@ def _jupyter_spawner_config(c, here):
     # such a server, gets the label and a required pod affinity on it, so
     # that the user's pods share a node. The modify_pod_hook runs any earlier
     # hook first, then removes the label and every required pod affinity term
-    # on it that the earlier hook (or extra_pod_config) added.
+    # on it that the earlier hook (or extra_pod_config) added. The label's
+    # value is KubeSpawner's label-safe username (the pod's
+    # hub.jupyter.org/username label).
     previous = unwrap(earlier_hook("modify_pod_hook"))
 
     def strip(pod):

@@ -97,11 +97,19 @@ func (n Node) short(d Demand) []string {
 	return out
 }
 
+// ProfileCheck is how CheckProfile judges a profile.
+type ProfileCheck struct {
+	// RequireSchedulable makes guarantees that exceed every node's
+	// allocatable an error (jupyter_spawner_profile's require_schedulable);
+	// without it they are a warning like any other misfit.
+	RequireSchedulable bool
+}
+
 // CheckProfile checks a profile against the live nodes. It warns when no
-// node can run it now (an autoscaler may still add one), and when
-// requireSchedulable is set it is an error that the guarantees exceed every
+// node can run it now (an autoscaler may still add one), and with
+// check.RequireSchedulable it is an error that the guarantees exceed every
 // node's allocatable.
-func CheckProfile(name string, d Demand, nodes []Node, requireSchedulable bool) (errs, warns []claims.Finding) {
+func CheckProfile(name string, d Demand, nodes []Node, check ProfileCheck) (errs, warns []claims.Finding) {
 	if len(nodes) == 0 {
 		warns = append(warns, claims.Finding{Attribute: "node_selector", Summary: "No nodes to check the profile against", Detail: fmt.Sprintf("The cluster lists no nodes, so whether profile %q can be scheduled is not known. A cluster autoscaler may add nodes when a server starts.", name)})
 		return nil, warns
@@ -115,7 +123,7 @@ func CheckProfile(name string, d Demand, nodes []Node, requireSchedulable bool) 
 		reasons = append(reasons, fmt.Sprintf("  %s: %s", n.Name, strings.Join(why, "; ")))
 	}
 	bigEnough := slices.ContainsFunc(nodes, func(n Node) bool { return len(n.short(d)) == 0 })
-	if !bigEnough && requireSchedulable {
+	if !bigEnough && check.RequireSchedulable {
 		errs = append(errs, claims.Finding{Attribute: "require_schedulable", Summary: "No node is large enough for the profile's guarantees", Detail: fmt.Sprintf("Profile %q guarantees %s, which is more than the allocatable resources of every node:\n%s\n"+
 			"Lower cpu_guarantee, mem_guarantee or gpu.count, add larger nodes, or set require_schedulable = false if an autoscaler adds larger nodes on demand.",
 			name, d.String(), strings.Join(reasons, "\n"))})

@@ -34,43 +34,43 @@ func TestSpawnerTolerates(t *testing.T) {
 func TestSpawnerCheckProfile(t *testing.T) {
 	nodes := []Node{cpuNode, gpuNode}
 	gpu := Demand{Tolerations: []Toleration{{Key: "nvidia.com/gpu", Operator: "Exists", Effect: "NoSchedule"}}, CPUMillis: 2000, MemBytes: 8 << 30, Extended: map[string]int64{"nvidia.com/gpu": 1}}
-	if errs, warns := CheckProfile("gpu", gpu, nodes, true); len(errs)+len(warns) > 0 {
+	if errs, warns := CheckProfile("gpu", gpu, nodes, ProfileCheck{RequireSchedulable: true}); len(errs)+len(warns) > 0 {
 		t.Fatalf("a GPU profile that fits the GPU node: %v %v", errs, warns)
 	}
 	// Without the toleration the taint keeps it off the only GPU node.
 	noTol := gpu
 	noTol.Tolerations = nil
-	errs, warns := CheckProfile("gpu", noTol, nodes, true)
+	errs, warns := CheckProfile("gpu", noTol, nodes, ProfileCheck{RequireSchedulable: true})
 	if len(errs) != 0 || len(warns) != 1 || !strings.Contains(warns[0].Detail, "untolerated taint nvidia.com/gpu=true:NoSchedule") ||
 		!strings.Contains(warns[0].Detail, "autoscaler may add one") {
 		t.Fatalf("want one warning naming the taint: %v %v", errs, warns)
 	}
 	// A selector no node has.
-	_, warns = CheckProfile("x", Demand{NodeSelector: map[string]string{"pool": "tpu"}}, nodes, true)
+	_, warns = CheckProfile("x", Demand{NodeSelector: map[string]string{"pool": "tpu"}}, nodes, ProfileCheck{RequireSchedulable: true})
 	if len(warns) != 1 || !strings.Contains(warns[0].Detail, "no label pool=tpu") {
 		t.Fatalf("selector: %v", warns)
 	}
 	// Guarantees above every node: an error only with require_schedulable.
 	huge := Demand{CPUMillis: 16000, MemBytes: 8 << 30}
-	errs, warns = CheckProfile("huge", huge, nodes, true)
+	errs, warns = CheckProfile("huge", huge, nodes, ProfileCheck{RequireSchedulable: true})
 	if len(errs) != 1 || errs[0].Attribute != "require_schedulable" || !strings.Contains(errs[0].Detail, "allocatable CPU 8 < 16") || len(warns) != 0 {
 		t.Fatalf("require_schedulable: %v %v", errs, warns)
 	}
-	errs, warns = CheckProfile("huge", huge, nodes, false)
+	errs, warns = CheckProfile("huge", huge, nodes, ProfileCheck{RequireSchedulable: false})
 	if len(errs) != 0 || len(warns) != 1 {
 		t.Fatalf("without require_schedulable: %v %v", errs, warns)
 	}
 	// Fits by size but not by selector: never an error.
-	if errs, _ := CheckProfile("x", Demand{NodeSelector: map[string]string{"pool": "tpu"}, CPUMillis: 1000}, nodes, true); len(errs) != 0 {
+	if errs, _ := CheckProfile("x", Demand{NodeSelector: map[string]string{"pool": "tpu"}, CPUMillis: 1000}, nodes, ProfileCheck{RequireSchedulable: true}); len(errs) != 0 {
 		t.Fatalf("selector mismatch is an error: %v", errs)
 	}
 	// A cordoned node does not count.
 	cordoned := cpuNode
 	cordoned.Unschedulable = true
-	if _, warns := CheckProfile("small", Demand{CPUMillis: 100}, []Node{cordoned}, false); len(warns) != 1 || !strings.Contains(warns[0].Detail, "cordoned") {
+	if _, warns := CheckProfile("small", Demand{CPUMillis: 100}, []Node{cordoned}, ProfileCheck{RequireSchedulable: false}); len(warns) != 1 || !strings.Contains(warns[0].Detail, "cordoned") {
 		t.Fatalf("cordoned: %v", warns)
 	}
-	if _, warns := CheckProfile("small", Demand{}, nil, true); len(warns) != 1 {
+	if _, warns := CheckProfile("small", Demand{}, nil, ProfileCheck{RequireSchedulable: true}); len(warns) != 1 {
 		t.Fatalf("no nodes: %v", warns)
 	}
 }

@@ -97,9 +97,6 @@ type UnlistedChoice struct {
 	Override             map[string]any
 }
 
-// Finding is a diagnostic about one attribute (the safety core's type: one
-// definition, one adapter to Terraform's diagnostics).
-
 var byteSpec = regexp.MustCompile(`^([0-9]+(?:\.[0-9]*)?|\.[0-9]+)([KMGT])$`)
 
 // ParseBytes reads a KubeSpawner byte specification: an integer number of
@@ -127,16 +124,37 @@ func ParseBytes(s string) (int64, error) {
 
 // Validate checks the profile on its own. Each finding names the attribute.
 func (p Profile) Validate() []claims.Finding {
-	var out []claims.Finding
-	add := func(attr, summary, detail string) {
-		out = append(out, claims.Finding{Attribute: attr, Summary: summary, Detail: detail})
-	}
+	var out profileFindings
+	p.checkNames(&out)
+	p.checkMemory(&out)
+	p.checkCPU(&out)
+	p.checkGPU(&out)
+	checkTolerations(&out, p.Tolerations)
+	checkVolumes(&out, p.Volumes)
+	checkOptions(&out, p.Options)
+	return out
+}
+
+// profileFindings collects what Validate finds.
+type profileFindings []claims.Finding
+
+func (f *profileFindings) add(attr, summary, detail string) {
+	*f = append(*f, claims.Finding{Attribute: attr, Summary: summary, Detail: detail})
+}
+
+// checkNames requires a display name and a slug KubeSpawner accepts.
+func (p Profile) checkNames(out *profileFindings) {
 	if p.DisplayName == "" {
-		add("display_name", "display_name is required", "KubeSpawner shows it in the spawn form; set it, e.g. \"GPU (1 × A100)\".")
+		out.add("display_name", "display_name is required", "KubeSpawner shows it in the spawn form; set it, e.g. \"GPU (1 × A100)\".")
 	}
 	if p.Slug != "" && !slugRE.MatchString(p.Slug) {
-		add("slug", "Invalid slug", fmt.Sprintf("%q: use lowercase letters, digits, '-' and '_', starting with a letter or digit; it identifies the profile in user_options and the spawn form.", p.Slug))
+		out.add("slug", "Invalid slug", fmt.Sprintf("%q: use lowercase letters, digits, '-' and '_', starting with a letter or digit; it identifies the profile in user_options and the spawn form.", p.Slug))
 	}
+}
+
+// checkMemory requires byte specifications KubeSpawner reads, the
+// guarantee not above the limit.
+func (p Profile) checkMemory(out *profileFindings) {
 	mem := map[string]int64{}
 	for attr, s := range map[string]string{"mem_guarantee": p.MemGuarantee, "mem_limit": p.MemLimit} {
 		if s == "" {
@@ -144,69 +162,93 @@ func (p Profile) Validate() []claims.Finding {
 		}
 		n, err := ParseBytes(s)
 		if err != nil {
-			add(attr, "Invalid memory size", err.Error())
+			out.add(attr, "Invalid memory size", err.Error())
 			continue
 		}
 		mem[attr] = n
 	}
 	if g, ok := mem["mem_guarantee"]; ok {
 		if l, ok := mem["mem_limit"]; ok && g > l {
-			add("mem_guarantee", "mem_guarantee is above mem_limit",
+			out.add("mem_guarantee", "mem_guarantee is above mem_limit",
 				fmt.Sprintf("mem_guarantee = %q is more than mem_limit = %q; Kubernetes rejects a request above its limit. Lower mem_guarantee or raise mem_limit.", p.MemGuarantee, p.MemLimit))
 		}
 	}
+}
+
+// checkCPU requires positive cores, the guarantee not above the limit.
+func (p Profile) checkCPU(out *profileFindings) {
 	for attr, v := range map[string]*float64{"cpu_guarantee": p.CPUGuarantee, "cpu_limit": p.CPULimit} {
 		if v != nil && *v <= 0 {
-			add(attr, "CPU must be positive", fmt.Sprintf("%s = %v: give cores, e.g. 0.5 or 2, or leave it unset.", attr, *v))
+			out.add(attr, "CPU must be positive", fmt.Sprintf("%s = %v: give cores, e.g. 0.5 or 2, or leave it unset.", attr, *v))
 		}
 	}
 	if p.CPUGuarantee != nil && p.CPULimit != nil && *p.CPUGuarantee > *p.CPULimit {
-		add("cpu_guarantee", "cpu_guarantee is above cpu_limit",
+		out.add("cpu_guarantee", "cpu_guarantee is above cpu_limit",
 			fmt.Sprintf("cpu_guarantee = %v is more than cpu_limit = %v; Kubernetes rejects a request above its limit. Lower cpu_guarantee or raise cpu_limit.", *p.CPUGuarantee, *p.CPULimit))
 	}
-	if p.GPU != nil {
-		if p.GPU.Count < 1 {
-			add("gpu.count", "GPU count must be at least 1",
-				fmt.Sprintf("gpu.count = %d asks for no GPU. Set a count of 1 or more, or remove gpu for a CPU-only profile.", p.GPU.Count))
-		}
-		if !extendedResourceRE.MatchString(p.GPU.Resource()) {
-			add("gpu.resource_name", "Invalid resource name", fmt.Sprintf("%q is not an extended resource name such as \"nvidia.com/gpu\" or \"amd.com/gpu\".", p.GPU.Resource()))
-		}
+}
+
+// checkGPU requires at least one GPU of an extended resource.
+func (p Profile) checkGPU(out *profileFindings) {
+	if p.GPU == nil {
+		return
 	}
-	for i, t := range p.Tolerations {
+	if p.GPU.Count < 1 {
+		out.add("gpu.count", "GPU count must be at least 1",
+			fmt.Sprintf("gpu.count = %d asks for no GPU. Set a count of 1 or more, or remove gpu for a CPU-only profile.", p.GPU.Count))
+	}
+	if !extendedResourceRE.MatchString(p.GPU.Resource()) {
+		out.add("gpu.resource_name", "Invalid resource name", fmt.Sprintf("%q is not an extended resource name such as \"nvidia.com/gpu\" or \"amd.com/gpu\".", p.GPU.Resource()))
+	}
+}
+
+// checkTolerations requires each toleration's operator to go with its key
+// and value, and a known effect.
+func checkTolerations(out *profileFindings, tolerations []Toleration) {
+	for i, t := range tolerations {
 		a := fmt.Sprintf("tolerations[%d]", i)
 		switch t.Operator {
 		case "", "Equal":
 			if t.Key == "" {
-				add(a, "A toleration with operator Equal needs a key", "Set key, or use operator = \"Exists\" to tolerate every taint.")
+				out.add(a, "A toleration with operator Equal needs a key", "Set key, or use operator = \"Exists\" to tolerate every taint.")
 			}
 		case "Exists":
 			if t.Value != "" {
-				add(a, "A toleration with operator Exists takes no value", "Remove value, or use operator = \"Equal\".")
+				out.add(a, "A toleration with operator Exists takes no value", "Remove value, or use operator = \"Equal\".")
 			}
 		default:
-			add(a, "Invalid toleration operator", fmt.Sprintf("%q: use \"Equal\" or \"Exists\".", t.Operator))
+			out.add(a, "Invalid toleration operator", fmt.Sprintf("%q: use \"Equal\" or \"Exists\".", t.Operator))
 		}
 		if t.Effect != "" && !slices.Contains([]string{"NoSchedule", "PreferNoSchedule", "NoExecute"}, t.Effect) {
-			add(a, "Invalid toleration effect", fmt.Sprintf("%q: use \"NoSchedule\", \"PreferNoSchedule\" or \"NoExecute\", or leave it empty for all.", t.Effect))
+			out.add(a, "Invalid toleration effect", fmt.Sprintf("%q: use \"NoSchedule\", \"PreferNoSchedule\" or \"NoExecute\", or leave it empty for all.", t.Effect))
 		}
 	}
+}
+
+// checkVolumes requires distinct volume names, not the home's, mounted at
+// absolute paths.
+func checkVolumes(out *profileFindings, volumes []Volume) {
 	seen := map[string]bool{}
-	for i, v := range p.Volumes {
+	for i, v := range volumes {
 		a := fmt.Sprintf("volumes[%d]", i)
 		if seen[v.Name] {
-			add(a+".name", "Duplicate volume name", fmt.Sprintf("%q is used twice; volume names must be unique within the pod.", v.Name))
+			out.add(a+".name", "Duplicate volume name", fmt.Sprintf("%q is used twice; volume names must be unique within the pod.", v.Name))
 		}
 		seen[v.Name] = true
 		if v.Name == "home" {
-			add(a+".name", "Reserved volume name", "\"home\" is the home volume from jupyter_home_storage; choose another name.")
+			out.add(a+".name", "Reserved volume name", "\"home\" is the home volume from jupyter_home_storage; choose another name.")
 		}
 		if !strings.HasPrefix(v.MountPath, "/") {
-			add(a+".mount_path", "mount_path must be absolute", fmt.Sprintf("%q: use an absolute path such as \"/data\".", v.MountPath))
+			out.add(a+".mount_path", "mount_path must be absolute", fmt.Sprintf("%q: use an absolute path such as \"/data\".", v.MountPath))
 		}
 	}
-	for _, k := range slices.Sorted(maps.Keys(p.Options)) {
-		o := p.Options[k]
+}
+
+// checkOptions requires each option, in key order, to have choices (one
+// default at most) and an unlisted choice's regex to compile.
+func checkOptions(out *profileFindings, options map[string]Option) {
+	for _, k := range slices.Sorted(maps.Keys(options)) {
+		o := options[k]
 		a := "options[\"" + k + "\"]"
 		defaults := 0
 		for _, c := range o.Choices {
@@ -215,22 +257,21 @@ func (p Profile) Validate() []claims.Finding {
 			}
 		}
 		if defaults > 1 {
-			add(a, "More than one default choice", "Mark at most one choice of an option as default.")
+			out.add(a, "More than one default choice", "Mark at most one choice of an option as default.")
 		}
 		if len(o.Choices) == 0 && o.Unlisted == nil {
-			add(a, "An option needs choices", "Give at least one choice, or an unlisted_choice.")
+			out.add(a, "An option needs choices", "Give at least one choice, or an unlisted_choice.")
 		}
 		if len(o.Choices) == 0 && o.Unlisted != nil {
-			add(a, "An option with only an unlisted choice has no default",
+			out.add(a, "An option with only an unlisted choice has no default",
 				"KubeSpawner fails the spawn (\"Unable to determine a default choice\") when the user leaves it empty. Add at least one choice.")
 		}
 		if u := o.Unlisted; u != nil && u.ValidationRegex != "" {
 			if err := CheckPythonRegex(u.ValidationRegex); err != nil {
-				add(a+".unlisted_choice.validation_regex", "Invalid validation regex", err.Error())
+				out.add(a+".unlisted_choice.validation_regex", "Invalid validation regex", err.Error())
 			}
 		}
 	}
-	return out
 }
 
 var (
@@ -257,31 +298,37 @@ func CheckPythonRegex(pattern string) error {
 // Dict returns the profile as KubeSpawner expects it in profile_list.
 func (p Profile) Dict() map[string]any {
 	d := map[string]any{"display_name": p.DisplayName}
-	if p.Slug != "" {
-		d["slug"] = p.Slug
-	}
-	if p.Description != "" {
-		d["description"] = p.Description
-	}
+	setIf(d, "slug", p.Slug)
+	setIf(d, "description", p.Description)
 	if p.Default {
 		d["default"] = true
 	}
-	o := map[string]any{}
-	if p.Image != "" {
-		o["image"] = p.Image
+	if o := p.overrideDict(); len(o) > 0 {
+		d["kubespawner_override"] = o
 	}
+	if len(p.Options) > 0 {
+		opts := map[string]any{}
+		for k, opt := range p.Options {
+			opts[k] = optionDict(k, opt)
+		}
+		d["profile_options"] = opts
+	}
+	return d
+}
+
+// overrideDict is the profile's kubespawner_override: its typed settings,
+// then Override on top.
+func (p Profile) overrideDict() map[string]any {
+	o := map[string]any{}
+	setIf(o, "image", p.Image)
 	if p.CPUGuarantee != nil {
 		o["cpu_guarantee"] = *p.CPUGuarantee
 	}
 	if p.CPULimit != nil {
 		o["cpu_limit"] = *p.CPULimit
 	}
-	if p.MemGuarantee != "" {
-		o["mem_guarantee"] = p.MemGuarantee
-	}
-	if p.MemLimit != "" {
-		o["mem_limit"] = p.MemLimit
-	}
+	setIf(o, "mem_guarantee", p.MemGuarantee)
+	setIf(o, "mem_limit", p.MemLimit)
 	if p.GPU != nil {
 		n := strconv.FormatInt(p.GPU.Count, 10)
 		o["extra_resource_limits"] = map[string]any{p.GPU.Resource(): n}
@@ -293,23 +340,7 @@ func (p Profile) Dict() map[string]any {
 	if len(p.Tolerations) > 0 {
 		var ts []any
 		for _, t := range p.Tolerations {
-			m := map[string]any{"operator": "Equal"}
-			if t.Operator != "" {
-				m["operator"] = t.Operator
-			}
-			if t.Key != "" {
-				m["key"] = t.Key
-			}
-			if t.Value != "" {
-				m["value"] = t.Value
-			}
-			if t.Effect != "" {
-				m["effect"] = t.Effect
-			}
-			if t.TolerationSeconds != nil {
-				m["tolerationSeconds"] = *t.TolerationSeconds
-			}
-			ts = append(ts, m)
+			ts = append(ts, tolerationDict(t))
 		}
 		o["tolerations"] = ts
 	}
@@ -317,71 +348,87 @@ func (p Profile) Dict() map[string]any {
 		o["environment"] = stringAnyMap(p.Environment)
 	}
 	if len(p.Volumes) > 0 {
-		var vols, mounts []any
-		for _, v := range p.Volumes {
-			pvc := map[string]any{"claimName": v.ClaimName}
-			if v.ReadOnly {
-				pvc["readOnly"] = true
-			}
-			vols = append(vols, map[string]any{"name": v.Name, "persistentVolumeClaim": pvc})
-			m := map[string]any{"name": v.Name, "mountPath": v.MountPath}
-			if v.SubPath != "" {
-				m["subPath"] = v.SubPath
-			}
-			if v.ReadOnly {
-				m["readOnly"] = true
-			}
-			mounts = append(mounts, m)
-		}
-		o["volumes"] = vols
-		o["volume_mounts"] = mounts
+		o["volumes"], o["volume_mounts"] = volumeLists(p.Volumes)
 	}
 	for k, v := range p.Override {
 		o[k] = v
 	}
-	if len(o) > 0 {
-		d["kubespawner_override"] = o
+	return o
+}
+
+// tolerationDict is a toleration as a pod spec has it (operator Equal
+// unless given).
+func tolerationDict(t Toleration) map[string]any {
+	m := map[string]any{"operator": "Equal"}
+	setIf(m, "operator", t.Operator)
+	setIf(m, "key", t.Key)
+	setIf(m, "value", t.Value)
+	setIf(m, "effect", t.Effect)
+	if t.TolerationSeconds != nil {
+		m["tolerationSeconds"] = *t.TolerationSeconds
 	}
-	if len(p.Options) > 0 {
-		opts := map[string]any{}
-		for k, opt := range p.Options {
-			od := map[string]any{"display_name": opt.DisplayName}
-			if opt.DisplayName == "" {
-				od["display_name"] = k
-			}
-			choices := map[string]any{}
-			for ck, c := range opt.Choices {
-				cd := map[string]any{"display_name": c.DisplayName}
-				if c.DisplayName == "" {
-					cd["display_name"] = ck
-				}
-				if c.Default {
-					cd["default"] = true
-				}
-				if len(c.Override) > 0 {
-					cd["kubespawner_override"] = c.Override
-				}
-				choices[ck] = cd
-			}
-			if len(choices) > 0 {
-				od["choices"] = choices
-			}
-			if u := opt.Unlisted; u != nil {
-				ud := map[string]any{"enabled": true}
-				setIf(ud, "display_name", u.DisplayName)
-				setIf(ud, "display_name_in_choices", u.DisplayNameInChoices)
-				setIf(ud, "validation_regex", u.ValidationRegex)
-				setIf(ud, "validation_message", u.ValidationMessage)
-				if len(u.Override) > 0 {
-					ud["kubespawner_override"] = u.Override
-				}
-				od["unlisted_choice"] = ud
-			}
-			opts[k] = od
+	return m
+}
+
+// volumeLists are the profile's volumes (claims) and their mounts.
+func volumeLists(volumes []Volume) (vols, mounts []any) {
+	for _, v := range volumes {
+		pvc := map[string]any{"claimName": v.ClaimName}
+		if v.ReadOnly {
+			pvc["readOnly"] = true
 		}
-		d["profile_options"] = opts
+		vols = append(vols, map[string]any{"name": v.Name, "persistentVolumeClaim": pvc})
+		m := map[string]any{"name": v.Name, "mountPath": v.MountPath}
+		setIf(m, "subPath", v.SubPath)
+		if v.ReadOnly {
+			m["readOnly"] = true
+		}
+		mounts = append(mounts, m)
 	}
-	return d
+	return vols, mounts
+}
+
+// optionDict is the option k of profile_options; a display name not given
+// is the key (the option's, a choice's).
+func optionDict(k string, opt Option) map[string]any {
+	od := map[string]any{"display_name": opt.DisplayName}
+	if opt.DisplayName == "" {
+		od["display_name"] = k
+	}
+	choices := map[string]any{}
+	for ck, c := range opt.Choices {
+		cd := map[string]any{"display_name": c.DisplayName}
+		if c.DisplayName == "" {
+			cd["display_name"] = ck
+		}
+		if c.Default {
+			cd["default"] = true
+		}
+		if len(c.Override) > 0 {
+			cd["kubespawner_override"] = c.Override
+		}
+		choices[ck] = cd
+	}
+	if len(choices) > 0 {
+		od["choices"] = choices
+	}
+	if u := opt.Unlisted; u != nil {
+		od["unlisted_choice"] = unlistedDict(u)
+	}
+	return od
+}
+
+// unlistedDict is an option's unlisted_choice, enabled.
+func unlistedDict(u *UnlistedChoice) map[string]any {
+	ud := map[string]any{"enabled": true}
+	setIf(ud, "display_name", u.DisplayName)
+	setIf(ud, "display_name_in_choices", u.DisplayNameInChoices)
+	setIf(ud, "validation_regex", u.ValidationRegex)
+	setIf(ud, "validation_message", u.ValidationMessage)
+	if len(u.Override) > 0 {
+		ud["kubespawner_override"] = u.Override
+	}
+	return ud
 }
 
 // Guarantees returns what the profile's pod requests: CPU in millicores

@@ -14,51 +14,21 @@ const (
 	// JSON compressed with gzip, so that it fits in a ConfigMap and in the
 	// hub Secret at tens of thousands of users.
 	DocumentFile = "90-jupyter-spawner.json.gz"
-	// JSONFile is the plain JSON document provider versions before
-	// DocumentFile wrote; the file reads it only when DocumentFile is
-	// absent.
-	JSONFile = "90-jupyter-spawner.json"
 	// ConfigDir is where z2jh's hub loads jupyterhub_config.d files from.
 	ConfigDir = "/usr/local/etc/jupyterhub/jupyterhub_config.d"
 )
 
 // Python is the jupyterhub_config.d file (hub_config.py, verbatim). It
-// reads DocumentFile (else JSONFile) from the directory it was loaded from
-// (traitlets' loader and the hub.extraConfig entry give it __file__; z2jh's
+// reads DocumentFile from the directory it was loaded from (traitlets'
+// loader and the hub.extraConfig entry give it __file__; z2jh's
 // jupyterhub_config.d loader runs it without, so it falls back to
 // ConfigDir); a document it cannot read stops the hub's start (JupyterHub
-// raises errors of config files). It composes the "KubeSpawner" settings
-// with what earlier configuration set (Compose rules):
-//
-//   - lists of named things (volumes, volume_mounts, init_containers,
-//     extra_containers, tolerations) are merged: an entry is identified by
-//     its name (a volume mount by its mountPath, a toleration by its key and
-//     effect); the provider's entries replace earlier ones with the same
-//     identity in place, the rest are appended; earlier volumes that are the
-//     home claim under another name, and earlier mounts of a volume the
-//     provider defines or dropped, go; nothing else is dropped, and the
-//     earlier form (list or dict) is kept;
-//   - dicts are merged recursively, the provider's values winning;
-//   - profiles are added to the earlier profile_list (a list, a dict or a
-//     per-user callable, whose result is composed on each call): a
-//     provider profile replaces an earlier one with the same slug, in its
-//     place; a provider default takes the default from earlier profiles;
-//     the lists of named things in a provider profile's
-//     kubespawner_override are merged into the user's at spawn time.
-//
-// It holds no users. Each spawn is decided from the cluster, after any
-// earlier hook: a pre_spawn_hook reads the claim the server is about to
-// mount and follows a switched copy, refuses the spawn while the home is
-// being copied, rebound or deleted (never letting KubeSpawner create an
-// empty claim over a home that moved) and fails when the API server cannot
-// be asked; a modify_pod_hook pins the user's pods to one node exactly when
-// that claim is ReadWriteOnce or ReadWriteOncePod. Co-location on the label
-// is derived there only: the label and every required pod affinity term
-// on it that earlier configuration set are removed (from extra_labels and
-// extra_pod_config, and from the pod an earlier modify_pod_hook returns);
-// the label value is KubeSpawner's label-safe username.
-//
-// Applying the file twice gives the same configuration as applying it once.
+// raises errors of config files). It composes the document's "KubeSpawner"
+// settings with what earlier configuration set, and decides each spawn
+// from the cluster (the claim a server mounts, whether the user's pods
+// share a node); the rules are stated in hub_config.py, beside the code
+// that applies them. It holds no users. Applying the file twice gives the
+// same configuration as applying it once.
 func Python() string { return hubConfig }
 
 //go:embed hub_config.py

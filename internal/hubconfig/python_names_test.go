@@ -26,7 +26,7 @@ func pyNames(t *testing.T) map[string]string {
 func TestSpawnerPython_namesAgree(t *testing.T) {
 	got := pyNames(t)
 	want := map[string]string{
-		"ConfigDir": ConfigDir, "PythonFile": PythonFile, "DocumentFile": DocumentFile, "JSONFile": JSONFile,
+		"ConfigDir": ConfigDir, "PythonFile": PythonFile, "DocumentFile": DocumentFile,
 		"CopyAnnotation": migration.CopyAnnotation, "CopyOfAnnotation": migration.CopyOfAnnotation,
 		"CopyOfUIDAnnotation": migration.CopyOfUIDAnnotation, "CopySwitchedAnnotation": migration.CopySwitchedAnnotation,
 		"CopyOfLabel": migration.CopyOfLabel, "SplitAnnotation": migration.SplitAnnotation,

@@ -21,7 +21,7 @@ const python = "/usr/bin/python3"
 // settings earlier configuration made (a chart's own file); pods.json holds
 // pods to run the hooks on, each with the access modes of the claim its
 // server mounts as the API answers the hooks (a claim that does not exist
-// without); spawn_test.go asks the test bed's API server instead. It
+// without); python_spawn_test.go asks the test bed's API server instead. It
 // prints c.KubeSpawner, the claims the servers mount and the hooked pods.
 const driver = `
 import asyncio, json, os, sys, types

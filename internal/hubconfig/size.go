@@ -17,10 +17,11 @@ const HubSecretBudget = MaxObjectBytes - 128<<10
 // HelmReleaseBudget is the share of Helm's release record (a Secret of its
 // own, sh.helm.release.v1.<release>.v<revision>) the helm values may take:
 // 1 MiB less 384 KiB for the chart itself (its templates, files and
-// schema, and the other objects it renders) and the other values. The
-// zero-to-jupyterhub chart takes about 200 KB of the record (measured with
-// Helm on the test bed), the data-science-pack with it about 330 KB
-// (estimated from its files).
+// schema, and the other objects it renders) and the other values.
+// BENCHMARKS.md ("The hub's configuration at N users") has the record
+// Helm makes with the zero-to-jupyterhub chart; with the
+// data-science-pack's files the chart's share is about 330 KB (estimated
+// from its files), within the 384 KiB.
 const HelmReleaseBudget = MaxObjectBytes - 384<<10
 
 // Sizes are the bytes the rendered configuration takes where the API
@@ -41,7 +42,8 @@ type Sizes struct {
 	// the file are compressed data already, and base64 of compressed data
 	// cannot be compressed below 3/4 of its length: each of their three
 	// copies costs at least its compressed size, four times that in the
-	// record, and about four and a half as measured.
+	// record; the estimate takes four and a half (the record measured with
+	// Helm is in BENCHMARKS.md).
 	HelmRelease int
 	// DocumentJSON is the document's size before compression.
 	DocumentJSON int

@@ -124,66 +124,101 @@ func (f *formatter) build(rs []rune, depth int) (string, error) {
 
 // parseField parses the replacement field that starts at rs[i], just after
 // its opening brace, and returns it with the index after its closing brace.
+// Its steps are CPython's parse_field: the field name, up to '}', ':' or
+// '!'; after '!' the conversion character; after ':' the format spec, up
+// to the matching '}'.
 func parseField(rs []rune, i int) (parsedField, int, error) {
-	open := i - 1
-	n := len(rs)
-	rawTo := func(end int) string {
-		if end > n {
-			end = n
-		}
-		return string(rs[open:end])
-	}
+	fr := fieldReader{rs: rs, open: i - 1}
 	var fld parsedField
-	nameStart := i
-	var c rune
-	stopped := false
-	for i < n {
-		c = rs[i]
-		i++
-		if c == '{' {
-			return fld, i, formatErr(rawTo(i), "unexpected '{' in field name %q", rawTo(i))
-		}
-		if c == '[' {
-			for i < n && rs[i] != ']' {
-				i++
-			}
-			continue
-		}
-		if c == '}' || c == ':' || c == '!' {
-			stopped = true
-			break
-		}
+	i, stop, err := fr.name(i)
+	if err != nil {
+		return fld, i, err
 	}
-	if !stopped {
-		return fld, i, formatErr(rawTo(n), "expected '}' before end of string in field %q", rawTo(n))
-	}
-	fld.name = rs[nameStart : i-1]
-	if c == '}' {
-		fld.raw = rawTo(i)
+	fld.name = rs[fr.open+1 : i-1]
+	if stop == '}' {
+		fld.raw = fr.rawTo(i)
 		return fld, i, nil
 	}
-	if c == '!' {
-		if i >= n {
-			return fld, i, formatErr(rawTo(n), "end of string while looking for conversion specifier in field %q", rawTo(n))
-		}
-		fld.conv = rs[i]
-		i++
-		if i < n {
-			c2 := rs[i]
-			i++
-			if c2 == '}' {
-				fld.raw = rawTo(i)
-				return fld, i, nil
-			}
-			if c2 != ':' {
-				return fld, i, formatErr(rawTo(i), "expected ':' after conversion specifier in field %q", rawTo(i))
-			}
+	if stop == '!' {
+		var closed bool
+		fld.conv, i, closed, err = fr.conversion(i)
+		if err != nil || closed {
+			fld.raw = fr.rawTo(i)
+			return fld, i, err
 		}
 	}
+	return fr.spec(fld, i)
+}
+
+// fieldReader reads one replacement field of rs whose opening brace is at
+// rs[open].
+type fieldReader struct {
+	rs   []rune
+	open int
+}
+
+// rawTo is the field as written, from its opening brace up to end.
+func (fr fieldReader) rawTo(end int) string {
+	if end > len(fr.rs) {
+		end = len(fr.rs)
+	}
+	return string(fr.rs[fr.open:end])
+}
+
+// name scans the field name from rs[i] (a '[' skips to its ']') and
+// returns the index after the character that ends it, and that character.
+func (fr fieldReader) name(i int) (int, rune, error) {
+	n := len(fr.rs)
+	for i < n {
+		c := fr.rs[i]
+		i++
+		switch c {
+		case '{':
+			return i, c, formatErr(fr.rawTo(i), "unexpected '{' in field name %q", fr.rawTo(i))
+		case '[':
+			for i < n && fr.rs[i] != ']' {
+				i++
+			}
+		case '}', ':', '!':
+			return i, c, nil
+		}
+	}
+	return i, 0, formatErr(fr.rawTo(n), "expected '}' before end of string in field %q", fr.rawTo(n))
+}
+
+// conversion reads the conversion character at rs[i], after '!', and what
+// follows it: '}' closes the field (closed), ':' starts the spec. The
+// returned index is after what was read.
+func (fr fieldReader) conversion(i int) (conv rune, next int, closed bool, err error) {
+	n := len(fr.rs)
+	if i >= n {
+		return 0, i, false, formatErr(fr.rawTo(n), "end of string while looking for conversion specifier in field %q", fr.rawTo(n))
+	}
+	conv = fr.rs[i]
+	i++
+	if i >= n {
+		// No '}' or ':': the spec's scan reports the unmatched brace.
+		return conv, i, false, nil
+	}
+	c := fr.rs[i]
+	i++
+	switch c {
+	case '}':
+		return conv, i, true, nil
+	case ':':
+		return conv, i, false, nil
+	}
+	return conv, i, false, formatErr(fr.rawTo(i), "expected ':' after conversion specifier in field %q", fr.rawTo(i))
+}
+
+// spec reads the format spec from rs[i] up to the '}' that matches the
+// field's opening brace, noting whether it holds fields of its own.
+func (fr fieldReader) spec(fld parsedField, i int) (parsedField, int, error) {
+	n := len(fr.rs)
 	specStart := i
 	count := 1
 	for i < n {
-		c = rs[i]
+		c := fr.rs[i]
 		i++
 		switch c {
 		case '{':
@@ -192,13 +227,13 @@ func parseField(rs []rune, i int) (parsedField, int, error) {
 		case '}':
 			count--
 			if count == 0 {
-				fld.spec = rs[specStart : i-1]
-				fld.raw = rawTo(i)
+				fld.spec = fr.rs[specStart : i-1]
+				fld.raw = fr.rawTo(i)
 				return fld, i, nil
 			}
 		}
 	}
-	return fld, i, formatErr(rawTo(n), "unmatched '{' in format spec of field %q", rawTo(n))
+	return fld, i, formatErr(fr.rawTo(n), "unmatched '{' in format spec of field %q", fr.rawTo(n))
 }
 
 // render evaluates one replacement field: look the value up, apply
@@ -213,9 +248,9 @@ func (f *formatter) render(fld parsedField, depth int) (string, error) {
 	case 's':
 		v = strValue(v.str())
 	case 'r':
-		v = strValue(pyRepr(v, false))
+		v = strValue(pyRepr(v))
 	case 'a':
-		v = strValue(pyRepr(v, true))
+		v = strValue(pyASCII(v))
 	default:
 		return "", formatErr(fld.raw, "Unknown conversion specifier %s in field %q (valid: !s, !r, !a)", convName(fld.conv), fld.raw)
 	}
@@ -249,74 +284,106 @@ func convName(c rune) string {
 	return fmt.Sprintf("\\x%x", c)
 }
 
-// fieldValue resolves the field name: first part via lookup, then any
-// ".attr" and "[key]" parts.
+// fieldValue resolves the field name the way CPython's FieldNameIterator
+// walks it: the first part via lookup, then any ".attr" and "[key]"
+// parts.
 func (f *formatter) fieldValue(fld parsedField) (pyValue, error) {
 	name := fld.name
 	k := 0
 	for k < len(name) && name[k] != '.' && name[k] != '[' {
 		k++
 	}
-	first := string(name[:k])
-	if first == "" || allDecimal(name[:k]) {
-		return pyValue{}, formatErr(fld.raw, "positional field %q is not supported: templates only have named fields such as {username} (Python raises IndexError)", fld.raw)
-	}
-	v, err := f.lookup(first)
+	v, err := f.firstValue(fld, name[:k])
 	if err != nil {
-		if te, ok := err.(*TemplateError); ok && te.Text == "" {
-			te.Text = fld.raw
-		}
 		return pyValue{}, err
 	}
 	rest := name[k:]
 	for len(rest) > 0 {
 		switch rest[0] {
 		case '.':
-			j := 1
-			for j < len(rest) && rest[j] != '.' && rest[j] != '[' {
-				j++
-			}
-			if j == 1 {
-				return pyValue{}, formatErr(fld.raw, "Empty attribute in format string in field %q", fld.raw)
-			}
-			return pyValue{}, formatErr(fld.raw, "attribute access %q in field %q is not supported", string(rest[:j]), fld.raw)
+			return pyValue{}, attributeErr(fld, rest)
 		case '[':
-			j := 1
-			for j < len(rest) && rest[j] != ']' {
-				j++
-			}
-			if j >= len(rest) {
-				return pyValue{}, formatErr(fld.raw, "Missing ']' in format string in field %q", fld.raw)
-			}
-			key := rest[1:j]
-			rest = rest[j+1:]
-			if len(key) == 0 {
-				return pyValue{}, formatErr(fld.raw, "Empty attribute in format string in field %q", fld.raw)
-			}
-			idx, isIndex, err := decimalKey(key)
+			var key []rune
+			key, rest, err = indexKey(fld, rest)
 			if err != nil {
-				return pyValue{}, formatErr(fld.raw, "%s in field %q", err.Error(), fld.raw)
+				return pyValue{}, err
 			}
-			if v.isInt {
-				return pyValue{}, formatErr(fld.raw, "'int' object is not subscriptable in field %q", fld.raw)
+			if v, err = f.index(fld, v, key); err != nil {
+				return pyValue{}, err
 			}
-			if !isIndex {
-				return pyValue{}, formatErr(fld.raw, "string indices must be integers, not 'str', in field %q", fld.raw)
-			}
-			if f.validate {
-				v = strValue("x")
-				continue
-			}
-			rs := []rune(v.s)
-			if idx >= int64(len(rs)) {
-				return pyValue{}, formatErr(fld.raw, "string index out of range in field %q (value %q)", fld.raw, v.s)
-			}
-			v = strValue(string(rs[idx]))
 		default:
 			return pyValue{}, formatErr(fld.raw, "Only '.' or '[' may follow ']' in format field specifier %q", fld.raw)
 		}
 	}
 	return v, nil
+}
+
+// firstValue looks up the first part of a field name: templates have
+// named fields only.
+func (f *formatter) firstValue(fld parsedField, first []rune) (pyValue, error) {
+	if len(first) == 0 || allDecimal(first) {
+		return pyValue{}, formatErr(fld.raw, "positional field %q is not supported: templates only have named fields such as {username} (Python raises IndexError)", fld.raw)
+	}
+	v, err := f.lookup(string(first))
+	if err != nil {
+		if te, ok := err.(*TemplateError); ok && te.Text == "" {
+			te.Text = fld.raw
+		}
+		return pyValue{}, err
+	}
+	return v, nil
+}
+
+// attributeErr is the error for the ".attr" part at the start of rest:
+// no field value has attributes a template may use.
+func attributeErr(fld parsedField, rest []rune) error {
+	j := 1
+	for j < len(rest) && rest[j] != '.' && rest[j] != '[' {
+		j++
+	}
+	if j == 1 {
+		return formatErr(fld.raw, "Empty attribute in format string in field %q", fld.raw)
+	}
+	return formatErr(fld.raw, "attribute access %q in field %q is not supported", string(rest[:j]), fld.raw)
+}
+
+// indexKey reads the "[key]" part at the start of rest and returns the
+// key and what follows the ']'.
+func indexKey(fld parsedField, rest []rune) (key, after []rune, err error) {
+	j := 1
+	for j < len(rest) && rest[j] != ']' {
+		j++
+	}
+	if j >= len(rest) {
+		return nil, nil, formatErr(fld.raw, "Missing ']' in format string in field %q", fld.raw)
+	}
+	if j == 1 {
+		return nil, nil, formatErr(fld.raw, "Empty attribute in format string in field %q", fld.raw)
+	}
+	return rest[1:j], rest[j+1:], nil
+}
+
+// index is v[key]: a str indexed by an integer gives one character. In
+// validate mode the index is not checked against a value.
+func (f *formatter) index(fld parsedField, v pyValue, key []rune) (pyValue, error) {
+	idx, isIndex, err := decimalKey(key)
+	if err != nil {
+		return pyValue{}, formatErr(fld.raw, "%s in field %q", err.Error(), fld.raw)
+	}
+	if v.isInt {
+		return pyValue{}, formatErr(fld.raw, "'int' object is not subscriptable in field %q", fld.raw)
+	}
+	if !isIndex {
+		return pyValue{}, formatErr(fld.raw, "string indices must be integers, not 'str', in field %q", fld.raw)
+	}
+	if f.validate {
+		return strValue("x"), nil
+	}
+	rs := []rune(v.s)
+	if idx >= int64(len(rs)) {
+		return pyValue{}, formatErr(fld.raw, "string index out of range in field %q (value %q)", fld.raw, v.s)
+	}
+	return strValue(string(rs[idx])), nil
 }
 
 // decimalValue returns the value of a Unicode decimal digit (category Nd),
@@ -372,8 +439,16 @@ func decimalKey(rs []rune) (int64, bool, error) {
 	return acc, true, nil
 }
 
-// pyRepr is Python's repr() of v (asciiOnly: ascii()).
-func pyRepr(v pyValue, asciiOnly bool) string {
+// pyRepr is Python's repr() of v.
+func pyRepr(v pyValue) string { return quoted(v, pyPrintable) }
+
+// pyASCII is Python's ascii() of v: repr() with every non-ASCII character
+// escaped.
+func pyASCII(v pyValue) string { return quoted(v, func(rune) bool { return false }) }
+
+// quoted is the repr() of v, keeping the non-ASCII characters for which
+// keep is true and escaping the others.
+func quoted(v pyValue, keep func(rune) bool) string {
 	if v.isInt {
 		return v.str()
 	}
@@ -399,7 +474,7 @@ func pyRepr(v pyValue, asciiOnly bool) string {
 			fmt.Fprintf(&b, `\x%02x`, r)
 		case r < 0x7f:
 			b.WriteRune(r)
-		case !asciiOnly && pyPrintable(r):
+		case keep(r):
 			b.WriteRune(r)
 		case r <= 0xff:
 			fmt.Fprintf(&b, `\x%02x`, r)

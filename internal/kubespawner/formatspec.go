@@ -48,92 +48,167 @@ func readInt(rs []rune, pos *int) (int, int, error) {
 	return acc, n, nil
 }
 
+// parseSpec parses a format spec for v in the order of CPython's
+// parse_internal_render_format_spec: fill and alignment, sign, 'z', '#',
+// '0', width, grouping, precision, type; then it checks the grouping
+// against the type.
 func parseSpec(rs []rune, v pyValue) (formatSpec, error) {
-	defType, defAlign := 's', '<'
+	fs := defaultSpec(v)
+	p := &specParser{rs: rs}
+	p.fillAlignAndFlags(&fs)
+	if err := p.width(&fs); err != nil {
+		return fs, err
+	}
+	if err := p.grouping(&fs); err != nil {
+		return fs, err
+	}
+	if err := p.precision(&fs); err != nil {
+		return fs, err
+	}
+	if err := p.conversionType(&fs, v); err != nil {
+		return fs, err
+	}
+	return fs, checkGrouping(fs)
+}
+
+// defaultSpec is the empty spec for v: str left-aligned as 's', int
+// right-aligned as 'd', space-filled, no width or precision.
+func defaultSpec(v pyValue) formatSpec {
 	if v.isInt {
-		defType, defAlign = 'd', '>'
+		return formatSpec{fill: ' ', align: '>', width: -1, precision: -1, typ: 'd'}
 	}
-	fs := formatSpec{fill: ' ', align: defAlign, width: -1, precision: -1, typ: defType}
-	pos, end := 0, len(rs)
-	fillSet, alignSet := false, false
-	if end-pos >= 2 && isAlignToken(rs[pos+1]) {
-		fs.align, fs.fill = rs[pos+1], rs[pos]
-		fillSet, alignSet = true, true
-		pos += 2
-	} else if end-pos >= 1 && isAlignToken(rs[pos]) {
-		fs.align = rs[pos]
-		alignSet = true
-		pos++
+	return formatSpec{fill: ' ', align: '<', width: -1, precision: -1, typ: 's'}
+}
+
+// specParser reads a format spec left to right.
+type specParser struct {
+	rs  []rune
+	pos int
+}
+
+func (p *specParser) left() int { return len(p.rs) - p.pos }
+
+// peek reports whether r is the next rune.
+func (p *specParser) peek(r rune) bool { return p.left() > 0 && p.rs[p.pos] == r }
+
+// accept consumes the next rune when it is r.
+func (p *specParser) accept(r rune) bool {
+	if p.peek(r) {
+		p.pos++
+		return true
 	}
-	if end-pos >= 1 && isSignToken(rs[pos]) {
-		fs.sign = rs[pos]
-		pos++
+	return false
+}
+
+// fillAlignAndFlags parses [[fill]align][sign][z][#][0].
+func (p *specParser) fillAlignAndFlags(fs *formatSpec) {
+	fillSet, alignSet := p.fillAndAlign(fs)
+	if p.left() >= 1 && isSignToken(p.rs[p.pos]) {
+		fs.sign = p.rs[p.pos]
+		p.pos++
 	}
-	if end-pos >= 1 && rs[pos] == 'z' {
-		fs.noNeg0 = true
-		pos++
-	}
-	if end-pos >= 1 && rs[pos] == '#' {
-		fs.alternate = true
-		pos++
-	}
-	if !fillSet && end-pos >= 1 && rs[pos] == '0' {
+	fs.noNeg0 = p.accept('z')
+	fs.alternate = p.accept('#')
+	// '0' before the width: fill with zeros unless a fill was given; for
+	// an int (right-aligned by default) also align with '=' unless an
+	// alignment was given.
+	if !fillSet && p.accept('0') {
 		fs.fill = '0'
-		if !alignSet && defAlign == '>' {
+		if !alignSet && fs.align == '>' {
 			fs.align = '='
 		}
-		pos++
 	}
-	w, n, err := readInt(rs, &pos)
+}
+
+// fillAndAlign parses [[fill]align]: a fill is any character followed by
+// an alignment token.
+func (p *specParser) fillAndAlign(fs *formatSpec) (fillSet, alignSet bool) {
+	switch {
+	case p.left() >= 2 && isAlignToken(p.rs[p.pos+1]):
+		fs.align, fs.fill = p.rs[p.pos+1], p.rs[p.pos]
+		p.pos += 2
+		return true, true
+	case p.left() >= 1 && isAlignToken(p.rs[p.pos]):
+		fs.align = p.rs[p.pos]
+		p.pos++
+		return false, true
+	}
+	return false, false
+}
+
+// width parses the minimum width, when given.
+func (p *specParser) width(fs *formatSpec) error {
+	w, n, err := readInt(p.rs, &p.pos)
 	if err != nil {
-		return fs, formatErr("", "%s", err.Error())
+		return formatErr("", "%s", err.Error())
 	}
 	if n > 0 {
 		fs.width = w
 	}
-	if end-pos > 0 && rs[pos] == ',' {
+	return nil
+}
+
+// grouping parses the thousands separator: ',' or '_', not both.
+func (p *specParser) grouping(fs *formatSpec) error {
+	if p.accept(',') {
 		fs.sep = ','
-		pos++
 	}
-	if end-pos > 0 && rs[pos] == '_' {
+	if p.accept('_') {
 		if fs.sep != 0 {
-			return fs, formatErr("", "Cannot specify both ',' and '_'.")
+			return formatErr("", "Cannot specify both ',' and '_'.")
 		}
 		fs.sep = '_'
-		pos++
 	}
-	if end-pos > 0 && rs[pos] == ',' && fs.sep == '_' {
-		return fs, formatErr("", "Cannot specify both ',' and '_'.")
+	if fs.sep == '_' && p.peek(',') {
+		return formatErr("", "Cannot specify both ',' and '_'.")
 	}
-	if end-pos > 0 && rs[pos] == '.' {
-		pos++
-		p, n, err := readInt(rs, &pos)
-		if err != nil {
-			return fs, formatErr("", "%s", err.Error())
+	return nil
+}
+
+// precision parses '.' and the precision, which must follow it.
+func (p *specParser) precision(fs *formatSpec) error {
+	if !p.accept('.') {
+		return nil
+	}
+	prec, n, err := readInt(p.rs, &p.pos)
+	if err != nil {
+		return formatErr("", "%s", err.Error())
+	}
+	if n == 0 {
+		return formatErr("", "Format specifier missing precision")
+	}
+	fs.precision = prec
+	return nil
+}
+
+// conversionType parses the type: at most one character may be left.
+func (p *specParser) conversionType(fs *formatSpec, v pyValue) error {
+	switch p.left() {
+	case 0:
+		return nil
+	case 1:
+		fs.typ = p.rs[p.pos]
+		p.pos++
+		return nil
+	}
+	return formatErr("", "Invalid format specifier '%s' for object of type '%s'", string(p.rs), v.typeName())
+}
+
+// checkGrouping refuses a separator the type does not take: ',' goes
+// with decimal and float types only, '_' also with 'b', 'o', 'x', 'X'.
+func checkGrouping(fs formatSpec) error {
+	if fs.sep == 0 {
+		return nil
+	}
+	switch fs.typ {
+	case 'd', 'e', 'f', 'g', 'E', 'G', '%', 'F':
+		return nil
+	case 'b', 'o', 'x', 'X':
+		if fs.sep == '_' {
+			return nil
 		}
-		if n == 0 {
-			return fs, formatErr("", "Format specifier missing precision")
-		}
-		fs.precision = p
 	}
-	if end-pos > 1 {
-		return fs, formatErr("", "Invalid format specifier '%s' for object of type '%s'", string(rs), v.typeName())
-	}
-	if end-pos == 1 {
-		fs.typ = rs[pos]
-	}
-	if fs.sep != 0 {
-		switch fs.typ {
-		case 'd', 'e', 'f', 'g', 'E', 'G', '%', 'F':
-		case 'b', 'o', 'x', 'X':
-			if fs.sep != '_' {
-				return fs, formatErr("", "Cannot specify '%c' with '%s'.", fs.sep, convName(fs.typ))
-			}
-		default:
-			return fs, formatErr("", "Cannot specify '%c' with '%s'.", fs.sep, convName(fs.typ))
-		}
-	}
-	return fs, nil
+	return formatErr("", "Cannot specify '%c' with '%s'.", fs.sep, convName(fs.typ))
 }
 
 // formatValue is Python's format(value, spec).
@@ -189,6 +264,9 @@ func pad(s string, n, width int, align, fill rune) string {
 	return strings.Repeat(f, left) + s + strings.Repeat(f, total-left)
 }
 
+// formatInt formats an int the way CPython's format_long_internal does:
+// check the spec, choose the base, write the digits and the sign, group
+// the digits, then pad.
 func formatInt(i int64, fs formatSpec) (string, error) {
 	if fs.precision != -1 {
 		return "", formatErr("", "Precision not allowed in integer format specifier")
@@ -196,68 +274,79 @@ func formatInt(i int64, fs formatSpec) (string, error) {
 	if fs.noNeg0 {
 		return "", formatErr("", "Negative zero coercion (z) not allowed in integer format specifier")
 	}
-	base, prefix := 10, ""
-	switch fs.typ {
-	case 'd':
-	case 'b':
-		base, prefix = 2, "0b"
-	case 'o':
-		base, prefix = 8, "0o"
-	case 'x':
-		base, prefix = 16, "0x"
-	case 'X':
-		base, prefix = 16, "0X"
-	case 'c', 'n', 'e', 'E', 'f', 'F', 'g', 'G', '%':
-		return "", formatErr("", "format type '%c' is not supported for integers in templates", fs.typ)
-	default:
-		return "", formatErr("", "Unknown format code '%s' for object of type 'int'", convName(fs.typ))
+	base, prefix, err := intBase(fs.typ)
+	if err != nil {
+		return "", err
 	}
 	if !fs.alternate {
 		prefix = ""
 	}
-	neg := i < 0
-	var digits string
-	if neg {
-		// Avoid overflow on the most negative value.
-		digits = strconv.FormatUint(uint64(-(i+1))+1, base)
-	} else {
-		digits = strconv.FormatInt(i, base)
-	}
-	if fs.typ == 'X' {
-		digits = strings.ToUpper(digits)
-	}
-	sign := ""
-	switch {
-	case neg:
-		sign = "-"
-	case fs.sign == '+':
-		sign = "+"
-	case fs.sign == ' ':
-		sign = " "
-	}
+	sign := intSign(i, fs.sign)
 	nonDigits := len(sign) + len(prefix)
 	minWidth := 0
 	if fs.fill == '0' && fs.align == '=' {
 		minWidth = fs.width - nonDigits
 	}
-	grouped := groupDigits(digits, minWidth, fs.sep, base)
-	n := nonDigits + utf8.RuneCountInString(grouped)
-	padding := fs.width - n
-	if padding <= 0 {
-		return sign + prefix + grouped, nil
+	grouped := groupDigits(intDigits(i, base, fs.typ), minWidth, fs.sep, base)
+	return padNumber(sign+prefix, grouped, fs), nil
+}
+
+// intBase is the base and the alternate form's prefix of an int type.
+func intBase(typ rune) (int, string, error) {
+	switch typ {
+	case 'd':
+		return 10, "", nil
+	case 'b':
+		return 2, "0b", nil
+	case 'o':
+		return 8, "0o", nil
+	case 'x':
+		return 16, "0x", nil
+	case 'X':
+		return 16, "0X", nil
+	case 'c', 'n', 'e', 'E', 'f', 'F', 'g', 'G', '%':
+		return 0, "", formatErr("", "format type '%c' is not supported for integers in templates", typ)
 	}
-	f := string(fs.fill)
-	switch fs.align {
-	case '<':
-		return sign + prefix + grouped + strings.Repeat(f, padding), nil
-	case '^':
-		l := padding / 2
-		return strings.Repeat(f, l) + sign + prefix + grouped + strings.Repeat(f, padding-l), nil
-	case '=':
-		return sign + prefix + strings.Repeat(f, padding) + grouped, nil
-	default: // '>'
-		return strings.Repeat(f, padding) + sign + prefix + grouped, nil
+	return 0, "", formatErr("", "Unknown format code '%s' for object of type 'int'", convName(typ))
+}
+
+// intDigits is the magnitude of i in base, upper case for 'X'.
+func intDigits(i int64, base int, typ rune) string {
+	var digits string
+	if i < 0 {
+		// Avoid overflow on the most negative value.
+		digits = strconv.FormatUint(uint64(-(i+1))+1, base)
+	} else {
+		digits = strconv.FormatInt(i, base)
 	}
+	if typ == 'X' {
+		digits = strings.ToUpper(digits)
+	}
+	return digits
+}
+
+// intSign is the sign written before i: '-' for a negative value, else
+// the spec's '+' or ' ', else nothing.
+func intSign(i int64, sign rune) string {
+	switch {
+	case i < 0:
+		return "-"
+	case sign == '+':
+		return "+"
+	case sign == ' ':
+		return " "
+	}
+	return ""
+}
+
+// padNumber pads a number (lead: its sign and prefix) to the spec's
+// width; '=' puts the padding between the lead and the digits.
+func padNumber(lead, grouped string, fs formatSpec) string {
+	n := utf8.RuneCountInString(lead) + utf8.RuneCountInString(grouped)
+	if fs.align == '=' && fs.width > n {
+		return lead + strings.Repeat(string(fs.fill), fs.width-n) + grouped
+	}
+	return pad(lead+grouped, n, fs.width, fs.align, fs.fill)
 }
 
 // groupDigits inserts thousands separators (every 3 digits, every 4 for

@@ -12,7 +12,7 @@ import (
 func checkPlainAgrees(t *testing.T, template string, v Values, scheme Scheme) {
 	t.Helper()
 	got, err := ExpandValues(template, v, scheme)
-	want, wantErr := expandValues(template, v, scheme, false)
+	want, wantErr := expandWithFormatter(template, v, scheme)
 	if got != want || (err == nil) != (wantErr == nil) || (err != nil && err.Error() != wantErr.Error()) {
 		t.Errorf("ExpandValues(%q, %q, %q, %s) = %q, %v; the formatter gives %q, %v", template, v.Username, v.Servername, scheme, got, err, want, wantErr)
 	}

@@ -187,31 +187,50 @@ func Expand(template, username, servername string, scheme Scheme) (string, error
 // The empty scheme means DefaultScheme. Errors are *TemplateError values
 // for template problems, plain errors for invalid UTF-8 names.
 func ExpandValues(template string, v Values, scheme Scheme) (string, error) {
-	return expandValues(template, v, scheme, true)
+	scheme, userFields, err := prepareExpansion(template, v, scheme)
+	if err != nil {
+		return "", err
+	}
+	if out, ok := expandPlain(template, v, scheme, userFields); ok {
+		return out, nil
+	}
+	return expandFormatted(template, v, scheme, userFields)
 }
 
-// expandValues is ExpandValues; with plainFirst a plain template (see
-// plainTemplate) is expanded without the formatter, which gives the same
-// names (TestPlainTemplatesAgreeWithTheFormatter, FuzzNames).
-func expandValues(template string, v Values, scheme Scheme, plainFirst bool) (string, error) {
+// expandWithFormatter is ExpandValues without the shortcut for plain
+// templates (see plainTemplate): every template goes through the
+// formatter. Both give the same names (TestPlainTemplatesAgreeWithTheFormatter,
+// FuzzNames).
+func expandWithFormatter(template string, v Values, scheme Scheme) (string, error) {
+	scheme, userFields, err := prepareExpansion(template, v, scheme)
+	if err != nil {
+		return "", err
+	}
+	return expandFormatted(template, v, scheme, userFields)
+}
+
+// prepareExpansion checks the scheme (the empty scheme means
+// DefaultScheme) and the template and names for valid UTF-8, and returns
+// the scheme with the name-derived fields, computed on first use: most
+// templates use one or two of them, and a plan expands a template once per
+// claim. ComputeUserFields fails only on invalid UTF-8, checked here up
+// front.
+func prepareExpansion(template string, v Values, scheme Scheme) (Scheme, func() (*UserFields, error), error) {
 	if scheme == "" {
 		scheme = DefaultScheme
 	}
 	if scheme != SchemeSafe && scheme != SchemeEscape {
 		_, err := ParseScheme(string(scheme))
-		return "", err
+		return "", nil, err
 	}
 	if err := checkUTF8("template", template); err != nil {
-		return "", err
+		return "", nil, err
 	}
-	// The name-derived fields are computed on first use: most templates use
-	// one or two of them, and a plan expands a template once per claim.
-	// ComputeUserFields fails only on invalid UTF-8, checked here up front.
 	if err := checkUTF8("username", v.Username); err != nil {
-		return "", err
+		return "", nil, err
 	}
 	if err := checkUTF8("server name", v.Servername); err != nil {
-		return "", err
+		return "", nil, err
 	}
 	var uf *UserFields
 	userFields := func() (*UserFields, error) {
@@ -224,32 +243,15 @@ func expandValues(template string, v Values, scheme Scheme, plainFirst bool) (st
 		}
 		return uf, nil
 	}
-	if plainFirst {
-		if out, ok := expandPlain(template, v, scheme, userFields); ok {
-			return out, nil
-		}
-	}
+	return scheme, userFields, nil
+}
+
+// expandFormatted formats template with the formatter, the fields looked
+// up in v under scheme, and trims the hyphens.
+func expandFormatted(template string, v Values, scheme Scheme, userFields func() (*UserFields, error)) (string, error) {
 	f := &formatter{lookup: func(name string) (pyValue, error) {
-		switch name {
-		case FieldUserID:
-			if v.UserID == nil {
-				return pyValue{}, missingValue(name, "Values.UserID")
-			}
-			return pyValue{isInt: true, i: *v.UserID}, nil
-		case FieldHubNamespace:
-			if v.HubNamespace == nil {
-				return pyValue{}, missingValue(name, optionalSource[name])
-			}
-			if *v.HubNamespace == "default" {
-				return strValue("user"), nil
-			}
-			return strValue(*v.HubNamespace), nil
-		case FieldNamespace, FieldPodName, FieldPVCName:
-			p := map[string]*string{FieldNamespace: v.Namespace, FieldPodName: v.PodName, FieldPVCName: v.PVCName}[name]
-			if p == nil {
-				return pyValue{}, missingValue(name, optionalSource[name])
-			}
-			return strValue(*p), nil
+		if val, ok, err := optionalField(name, v); ok || err != nil {
+			return val, err
 		}
 		s, ok, err := userField(name, v, scheme, userFields)
 		if err != nil {
@@ -265,6 +267,35 @@ func expandValues(template string, v Values, scheme Scheme, plainFirst bool) (st
 		return "", withTemplate(err, template)
 	}
 	return trimHyphens(template, rendered), nil
+}
+
+// optionalField is the value of a field given in Values ({userid},
+// {hubnamespace}, {namespace}, {pod_name}, {pvc_name}); ok is false for a
+// name that is not one. {hubnamespace} is "user" for the namespace
+// "default", as in KubeSpawner.
+func optionalField(name string, v Values) (pyValue, bool, error) {
+	switch name {
+	case FieldUserID:
+		if v.UserID == nil {
+			return pyValue{}, true, missingValue(name, "Values.UserID")
+		}
+		return pyValue{isInt: true, i: *v.UserID}, true, nil
+	case FieldHubNamespace:
+		if v.HubNamespace == nil {
+			return pyValue{}, true, missingValue(name, optionalSource[name])
+		}
+		if *v.HubNamespace == "default" {
+			return strValue("user"), true, nil
+		}
+		return strValue(*v.HubNamespace), true, nil
+	case FieldNamespace, FieldPodName, FieldPVCName:
+		p := map[string]*string{FieldNamespace: v.Namespace, FieldPodName: v.PodName, FieldPVCName: v.PVCName}[name]
+		if p == nil {
+			return pyValue{}, true, missingValue(name, optionalSource[name])
+		}
+		return strValue(*p), true, nil
+	}
+	return pyValue{}, false, nil
 }
 
 // trimHyphens is KubeSpawner's last step of an expansion: trailing '-' are

@@ -321,7 +321,7 @@ func (r *spawnerConfigResource) Read(ctx context.Context, req resource.ReadReque
 	var doc struct {
 		KubeSpawner map[string]any `json:"KubeSpawner"`
 	}
-	if err := hubconfig.DecodeConfigMapDocument(cm.Data, cm.BinaryData, &doc); err != nil || doc.KubeSpawner == nil {
+	if err := hubconfig.DecodeConfigMapDocument(cm.BinaryData, &doc); err != nil || doc.KubeSpawner == nil {
 		state.KubeSpawnerJSON = types.StringValue(fmt.Sprintf("(unreadable %s in the ConfigMap)", hubconfig.DocumentFile))
 	} else {
 		state.KubeSpawnerJSON = types.StringValue(hubconfig.JSON(doc.KubeSpawner))

@@ -298,19 +298,14 @@ func TestAccSpawnerConfig_configMap(t *testing.T) {
 				Check: matches,
 			},
 			{
-				// As an older provider version wrote it (the plain JSON
-				// document, no compressed one): the plan rewrites it, and
-				// the plain document goes, so no hub reads it.
+				// Another file and no document (edited outside the
+				// provider): the plan rewrites both.
 				PreConfig: func() {
 					cm, err := cs.CoreV1().ConfigMaps(ns).Get(context.Background(), "jupyter-spawner", metav1.GetOptions{})
 					if err != nil {
 						t.Fatal(err)
 					}
-					var doc map[string]any
-					if err := hubconfig.DecodeDocumentFile(cm.BinaryData[hubconfig.DocumentFile], &doc); err != nil {
-						t.Fatal(err)
-					}
-					cm.Data = map[string]string{hubconfig.PythonFile: "# an older provider's file\n", hubconfig.JSONFile: hubconfig.JSON(doc)}
+					cm.Data = map[string]string{hubconfig.PythonFile: "# another file\n"}
 					cm.BinaryData = nil
 					if _, err := cs.CoreV1().ConfigMaps(ns).Update(context.Background(), cm, metav1.UpdateOptions{}); err != nil {
 						t.Fatal(err)

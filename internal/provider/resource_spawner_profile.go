@@ -313,7 +313,7 @@ func (r *spawnerProfileResource) ModifyPlan(ctx context.Context, req resource.Mo
 // require_schedulable when its guarantees exceed every node.
 func profileNodeDiagnostics(p hubconfig.Profile, nodes []hubconfig.Node, requireSchedulable bool) diag.Diagnostics {
 	var diags diag.Diagnostics
-	errs, warns := hubconfig.CheckProfile(profileID(p), p.Demand(), nodes, requireSchedulable)
+	errs, warns := hubconfig.CheckProfile(profileID(p), p.Demand(), nodes, hubconfig.ProfileCheck{RequireSchedulable: requireSchedulable})
 	addFindings(&diags, errs, true)
 	addFindings(&diags, warns, false)
 	return diags

@@ -2,12 +2,14 @@ package hubconfig
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/yaml"
 
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/acctest"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/hubtest"
@@ -82,4 +84,74 @@ func annotateClaim(t testing.TB, cs kubernetes.Interface, c *corev1.PersistentVo
 		t.Fatal(err)
 	}
 	return out
+}
+
+func yamlRef(t *testing.T, parts ...string) map[string]any {
+	t.Helper()
+	return hubtest.YAMLRef(t, parts...)
+}
+
+func mergeValues(dst, src map[string]any) map[string]any { return hubtest.MergeValues(dst, src) }
+
+func z2jhValues(t testing.TB) map[string]any { t.Helper(); return hubtest.Z2jhValues(t) }
+
+func packConfigD(t *testing.T, dir string) { t.Helper(); hubtest.PackConfigD(t, dir) }
+
+type (
+	hubUser  = hubtest.HubUser
+	hubSpawn = hubtest.HubSpawn
+	podFacts = hubtest.PodFacts
+)
+
+// runHub loads the configuration (values rendered by the chart, the
+// jupyterhub_config.d files in configD, the provider's files where
+// helm_values' hub.extraFiles put them) and spawns the users.
+// Its KubeSpawner asks the test bed's API server as api says.
+func runHub(t *testing.T, api hubtest.HubAPI, values map[string]any, configD string, users []hubUser) map[string]hubSpawn {
+	t.Helper()
+	extra, _ := dig(values, "hub.extraFiles").(map[string]any)
+	for _, key := range []string{ExtraFilePython, ExtraFileDocument} {
+		f, _ := extra[key].(map[string]any)
+		if mount := str(f["mountPath"]); !strings.HasPrefix(mount, FilesDir+"/") {
+			t.Fatalf("hub.extraFiles.%s.mountPath = %q, not in %s", key, mount, FilesDir)
+		}
+	}
+	return hubtest.RunHub(t, api, values, configD, FilesDir, users)
+}
+
+// helmValuesOf renders r's helm_values and reads them back as a values file.
+func helmValuesOf(t testing.TB, r Result) map[string]any {
+	t.Helper()
+	text, err := HelmYAML(HelmValues(r, Render(r)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := yaml.Unmarshal([]byte(text), &m); err != nil {
+		t.Fatalf("helm_values is not YAML: %v\n%s", err, text)
+	}
+	return m
+}
+
+func list(v any) []map[string]any { return hubtest.List(v) }
+
+func str(v any) string { return hubtest.Str(v) }
+
+func factsOf(t *testing.T, pod map[string]any) podFacts { t.Helper(); return hubtest.FactsOf(t, pod) }
+
+// earlierHook is a hub.extraConfig entry, sorted before the provider's,
+// whose modify_pod_hook pins every pod on label, the way a deployment's
+// own co-location does.
+func earlierHook(label string) string {
+	return `
+def _earlier_colocation(spawner, pod):
+    value = pod.metadata.labels["hub.jupyter.org/username"]
+    pod.metadata.labels[` + pyString(label) + `] = value
+    term = {"labelSelector": {"matchLabels": {` + pyString(label) + `: value}}, "topologyKey": "kubernetes.io/hostname"}
+    if pod.spec.affinity is None:
+        pod.spec.affinity = {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}
+    return pod
+
+c.KubeSpawner.modify_pod_hook = _earlier_colocation
+`
 }
