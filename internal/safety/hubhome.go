@@ -56,14 +56,13 @@ type Home struct {
 // spawn now, as the hub of cfg decides it: cfg.Shared is the shared layout
 // (every home the user's directory; the hub reads no claim), cfg.SplitFrom
 // the per-user layout while homes move out of the shared one, or merge
-// back into it (the user's claim, the name cfg.NameTemplate gives, when it
-// exists and is mountable, its switched copy, else the user's directory of
-// the shared claim; a claim merged into that directory is stale, the
-// directory is the home). The plain per-user layout has no view here. live
-// are the claims of cfg.Namespace; shared is the shared claim, nil when it
-// does not exist. The hub's view of a server whose KubeSpawner state
-// remembers another claim name (a copy since deleted) is not known here:
-// the name is the template's.
+// back into it: hub_config.py's split_home and home_of, whose rules
+// DESIGN.md "Spawn-time decisions" describes; each function below names
+// the one of the hub it follows. The plain per-user layout has no view
+// here. live are the claims of cfg.Namespace; shared is the shared claim,
+// nil when it does not exist. The hub's view of a server whose KubeSpawner
+// state remembers another claim name (a copy since deleted) is not known
+// here: the name is the template's.
 func HubHomes(cfg Config, users []string, live []claims.Claim, shared *claims.Claim) map[string]Home {
 	h := hubView{cfg: cfg, shared: shared, byName: make(map[string]*claims.Claim, len(live)), copies: map[string][]*claims.Claim{}}
 	for i := range live {

@@ -56,11 +56,17 @@ func DirectoryOf(cfg Config) *SharedHome {
 // splitRecord is the record of the move that made c, nil when none (or
 // when it cannot be read: then splitClaim reports it).
 func splitRecord(c *claims.Claim) (*migration.SplitRecord, error) {
-	v := c.Annotations[migration.SplitAnnotation]
+	return annotatedRecord(c, migration.SplitAnnotation, migration.DecodeSplitRecord)
+}
+
+// annotatedRecord is the record that c's annotation holds, read by decode;
+// nil when c has no such annotation, an error when it cannot be read.
+func annotatedRecord[R any](c *claims.Claim, annotation string, decode func(string) (R, error)) (*R, error) {
+	v := c.Annotations[annotation]
 	if v == "" {
 		return nil, nil
 	}
-	rec, err := migration.DecodeSplitRecord(v)
+	rec, err := decode(v)
 	if err != nil {
 		return nil, err
 	}
