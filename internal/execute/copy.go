@@ -22,7 +22,7 @@ func (r Runner) Copy(ctx context.Context, job migration.Copy) (migration.Step, e
 		if err != nil {
 			return "", nil, err
 		}
-		op, err := migration.NextCopy(st.rec, job.Source, st.target, st.job, watched)
+		op, err := migration.NextCopy(job.Source, migration.CopyState{Record: st.rec, Target: st.target, Job: st.job, Watched: watched})
 		return op, func() error { return r.copyOp(ctx, job, op, st, &watched) }, err
 	})
 }

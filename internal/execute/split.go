@@ -71,7 +71,7 @@ func (r SplitRunner) Split(ctx context.Context, job migration.Split) (migration.
 		if err != nil {
 			return "", nil, err
 		}
-		op, err := migration.NextSplit(rec, v, c, prepared)
+		op, err := migration.NextSplit(rec, migration.SplitState{Volume: v, Claim: c, Prepared: prepared})
 		return op, func() error { return r.splitOp(ctx, job, rec, src, op, c, &prepared) }, err
 	})
 }

@@ -162,18 +162,27 @@ func CopyStepOf(op Op) Step {
 	return StepSwitched
 }
 
-// NextCopy decides the next operation of a copy from the source's record
-// (nil before the first step), the target claim and the Job (nil when there
-// is none). A copy writes only into the target it created itself: one that
-// exists without this copy's ID on it is refused (it may be the user's home
-// after an earlier copy whose record is gone).
-//
-// watched says the copy's check is this apply's own: this apply started the
-// Job or saw it unfinished. A check made before this apply (a Job seen
-// finished at its first look, a record verified by an earlier apply) says
-// nothing of what the user wrote since: the copy runs again (rsync sends
-// only what changed) before the user is switched.
-func NextCopy(rec *CopyRecord, source string, target Target, job *Job, watched bool) (Op, error) {
+// CopyState is what a copy of a source claim decides its next operation
+// from: what the cluster shows now, and what this run did.
+type CopyState struct {
+	Record *CopyRecord // the source's record; nil before the first step
+	Target Target
+	Job    *Job // the copy Job; nil when there is none
+	// Watched says the copy's check is this apply's own: this apply
+	// started the Job or saw it unfinished. A check made before this apply
+	// (a Job seen finished at its first look, a record verified by an
+	// earlier apply) says nothing of what the user wrote since: the copy
+	// runs again (rsync sends only what changed) before the user is
+	// switched.
+	Watched bool
+}
+
+// NextCopy decides the next operation of a copy of source from s. A copy
+// writes only into the target it created itself: one that exists without
+// this copy's ID on it is refused (it may be the user's home after an
+// earlier copy whose record is gone).
+func NextCopy(source string, s CopyState) (Op, error) {
+	rec, target := s.Record, s.Target
 	if err := checkTarget(rec, source, target); err != nil {
 		return "", err
 	}
@@ -188,9 +197,9 @@ func NextCopy(rec *CopyRecord, source string, target Target, job *Job, watched b
 	case StepTargetCreated:
 		return OpStartCopy, nil
 	case StepCopying:
-		return copying(source, job, watched)
+		return copying(source, s)
 	case StepVerified:
-		if !watched {
+		if !s.Watched {
 			return OpRestartCopy, nil
 		}
 		return OpSwitch, nil
@@ -204,7 +213,8 @@ func NextCopy(rec *CopyRecord, source string, target Target, job *Job, watched b
 }
 
 // copying is the next step while the copy Job runs or has run.
-func copying(source string, job *Job, watched bool) (Op, error) {
+func copying(source string, s CopyState) (Op, error) {
+	job := s.Job
 	switch {
 	case job == nil:
 		return OpStartCopy, nil // deleted meanwhile: copy again (rsync only sends what differs)
@@ -212,7 +222,7 @@ func copying(source string, job *Job, watched bool) (Op, error) {
 		return "", fmt.Errorf("copy Job %s failed (%s); the source %s is unchanged. See `kubectl logs job/%s`, fix the cause, delete the Job, and apply again. "+
 			"Until then the hub refuses the user's spawns (the home is being copied); to give the user the old home back instead, remove annotation %s from %s",
 			JobName(source), orDash(job.Reason), source, JobName(source), CopyAnnotation, source)
-	case job.Succeeded && !watched:
+	case job.Succeeded && !s.Watched:
 		return OpRestartCopy, nil
 	case job.Succeeded:
 		return OpVerify, nil

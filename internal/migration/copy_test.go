@@ -38,7 +38,7 @@ func TestNextCopy_walk(t *testing.T) {
 	}
 	seen := map[Step]bool{}
 	for _, s := range steps {
-		got, err := NextCopy(s.rec, src, s.target, s.job, !s.before)
+		got, err := NextCopy(src, CopyState{Record: s.rec, Target: s.target, Job: s.job, Watched: !s.before})
 		if err != nil || got != s.want {
 			t.Errorf("%s: NextCopy = %s, %v; want %s", s.name, got, err, s.want)
 		}
@@ -78,7 +78,7 @@ func TestNextCopy_refuses(t *testing.T) {
 		{"unknown step", &CopyRecord{Step: "sideways", Target: "home-a", ID: "c0ffee"}, ours, nil, "unknown copy step"},
 	}
 	for _, tc := range cases {
-		op, err := NextCopy(tc.rec, src, tc.target, tc.job, true)
+		op, err := NextCopy(src, CopyState{Record: tc.rec, Target: tc.target, Job: tc.job, Watched: true})
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: NextCopy = %s, %v; want an error mentioning %q", tc.name, op, err, tc.want)
 		}

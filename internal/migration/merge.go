@@ -151,27 +151,16 @@ const StepRecorded Step = "recorded"
 // the pods). A failed copy Job stops the merge (an error saying how to
 // retry or undo it).
 func NextMerge(rec MergeRecord, s MergeState) (Op, error) {
-	c, job := s.Claim, s.Job
+	c := s.Claim
 	where := fmt.Sprintf("directory %q of %s/%s", rec.Directory, rec.Namespace, rec.Shared)
 	from := fmt.Sprintf("claim %s/%s", rec.Namespace, rec.Claim)
-	recorded := c != nil && c.Record != nil && *c.Record == rec
+	recorded := c.carries(rec)
+	if err := refuseMerge(rec, c, from, where); err != nil {
+		return "", err
+	}
 	switch {
-	case !plainDirectory(rec.Directory):
-		return "", fmt.Errorf("the merge of %s: directory %q is not a plain relative path", from, rec.Directory)
-	case rec.ClaimUID == "" || rec.SharedUID == "":
-		return "", fmt.Errorf("the merge of %s into %s has no UID of the claim or of the shared claim", from, where)
-	case c == nil:
-		return "", fmt.Errorf("%s is gone; nothing is merged from it. Plan again", from)
-	case c.UID != rec.ClaimUID:
-		return "", fmt.Errorf("%s was made again (UID %s, the plan read %s); nothing is merged from it. Plan again", from, c.UID, rec.ClaimUID)
-	case c.Unreadable || (c.Record != nil && !recorded):
-		return "", fmt.Errorf("%s carries another merge record (annotation %s) than this merge into %s: it is never taken over. "+
-			"Finish or undo that merge first (removing the annotation undoes one not yet marked %s)", from, MergeAnnotation, where, MergedAnnotation)
-	case c.Merged != "" && (!recorded || c.Merged != c.UID):
-		return "", fmt.Errorf("%s carries annotation %s = %s, not its own UID %s: it was made again from a merged home (a restore?). Nothing is copied from it; "+
-			"the hub does not mount it", from, MergedAnnotation, c.Merged, c.UID)
 	case c.Merged != "":
-		if job != nil {
+		if s.Job != nil {
 			return OpDeleteMergeJob, nil
 		}
 		return OpDone, nil
@@ -180,35 +169,63 @@ func NextMerge(rec MergeRecord, s MergeState) (Op, error) {
 	case s.SharedUID != rec.SharedUID:
 		return "", fmt.Errorf("the shared claim %s/%s was made again since the merge of %s into it began (UID %s, now %s): nothing is copied into another claim. "+
 			"Find out what the directory holds; remove annotation %s from %s to start again", rec.Namespace, rec.Shared, from, rec.SharedUID, orDash(s.SharedUID), MergeAnnotation, from)
+	case len(s.Busy) > 0 && !recorded:
+		return "", mergeBusyError(rec, from, where, s.Busy, "nothing was written")
 	case len(s.Busy) > 0:
-		then := "nothing was written"
-		if recorded {
-			then = "the record stays: the hub refuses the user's new spawns until an apply finishes the merge"
-		}
-		return "", fmt.Errorf("the merge of %s's home from %s into %s waits: pod(s) %s use the claim or the directory (%s). Stop the server and apply again",
-			rec.User, from, where, strings.Join(s.Busy, ", "), then)
+		return "", mergeBusyError(rec, from, where, s.Busy, "the record stays: the hub refuses the user's new spawns until an apply finishes the merge")
 	case !recorded && !s.Prepared:
 		return OpPrepareMergeDirectory, nil
 	case !recorded:
 		return OpRecordMerge, nil
-	case job != nil && job.ClaimUID != c.UID:
-		return OpRestartMerge, nil // made for an earlier claim of that name
-	case job != nil && job.Failed:
+	}
+	run := jobRun{job: s.Job, claimUID: c.UID, prepared: s.Prepared, watched: s.Watched}
+	return mergeOps.next(run, func(job *Job) error {
 		name := MergeJobName(rec.Claim)
-		return "", fmt.Errorf("merge Job %s/%s failed (%s); %s is unchanged (the Job mounts it read-only). See `kubectl logs -n %s job/%s`, fix the cause, "+
+		return fmt.Errorf("merge Job %s/%s failed (%s); %s is unchanged (the Job mounts it read-only). See `kubectl logs -n %s job/%s`, fix the cause, "+
 			"delete the Job (kubectl delete job -n %s %s) and apply again. Until then the hub refuses %s's spawns (the home is being moved); "+
 			"to undo the merge instead, remove annotation %s from %s: the claim is the home again, and %s holds a partial copy to remove by hand",
 			rec.Namespace, name, orDash(job.Reason), from, rec.Namespace, name, rec.Namespace, name, rec.User, MergeAnnotation, from, where)
-	case job != nil && job.Succeeded && !s.Watched:
-		return OpRestartMerge, nil
-	case job != nil && job.Succeeded:
-		return OpMarkMerged, nil
-	case job != nil:
-		return OpWaitMerge, nil
-	case !s.Prepared:
-		return OpRecheckMergeDirectory, nil
+	})
+}
+
+// mergeOps are the copy Job's operations of a merge.
+var mergeOps = copyJobOps{restart: OpRestartMerge, mark: OpMarkMerged, wait: OpWaitMerge,
+	recheck: OpRecheckMergeDirectory, start: OpStartMerge}
+
+// carries reports whether the claim (nil when gone) carries rec.
+func (c *MergeClaim) carries(rec MergeRecord) bool {
+	return c != nil && c.Record != nil && *c.Record == rec
+}
+
+// refuseMerge is the error of a merge that must not go on: rec names no
+// plain directory or lacks a UID, or the claim c is gone, made again,
+// carries another record, or a mark of another UID.
+func refuseMerge(rec MergeRecord, c *MergeClaim, from, where string) error {
+	recorded := c.carries(rec)
+	switch {
+	case !plainDirectory(rec.Directory):
+		return fmt.Errorf("the merge of %s: directory %q is not a plain relative path", from, rec.Directory)
+	case rec.ClaimUID == "" || rec.SharedUID == "":
+		return fmt.Errorf("the merge of %s into %s has no UID of the claim or of the shared claim", from, where)
+	case c == nil:
+		return fmt.Errorf("%s is gone; nothing is merged from it. Plan again", from)
+	case c.UID != rec.ClaimUID:
+		return fmt.Errorf("%s was made again (UID %s, the plan read %s); nothing is merged from it. Plan again", from, c.UID, rec.ClaimUID)
+	case c.Unreadable || (c.Record != nil && !recorded):
+		return fmt.Errorf("%s carries another merge record (annotation %s) than this merge into %s: it is never taken over. "+
+			"Finish or undo that merge first (removing the annotation undoes one not yet marked %s)", from, MergeAnnotation, where, MergedAnnotation)
+	case c.Merged != "" && (!recorded || c.Merged != c.UID):
+		return fmt.Errorf("%s carries annotation %s = %s, not its own UID %s: it was made again from a merged home (a restore?). Nothing is copied from it; "+
+			"the hub does not mount it", from, MergedAnnotation, c.Merged, c.UID)
 	}
-	return OpStartMerge, nil
+	return nil
+}
+
+// mergeBusyError is the merge's wait while pods use the claim or the
+// directory; then says what stays meanwhile.
+func mergeBusyError(rec MergeRecord, from, where string, pods []string, then string) error {
+	return fmt.Errorf("the merge of %s's home from %s into %s waits: pod(s) %s use the claim or the directory (%s). Stop the server and apply again",
+		rec.User, from, where, strings.Join(pods, ", "), then)
 }
 
 // MergeStepOf is the step a merge has reached when op is next.

@@ -217,14 +217,22 @@ const (
 	OpWaitSplitBound   Op = "wait-split-bound"
 )
 
-// NextSplit decides the next operation of the split rec from what the
-// cluster shows: the volume of rec.Volume (nil when none) and the claim
-// rec.Claim (nil when none). prepared says whether this run made sure
-// the directory exists (it must before the claim is made). A volume or
-// claim of those names whose record is not rec's, or a volume reserved
+// SplitState is what a split decides its next operation from: what the
+// cluster shows now, and what this run did.
+type SplitState struct {
+	Volume *SplitVolume // the volume of rec.Volume; nil when none
+	Claim  *SplitClaim  // the claim rec.Claim; nil when none
+	// Prepared: this run made sure the directory exists (it must before
+	// the claim is made).
+	Prepared bool
+}
+
+// NextSplit decides the next operation of the split rec from s. A volume
+// or claim of rec's names whose record is not rec's, or a volume reserved
 // for another claim (by name or UID), is never taken over: an error names
 // it and what to do.
-func NextSplit(rec SplitRecord, v *SplitVolume, c *SplitClaim, prepared bool) (Op, error) {
+func NextSplit(rec SplitRecord, s SplitState) (Op, error) {
+	v, c := s.Volume, s.Claim
 	ours := func(r *SplitRecord) bool { return r != nil && *r == rec }
 	switch {
 	case c != nil && !ours(c.Record):
@@ -238,7 +246,7 @@ func NextSplit(rec SplitRecord, v *SplitVolume, c *SplitClaim, prepared bool) (O
 	case v != nil && (c == nil || v.ClaimRefUID != c.UID):
 		return "", fmt.Errorf("volume %s is reserved for another claim of the name %s/%s (UID %s), which is gone or was made again. "+
 			"The user's files are in directory %q of %s; delete the volume (its reclaim policy is Retain: the directory stays) and apply again", rec.Volume, rec.Namespace, rec.Claim, v.ClaimRefUID, rec.Directory, rec.Shared)
-	case v == nil && !prepared:
+	case v == nil && !s.Prepared:
 		// Also when the claim exists (a run stopped before the volume): the
 		// Job checks again that no symbolic link leads elsewhere.
 		return OpPrepareDirectory, nil

@@ -103,7 +103,7 @@ func TestNextSplit(t *testing.T) {
 		"the volume left, its claim gone":      {mine, nil, true, "", "is gone"},
 		"the volume for another name":          {&SplitVolume{Record: &rec, ClaimRefName: "claim-bob", ClaimRefUID: "c1"}, pending, false, "", "reserved for claim claim-bob"},
 	} {
-		op, err := NextSplit(rec, c.v, c.c, c.prepared)
+		op, err := NextSplit(rec, SplitState{Volume: c.v, Claim: c.c, Prepared: c.prepared})
 		if c.err != "" {
 			if err == nil || !strings.Contains(err.Error(), c.err) {
 				t.Errorf("%s: %s, %v; want an error about %q", name, op, err, c.err)

@@ -56,14 +56,13 @@ type Home struct {
 // spawn now, as the hub of cfg decides it: cfg.Shared is the shared layout
 // (every home the user's directory; the hub reads no claim), cfg.SplitFrom
 // the per-user layout while homes move out of the shared one, or merge
-// back into it (the user's claim, the name cfg.NameTemplate gives, when it
-// exists and is mountable, its switched copy, else the user's directory of
-// the shared claim; a claim merged into that directory is stale, the
-// directory is the home). The plain per-user layout has no view here. live
-// are the claims of cfg.Namespace; shared is the shared claim, nil when it
-// does not exist. The hub's view of a server whose KubeSpawner state
-// remembers another claim name (a copy since deleted) is not known here:
-// the name is the template's.
+// back into it: hub_config.py's split_home and home_of, whose rules
+// DESIGN.md "Spawn-time decisions" describes; each function below names
+// the one of the hub it follows. The plain per-user layout has no view
+// here. live are the claims of cfg.Namespace; shared is the shared claim,
+// nil when it does not exist. The hub's view of a server whose KubeSpawner
+// state remembers another claim name (a copy since deleted) is not known
+// here: the name is the template's.
 func HubHomes(cfg Config, users []string, live []claims.Claim, shared *claims.Claim) map[string]Home {
 	h := hubView{cfg: cfg, shared: shared, byName: make(map[string]*claims.Claim, len(live)), copies: map[string][]*claims.Claim{}}
 	for i := range live {
@@ -141,7 +140,7 @@ func (h *hubView) splitHome(u, dir string) Home {
 	if c == nil {
 		// A copy of the missing claim decides; only a claim never copied
 		// leaves the home in the directory.
-		if home, decided := h.copyHome(name, true); decided {
+		if home, decided := h.goneClaimCopyHome(name); decided {
 			return home
 		}
 		return h.directory(name, "does not exist")
@@ -263,7 +262,7 @@ func (h *hubView) homeOf(c *claims.Claim) Home {
 		}
 		return refused(c.Name, "claim %s is a copy of %s not yet switched to", c.Name, src)
 	}
-	if home, decided := h.copyHome(c.Name, false); decided {
+	if home, decided := h.switchedCopyHome(c.Name); decided {
 		return home
 	}
 	return h.claimHome(c)
@@ -297,14 +296,12 @@ func isCopyOf(copied, source *claims.Claim, targetUID string) bool {
 		(targetUID == "" || copied.UID == targetUID)
 }
 
-// copyHome is the hub's copy_home: the switched copy of the claim named
-// name is the home (several: refused); a copy not switched to, the claim
-// gone, refuses the spawn; else nothing is decided.
-func (h *hubView) copyHome(name string, gone bool) (Home, bool) {
-	copies := h.copies[name]
+// switchedCopyHome is the hub's copy_home for the claim named name: its
+// switched copy is the home (several: refused); else nothing is decided.
+func (h *hubView) switchedCopyHome(name string) (Home, bool) {
 	var switched []string
 	var first *claims.Claim
-	for _, c := range copies {
+	for _, c := range h.copies[name] {
 		if c.Annotations[migration.CopySwitchedAnnotation] != "" {
 			if first == nil {
 				first = c
@@ -317,7 +314,18 @@ func (h *hubView) copyHome(name string, gone bool) (Home, bool) {
 		return refused(name, "claim %s has several switched copies: %s", name, strings.Join(switched, ", ")), true
 	case first != nil:
 		return h.claimHome(first), true
-	case gone && len(copies) > 0:
+	}
+	return Home{}, false
+}
+
+// goneClaimCopyHome is the hub's copy_home for the claim named name, which
+// is gone: its switched copy is the home; a copy not switched to refuses
+// the spawn; else nothing is decided.
+func (h *hubView) goneClaimCopyHome(name string) (Home, bool) {
+	if home, decided := h.switchedCopyHome(name); decided {
+		return home, true
+	}
+	if copies := h.copies[name]; len(copies) > 0 {
 		return refused(name, "claim %s is gone and its copy %s was not switched to", name, copies[0].Name), true
 	}
 	return Home{}, false

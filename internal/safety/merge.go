@@ -24,15 +24,7 @@ import (
 // mergeRecord is the record of the merge that copied c, nil when none;
 // an error when it cannot be read.
 func mergeRecord(c *claims.Claim) (*migration.MergeRecord, error) {
-	v := c.Annotations[migration.MergeAnnotation]
-	if v == "" {
-		return nil, nil
-	}
-	rec, err := migration.DecodeMergeRecord(v)
-	if err != nil {
-		return nil, err
-	}
-	return &rec, nil
+	return annotatedRecord(c, migration.MergeAnnotation, migration.DecodeMergeRecord)
 }
 
 // merged reports whether c is a finished merge: the hub of the fallback

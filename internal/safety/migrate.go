@@ -75,11 +75,35 @@ func (p *planner) resume(up *UserPlan, ip InProgress) {
 	}
 }
 
+// migrationRoute is what a claim's kind lets its migration do: a home may
+// be copied to the configured class, and grows to the configured capacity
+// once rebound; another per-user claim keeps its class and is only
+// rebound.
+type migrationRoute struct {
+	toClass string           // the class of a copy ("": the claim's own)
+	asked   migration.Method // the method asked for
+	// onlyRebound is added to the reason when no method serves the claim.
+	onlyRebound string
+	// growHome: a rebound managed home then grows to the configured
+	// capacity.
+	growHome bool
+}
+
+// migrateHome decides how a home that differs is migrated.
+func (p *planner) migrateHome(up *UserPlan) {
+	p.migrate(up, migrationRoute{toClass: p.cfg.StorageClass, asked: p.cfg.Migration.Method, growHome: true})
+}
+
+// migrateExtra decides how another per-user claim that differs is
+// migrated: only by a rebind.
+func (p *planner) migrateExtra(up *UserPlan) {
+	p.migrate(up, migrationRoute{asked: migration.MethodRebind, onlyRebound: " (other per-user claims are only rebound, never copied)"})
+}
+
 // migrate decides how one claim that differs is migrated: not while a
 // server runs, not beyond the batch, and only by a method that can serve
-// it in the new mode. A home (extra false) may be copied; another per-user
-// claim (extra true) keeps its class and is only rebound.
-func (p *planner) migrate(up *UserPlan, extra bool) {
+// it in the new mode, as route allows.
+func (p *planner) migrate(up *UserPlan, route migrationRoute) {
 	c, m := up.Live, p.cfg.Migration
 	up.Action = ActionLegacy
 	if p.live.Mounted[p.cfg.ref(c)] {
@@ -91,13 +115,9 @@ func (p *planner) migrate(up *UserPlan, extra bool) {
 	if v, ok := p.live.Volumes[c.VolumeName]; ok {
 		src.CSIDriver = v.CSIDriver
 	}
-	toClass, asked := p.cfg.StorageClass, m.Method
-	if extra {
-		toClass, asked = "", migration.MethodRebind
-	}
-	method, why := migration.Choose(asked, src, p.cfg.AccessMode, toClass)
-	if extra && method == "" {
-		why += " (other per-user claims are only rebound, never copied)"
+	method, why := migration.Choose(route.asked, src, p.cfg.AccessMode, route.toClass)
+	if method == "" {
+		why += route.onlyRebound
 	}
 	switch {
 	case method == "":
@@ -123,7 +143,7 @@ func (p *planner) migrate(up *UserPlan, extra bool) {
 		p.migrateByCopy(up, src)
 		return
 	}
-	p.migrateByRebind(up, extra)
+	p.migrateByRebind(up, route)
 }
 
 // migrateByCopy plans copying a home into a new claim, which needs a copy
@@ -169,11 +189,11 @@ func (p *planner) migrateByCopy(up *UserPlan, src migration.Source) {
 }
 
 // migrateByRebind plans serving a claim's volume in the new mode.
-func (p *planner) migrateByRebind(up *UserPlan, extra bool) {
+func (p *planner) migrateByRebind(up *UserPlan, route migrationRoute) {
 	c := up.Live
 	up.Action, up.Method, up.Volume = ActionMigrate, migration.MethodRebind, c.VolumeName
 	up.Reason = fmt.Sprintf("rebind volume %s as %s (zero copy)", c.VolumeName, p.cfg.AccessMode)
-	if up.Managed && !extra && p.cfg.CapacityBytes > 0 && c.RequestedBytes != p.cfg.CapacityBytes {
+	if up.Managed && route.growHome && p.cfg.CapacityBytes > 0 && c.RequestedBytes != p.cfg.CapacityBytes {
 		// The rebound claim requests what the old one did (its volume's
 		// size); a managed home then grows to the configured capacity in the
 		// same apply, under the same rules as any other (never shrinks).
@@ -226,7 +246,7 @@ func (p *planner) extraVolumes(users []string) {
 			case OnModeChangeKeepExisting:
 				up.Action = ActionLegacy
 			case OnModeChangeMigrate:
-				p.migrate(&up, true)
+				p.migrateExtra(&up)
 			default:
 				up.Action = ActionLegacy
 				mismatched = append(mismatched, up)

@@ -84,14 +84,31 @@ func runsJob(up *UserPlan) bool {
 // will report. Nothing is said where baseline or privileged is enforced, or
 // nothing is labelled.
 func CheckPodSecurity(res *Result, levels map[string]PodSecurity) {
-	type users struct{ copies, verifies []string }
-	refused, reported := map[string]*users{}, map[string]*users{}
+	refused, reported := jobUsers(res, levels)
+	if len(refused) > 0 {
+		res.Errors = append(res.Errors, refusedJobs(refused, levels))
+		res.Class = ClassNone
+	}
+	if len(reported) > 0 {
+		res.Warnings = append(res.Warnings, reportedJobs(reported, levels))
+	}
+}
+
+// namespaceJobs are the users whose Jobs run in one namespace: copies, and
+// verifications before an old home's delete.
+type namespaceJobs struct{ copies, verifies []string }
+
+// jobUsers sorts the users whose Jobs applying res runs by namespace: those
+// whose namespace refuses the Jobs' pods, and those whose namespace admits
+// them and reports them (warn or audit at restricted).
+func jobUsers(res *Result, levels map[string]PodSecurity) (refused, reported map[string]*namespaceJobs) {
+	refused, reported = map[string]*namespaceJobs{}, map[string]*namespaceJobs{}
 	for up := range res.All() {
 		if !runsJob(up) {
 			continue
 		}
 		ps := levels[up.Namespace]
-		var m map[string]*users
+		var m map[string]*namespaceJobs
 		switch {
 		case refusesJobs(ps.Enforce):
 			m = refused
@@ -102,7 +119,7 @@ func CheckPodSecurity(res *Result, levels map[string]PodSecurity) {
 		}
 		u := m[up.Namespace]
 		if u == nil {
-			u = &users{}
+			u = &namespaceJobs{}
 			m[up.Namespace] = u
 		}
 		if up.Action == ActionDeleteSource {
@@ -111,50 +128,57 @@ func CheckPodSecurity(res *Result, levels map[string]PodSecurity) {
 			u.copies = append(u.copies, up.Who())
 		}
 	}
-	line := func(m map[string]*users, ns string, label string) string {
-		u := m[ns]
-		var parts []string
-		if len(u.copies) > 0 {
-			parts = append(parts, "copy of "+CutInline(u.copies))
-		}
-		if len(u.verifies) > 0 {
-			parts = append(parts, "verification before deleting the old home of "+CutInline(u.verifies))
-		}
-		return fmt.Sprintf("namespace %s (%s): %s", ns, label, strings.Join(parts, "; "))
+	return refused, reported
+}
+
+// line names namespace ns, its label and the Jobs that run in it.
+func (u *namespaceJobs) line(ns string, label string) string {
+	var parts []string
+	if len(u.copies) > 0 {
+		parts = append(parts, "copy of "+CutInline(u.copies))
 	}
-	if len(refused) > 0 {
-		nss := slices.Sorted(maps.Keys(refused))
-		list := Cut(len(nss), func(i int) string {
-			return line(refused, nss[i], fmt.Sprintf("%s=%s", PodSecurityEnforceLabel, levels[nss[i]].Enforce))
-		})
-		ns, back := "NAMESPACE", "its value listed above"
-		if len(nss) == 1 {
-			ns, back = nss[0], levels[nss[0]].Enforce
+	if len(u.verifies) > 0 {
+		parts = append(parts, "verification before deleting the old home of "+CutInline(u.verifies))
+	}
+	return fmt.Sprintf("namespace %s (%s): %s", ns, label, strings.Join(parts, "; "))
+}
+
+// refusedJobs is the error naming the namespaces that would refuse the
+// Jobs' pods, and the choices.
+func refusedJobs(refused map[string]*namespaceJobs, levels map[string]PodSecurity) claims.Finding {
+	nss := slices.Sorted(maps.Keys(refused))
+	list := Cut(len(nss), func(i int) string {
+		return refused[nss[i]].line(nss[i], fmt.Sprintf("%s=%s", PodSecurityEnforceLabel, levels[nss[i]].Enforce))
+	})
+	ns, back := "NAMESPACE", "its value listed above"
+	if len(nss) == 1 {
+		ns, back = nss[0], levels[nss[0]].Enforce
+	}
+	return claims.Finding{Attribute: "migration", Summary: "Pod Security admission would refuse the copy Jobs' pods", Detail: fmt.Sprintf("A copy runs a Job in the home's namespace: rsync as root with only the capabilities CHOWN, DAC_OVERRIDE, FOWNER and FSETID, "+
+		"which keeping every file's owner, mode, ACLs and extended attributes needs (and so does the verification before an old home's delete). "+
+		"Pod Security's restricted level admits no pod that runs as root, and these namespaces enforce it, so apply would create Jobs whose pods are never admitted:\n%s\n"+
+		"Nothing was changed. Choose one:\n"+
+		"  - label the namespace baseline for the migration, which these pods pass: kubectl label namespace %s %s=%s --overwrite, and set it back to %s once migration_status shows the copies done;\n"+
+		"  - use migration.method = \"rebind\" where the backend allows it (Longhorn, NFS, EFS, CephFS, or a driver listed in migration.rebind_drivers): no pod runs;\n"+
+		"  - leave these homes as they are for now with on_mode_change = \"keep_existing\" (for a verification: migration.delete_copied_sources = false keeps the old homes).",
+		list, ns, PodSecurityEnforceLabel, PodSecurityBaseline, back)}
+}
+
+// reportedJobs is the warning naming the namespaces that admit the Jobs'
+// pods and report them.
+func reportedJobs(reported map[string]*namespaceJobs, levels map[string]PodSecurity) claims.Finding {
+	nss := slices.Sorted(maps.Keys(reported))
+	list := Cut(len(nss), func(i int) string {
+		ps := levels[nss[i]]
+		var labels []string
+		if ps.Warn == PodSecurityRestricted {
+			labels = append(labels, PodSecurityWarnLabel+"="+ps.Warn)
 		}
-		res.Errors = append(res.Errors, claims.Finding{Attribute: "migration", Summary: "Pod Security admission would refuse the copy Jobs' pods", Detail: fmt.Sprintf("A copy runs a Job in the home's namespace: rsync as root with only the capabilities CHOWN, DAC_OVERRIDE, FOWNER and FSETID, "+
-			"which keeping every file's owner, mode, ACLs and extended attributes needs (and so does the verification before an old home's delete). "+
-			"Pod Security's restricted level admits no pod that runs as root, and these namespaces enforce it, so apply would create Jobs whose pods are never admitted:\n%s\n"+
-			"Nothing was changed. Choose one:\n"+
-			"  - label the namespace baseline for the migration, which these pods pass: kubectl label namespace %s %s=%s --overwrite, and set it back to %s once migration_status shows the copies done;\n"+
-			"  - use migration.method = \"rebind\" where the backend allows it (Longhorn, NFS, EFS, CephFS, or a driver listed in migration.rebind_drivers): no pod runs;\n"+
-			"  - leave these homes as they are for now with on_mode_change = \"keep_existing\" (for a verification: migration.delete_copied_sources = false keeps the old homes).",
-			list, ns, PodSecurityEnforceLabel, PodSecurityBaseline, back)})
-		res.Class = ClassNone
-	}
-	if len(reported) > 0 {
-		nss := slices.Sorted(maps.Keys(reported))
-		list := Cut(len(nss), func(i int) string {
-			ps := levels[nss[i]]
-			var labels []string
-			if ps.Warn == PodSecurityRestricted {
-				labels = append(labels, PodSecurityWarnLabel+"="+ps.Warn)
-			}
-			if ps.Audit == PodSecurityRestricted {
-				labels = append(labels, PodSecurityAuditLabel+"="+ps.Audit)
-			}
-			return line(reported, nss[i], strings.Join(labels, ", "))
-		})
-		res.Warnings = append(res.Warnings, claims.Finding{Attribute: "migration", Summary: "Pod Security will report the copy Jobs", Detail: fmt.Sprintf("These namespaces enforce a level that admits the copy Jobs' pods, and warn of or audit restricted, which they violate (they run as root with CHOWN, DAC_OVERRIDE, FOWNER and FSETID to keep owners, modes, ACLs and extended attributes):\n%s\n"+
-			"The copies run; the API server warns when each Job is created (warn) and records it in the audit log (audit).", list)})
-	}
+		if ps.Audit == PodSecurityRestricted {
+			labels = append(labels, PodSecurityAuditLabel+"="+ps.Audit)
+		}
+		return reported[nss[i]].line(nss[i], strings.Join(labels, ", "))
+	})
+	return claims.Finding{Attribute: "migration", Summary: "Pod Security will report the copy Jobs", Detail: fmt.Sprintf("These namespaces enforce a level that admits the copy Jobs' pods, and warn of or audit restricted, which they violate (they run as root with CHOWN, DAC_OVERRIDE, FOWNER and FSETID to keep owners, modes, ACLs and extended attributes):\n%s\n"+
+		"The copies run; the API server warns when each Job is created (warn) and records it in the audit log (audit).", list)}
 }

@@ -702,7 +702,7 @@ func (p *planner) onModeChange(up *UserPlan) {
 	cfg := p.cfg
 	switch {
 	case cfg.OnModeChange == OnModeChangeMigrate:
-		p.migrate(up, false)
+		p.migrateHome(up)
 	case cfg.OnModeChange == OnModeChangeRecreate && up.Server != "":
 		up.Action = ActionLegacy
 		p.g.serversKept = append(p.g.serversKept, *up)

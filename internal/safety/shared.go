@@ -128,26 +128,40 @@ func layoutMoves(cfg Config, prior *Prior, live Live) moves {
 		m.listed = append(m.listed, backFromSplit(cfg, prior.Config, live)...)
 		return m
 	}
-	var m moves
 	if prior == nil {
-		if cfg.Shared == nil {
-			return m
-		}
-		for _, u := range cfg.Users {
-			now, err := cfg.homeFor(u, "")
-			if err != nil {
-				continue
-			}
-			for i := range live.Claims {
-				if c := &live.Claims[i]; perUserHomeOf(cfg, c, u) {
-					m.listed = append(m.listed, fmt.Sprintf("%s: %s → %s", u, homeOf{claim: cfg.ref(c)}, now))
-				}
-			}
-		}
-		m.relayout = len(m.listed) > 0
+		return foundHomeMoves(cfg, live)
+	}
+	return settingMoves(cfg, prior.Config)
+}
+
+// foundHomeMoves are the moves of a resource with no prior: a listed
+// user's claim of the per-user layout is a home the shared layout leaves.
+func foundHomeMoves(cfg Config, live Live) moves {
+	var m moves
+	if cfg.Shared == nil {
 		return m
 	}
-	was := prior.Config
+	for _, u := range cfg.Users {
+		now, err := cfg.homeFor(u, "")
+		if err != nil {
+			continue
+		}
+		for i := range live.Claims {
+			if c := &live.Claims[i]; perUserHomeOf(cfg, c, u) {
+				m.listed = append(m.listed, fmt.Sprintf("%s: %s → %s", u, homeOf{claim: cfg.ref(c)}, now))
+			}
+		}
+	}
+	m.relayout = len(m.listed) > 0
+	return m
+}
+
+// settingMoves are the moves from the settings was to cfg, when either is
+// the shared layout: the listed users' homes that move, an example of an
+// unlisted user's or a named server's, and an old home's parent that a user
+// is given.
+func settingMoves(cfg, was Config) moves {
+	var m moves
 	if cfg.Shared == nil && was.Shared == nil {
 		return m
 	}
@@ -312,6 +326,33 @@ func checkLayoutMoves(cfg Config, prior *Prior, live Live, res *Result) {
 // the change leaves behind, and migrations in flight, are named.
 func planShared(cfg Config, prior *Prior, live Live) Result {
 	res := Result{Class: ClassNone}
+	checkSharedClaim(cfg, prior, live, &res)
+	res.MovedFrom = placesOf(cfg, prior, live, &res)
+	res.LeftAt = liveLeftAt(live, &res)
+	checkLayoutMoves(cfg, prior, live, &res)
+	checkPlaces(cfg, res.MovedFrom, res.LeftAt, &res)
+	checkPerUserClaims(cfg, live, &res)
+	switch sh := cfg.Shared; {
+	case prior == nil && sh.Create:
+		// A new resource that may create the claim is safe whether or not
+		// it does: so that a claim someone makes between plan and apply
+		// does not make the apply's plan differ from the plan.
+		res.Class = ClassSafe
+		if !res.CreateShared {
+			res.Warnings = append(res.Warnings, adoptionWarnings(cfg)...)
+		}
+	case prior == nil:
+		res.Warnings = append(res.Warnings, adoptionWarnings(cfg)...)
+	case !sameConfig(prior.Config, cfg) || prior.Config.Shared == nil || *prior.Config.Shared != *sh:
+		res.Class = ClassSafe // the hub's settings change; no claim does
+	}
+	return res
+}
+
+// checkSharedClaim decides the shared claim: created when it is missing
+// and create_claim says so (unless it existed before: then it was lost),
+// else it must exist and be able to hold the homes.
+func checkSharedClaim(cfg Config, prior *Prior, live Live, res *Result) {
 	sh := cfg.Shared
 	switch c := live.Shared; {
 	case c == nil && sh.Create:
@@ -340,11 +381,13 @@ func planShared(cfg Config, prior *Prior, live Live) Result {
 				"elsewhere servers on other nodes fail with Multi-Attach errors. Use a ReadWriteMany claim on a shared file system.", cfg.Namespace, sh.Claim, c.AccessModes)})
 		}
 	}
-	res.MovedFrom = placesOf(cfg, prior, live, &res)
-	res.LeftAt = liveLeftAt(live, &res)
-	checkLayoutMoves(cfg, prior, live, &res)
-	checkPlaces(cfg, res.MovedFrom, res.LeftAt, &res)
-	// Per-user homes the template names: the layout does not mount them.
+}
+
+// checkPerUserClaims names the per-user homes the template names, which
+// the layout does not mount: those a migration is moving fail the plan,
+// the others stay as they are.
+func checkPerUserClaims(cfg Config, live Live, res *Result) {
+	sh := cfg.Shared
 	var kept, moving []string
 	for i := range live.Claims {
 		c := &live.Claims[i]
@@ -369,21 +412,6 @@ func planShared(cfg Config, prior *Prior, live Live) Result {
 		res.Warnings = append(res.Warnings, claims.Finding{Attribute: "shared_home", Summary: "Per-user home claims are not mounted in the shared layout", Detail: fmt.Sprintf("%d per-user home claim(s) exist; servers mount their directory of %s/%s instead, and these claims stay as they are:\n%s",
 			len(kept), cfg.Namespace, sh.Claim, CutLines(kept))})
 	}
-	switch {
-	case prior == nil && sh.Create:
-		// A new resource that may create the claim is safe whether or not
-		// it does: so that a claim someone makes between plan and apply
-		// does not make the apply's plan differ from the plan.
-		res.Class = ClassSafe
-		if !res.CreateShared {
-			res.Warnings = append(res.Warnings, adoptionWarnings(cfg)...)
-		}
-	case prior == nil:
-		res.Warnings = append(res.Warnings, adoptionWarnings(cfg)...)
-	case !sameConfig(prior.Config, cfg) || prior.Config.Shared == nil || *prior.Config.Shared != *sh:
-		res.Class = ClassSafe // the hub's settings change; no claim does
-	}
-	return res
 }
 
 // SharedClaimProblem is why claim c cannot hold the homes of a deployment

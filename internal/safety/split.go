@@ -56,11 +56,17 @@ func DirectoryOf(cfg Config) *SharedHome {
 // splitRecord is the record of the move that made c, nil when none (or
 // when it cannot be read: then splitClaim reports it).
 func splitRecord(c *claims.Claim) (*migration.SplitRecord, error) {
-	v := c.Annotations[migration.SplitAnnotation]
+	return annotatedRecord(c, migration.SplitAnnotation, migration.DecodeSplitRecord)
+}
+
+// annotatedRecord is the record that c's annotation holds, read by decode;
+// nil when c has no such annotation, an error when it cannot be read.
+func annotatedRecord[R any](c *claims.Claim, annotation string, decode func(string) (R, error)) (*R, error) {
+	v := c.Annotations[annotation]
 	if v == "" {
 		return nil, nil
 	}
-	rec, err := migration.DecodeSplitRecord(v)
+	rec, err := decode(v)
 	if err != nil {
 		return nil, err
 	}
@@ -291,6 +297,29 @@ func (p *planner) splitClaim(up *UserPlan) bool {
 	if rec.Method == migration.MethodDirectoryCopy && p.copyClaimNotOurs(up, rec) {
 		return true
 	}
+	if p.splitStopped(up, rec, from) {
+		return true
+	}
+	up.Action, up.Method, up.Volume = ActionMigrate, migration.MethodSplit, rec.Volume
+	up.Reason = fmt.Sprintf("resume moving %s into claim %s (volume %s)", from, up.ClaimName, rec.Volume)
+	if rec.Method == migration.MethodDirectoryCopy {
+		up.Method, up.Volume = migration.MethodDirectoryCopy, ""
+		up.Reason = fmt.Sprintf("resume copying %s into claim %s", from, up.ClaimName)
+		if !p.copyCanStart(up, from) {
+			return true
+		}
+	}
+	p.g.migrating = append(p.g.migrating, *up)
+	return true
+}
+
+// splitStopped fails the plan for an unfinished move of up's home from
+// from that this plan cannot resume: one begun from another directory than
+// the user's under the settings now, one the settings do not ask to finish
+// (on_layout_change = "migrate" with shared_home naming its claim, the
+// user managed), or one begun on a shared claim since made again. Each
+// error says how to finish or undo it. It reports whether it did.
+func (p *planner) splitStopped(up *UserPlan, rec *migration.SplitRecord, from string) bool {
 	// What the move made and how to undo it: a move by copy made a claim
 	// and no volume (deleting the claim deletes a copy only).
 	into := fmt.Sprintf("claim %s (volume %s)", up.Ref(), rec.Volume)
@@ -325,17 +354,7 @@ func (p *planner) splitClaim(up *UserPlan) bool {
 			up.User, from, up.Ref(), rec.SharedUID, rec.Namespace, rec.Shared, shared.UID, up.Ref(), orDash(rec.Volume))
 		return true
 	}
-	up.Action, up.Method, up.Volume = ActionMigrate, migration.MethodSplit, rec.Volume
-	up.Reason = fmt.Sprintf("resume moving %s into claim %s (volume %s)", from, up.ClaimName, rec.Volume)
-	if rec.Method == migration.MethodDirectoryCopy {
-		up.Method, up.Volume = migration.MethodDirectoryCopy, ""
-		up.Reason = fmt.Sprintf("resume copying %s into claim %s", from, up.ClaimName)
-		if !p.copyCanStart(up, from) {
-			return true
-		}
-	}
-	p.g.migrating = append(p.g.migrating, *up)
-	return true
+	return false
 }
 
 // copyClaimNotOurs fails the plan for a claim of a move by copy that the
@@ -485,87 +504,123 @@ func (p *planner) splitFindings() {
 // is named in a warning: the hub mounts it, not the directory. From the
 // per-user layout nothing moves: every claim stays its user's home.
 func splitMoves(cfg Config, prior *Prior, live Live) moves {
-	now := directoryView(cfg)
-	var m moves
+	s := splitMover{cfg: cfg, now: directoryView(cfg), prior: prior, live: live}
 	// Without a state, merge records on this shared claim say the hub has
 	// the merge's settings (a state removed mid-merge): its claims are
 	// mounted as they are now.
-	moving := prior != nil && Fallback(prior.Config) != nil || prior == nil && cfg.MergeInto != nil && mergesInto(live, cfg.Namespace, cfg.MergeInto.Claim)
+	s.moving = prior != nil && Fallback(prior.Config) != nil || prior == nil && cfg.MergeInto != nil && mergesInto(live, cfg.Namespace, cfg.MergeInto.Claim)
 	switch {
-	case prior != nil && prior.Config.Shared == nil && !moving:
-		return m
+	case prior != nil && prior.Config.Shared == nil && !s.moving:
+		return s.m
 	case prior != nil:
-		was := *prior
-		was.Config = directoryView(was.Config)
-		// Listed users with a claim of their own are not in a directory.
-		inDirs := now
-		inDirs.Users = nil
-		for _, u := range cfg.Users {
-			if !hasOwnClaim(cfg, live, u) {
-				inDirs.Users = append(inDirs.Users, u)
-			}
-		}
-		m = layoutMoves(inDirs, &was, live)
+		s.m = s.directoryMoves()
 	}
 	for i := range live.Claims {
-		c := &live.Claims[i]
-		server, ok := claimMounted(cfg, c)
-		if !ok {
-			continue
-		}
-		dir, err := now.homeFor(c.Username, server)
-		if err != nil {
-			continue
-		}
-		who := c.Username
-		if server != "" {
-			who += "'s server " + server
-		}
-		if !hasMergeRecord(c) && prior == nil && moving && c.Annotations[migration.SplitAnnotation] == "" && live.DirectoriesInUse != nil && live.DirectoriesInUse.Uses(dir.dir) {
-			// Adopted as the merge's hub (merge records, no state), but a
-			// pod mounts this user's directory, which the merge's hub never
-			// gives a user whose claim is not merged: the hub may be the
-			// shared layout's, and the claim would replace the directory.
-			m.listed = append(m.listed, fmt.Sprintf("%s: %s → claim %s (a claim no merge copied, while a pod mounts the directory: the hub may mount directories now)", who, dir, cfg.ref(c)))
-			continue
-		}
-		if hasMergeRecord(c) || moving && cfg.MergeInto != nil && c.Annotations[migration.SplitAnnotation] == "" {
-			// Merged: the hub mounts the directory (compared above); under
-			// way, or a claim a merge is yet to copy: planned as a home.
-			continue
-		}
-		if c.Annotations[migration.SplitAnnotation] != "" {
-			// A moved home is the directory its record names: a move only
-			// when the shared layout mounted another one.
-			rec, err := splitRecord(c)
-			if err != nil || rec == nil || prior == nil || moving {
-				continue
-			}
-			if rec.Method == migration.MethodDirectoryCopy && splitDone(c, rec) {
-				// A copy an earlier move made: what was written in the
-				// directory since is not in it.
-				m.listed = append(m.listed, fmt.Sprintf("%s: %s → claim %s (a copy of directory %q an earlier move made, without what was written there since)", who, dir, cfg.ref(c), rec.Directory))
-				continue
-			}
-			from, err := prior.Config.homeFor(c.Username, server)
-			if err == nil && (from.dir != rec.Directory || from.claim != (claims.Ref{Namespace: rec.Namespace, Name: rec.Shared})) {
-				m.listed = append(m.listed, fmt.Sprintf("%s: %s → claim %s (moved from directory %q)", who, from, cfg.ref(c), rec.Directory))
-			}
-			continue
-		}
-		line := fmt.Sprintf("%s: %s → claim %s (a claim of the per-user layout, not a moved home)", who, dir, cfg.ref(c))
-		if moving {
-			m.mounted = append(m.mounted, line)
-		} else {
-			m.listed = append(m.listed, line)
+		s.claim(&live.Claims[i])
+	}
+	if s.moving {
+		slices.Sort(s.m.mounted)
+		return s.m // rebinds in progress: planner.rebindWhileMoving
+	}
+	s.rebinds()
+	slices.Sort(s.m.listed)
+	return s.m
+}
+
+// splitMover gathers splitMoves' moves.
+type splitMover struct {
+	cfg   Config
+	now   Config // cfg's directories (directoryView)
+	prior *Prior
+	live  Live
+	// moving: the hub already moves homes out of the shared layout (or
+	// has the merge's settings): claims it mounts are named, not moves.
+	moving bool
+	m      moves
+}
+
+// directoryMoves compares the directories of the listed users without a
+// claim of their own (as between two shared layouts).
+func (s *splitMover) directoryMoves() moves {
+	was := *s.prior
+	was.Config = directoryView(was.Config)
+	// Listed users with a claim of their own are not in a directory.
+	inDirs := s.now
+	inDirs.Users = nil
+	for _, u := range s.cfg.Users {
+		if !hasOwnClaim(s.cfg, s.live, u) {
+			inDirs.Users = append(inDirs.Users, u)
 		}
 	}
+	return layoutMoves(inDirs, &was, s.live)
+}
+
+// claim names claim c when the hub mounts it instead of its user's
+// directory: a move, or while moving a claim the hub mounts.
+func (s *splitMover) claim(c *claims.Claim) {
+	cfg, prior, moving := s.cfg, s.prior, s.moving
+	server, ok := claimMounted(cfg, c)
+	if !ok {
+		return
+	}
+	dir, err := s.now.homeFor(c.Username, server)
+	if err != nil {
+		return
+	}
+	who := c.Username
+	if server != "" {
+		who += "'s server " + server
+	}
+	if !hasMergeRecord(c) && prior == nil && moving && c.Annotations[migration.SplitAnnotation] == "" && s.live.DirectoriesInUse != nil && s.live.DirectoriesInUse.Uses(dir.dir) {
+		// Adopted as the merge's hub (merge records, no state), but a
+		// pod mounts this user's directory, which the merge's hub never
+		// gives a user whose claim is not merged: the hub may be the
+		// shared layout's, and the claim would replace the directory.
+		s.m.listed = append(s.m.listed, fmt.Sprintf("%s: %s → claim %s (a claim no merge copied, while a pod mounts the directory: the hub may mount directories now)", who, dir, cfg.ref(c)))
+		return
+	}
+	if hasMergeRecord(c) || moving && cfg.MergeInto != nil && c.Annotations[migration.SplitAnnotation] == "" {
+		// Merged: the hub mounts the directory (compared above); under
+		// way, or a claim a merge is yet to copy: planned as a home.
+		return
+	}
+	if c.Annotations[migration.SplitAnnotation] != "" {
+		s.movedHome(c, who, dir, server)
+		return
+	}
+	line := fmt.Sprintf("%s: %s → claim %s (a claim of the per-user layout, not a moved home)", who, dir, cfg.ref(c))
 	if moving {
-		slices.Sort(m.mounted)
-		return m // rebinds in progress: planner.rebindWhileMoving
+		s.m.mounted = append(s.m.mounted, line)
+	} else {
+		s.m.listed = append(s.m.listed, line)
 	}
-	// A rebind in progress whose old claim is gone makes that claim again:
-	// the hub then mounts it instead of the user's directory.
+}
+
+// movedHome names moved home c of who (server's home) when it is a move: a
+// moved home is the directory its record names, a move only when the
+// shared layout mounted another one.
+func (s *splitMover) movedHome(c *claims.Claim, who string, dir homeOf, server string) {
+	rec, err := splitRecord(c)
+	if err != nil || rec == nil || s.prior == nil || s.moving {
+		return
+	}
+	if rec.Method == migration.MethodDirectoryCopy && splitDone(c, rec) {
+		// A copy an earlier move made: what was written in the
+		// directory since is not in it.
+		s.m.listed = append(s.m.listed, fmt.Sprintf("%s: %s → claim %s (a copy of directory %q an earlier move made, without what was written there since)", who, dir, s.cfg.ref(c), rec.Directory))
+		return
+	}
+	from, err := s.prior.Config.homeFor(c.Username, server)
+	if err == nil && (from.dir != rec.Directory || from.claim != (claims.Ref{Namespace: rec.Namespace, Name: rec.Shared})) {
+		s.m.listed = append(s.m.listed, fmt.Sprintf("%s: %s → claim %s (moved from directory %q)", who, from, s.cfg.ref(c), rec.Directory))
+	}
+}
+
+// rebinds names the rebinds in progress whose old claim is gone: the
+// rebind makes that claim again, and the hub then mounts it instead of the
+// user's directory.
+func (s *splitMover) rebinds() {
+	cfg, live := s.cfg, s.live
 	for ref, ip := range live.InProgress {
 		u := ip.Record.User
 		if u == "" || ip.Record.Annotations[kubespawner.AnnotationServername] != "" || hasOwnClaim(cfg, live, u) {
@@ -574,12 +629,10 @@ func splitMoves(cfg Config, prior *Prior, live Live) moves {
 		if name, err := cfg.homeFor(u, ""); err != nil || name.claim != ref {
 			continue
 		}
-		if dir, err := now.homeFor(u, ""); err == nil {
-			m.listed = append(m.listed, fmt.Sprintf("%s: %s → claim %s (being rebound onto volume %s)", u, dir, ref, ip.Volume))
+		if dir, err := s.now.homeFor(u, ""); err == nil {
+			s.m.listed = append(s.m.listed, fmt.Sprintf("%s: %s → claim %s (being rebound onto volume %s)", u, dir, ref, ip.Volume))
 		}
 	}
-	slices.Sort(m.listed)
-	return m
 }
 
 // claimMounted reports whether the hub, moving homes out of the shared
