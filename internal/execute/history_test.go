@@ -787,7 +787,7 @@ func (w *world) apply(p plan, kill bool) *safety.Prior {
 	}
 	w.fresh = res
 	w.errs = nil
-	sel := Select(res, planned, true)
+	sel := Select(res, planned)
 	failed := map[string]bool{}
 	for _, m := range sel.Refused {
 		w.logf("apply: refused %s", m)
@@ -1206,7 +1206,7 @@ func TestHistory_savedPlanThenSpawn(t *testing.T) {
 	planned, _ := safety.DecodeChanges(p.changes)
 	w.stop("bob") // even with his server stopped
 	res := safety.Plan(cfg, nil, w.live(cfg, nil))
-	sel := Select(res, planned, true)
+	sel := Select(res, planned)
 	for _, up := range sel.Homes {
 		if up.User == "bob" {
 			t.Fatalf("bob's new claim is changed: %s", up.Action)
