@@ -12,7 +12,7 @@ import (
 )
 
 // The defects of the migrations' data safety, each as a fixed history of
-// the model (history_test.go, history_migrate_test.go) that fails without
+// the model (apply_history_test.go, migrate_history_test.go) that fails without
 // its fix.
 
 // migrateConfig is alice's (and the listed users') homes moved to

@@ -56,7 +56,7 @@ import (
 //     record counts only so: a later plan must report or resume it.
 //
 // Half the histories also have a shared claim, and their configurations
-// switch to and from the shared layout (history_shared_test.go, which
+// switch to and from the shared layout (homes_history_test.go, which
 // states the invariants added for it: the shared claim and its
 // directories never go, a destroy in that layout deletes no claim, and no
 // apply moves a listed user's home without on_layout_change = "keep").
@@ -104,7 +104,7 @@ type volume struct {
 	// dirs are the directories made on the shared claim's volume (the
 	// init container's); a file of a home there has the path dir/name.
 	dirs map[string]bool
-	// A split volume (history_split_test.go): its record, the UID of the
+	// A split volume (split_history_test.go): its record, the UID of the
 	// claim it was reserved for, and the directory of the shared claim's
 	// volume it is made on, whose files are its files.
 	split       *migration.SplitRecord
@@ -112,7 +112,7 @@ type volume struct {
 	base        *volume
 	baseDir     string
 	// dcopy: the directory a move by copy copies into this volume's claim
-	// (history_split_copy_test.go): once marked, that claim is a moved home.
+	// (directory_copy_history_test.go): once marked, that claim is a moved home.
 	dcopy string
 }
 
@@ -200,7 +200,7 @@ type world struct {
 	sharedUID  string
 	sharedDirs map[string]bool
 	// sharedUnsplittable: the shared claim's volume is one no directory of
-	// can be a volume of its own (history_split_copy_test.go).
+	// can be a volume of its own (directory_copy_history_test.go).
 	sharedUnsplittable bool
 	// reported are contents a layout change left in an old home that its
 	// plan named (on_layout_change = "keep"), or that a plan could not see
@@ -216,7 +216,7 @@ type world struct {
 	// shown: the provider's apply reports only its errors).
 	fresh safety.Result
 	// mergeGen counts, by claim UID, the merge records written on the
-	// claim and removed from it (history_merge_test.go); nextAway numbers
+	// claim and removed from it (merge_history_test.go); nextAway numbers
 	// the directories files are moved away to.
 	mergeGen map[string]int
 	nextAway int
@@ -693,7 +693,7 @@ type layout struct {
 	nsTemplate, template, target string
 	shared                       bool // configurations switch to and from the shared layout
 	// merge, when set, draws which shared layouts are merges into it
-	// (history_merge_test.go), apart from the other draws.
+	// (merge_history_test.go), apart from the other draws.
 	merge *mergeDraws
 }
 
