@@ -88,40 +88,31 @@ var directoryCopyOps = copyOps{Prepare: migration.OpPrepareDirectory, Recheck: m
 // directoryCopySteps is a move by copy's copyKind: the record is the
 // claim, made with it; the mark says copied.
 type directoryCopySteps struct {
-	cl  DirectoryCopies
-	job migration.DirectoryCopy
-	rec migration.SplitRecord
-	st  migration.DirectoryCopyState // the last observation (Prepared and Watched are next's)
+	cl    DirectoryCopies
+	job   migration.DirectoryCopy
+	rec   migration.SplitRecord
+	claim *migration.SplitClaim // as the step read it
 }
 
-func (d *directoryCopySteps) observe(ctx context.Context) (copySeen, error) {
-	ns, rec := d.rec.Namespace, d.rec
-	c, err := d.cl.SplitClaim(ctx, ns, rec.Claim)
-	if err != nil {
-		return copySeen{}, err
+func (d *directoryCopySteps) readClaim(ctx context.Context) (copyClaim, error) {
+	c, err := d.cl.SplitClaim(ctx, d.rec.Namespace, d.rec.Claim)
+	d.claim = c
+	if err != nil || c == nil {
+		return copyClaim{}, err
 	}
-	j, err := d.cl.DirectoryCopyJob(ctx, ns, rec.Claim)
-	if err != nil {
-		return copySeen{}, err
-	}
-	var busy []string
-	if c == nil || c.Copied == "" { // a copied claim is the home: its pods are the user's
-		if busy, err = d.cl.DirectoryUsers(ctx, ns, d.job.Shared, append([]string{d.job.Directory}, d.job.MovedFrom...), rec.Claim); err != nil {
-			return copySeen{}, err
-		}
-	}
-	d.st = migration.DirectoryCopyState{Claim: c, Job: j, Busy: busy}
-	seen := copySeen{ours: c != nil && c.Record != nil && *c.Record == rec, job: j}
-	if c != nil {
-		seen.claimUID = c.UID
-	}
-	return seen, nil
+	return copyClaim{uid: c.UID, ours: c.Record != nil && *c.Record == d.rec, marked: c.Copied != ""}, nil
 }
 
-func (d *directoryCopySteps) next(run copyRun) (migration.Op, error) {
-	st := d.st
-	st.Prepared, st.Watched = run.prepared, run.watched
-	return migration.NextDirectoryCopy(d.rec, st)
+func (d *directoryCopySteps) readJob(ctx context.Context) (*migration.Job, error) {
+	return d.cl.DirectoryCopyJob(ctx, d.rec.Namespace, d.rec.Claim)
+}
+
+func (d *directoryCopySteps) users(ctx context.Context) ([]string, error) {
+	return d.cl.DirectoryUsers(ctx, d.rec.Namespace, d.job.Shared, append([]string{d.job.Directory}, d.job.MovedFrom...), d.rec.Claim)
+}
+
+func (d *directoryCopySteps) next(run copyRun, j *migration.Job, busy []string) (migration.Op, error) {
+	return migration.NextDirectoryCopy(d.rec, migration.DirectoryCopyState{Claim: d.claim, Job: j, Busy: busy, Prepared: run.prepared, Watched: run.watched})
 }
 
 func (d *directoryCopySteps) prepare(ctx context.Context) error {
@@ -136,12 +127,12 @@ func (d *directoryCopySteps) record(ctx context.Context) error {
 }
 
 func (d *directoryCopySteps) start(ctx context.Context) error {
-	return d.cl.StartDirectoryCopyJob(ctx, d.job, d.st.Claim.UID)
+	return d.cl.StartDirectoryCopyJob(ctx, d.job, d.claim.UID)
 }
 
 // mark marks the claim copied (the hub mounts it from the next spawn).
 func (d *directoryCopySteps) mark(ctx context.Context) error {
-	return d.cl.MarkSplitCopied(ctx, d.rec, d.st.Claim.UID)
+	return d.cl.MarkSplitCopied(ctx, d.rec, d.claim.UID)
 }
 
 // directoryOfCopy is the directory Job's view of the move (PrepareDirectory).

@@ -38,15 +38,21 @@ type copyOps struct {
 	DeleteJob migration.Op // delete the copy Job
 }
 
-// copyKind is what differs between the kinds of jobCopy: how a step reads
-// the cluster and decides, and the changes named after the kind. observe
-// keeps what it read for next and for the changes of the same step.
+// copyKind is what differs between the kinds of jobCopy: the claim and the
+// Job as the kind reads them, its decision, and the changes named after
+// it. readClaim keeps the claim it read for next and for the changes of
+// the same step.
 type copyKind interface {
-	// observe reads the claim, the copy Job and, while the claim is not
-	// marked, the pods that use the claim or the directory.
-	observe(ctx context.Context) (copySeen, error)
-	// next decides the next operation from what observe read and run.
-	next(run copyRun) (migration.Op, error)
+	// readClaim reads the user's claim.
+	readClaim(ctx context.Context) (copyClaim, error)
+	// readJob reads the copy Job; nil when none.
+	readJob(ctx context.Context) (*migration.Job, error)
+	// users lists the pods that use the claim or the directory (or an
+	// earlier place of the home), but for the copy's own Jobs.
+	users(ctx context.Context) ([]string, error)
+	// next decides the next operation from the claim readClaim read, the
+	// Job, the pods in the way and what the run did.
+	next(run copyRun, job *migration.Job, busy []string) (migration.Op, error)
 	prepare(ctx context.Context) error
 	recheck(ctx context.Context) error
 	record(ctx context.Context) error
@@ -54,11 +60,12 @@ type copyKind interface {
 	mark(ctx context.Context) error
 }
 
-// copySeen is what a run notes of one observation.
-type copySeen struct {
-	ours     bool           // the claim carries this copy's record
-	claimUID string         // the claim's UID ("" when there is none)
-	job      *migration.Job // the copy Job; nil when none
+// copyClaim is what a run reads of the user's claim; the zero value when
+// there is none.
+type copyClaim struct {
+	uid    string
+	ours   bool // it carries this copy's record
+	marked bool // marked copied or merged: the copy is the home, its pods are the user's
 }
 
 // copyRun is what a run of a jobCopy did and saw, kept between its steps.
@@ -86,12 +93,22 @@ func (j copyJob) delete(ctx context.Context) error { return j.cl.DeleteJob(ctx, 
 func (r SplitRunner) runJobCopy(ctx context.Context, c jobCopy) (migration.Step, error) {
 	var run copyRun
 	step, err := runSteps(r.AfterStep, c.user, c.what, c.stepOf, migration.StepDone, func() (migration.Op, func() error, error) {
-		seen, err := c.kind.observe(ctx)
+		claim, err := c.kind.readClaim(ctx)
 		if err != nil {
 			return "", nil, err
 		}
-		run.note(seen)
-		op, err := c.kind.next(run)
+		j, err := c.kind.readJob(ctx)
+		if err != nil {
+			return "", nil, err
+		}
+		var busy []string
+		if !claim.marked {
+			if busy, err = c.kind.users(ctx); err != nil {
+				return "", nil, err
+			}
+		}
+		run.note(claim, j)
+		op, err := c.kind.next(run, j, busy)
 		return op, func() error { return run.do(ctx, c, op) }, err
 	})
 	if err != nil && run.recorded && (step == migration.StepPending || step == migration.StepDirectoryReady) {
@@ -100,10 +117,11 @@ func (r SplitRunner) runJobCopy(ctx context.Context, c jobCopy) (migration.Step,
 	return step, err
 }
 
-// note adds what one observation shows to what the run saw.
-func (run *copyRun) note(s copySeen) {
-	run.recorded = run.recorded || s.ours
-	if s.ours && s.job != nil && s.job.ClaimUID == s.claimUID && !s.job.Succeeded && !s.job.Failed {
+// note adds what one step read to what the run saw: the claim and the
+// copy Job.
+func (run *copyRun) note(c copyClaim, j *migration.Job) {
+	run.recorded = run.recorded || c.ours
+	if c.ours && j != nil && j.ClaimUID == c.uid && !j.Succeeded && !j.Failed {
 		run.watched = true // seen unfinished: its check is this run's
 	}
 }

@@ -97,38 +97,29 @@ type mergeSteps struct {
 	cl        Merges
 	job       migration.Merge
 	rec       migration.MergeRecord
-	sharedUID string               // the shared claim's UID now
-	st        migration.MergeState // the last observation (Prepared and Watched are next's)
+	sharedUID string                // the shared claim's UID now
+	claim     *migration.MergeClaim // as the step read it
 }
 
-func (m *mergeSteps) observe(ctx context.Context) (copySeen, error) {
-	ns, rec := m.rec.Namespace, m.rec
-	c, err := m.cl.MergeClaim(ctx, ns, rec.Claim)
-	if err != nil {
-		return copySeen{}, err
+func (m *mergeSteps) readClaim(ctx context.Context) (copyClaim, error) {
+	c, err := m.cl.MergeClaim(ctx, m.rec.Namespace, m.rec.Claim)
+	m.claim = c
+	if err != nil || c == nil {
+		return copyClaim{}, err
 	}
-	j, err := m.cl.MergeJob(ctx, ns, rec.Claim)
-	if err != nil {
-		return copySeen{}, err
-	}
-	var busy []string
-	if c == nil || c.Merged == "" { // merged: the directory is the home, its pods the user's
-		if busy, err = m.cl.MergeUsers(ctx, ns, m.job.Shared, append([]string{m.job.Directory}, m.job.Earlier...), rec.Claim); err != nil {
-			return copySeen{}, err
-		}
-	}
-	m.st = migration.MergeState{Claim: c, Job: j, SharedUID: m.sharedUID, Busy: busy}
-	seen := copySeen{ours: c != nil && c.Record != nil && *c.Record == rec, job: j}
-	if c != nil {
-		seen.claimUID = c.UID
-	}
-	return seen, nil
+	return copyClaim{uid: c.UID, ours: c.Record != nil && *c.Record == m.rec, marked: c.Merged != ""}, nil
 }
 
-func (m *mergeSteps) next(run copyRun) (migration.Op, error) {
-	st := m.st
-	st.Prepared, st.Watched = run.prepared, run.watched
-	return migration.NextMerge(m.rec, st)
+func (m *mergeSteps) readJob(ctx context.Context) (*migration.Job, error) {
+	return m.cl.MergeJob(ctx, m.rec.Namespace, m.rec.Claim)
+}
+
+func (m *mergeSteps) users(ctx context.Context) ([]string, error) {
+	return m.cl.MergeUsers(ctx, m.rec.Namespace, m.job.Shared, append([]string{m.job.Directory}, m.job.Earlier...), m.rec.Claim)
+}
+
+func (m *mergeSteps) next(run copyRun, j *migration.Job, busy []string) (migration.Op, error) {
+	return migration.NextMerge(m.rec, migration.MergeState{Claim: m.claim, Job: j, SharedUID: m.sharedUID, Busy: busy, Prepared: run.prepared, Watched: run.watched})
 }
 
 // prepare makes the directory and finds it empty.
@@ -147,7 +138,7 @@ func (m *mergeSteps) recheck(ctx context.Context) error {
 func (m *mergeSteps) record(ctx context.Context) error { return m.cl.RecordMerge(ctx, m.rec) }
 
 func (m *mergeSteps) start(ctx context.Context) error {
-	return m.cl.StartMergeJob(ctx, m.job, m.st.Claim.UID)
+	return m.cl.StartMergeJob(ctx, m.job, m.claim.UID)
 }
 
 // mark marks the claim merged (the hub mounts the directory from the next
