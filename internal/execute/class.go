@@ -61,11 +61,13 @@ type ClassChange struct {
 
 // DecideClass decides what apply does to the class it manages: want is the
 // configured class, prior the one the last apply wrote (nil when none),
-// exists whether a class of want's name exists now. A class that exists is
-// updated in place unless a field that cannot change in place changed since
-// the last apply: then it is deleted and created again. A renamed class is
-// created under its new name, and the class of the old name is deleted.
-func DecideClass(want claims.StorageClass, prior *claims.StorageClass, exists bool) ClassChange {
+// existing the class of want's name as it is now (nil when none). A class
+// that exists is updated in place unless a field that cannot change in
+// place changed since the last apply: then it is deleted and created again.
+// A renamed class is created under its new name, and the class of the old
+// name is deleted.
+func DecideClass(want claims.StorageClass, prior, existing *claims.StorageClass) ClassChange {
+	exists := existing != nil
 	var c ClassChange
 	if prior != nil {
 		c.Replaced = ImmutableClassChanges(*prior, want)
@@ -101,7 +103,7 @@ func Class(ctx context.Context, cl Classes, want claims.StorageClass, prior *cla
 		out.Err = err
 		return out
 	}
-	c := DecideClass(want, prior, existing != nil)
+	c := DecideClass(want, prior, existing)
 	out.Change = c
 	if c.Update {
 		if out.Err = cl.UpdateClass(ctx, want); out.Err == nil {

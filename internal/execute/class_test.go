@@ -41,7 +41,11 @@ func TestDecideClass(t *testing.T) {
 			ClassChange{Replaced: []string{"name"}, Delete: true, DeleteOld: "old", Create: true}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := DecideClass(want, tc.prior, tc.exists)
+			var existing *claims.StorageClass // the class of want's name now
+			if tc.exists {
+				existing = &want
+			}
+			got := DecideClass(want, tc.prior, existing)
 			if !slices.Equal(got.Replaced, tc.out.Replaced) || got.Update != tc.out.Update || got.Delete != tc.out.Delete ||
 				got.DeleteOld != tc.out.DeleteOld || got.Create != tc.out.Create {
 				t.Fatalf("DecideClass = %+v, want %+v", got, tc.out)

@@ -73,31 +73,30 @@ func (r Runner) observeCopy(ctx context.Context, job migration.Copy, watched *bo
 }
 
 func (r Runner) copyOp(ctx context.Context, job migration.Copy, op migration.Op, st copyState, watched *bool) error {
-	s := &copyStep{ctx: ctx, cl: r.Cluster, job: job, src: st.src, written: st.src.Annotations[migration.CopyAnnotation], watched: watched,
+	s := &copyStep{cl: r.Cluster, job: job, src: st.src, written: st.src.Annotations[migration.CopyAnnotation], watched: watched,
 		next: migration.CopyRecord{User: job.User, Target: job.Target, To: job.To}}
 	if st.rec != nil {
 		s.next = *st.rec
 	}
 	switch op {
 	case migration.OpCreateTarget:
-		return s.createTarget()
+		return s.createTarget(ctx)
 	case migration.OpStartCopy:
-		return s.startCopy()
+		return s.startCopy(ctx)
 	case migration.OpRestartCopy:
-		return s.restartCopy()
+		return s.restartCopy(ctx)
 	case migration.OpWaitCopy:
 		return r.Cluster.WaitJob(ctx, job.Namespace, migration.JobName(job.Source))
 	case migration.OpVerify:
-		return s.verify()
+		return s.verify(ctx)
 	case migration.OpSwitch:
-		return s.switchUser()
+		return s.switchUser(ctx)
 	}
 	return fmt.Errorf("unknown step %q", op)
 }
 
 // copyStep is one operation of a copy and the record it moves on.
 type copyStep struct {
-	ctx     context.Context
 	cl      Migrations
 	job     migration.Copy
 	src     claims.Claim
@@ -108,27 +107,27 @@ type copyStep struct {
 
 // record writes the record only over the one this step decided from: a
 // record another apply moved on meanwhile is never rolled back.
-func (s *copyStep) record() error {
+func (s *copyStep) record(ctx context.Context) error {
 	var err error
-	s.written, err = s.cl.WriteCopyRecord(s.ctx, s.job.Namespace, s.job.Source, s.written, s.next)
+	s.written, err = s.cl.WriteCopyRecord(ctx, s.job.Namespace, s.job.Source, s.written, s.next)
 	return err
 }
 
 // createTarget creates the target empty, carrying this copy's ID, which
 // goes on the record first: a target is this copy's only by that ID.
-func (s *copyStep) createTarget() error {
+func (s *copyStep) createTarget(ctx context.Context) error {
 	if s.next.ID == "" {
 		s.next.ID, s.next.Step = newCopyID(), migration.StepPending
-		if err := s.record(); err != nil {
+		if err := s.record(ctx); err != nil {
 			return err
 		}
 	}
-	uid, err := s.cl.CreateCopyTarget(s.ctx, s.job, s.src, s.next.ID)
+	uid, err := s.cl.CreateCopyTarget(ctx, s.job, s.src, s.next.ID)
 	if err != nil {
 		return err
 	}
 	s.next.Step, s.next.TargetUID = migration.StepTargetCreated, uid
-	return s.record()
+	return s.record(ctx)
 }
 
 // newCopyID is a copy's ID: random, so that no other copy's target carries it.
@@ -149,26 +148,26 @@ func newCopyID() string {
 // read: another apply that moved the copy on (switched the user to the
 // target) stops it there. The gate is passed again once the Job exists: a
 // switch in between deletes the Job before its pod can start.
-func (s *copyStep) startCopy() error {
+func (s *copyStep) startCopy(ctx context.Context) error {
 	job := s.job
-	if err := s.sourceIdle("the copy waits"); err != nil {
+	if err := s.sourceIdle(ctx, "the copy waits"); err != nil {
 		return err
 	}
 	into := safety.Step{Kind: safety.StepCopyInto, Why: "copy from " + job.Source, User: job.User,
 		Namespace: job.Namespace, Claim: job.Target, UID: s.next.TargetUID, CreatedUID: s.next.TargetUID}
-	if err := Guard(s.ctx, s.cl, into, migration.JobName(job.Source)); err != nil {
+	if err := Guard(ctx, s.cl, into, migration.JobName(job.Source)); err != nil {
 		return err
 	}
 	s.next.Step, s.next.Job = migration.StepCopying, migration.JobName(job.Source)
-	if err := s.record(); err != nil {
+	if err := s.record(ctx); err != nil {
 		return err
 	}
-	if err := s.cl.StartCopyJob(s.ctx, job); err != nil {
+	if err := s.cl.StartCopyJob(ctx, job); err != nil {
 		return err
 	}
 	*s.watched = true
-	if err := s.stillOurs(into); err != nil {
-		if derr := s.cl.DeleteJob(s.ctx, job.Namespace, migration.JobName(job.Source)); derr != nil {
+	if err := s.stillOurs(ctx, into); err != nil {
+		if derr := s.cl.DeleteJob(ctx, job.Namespace, migration.JobName(job.Source)); derr != nil {
 			return fmt.Errorf("%w; deleting the copy Job failed too (delete Job %s by hand now): %v", err, migration.JobName(job.Source), derr)
 		}
 		return err
@@ -178,37 +177,37 @@ func (s *copyStep) startCopy() error {
 
 // restartCopy drops a check made before this run (a Job that finished
 // before it looked, a copy an earlier apply verified): the copy runs again.
-func (s *copyStep) restartCopy() error {
-	if err := s.cl.DeleteJob(s.ctx, s.job.Namespace, migration.JobName(s.job.Source)); err != nil {
+func (s *copyStep) restartCopy(ctx context.Context) error {
+	if err := s.cl.DeleteJob(ctx, s.job.Namespace, migration.JobName(s.job.Source)); err != nil {
 		return err
 	}
 	s.next.Step = migration.StepTargetCreated
-	return s.record()
+	return s.record(ctx)
 }
 
 // verify records the counts the Job reported and deletes the Job.
-func (s *copyStep) verify() error {
+func (s *copyStep) verify(ctx context.Context) error {
 	name := migration.JobName(s.job.Source)
-	v, err := s.cl.CopyVerification(s.ctx, s.job.Namespace, name)
+	v, err := s.cl.CopyVerification(ctx, s.job.Namespace, name)
 	if err != nil {
 		return err
 	}
 	s.next.Step, s.next.Files, s.next.Bytes = migration.StepVerified, v.Files, v.Bytes
-	if err := s.record(); err != nil {
+	if err := s.record(ctx); err != nil {
 		return err
 	}
-	return s.cl.DeleteJob(s.ctx, s.job.Namespace, name)
+	return s.cl.DeleteJob(ctx, s.job.Namespace, name)
 }
 
 // stillOurs is nil when the copy may go on into the target: the gate lets
 // it, and the record on the source is still the one this step wrote (the
 // hub follows the record: another apply may have switched the user to
 // the target before the annotation says so).
-func (s *copyStep) stillOurs(into safety.Step) error {
-	if err := Guard(s.ctx, s.cl, into, migration.JobName(s.job.Source)); err != nil {
+func (s *copyStep) stillOurs(ctx context.Context, into safety.Step) error {
+	if err := Guard(ctx, s.cl, into, migration.JobName(s.job.Source)); err != nil {
 		return err
 	}
-	src, err := s.cl.Claim(s.ctx, s.job.Namespace, s.job.Source)
+	src, err := s.cl.Claim(ctx, s.job.Namespace, s.job.Source)
 	if err != nil {
 		return err
 	}
@@ -219,9 +218,9 @@ func (s *copyStep) stillOurs(into safety.Step) error {
 }
 
 // sourceIdle is nil when no pod but the copy's own Job uses the old home.
-func (s *copyStep) sourceIdle(what string) error {
+func (s *copyStep) sourceIdle(ctx context.Context, what string) error {
 	job := s.job
-	pods, err := s.cl.MountedBy(s.ctx, job.Namespace, job.Source, migration.JobName(job.Source))
+	pods, err := s.cl.MountedBy(ctx, job.Namespace, job.Source, migration.JobName(job.Source))
 	if err != nil || len(pods) == 0 {
 		return err
 	}
@@ -234,20 +233,20 @@ func (s *copyStep) sourceIdle(what string) error {
 // does not switch while a server uses the old home, or one started during
 // the copy: it may have written there, so the copy is brought up to date
 // first (rsync sends only what changed).
-func (s *copyStep) switchUser() error {
+func (s *copyStep) switchUser(ctx context.Context) error {
 	job := s.job
 	if s.next.Step != migration.StepSwitched {
-		if err := s.sourceIdle("not switched"); err != nil {
+		if err := s.sourceIdle(ctx, "not switched"); err != nil {
 			s.next.Step = migration.StepTargetCreated
-			if rerr := s.record(); rerr != nil {
+			if rerr := s.record(ctx); rerr != nil {
 				return rerr
 			}
 			return err
 		}
 		s.next.Step = migration.StepSwitched
-		if err := s.record(); err != nil {
+		if err := s.record(ctx); err != nil {
 			return err
 		}
 	}
-	return s.cl.AnnotateClaim(s.ctx, job.Namespace, job.Target, migration.CopySwitchedAnnotation, "true")
+	return s.cl.AnnotateClaim(ctx, job.Namespace, job.Target, migration.CopySwitchedAnnotation, "true")
 }

@@ -74,66 +74,65 @@ func (r SplitRunner) DirectoryCopy(ctx context.Context, job migration.DirectoryC
 	}
 	rec := migration.SplitRecord{User: job.User, Namespace: ns, Claim: job.Spec.Name, Shared: job.Shared, SharedUID: uid,
 		Directory: job.Directory, Method: migration.MethodDirectoryCopy}
-	name := migration.DirectoryCopyJobName(rec.Claim)
-	var prepared, watched, claimMade bool
-	step, err := runSteps(r.AfterStep, job.User, "move by copy of "+job.Spec.Name, migration.DirectoryCopyStepOf, migration.StepDone, func() (migration.Op, func() error, error) {
-		c, err := cl.SplitClaim(ctx, ns, rec.Claim)
-		if err != nil {
-			return "", nil, err
-		}
-		j, err := cl.DirectoryCopyJob(ctx, ns, rec.Claim)
-		if err != nil {
-			return "", nil, err
-		}
-		var busy []string
-		if c == nil || c.Copied == "" { // a copied claim is the home: its pods are the user's
-			if busy, err = cl.DirectoryUsers(ctx, ns, job.Shared, append([]string{job.Directory}, job.MovedFrom...), rec.Claim); err != nil {
-				return "", nil, err
-			}
-		}
-		ours := c != nil && c.Record != nil && *c.Record == rec
-		claimMade = claimMade || ours
-		if ours && j != nil && j.ClaimUID == c.UID && !j.Succeeded && !j.Failed {
-			watched = true // seen unfinished: its check is this run's
-		}
-		op, err := migration.NextDirectoryCopy(rec, migration.DirectoryCopyState{Claim: c, Job: j, Busy: busy, Prepared: prepared, Watched: watched})
-		return op, func() error {
-			switch op {
-			case migration.OpPrepareDirectory, migration.OpRecheckDirectory:
-				if err := cl.PrepareDirectory(ctx, directoryOfCopy(job)); err != nil {
-					return err
-				}
-				prepared = true
-				return nil
-			case migration.OpCreateDirectoryCopyClaim:
-				return changedIfExists(cl.CreateDirectoryCopyClaim(ctx, rec, job.Spec))
-			case migration.OpStartDirectoryCopy:
-				if err := cl.StartDirectoryCopyJob(ctx, job, c.UID); err != nil {
-					return err
-				}
-				watched = true
-				return nil
-			case migration.OpWaitDirectoryCopy:
-				return cl.WaitJob(ctx, ns, name)
-			case migration.OpRestartDirectoryCopy:
-				// The directory is checked again before the next copy.
-				prepared, watched = false, false
-				return cl.DeleteJob(ctx, ns, name)
-			case migration.OpMarkSplitCopied:
-				if err := cl.MarkSplitCopied(ctx, rec, c.UID); err != nil {
-					return err
-				}
-				return cl.DeleteJob(ctx, ns, name)
-			case migration.OpDeleteDirectoryCopyJob:
-				return cl.DeleteJob(ctx, ns, name)
-			}
-			return fmt.Errorf("unknown step %q", op)
-		}, err
-	})
-	if err != nil && claimMade && (step == migration.StepPending || step == migration.StepDirectoryReady) {
-		step = migration.StepClaimCreated // stopped after the claim was made, before a later step
+	return r.runJobCopy(ctx, jobCopy{user: job.User, what: "move by copy of " + job.Spec.Name, stepOf: migration.DirectoryCopyStepOf,
+		recorded: migration.StepClaimCreated, ops: directoryCopyOps,
+		job:  copyJob{cl: cl, namespace: ns, name: migration.DirectoryCopyJobName(rec.Claim)},
+		kind: &directoryCopySteps{cl: cl, job: job, rec: rec}})
+}
+
+// directoryCopyOps are a move by copy's operations (migration.NextDirectoryCopy).
+var directoryCopyOps = copyOps{Prepare: migration.OpPrepareDirectory, Recheck: migration.OpRecheckDirectory,
+	Record: migration.OpCreateDirectoryCopyClaim, Start: migration.OpStartDirectoryCopy, Wait: migration.OpWaitDirectoryCopy,
+	Restart: migration.OpRestartDirectoryCopy, Mark: migration.OpMarkSplitCopied, DeleteJob: migration.OpDeleteDirectoryCopyJob}
+
+// directoryCopySteps is a move by copy's copyKind: the record is the
+// claim, made with it; the mark says copied.
+type directoryCopySteps struct {
+	cl    DirectoryCopies
+	job   migration.DirectoryCopy
+	rec   migration.SplitRecord
+	claim *migration.SplitClaim // as the step read it
+}
+
+func (d *directoryCopySteps) readClaim(ctx context.Context) (copyClaim, error) {
+	c, err := d.cl.SplitClaim(ctx, d.rec.Namespace, d.rec.Claim)
+	d.claim = c
+	if err != nil || c == nil {
+		return copyClaim{}, err
 	}
-	return step, err
+	return copyClaim{uid: c.UID, ours: c.Record != nil && *c.Record == d.rec, marked: c.Copied != ""}, nil
+}
+
+func (d *directoryCopySteps) readJob(ctx context.Context) (*migration.Job, error) {
+	return d.cl.DirectoryCopyJob(ctx, d.rec.Namespace, d.rec.Claim)
+}
+
+func (d *directoryCopySteps) users(ctx context.Context) ([]string, error) {
+	return d.cl.DirectoryUsers(ctx, d.rec.Namespace, d.job.Shared, append([]string{d.job.Directory}, d.job.MovedFrom...), d.rec.Claim)
+}
+
+func (d *directoryCopySteps) next(run copyRun, j *migration.Job, busy []string) (migration.Op, error) {
+	return migration.NextDirectoryCopy(d.rec, migration.DirectoryCopyState{Claim: d.claim, Job: j, Busy: busy, Prepared: run.prepared, Watched: run.watched})
+}
+
+func (d *directoryCopySteps) prepare(ctx context.Context) error {
+	return d.cl.PrepareDirectory(ctx, directoryOfCopy(d.job))
+}
+
+func (d *directoryCopySteps) recheck(ctx context.Context) error { return d.prepare(ctx) }
+
+// record makes the claim (from then on the hub refuses the user's spawns).
+func (d *directoryCopySteps) record(ctx context.Context) error {
+	return changedIfExists(d.cl.CreateDirectoryCopyClaim(ctx, d.rec, d.job.Spec))
+}
+
+func (d *directoryCopySteps) start(ctx context.Context) error {
+	return d.cl.StartDirectoryCopyJob(ctx, d.job, d.claim.UID)
+}
+
+// mark marks the claim copied (the hub mounts it from the next spawn).
+func (d *directoryCopySteps) mark(ctx context.Context) error {
+	return d.cl.MarkSplitCopied(ctx, d.rec, d.claim.UID)
 }
 
 // directoryOfCopy is the directory Job's view of the move (PrepareDirectory).

@@ -20,20 +20,31 @@ type Selection struct {
 	Moot    []safety.Mismatch // planned, but nothing is left to do
 }
 
-// Select compares the changes the plan showed (planned; known false when
-// the plan could not show them) with res, the classification of the
-// cluster read now. Only changes the plan showed, still due to the same
-// objects, are selected; a deletion is never selected unless shown.
-func Select(res safety.Result, planned safety.Changes, known bool) Selection {
+// Select compares the changes the plan showed (planned) with res, the
+// classification of the cluster read now. Only changes the plan showed,
+// still due to the same objects, are selected; a deletion is never
+// selected unless shown.
+func Select(res safety.Result, planned safety.Changes) Selection {
+	return selectPlanned(res, planned, safety.ChangesOf(res))
+}
+
+// SelectUnplanned is Select when the plan could not show the changes: the
+// non-destructive changes read now stand for the planned ones (a recreate
+// or the deletion of a copied home's old claim is never selected).
+func SelectUnplanned(res safety.Result) Selection {
 	now := safety.ChangesOf(res)
-	if !known {
-		planned = safety.Changes{}
-		for k, c := range now {
-			if c.Action != safety.ActionRecreate && c.Action != safety.ActionDeleteSource {
-				planned[k] = c
-			}
+	planned := safety.Changes{}
+	for k, c := range now {
+		if c.Action != safety.ActionRecreate && c.Action != safety.ActionDeleteSource {
+			planned[k] = c
 		}
 	}
+	return selectPlanned(res, planned, now)
+}
+
+// selectPlanned selects the changes of res that planned shows and now
+// (the changes of res) still holds.
+func selectPlanned(res safety.Result, planned, now safety.Changes) Selection {
 	run, refused, moot := safety.Reconcile(planned, now)
 	sel := Selection{Planned: planned, Migrate: map[string]bool{}, Refused: refused, Moot: moot}
 	runs := map[string]bool{}

@@ -80,73 +80,70 @@ func (r SplitRunner) Merge(ctx context.Context, job migration.Merge) (migration.
 		// shared claim's UID it began with is checked by NextMerge).
 		rec.SharedUID = c.Record.SharedUID
 	}
-	name := migration.MergeJobName(rec.Claim)
-	var prepared, watched, recorded bool
-	step, err := runSteps(r.AfterStep, job.User, "merge of "+job.Claim, migration.MergeStepOf, migration.StepDone, func() (migration.Op, func() error, error) {
-		c, err := cl.MergeClaim(ctx, ns, rec.Claim)
-		if err != nil {
-			return "", nil, err
-		}
-		j, err := cl.MergeJob(ctx, ns, rec.Claim)
-		if err != nil {
-			return "", nil, err
-		}
-		var busy []string
-		if c == nil || c.Merged == "" { // merged: the directory is the home, its pods the user's
-			if busy, err = cl.MergeUsers(ctx, ns, job.Shared, append([]string{job.Directory}, job.Earlier...), rec.Claim); err != nil {
-				return "", nil, err
-			}
-		}
-		ours := c != nil && c.Record != nil && *c.Record == rec
-		recorded = recorded || ours
-		if ours && j != nil && j.ClaimUID == c.UID && !j.Succeeded && !j.Failed {
-			watched = true // seen unfinished: its check is this run's
-		}
-		op, err := migration.NextMerge(rec, migration.MergeState{Claim: c, Job: j, SharedUID: uid, Busy: busy, Prepared: prepared, Watched: watched})
-		return op, func() error {
-			switch op {
-			case migration.OpPrepareMergeDirectory:
-				if err := cl.PrepareMergeDirectory(ctx, job); err != nil {
-					return err
-				}
-				prepared = true
-				return nil
-			case migration.OpRecheckMergeDirectory:
-				if err := cl.PrepareDirectory(ctx, directoryOfMerge(job)); err != nil {
-					return err
-				}
-				prepared = true
-				return nil
-			case migration.OpRecordMerge:
-				return cl.RecordMerge(ctx, rec)
-			case migration.OpStartMerge:
-				if err := cl.StartMergeJob(ctx, job, c.UID); err != nil {
-					return err
-				}
-				watched = true
-				return nil
-			case migration.OpWaitMerge:
-				return cl.WaitJob(ctx, ns, name)
-			case migration.OpRestartMerge:
-				// The directory is made again before the next copy.
-				prepared, watched = false, false
-				return cl.DeleteJob(ctx, ns, name)
-			case migration.OpMarkMerged:
-				if err := cl.MarkMerged(ctx, rec); err != nil {
-					return err
-				}
-				return cl.DeleteJob(ctx, ns, name)
-			case migration.OpDeleteMergeJob:
-				return cl.DeleteJob(ctx, ns, name)
-			}
-			return fmt.Errorf("unknown step %q", op)
-		}, err
-	})
-	if err != nil && recorded && (step == migration.StepPending || step == migration.StepDirectoryReady) {
-		step = migration.StepRecorded // stopped after the record was written, before a later step
-	}
-	return step, err
+	return r.runJobCopy(ctx, jobCopy{user: job.User, what: "merge of " + job.Claim, stepOf: migration.MergeStepOf,
+		recorded: migration.StepRecorded, ops: mergeOps,
+		job:  copyJob{cl: cl, namespace: ns, name: migration.MergeJobName(rec.Claim)},
+		kind: &mergeSteps{cl: cl, job: job, rec: rec, sharedUID: uid}})
 }
+
+// mergeOps are a merge's operations (migration.NextMerge).
+var mergeOps = copyOps{Prepare: migration.OpPrepareMergeDirectory, Recheck: migration.OpRecheckMergeDirectory,
+	Record: migration.OpRecordMerge, Start: migration.OpStartMerge, Wait: migration.OpWaitMerge,
+	Restart: migration.OpRestartMerge, Mark: migration.OpMarkMerged, DeleteJob: migration.OpDeleteMergeJob}
+
+// mergeSteps is a merge's copyKind: the record goes on the user's claim;
+// the mark says merged.
+type mergeSteps struct {
+	cl        Merges
+	job       migration.Merge
+	rec       migration.MergeRecord
+	sharedUID string                // the shared claim's UID now
+	claim     *migration.MergeClaim // as the step read it
+}
+
+func (m *mergeSteps) readClaim(ctx context.Context) (copyClaim, error) {
+	c, err := m.cl.MergeClaim(ctx, m.rec.Namespace, m.rec.Claim)
+	m.claim = c
+	if err != nil || c == nil {
+		return copyClaim{}, err
+	}
+	return copyClaim{uid: c.UID, ours: c.Record != nil && *c.Record == m.rec, marked: c.Merged != ""}, nil
+}
+
+func (m *mergeSteps) readJob(ctx context.Context) (*migration.Job, error) {
+	return m.cl.MergeJob(ctx, m.rec.Namespace, m.rec.Claim)
+}
+
+func (m *mergeSteps) users(ctx context.Context) ([]string, error) {
+	return m.cl.MergeUsers(ctx, m.rec.Namespace, m.job.Shared, append([]string{m.job.Directory}, m.job.Earlier...), m.rec.Claim)
+}
+
+func (m *mergeSteps) next(run copyRun, j *migration.Job, busy []string) (migration.Op, error) {
+	return migration.NextMerge(m.rec, migration.MergeState{Claim: m.claim, Job: j, SharedUID: m.sharedUID, Busy: busy, Prepared: run.prepared, Watched: run.watched})
+}
+
+// prepare makes the directory and finds it empty.
+func (m *mergeSteps) prepare(ctx context.Context) error {
+	return m.cl.PrepareMergeDirectory(ctx, m.job)
+}
+
+// recheck makes the directory when missing (after the record, it holds
+// the copy).
+func (m *mergeSteps) recheck(ctx context.Context) error {
+	return m.cl.PrepareDirectory(ctx, directoryOfMerge(m.job))
+}
+
+// record puts the record on the claim (from then on the hub refuses the
+// user's spawns).
+func (m *mergeSteps) record(ctx context.Context) error { return m.cl.RecordMerge(ctx, m.rec) }
+
+func (m *mergeSteps) start(ctx context.Context) error {
+	return m.cl.StartMergeJob(ctx, m.job, m.claim.UID)
+}
+
+// mark marks the claim merged (the hub mounts the directory from the next
+// spawn).
+func (m *mergeSteps) mark(ctx context.Context) error { return m.cl.MarkMerged(ctx, m.rec) }
 
 // directoryOfMerge is the directory Job's view of the merge (PrepareDirectory).
 func directoryOfMerge(j migration.Merge) migration.Split {

@@ -230,7 +230,12 @@ func (r *homeStorageResource) apply(ctx context.Context, plan, state *homeStorag
 	// changes read now are compared with the plan's, and a user whose claim
 	// changed since is left alone (OpenTofu's check of the plan made again
 	// at apply catches most of these before this point).
-	sel := execute.Select(res, planned, known)
+	var sel execute.Selection
+	if known {
+		sel = execute.Select(res, planned)
+	} else {
+		sel = execute.SelectUnplanned(res) // the plan could not show the changes
+	}
 	reportReconcile(diags, sel.Refused, sel.Moot)
 	spec := claims.Spec{Mode: cfg.AccessMode, Class: cfg.StorageClass, Size: cfg.Capacity, Labels: labels, Annotations: annotations}
 	ex.Homes(ctx, sel, spec, cfg.Migration.CopyImage)

@@ -10,7 +10,7 @@ import (
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/safety"
 )
 
-// The merges' sequences (consolidation, history_merge_test.go), as fixed
+// The merges' sequences (consolidation, merge_history_test.go), as fixed
 // histories of the model, each failing without its fix.
 
 // mergeCfg is the merge of the listed users' claims (claim-{username})

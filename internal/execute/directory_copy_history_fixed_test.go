@@ -10,7 +10,7 @@ import (
 )
 
 // The move by copy out of the shared layout's sequences, as fixed
-// histories of the model (history_split_copy_test.go), each failing
+// histories of the model (directory_copy_history_test.go), each failing
 // without its fix.
 
 // copyCfg is the layout of moving homes out of the shared one (template

@@ -10,7 +10,7 @@ import (
 )
 
 // The move out of the shared layout's sequences, as fixed histories of the
-// model (history_split_test.go), each failing without its fix.
+// model (split_history_test.go), each failing without its fix.
 
 // splitCfg is the layout of moving homes out of the shared one (template
 // tmpl, slug_scheme safe) for the listed users, on_layout_change migrate.

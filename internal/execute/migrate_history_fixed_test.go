@@ -12,53 +12,8 @@ import (
 )
 
 // The defects of the migrations' data safety, each as a fixed history of
-// the model (history_test.go, history_migrate_test.go) that fails without
+// the model (helpers_test.go, migrate_history_test.go) that fails without
 // its fix.
-
-// migrateConfig is alice's (and the listed users') homes moved to
-// ReadWriteMany by method, in the hub's namespace.
-func migrateConfig(method migration.Method, users ...string) safety.Config {
-	return safety.Config{Namespace: hubNS, NameTemplate: "claim-{username}", Scheme: kubespawner.SchemeSafe, AccessMode: safety.RWX,
-		OnModeChange: safety.OnModeChangeMigrate, AllowDataLoss: true, Users: users, Capacity: "1Gi", CapacityBytes: 1 << 30,
-		DeletionPolicy: safety.DeletionRetain,
-		Migration:      safety.Migration{Method: method, SkipRunning: true, CopyImage: copyImage, TargetTemplate: "home-{username}"}}
-}
-
-// quietWorld is a world whose applies run without hub actions or kills;
-// the binder acts at every call unless binderRate says otherwise.
-func quietWorld(t *testing.T) *world {
-	w := fixedWorld(t)
-	w.calm, w.binderRate = true, 1
-	return w
-}
-
-func (w *world) planApply(t *testing.T, cfg safety.Config, state *safety.Prior) (plan, *safety.Prior) {
-	t.Helper()
-	p, ok := w.plan(cfg, state)
-	w.logf("operator: plan %s: %s %s", describe(cfg), p.res.Class, p.changes)
-	if !ok {
-		t.Fatalf("plan: %v\n%s", p.res.Errors, strings.Join(w.log, "\n"))
-	}
-	s := w.apply(p, false)
-	if w.failed {
-		t.Fatalf("apply:\n%s", strings.Join(w.log, "\n"))
-	}
-	return p, s
-}
-
-// session: the user's server starts, writes, and stops.
-func (w *world) session(who string) {
-	w.spawn(who)
-	w.stop(who)
-}
-
-func (w *world) done(t *testing.T, cfg safety.Config, state *safety.Prior) {
-	t.Helper()
-	w.settle(cfg, state)
-	if w.failed {
-		t.Fatalf("the history loses data:\n  %s", strings.Join(w.log, "\n  "))
-	}
-}
 
 // A copied home's old claim is deleted (delete_copied_sources) only when a
 // verification made right before finds everything it holds in the new

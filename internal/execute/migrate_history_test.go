@@ -54,9 +54,9 @@ func (w *world) runMigration(ctx context.Context, cfg safety.Config, up safety.U
 }
 
 // wjob is a copy Job: its pod mounts both claims until it ends. A move
-// by copy's (history_split_copy_test.go) mounts directory dir of src, and
+// by copy's (directory_copy_history_test.go) mounts directory dir of src, and
 // was started for the claim dst of UID claimUID. A merge's
-// (history_merge_test.go, merge set) mounts the claim src of user, and
+// (merge_history_test.go, merge set) mounts the claim src of user, and
 // directory dir of the shared claim dst.
 type wjob struct {
 	src, dst      claims.Ref

@@ -17,7 +17,7 @@ import (
 
 // The history model's move out of the shared layout (safety.Config.SplitFrom:
 // layout = "per_user" with shared_home), zero copy (the move by copy:
-// history_split_copy_test.go). In the shared histories
+// directory_copy_history_test.go). In the shared histories
 // a third of the configurations are that layout, with on_layout_change
 // "fail", "keep" or "migrate" and batch_size 0 to 2, so that histories go
 // from the shared layout to the move and on to the per-user layout, and

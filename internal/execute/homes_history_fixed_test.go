@@ -10,7 +10,7 @@ import (
 )
 
 // The shared layout's sequences, as fixed histories of the model
-// (history_shared_test.go), each failing without its fix.
+// (homes_history_test.go), each failing without its fix.
 
 // sharedWorld is a quiet world with the shared claim, the hub on per-user
 // claims "claim-{username}".

@@ -17,7 +17,7 @@ import (
 
 // The history model's move by copy out of the shared layout
 // (migration.MethodDirectoryCopy): the configurations of the move
-// (history_split_test.go) say migration.method "auto", "rebind" or "copy"
+// (split_history_test.go) say migration.method "auto", "rebind" or "copy"
 // (copy_image always set); a third of the shared histories have a shared
 // volume that cannot be split (a Longhorn ReadWriteMany volume, which
 // migration.SplitSource refuses), where "auto" moves by a copy too. The
@@ -44,7 +44,7 @@ import (
 // whose record says "directory-copy" is mounted only once it carries
 // migration.SplitCopiedAnnotation equal to its own UID, and refuses the
 // spawn before (also when being deleted); a missing claim falls back to
-// the user's directory (history_split_test.go). Outside the move's layout
+// the user's directory (split_history_test.go). Outside the move's layout
 // the model's hub reads no move's record and mounts any claim: harsher than
 // hub_config.py, whose per-user hub refuses an unfinished move's claim too.
 //
