@@ -14,9 +14,9 @@ import (
 // checks, as fixed histories at the core.
 func TestHistory_savedPlanThenSpawn(t *testing.T) {
 	w := fixedWorld(t)
-	cfg := safety.Config{Namespace: hubNS, NameTemplate: "claim-{username}", Scheme: kubespawner.SchemeSafe, AccessMode: safety.RWX,
+	cfg := safety.Config{Namespace: hubNS, NameTemplate: "claim-{username}", Scheme: kubespawner.SchemeSafe, AccessMode: claims.RWX,
 		OnModeChange: safety.OnModeChangeRecreate, AllowDataLoss: true, Users: []string{"alice", "bob"}, Capacity: "1Gi", CapacityBytes: 1 << 30}
-	w.homeClaim("alice", safety.RWO) // alice: recreated, as the plan shows
+	w.homeClaim("alice", claims.RWO) // alice: recreated, as the plan shows
 	p, ok := w.plan(cfg, nil)
 	if !ok || !strings.Contains(p.changes, `"bob":{"action":"create"`) {
 		t.Fatalf("plan: %v %s", ok, p.changes)
@@ -53,7 +53,7 @@ func TestHistory_savedPlanThenSpawn(t *testing.T) {
 // listed, and not a claim created again since.
 func TestHistory_replaceThenDestroy(t *testing.T) {
 	w := fixedWorld(t)
-	cfg := safety.Config{Namespace: hubNS, NameTemplate: "claim-{username}", Scheme: kubespawner.SchemeSafe, AccessMode: safety.RWO,
+	cfg := safety.Config{Namespace: hubNS, NameTemplate: "claim-{username}", Scheme: kubespawner.SchemeSafe, AccessMode: claims.RWO,
 		OnModeChange: safety.OnModeChangeFail, AllowDataLoss: true, DeletionPolicy: safety.DeletionDelete, Users: []string{"alice", "bob"}, Capacity: "1Gi", CapacityBytes: 1 << 30}
 	p, _ := w.plan(cfg, nil)
 	mustApply(t, w, p)
@@ -86,8 +86,8 @@ func TestHistory_replaceThenDestroy(t *testing.T) {
 // home: the gate lists the pods right before the delete.
 func TestHistory_serverStartsAfterThePlan(t *testing.T) {
 	w := fixedWorld(t)
-	w.homeClaim("alice", safety.RWO)
-	cfg := safety.Config{Namespace: hubNS, NameTemplate: "claim-{username}", Scheme: kubespawner.SchemeSafe, AccessMode: safety.RWX,
+	w.homeClaim("alice", claims.RWO)
+	cfg := safety.Config{Namespace: hubNS, NameTemplate: "claim-{username}", Scheme: kubespawner.SchemeSafe, AccessMode: claims.RWX,
 		OnModeChange: safety.OnModeChangeRecreate, AllowDataLoss: true, Users: []string{"alice"}, Capacity: "1Gi", CapacityBytes: 1 << 30}
 	p, ok := w.plan(cfg, nil)
 	if !ok || p.res.Class != safety.ClassDestructive {

@@ -79,7 +79,7 @@ var (
 // namespaces and the template it mostly keeps).
 func genConfig(r *rand.Rand, l layout) safety.Config {
 	c := safety.Config{Namespace: hubNS, NameTemplate: l.template, UserNamespaceTemplate: l.nsTemplate, Scheme: kubespawner.SchemeSafe,
-		AccessMode:    []string{safety.RWO, safety.RWX}[r.IntN(2)],
+		AccessMode:    []string{claims.RWO, claims.RWX}[r.IntN(2)],
 		OnModeChange:  []safety.OnModeChange{safety.OnModeChangeFail, safety.OnModeChangeKeepExisting, safety.OnModeChangeRecreate, safety.OnModeChangeMigrate, safety.OnModeChangeMigrate}[r.IntN(5)],
 		AllowDataLoss: r.IntN(2) == 0, DeletionPolicy: []string{safety.DeletionRetain, safety.DeletionDelete}[r.IntN(2)]}
 	c.CapacityBytes = int64(1+r.IntN(2)) << 30
@@ -470,7 +470,7 @@ func runHistory(t *testing.T, seed uint64) *world {
 			cfg := state.Config
 			cfg.OnModeChange = []safety.OnModeChange{safety.OnModeChangeFail, safety.OnModeChangeKeepExisting}[r.IntN(2)]
 			if r.IntN(2) == 0 {
-				cfg.AccessMode = safety.RWO
+				cfg.AccessMode = claims.RWO
 			}
 			last = cfg
 			p, ok := w.plan(cfg, state)

@@ -218,16 +218,16 @@ func TestApply_directoryCopy(t *testing.T) {
 // plan is kept as it is and must be usable: in the configured mode, not
 // being deleted. An unusable one fails the apply before any home.
 func TestApply_sharedClaim(t *testing.T) {
-	spec := claims.Spec{Namespace: ns, Name: "home-nfs", Mode: safety.RWX, Size: "500Gi", Shared: true, Labels: map[string]string{"team": "a"}}
+	spec := claims.Spec{Namespace: ns, Name: "home-nfs", Mode: claims.RWX, Size: "500Gi", Shared: true, Labels: map[string]string{"team": "a"}}
 	f := newApplyFake()
 	a := &Apply{Cluster: f}
 	if !a.SharedClaim(context.Background(), spec) || a.Outcome.Failed() || len(f.specs) != 1 || !f.specs[0].Shared || f.specs[0].Size != "500Gi" {
 		t.Fatalf("create: %+v %+v", a.Outcome.Shared, f.specs)
 	}
 	for name, made := range map[string]claims.Claim{
-		"usable":        {Namespace: ns, Name: "home-nfs", UID: "x1", AccessModes: []string{safety.RWX}},
-		"another mode":  {Namespace: ns, Name: "home-nfs", UID: "x1", AccessModes: []string{safety.RWO}},
-		"being deleted": {Namespace: ns, Name: "home-nfs", UID: "x1", AccessModes: []string{safety.RWX}, Deleting: true},
+		"usable":        {Namespace: ns, Name: "home-nfs", UID: "x1", AccessModes: []string{claims.RWX}},
+		"another mode":  {Namespace: ns, Name: "home-nfs", UID: "x1", AccessModes: []string{claims.RWO}},
+		"being deleted": {Namespace: ns, Name: "home-nfs", UID: "x1", AccessModes: []string{claims.RWX}, Deleting: true},
 	} {
 		f := newApplyFake()
 		f.made = map[string]claims.Claim{"home-nfs": made}

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/claims"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/kubespawner"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/migration"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/safety"
@@ -46,7 +47,7 @@ func TestHistory_copyWaitsForTheHubOfTheMove(t *testing.T) {
 		}, migration.OpWaitDirectoryCopy},
 		{"from the per-user layout", func(w *world) *safety.Prior {
 			per := sharedCfg("", kubespawner.SchemeSafe, "Bob")
-			per.Shared, per.AccessMode, per.OnLayoutChange = nil, safety.RWO, safety.OnLayoutChangeKeep
+			per.Shared, per.AccessMode, per.OnLayoutChange = nil, claims.RWO, safety.OnLayoutChangeKeep
 			return priorOf(per)
 		}, migration.OpCreateDirectoryCopyClaim},
 	} {
@@ -57,7 +58,7 @@ func TestHistory_copyWaitsForTheHubOfTheMove(t *testing.T) {
 			w.hub.shared = nil
 			state := tc.hub(w)
 			cfg := copyCfg("{username}", "Bob")
-			cfg.AccessMode = safety.RWO
+			cfg.AccessMode = claims.RWO
 			w.afterOp = func(user string, op migration.Op) {
 				if op == tc.at {
 					w.afterOp = nil

@@ -174,7 +174,7 @@ var errKilled = errors.New("killed")
 
 func newWorld(t *testing.T, r *rand.Rand) *world {
 	return &world{t: t, r: r, claims: map[claims.Ref]*mclaim{}, vols: map[string]*volume{}, pods: map[string]pod{}, jobs: map[claims.Ref]*wjob{},
-		hub: hubConfig{mode: safety.RWO}, superseded: map[string]bool{}, excused: map[string]bool{}, owner: map[string]string{},
+		hub: hubConfig{mode: claims.RWO}, superseded: map[string]bool{}, excused: map[string]bool{}, owner: map[string]string{},
 		backup: map[string]map[string]file{}, saveFor: map[string]string{}, binderRate: 2, events: map[string]int{}, users: hubUsers,
 		sharedDirs: map[string]bool{}, reported: map[string]bool{}, lastHome: map[string]seenHome{}, mergeGen: map[string]int{}}
 }
@@ -629,7 +629,7 @@ func hubRef(name string) claims.Ref { return claims.Ref{Namespace: hubNS, Name: 
 // migrateConfig is alice's (and the listed users') homes moved to
 // ReadWriteMany by method, in the hub's namespace.
 func migrateConfig(method migration.Method, users ...string) safety.Config {
-	return safety.Config{Namespace: hubNS, NameTemplate: "claim-{username}", Scheme: kubespawner.SchemeSafe, AccessMode: safety.RWX,
+	return safety.Config{Namespace: hubNS, NameTemplate: "claim-{username}", Scheme: kubespawner.SchemeSafe, AccessMode: claims.RWX,
 		OnModeChange: safety.OnModeChangeMigrate, AllowDataLoss: true, Users: users, Capacity: "1Gi", CapacityBytes: 1 << 30,
 		DeletionPolicy: safety.DeletionRetain,
 		Migration:      safety.Migration{Method: method, SkipRunning: true, CopyImage: copyImage, TargetTemplate: "home-{username}"}}

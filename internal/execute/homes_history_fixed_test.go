@@ -22,7 +22,7 @@ func sharedWorld(t *testing.T) *world {
 
 // sharedCfg is the shared layout for the listed users, on_layout_change fail.
 func sharedCfg(tmpl string, scheme kubespawner.Scheme, users ...string) safety.Config {
-	return safety.Config{Namespace: hubNS, NameTemplate: "claim-{username}", Scheme: scheme, AccessMode: safety.RWX, OnModeChange: safety.OnModeChangeFail,
+	return safety.Config{Namespace: hubNS, NameTemplate: "claim-{username}", Scheme: scheme, AccessMode: claims.RWX, OnModeChange: safety.OnModeChangeFail,
 		Users: users, Capacity: "1Gi", CapacityBytes: 1 << 30, DeletionPolicy: safety.DeletionRetain, OnLayoutChange: safety.OnLayoutChangeFail,
 		Shared: &safety.SharedHome{Claim: sharedClaim, SubPathTemplate: tmpl}}
 }
@@ -78,7 +78,7 @@ func TestHistory_sharedDestroyDeletesNoClaim(t *testing.T) {
 	w.session("alice")
 	w.session("Bob")
 	per := sharedCfg("", kubespawner.SchemeSafe, "alice", "Bob")
-	per.Shared, per.AccessMode, per.DeletionPolicy, per.AllowDataLoss = nil, safety.RWO, safety.DeletionDelete, true
+	per.Shared, per.AccessMode, per.DeletionPolicy, per.AllowDataLoss = nil, claims.RWO, safety.DeletionDelete, true
 	_, state := w.planApply(t, per, nil)
 	shared := sharedCfg("home/{username}", kubespawner.SchemeSafe, "alice", "Bob")
 	shared.DeletionPolicy, shared.AllowDataLoss, shared.OnLayoutChange = safety.DeletionDelete, true, safety.OnLayoutChangeKeep
@@ -130,7 +130,7 @@ func TestHistory_sharedNewResourceOverClaimOfTheOtherScheme(t *testing.T) {
 	w := sharedWorld(t)
 	w.session("Bob")
 	per := sharedCfg("", kubespawner.SchemeSafe, "Bob")
-	per.Shared, per.AccessMode = nil, safety.RWO
+	per.Shared, per.AccessMode = nil, claims.RWO
 	_, state := w.planApply(t, per, nil)
 	w.destroy(per, *state, true) // -replace
 	cfg := sharedCfg("{username}", kubespawner.SchemeEscape, "Bob")

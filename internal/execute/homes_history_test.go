@@ -89,7 +89,7 @@ func genShared(r *rand.Rand, c *safety.Config, mr *mergeDraws) {
 		c.Scheme = []kubespawner.Scheme{kubespawner.SchemeSafe, kubespawner.SchemeEscape}[r.IntN(2)]
 		c.UserNamespaceTemplate = "" // the provider refuses user namespaces in the shared layout
 		if r.IntN(4) > 0 {
-			c.AccessMode = safety.RWX // the shared claim's; another mode fails the plan
+			c.AccessMode = claims.RWX // the shared claim's; another mode fails the plan
 		}
 	}
 	if mr != nil {
@@ -112,7 +112,7 @@ func (w *world) startShared() {
 func (w *world) newSharedClaim() {
 	w.users = sharedUsers
 	ref := hubRef(sharedClaim)
-	m := &mclaim{c: claims.Claim{Name: ref.Name, Namespace: ref.Namespace, UID: w.uid(), AccessModes: []string{safety.RWX},
+	m := &mclaim{c: claims.Claim{Name: ref.Name, Namespace: ref.Namespace, UID: w.uid(), AccessModes: []string{claims.RWX},
 		Requested: "100Gi", RequestedBytes: 100 << 30}}
 	v := w.newVolume(&m.c)
 	v.dirs = map[string]bool{}

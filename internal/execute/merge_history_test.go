@@ -121,7 +121,7 @@ func (d *mergeDraws) gen(c *safety.Config, perUserNS bool) {
 	// named them otherwise would be a change the real hub does not make).
 	c.Scheme = kubespawner.SchemeSafe
 	if r.IntN(8) > 0 {
-		c.AccessMode = safety.RWX
+		c.AccessMode = claims.RWX
 	}
 	if perUserNS {
 		// The history's per-user claims are in users' namespaces, which

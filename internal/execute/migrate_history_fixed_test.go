@@ -38,7 +38,7 @@ func TestHistory_verificationBeforeDeletingTheOldHome(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			w := quietWorld(t)
-			alice := w.homeClaim("alice", safety.RWO)
+			alice := w.homeClaim("alice", claims.RWO)
 			v := w.vols[alice.c.VolumeName]
 			w.clock = 10
 			v.files["alice-notes"] = file{"alice@10", 10}
@@ -82,7 +82,7 @@ func TestHistory_destroyUnderPerUserNamespaces(t *testing.T) {
 	w.hub.template, w.hub.nsTemplate = "home", userNSTmpl
 	w.session("alice")
 	w.session("carol") // not listed
-	cfg := safety.Config{Namespace: hubNS, NameTemplate: "home", UserNamespaceTemplate: userNSTmpl, Scheme: kubespawner.SchemeSafe, AccessMode: safety.RWO,
+	cfg := safety.Config{Namespace: hubNS, NameTemplate: "home", UserNamespaceTemplate: userNSTmpl, Scheme: kubespawner.SchemeSafe, AccessMode: claims.RWO,
 		OnModeChange: safety.OnModeChangeFail, AllowDataLoss: true, DeletionPolicy: safety.DeletionDelete, Users: []string{"alice"},
 		Capacity: "1Gi", CapacityBytes: 1 << 30}
 	_, state := w.planApply(t, cfg, nil)
@@ -108,7 +108,7 @@ func TestHistory_forgottenRebind(t *testing.T) {
 			w := quietWorld(t)
 			w.session("alice")
 			cfg := migrateConfig(migration.MethodRebind, "alice")
-			state := priorOf(safety.Config{Namespace: hubNS, NameTemplate: "claim-{username}", Scheme: kubespawner.SchemeSafe, AccessMode: safety.RWO,
+			state := priorOf(safety.Config{Namespace: hubNS, NameTemplate: "claim-{username}", Scheme: kubespawner.SchemeSafe, AccessMode: claims.RWO,
 				OnModeChange: safety.OnModeChangeKeepExisting, Users: []string{"alice"}, Capacity: "1Gi", CapacityBytes: 1 << 30})
 			w.afterRemove = func() { w.killed = true }
 			p, _ := w.plan(cfg, state)
@@ -121,7 +121,7 @@ func TestHistory_forgottenRebind(t *testing.T) {
 			}
 			w.binderRate = 0 // the binder is down
 			revert := cfg
-			revert.OnModeChange, revert.AccessMode = safety.OnModeChangeKeepExisting, safety.RWO
+			revert.OnModeChange, revert.AccessMode = safety.OnModeChangeKeepExisting, claims.RWO
 			p, state = w.planApply(t, revert, nil)
 			if !strings.Contains(p.changes, `"action":"migrate"`) {
 				t.Errorf("the forgotten rebind is planned as %s", p.changes)

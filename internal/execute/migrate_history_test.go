@@ -629,7 +629,7 @@ func (w *world) settle(cfg safety.Config, state *safety.Prior) {
 	}
 	if cfg.Shared != nil || cfg.MergeInto != nil {
 		// What the plan's error about the shared claim's mode says.
-		cfg.AccessMode = safety.RWX
+		cfg.AccessMode = claims.RWX
 	}
 	if cfg.SplitFrom != nil && cfg.OnLayoutChange == safety.OnLayoutChangeFail {
 		// What the plan's error about users still in directories says.

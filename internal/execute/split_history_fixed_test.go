@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/claims"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/kubespawner"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/migration"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/safety"
@@ -60,7 +61,7 @@ func TestHistory_leavingTheMoveNamesUsersStillInDirectories(t *testing.T) {
 	state := priorOf(moving)
 	w.session("alice") // the hub mounts her directory "alice"
 	per := sharedCfg("", kubespawner.SchemeSafe, "alice")
-	per.Shared, per.NameTemplate, per.UserNamespaceTemplate, per.AccessMode = nil, "home", userNSTmpl, safety.RWO
+	per.Shared, per.NameTemplate, per.UserNamespaceTemplate, per.AccessMode = nil, "home", userNSTmpl, claims.RWO
 	w.mustRefuse(t, per, state, `alice: directory "alice" of claim hub/home-nfs → claim jupyter-alice/home`)
 }
 
@@ -87,7 +88,7 @@ func TestHistory_destroyKeepsAnUnfinishedMove(t *testing.T) {
 	}
 	w.destroy(cfg, *state, false)
 	per := cfg
-	per.SplitFrom, per.AccessMode = nil, safety.RWO
+	per.SplitFrom, per.AccessMode = nil, claims.RWO
 	w.mustRefuse(t, per, nil, "A move out of the shared layout has not finished")
 	w.binderRate = 1
 	w.done(t, cfg, nil)
@@ -131,11 +132,11 @@ func TestHistory_movingNamesANamedServersClaimOfTheHomesName(t *testing.T) {
 	w := sharedWorld(t)
 	w.session("alice/gpu") // KubeSpawner makes hub/claim-alice, labelled with server gpu
 	shared := sharedCfg("{username}", kubespawner.SchemeSafe, "alice")
-	shared.AccessMode = safety.RWO
+	shared.AccessMode = claims.RWO
 	w.hub.shared, w.hub.scheme = shared.Shared, kubespawner.SchemeSafe
 	w.session("alice") // her directory "alice"
 	cfg := splitCfg("{username}", "alice")
-	cfg.AccessMode, cfg.OnLayoutChange = safety.RWO, safety.OnLayoutChangeFail
+	cfg.AccessMode, cfg.OnLayoutChange = claims.RWO, safety.OnLayoutChangeFail
 	w.mustRefuse(t, cfg, priorOf(shared), `alice: directory "alice" of claim hub/home-nfs → claim hub/claim-alice`)
 }
 
@@ -178,11 +179,11 @@ func TestHistory_leavingUserNamespacesNamesANamedServersClaimOfTheHomesName(t *t
 	w.hub.template, w.hub.nsTemplate = "home", userNSTmpl
 	w.session("alice/gpu") // KubeSpawner makes jupyter-alice/home, labelled with server gpu
 	per := sharedCfg("", kubespawner.SchemeSafe, "alice")
-	per.Shared, per.NameTemplate, per.UserNamespaceTemplate, per.AccessMode = nil, "home", userNSTmpl, safety.RWO
+	per.Shared, per.NameTemplate, per.UserNamespaceTemplate, per.AccessMode = nil, "home", userNSTmpl, claims.RWO
 	_, state := w.planApply(t, per, nil)
 	w.session("alice")
 	cfg := splitCfg("home/{username}", "alice")
-	cfg.AccessMode = safety.RWO
+	cfg.AccessMode = claims.RWO
 	w.mustRefuse(t, cfg, state, "alice: jupyter-alice/home (the configuration looks in namespace hub)")
 }
 

@@ -77,7 +77,7 @@ func genSplit(r *rand.Rand, c *safety.Config) {
 		c.UserNamespaceTemplate, c.NameTemplate = "", "claim-{username}"
 	}
 	if r.IntN(3) > 0 {
-		c.AccessMode = safety.RWX
+		c.AccessMode = claims.RWX
 	}
 }
 

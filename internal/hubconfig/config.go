@@ -17,13 +17,6 @@ const DefaultColocationLabel = "hub.jupyter.org/colocate-user"
 // HostnameTopologyKey is the topology of co-location: one node.
 const HostnameTopologyKey = "kubernetes.io/hostname"
 
-// Access modes.
-const (
-	RWO  = claims.RWO
-	RWX  = claims.RWX
-	RWOP = claims.RWOP
-)
-
 // Mode says which servers' pods are pinned to one node. The hub decides
 // it at each spawn from the access mode of the claim the server mounts;
 // Mode is what the home storage's access mode lets a plan say about it.
@@ -171,7 +164,7 @@ func colocation(accessMode, label string) Colocation {
 		label = DefaultColocationLabel
 	}
 	c := Colocation{Mode: ColocateByClaim, Label: label, TopologyKey: HostnameTopologyKey}
-	if accessMode != RWX {
+	if accessMode != claims.RWX {
 		c.Mode = ColocateAll
 	}
 	return c

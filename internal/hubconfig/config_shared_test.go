@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"testing"
 
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/claims"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/kubespawner"
 )
 
@@ -26,7 +27,7 @@ func settingsOf(t testing.TB, h kubespawner.HomeStorage) map[string]any {
 // from extra settings are added beside the one that makes the directory.
 func TestBuild_sharedLayout(t *testing.T) {
 	extra := map[string]any{"init_containers": []any{map[string]any{"name": "other", "image": "x"}}}
-	r := mustBuild(t, Config{Home: settingsOf(t, sharedHome(RWX)), Extra: extra})
+	r := mustBuild(t, Config{Home: settingsOf(t, sharedHome(claims.RWX)), Extra: extra})
 	s := r.Settings
 	if s["storage_pvc_ensure"] != false || s["delete_pvc"] != false {
 		t.Errorf("storage_pvc_ensure %v, delete_pvc %v", s["storage_pvc_ensure"], s["delete_pvc"])
@@ -38,13 +39,13 @@ func TestBuild_sharedLayout(t *testing.T) {
 	if len(inits) != 2 || nameOf(inits[0]) != kubespawner.SharedInitContainer || nameOf(inits[1]) != "other" {
 		t.Errorf("init_containers %v", inits)
 	}
-	if _, errs := Build(Config{Home: settingsOf(t, sharedHome(RWX)), Extra: map[string]any{"init_containers": []any{map[string]any{"name": kubespawner.SharedInitContainer}}}}); len(errs) != 1 {
+	if _, errs := Build(Config{Home: settingsOf(t, sharedHome(claims.RWX)), Extra: map[string]any{"init_containers": []any{map[string]any{"name": kubespawner.SharedInitContainer}}}}); len(errs) != 1 {
 		t.Errorf("an extra init container of the same name: %v", errs)
 	}
-	if _, errs := Build(Config{Home: settingsOf(t, sharedHome(RWX)), Extra: map[string]any{"delete_pvc": true}}); len(errs) != 1 {
+	if _, errs := Build(Config{Home: settingsOf(t, sharedHome(claims.RWX)), Extra: map[string]any{"delete_pvc": true}}); len(errs) != 1 {
 		t.Errorf("delete_pvc in extra settings: %v", errs)
 	}
-	if r := mustBuild(t, Config{Home: homeSettings(RWX)}); r.SharedClaim != "" || r.Document()["home"] != nil {
+	if r := mustBuild(t, Config{Home: homeSettings(claims.RWX)}); r.SharedClaim != "" || r.Document()["home"] != nil {
 		t.Errorf("per-user layout: shared claim %q", r.SharedClaim)
 	}
 }
@@ -53,7 +54,7 @@ func TestBuild_sharedLayout(t *testing.T) {
 // home's path or volume of the shared claim gets through (every server
 // would get every home); delete_pvc stays a per-user layout's setting.
 func TestBuild_sharedLayoutRefusesWholeClaimMounts(t *testing.T) {
-	home := settingsOf(t, sharedHome(RWX))
+	home := settingsOf(t, sharedHome(claims.RWX))
 	for name, extra := range map[string]map[string]any{
 		"home volume elsewhere":    {"volume_mounts": []any{map[string]any{"name": "home", "mountPath": "/mnt/all"}}},
 		"over the home's path":     {"volume_mounts": []any{map[string]any{"name": "data", "mountPath": DefaultHomeMountPath}}},
@@ -72,7 +73,7 @@ func TestBuild_sharedLayoutRefusesWholeClaimMounts(t *testing.T) {
 	if _, errs := Build(Config{Home: home, Profiles: []map[string]any{scheme}}); len(errs) != 1 {
 		t.Errorf("a profile's slug_scheme: %v", errs)
 	}
-	if _, errs := Build(Config{Home: homeSettings(RWX), Extra: map[string]any{"delete_pvc": false}}); len(errs) != 0 {
+	if _, errs := Build(Config{Home: homeSettings(claims.RWX), Extra: map[string]any{"delete_pvc": false}}); len(errs) != 0 {
 		t.Errorf("delete_pvc in the per-user layout: %v", errs)
 	}
 }

@@ -3,13 +3,14 @@ package hubconfig
 import (
 	"testing"
 
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/claims"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/kubespawner"
 )
 
 // splitHome is the per-user layout (ReadWriteOnce claims) while homes move
 // out of the shared layout's ReadWriteMany claim home-nfs.
 func splitHome() kubespawner.HomeStorage {
-	return kubespawner.HomeStorage{AccessMode: RWO, StorageClass: "longhorn", Capacity: "10Gi", NameTemplate: "claim-{username}", Scheme: kubespawner.SchemeSafe,
+	return kubespawner.HomeStorage{AccessMode: claims.RWO, StorageClass: "longhorn", Capacity: "10Gi", NameTemplate: "claim-{username}", Scheme: kubespawner.SchemeSafe,
 		SplitFrom: &kubespawner.SharedHome{Claim: "home-nfs", SubPathTemplate: "home/{username}", UID: 1000, GID: 100, Mode: "0700", Image: "busybox:1.36"}}
 }
 
@@ -92,7 +93,7 @@ func TestBuild_splitFromSharedRefuses(t *testing.T) {
 	if _, errs := Build(Config{Home: ensure}); len(errs) != 1 {
 		t.Errorf("KubeSpawner making claims: %v", errs)
 	}
-	both := settingsOf(t, sharedHome(RWX))
+	both := settingsOf(t, sharedHome(claims.RWX))
 	both[kubespawner.SplitFromKey] = settingsOf(t, splitHome())[kubespawner.SplitFromKey]
 	if _, errs := Build(Config{Home: both}); len(errs) != 1 {
 		t.Errorf("the shared layout and the move out of it at once: %v", errs)

@@ -3,6 +3,8 @@ package hubconfig
 import (
 	"strings"
 	"testing"
+
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/claims"
 )
 
 // What a plan says about co-location follows the home's mode; which
@@ -12,9 +14,9 @@ func TestSpawnerBuild_colocationDerivation(t *testing.T) {
 		mode string
 		want Mode
 	}{
-		{RWX, ColocateByClaim},
-		{RWO, ColocateAll},
-		{RWOP, ColocateAll},
+		{claims.RWX, ColocateByClaim},
+		{claims.RWO, ColocateAll},
+		{claims.RWOP, ColocateAll},
 	}
 	for _, tc := range cases {
 		r := mustBuild(t, Config{Home: homeSettings(tc.mode)})
@@ -37,7 +39,7 @@ func TestSpawnerBuild_colocationDerivation(t *testing.T) {
 
 func TestSpawnerBuild_settings(t *testing.T) {
 	r := mustBuild(t, Config{
-		Home:     homeSettings(RWO),
+		Home:     homeSettings(claims.RWO),
 		Profiles: []map[string]any{gpuProfileDict(), Profile{Slug: "small", DisplayName: "Small", Default: true}.Dict()},
 		Extra: map[string]any{"start_timeout": 600.0,
 			"volumes":       []any{map[string]any{"name": "singleuser-config", "configMap": map[string]any{"name": "cm"}}},
@@ -73,13 +75,13 @@ func TestSpawnerBuild_errors(t *testing.T) {
 		want string
 	}{
 		{"no home", Config{Home: map[string]any{}}, "home_storage_settings", "spawner_settings"},
-		{"home key in extra", Config{Home: homeSettings(RWX), Extra: map[string]any{"storage_access_modes": []any{"ReadWriteOnce"}}}, "extra_settings_json", "jupyter_home_storage"},
-		{"profile_list in extra", Config{Home: homeSettings(RWX), Extra: map[string]any{"profile_list": []any{}}}, "extra_settings_json", "profiles"},
-		{"volumes not a list", Config{Home: homeSettings(RWX), Extra: map[string]any{"volumes": map[string]any{}}}, "extra_settings_json", "JSON list"},
-		{"home volume twice", Config{Home: homeSettings(RWX), Extra: map[string]any{"volumes": []any{map[string]any{"name": "home"}}}}, "extra_settings_json", `"home"`},
-		{"duplicate slug", Config{Home: homeSettings(RWX), Profiles: []map[string]any{{"slug": "a", "display_name": "A"}, {"slug": "a", "display_name": "B"}}}, "profiles", `slug "a"`},
-		{"two defaults", Config{Home: homeSettings(RWX), Profiles: []map[string]any{{"slug": "a", "display_name": "A", "default": true}, {"slug": "b", "display_name": "B", "default": true}}}, "profiles", "a, b"},
-		{"not a profile", Config{Home: homeSettings(RWX), Profiles: []map[string]any{{"slug": "a"}}}, "profiles", "profile_json"},
+		{"home key in extra", Config{Home: homeSettings(claims.RWX), Extra: map[string]any{"storage_access_modes": []any{"ReadWriteOnce"}}}, "extra_settings_json", "jupyter_home_storage"},
+		{"profile_list in extra", Config{Home: homeSettings(claims.RWX), Extra: map[string]any{"profile_list": []any{}}}, "extra_settings_json", "profiles"},
+		{"volumes not a list", Config{Home: homeSettings(claims.RWX), Extra: map[string]any{"volumes": map[string]any{}}}, "extra_settings_json", "JSON list"},
+		{"home volume twice", Config{Home: homeSettings(claims.RWX), Extra: map[string]any{"volumes": []any{map[string]any{"name": "home"}}}}, "extra_settings_json", `"home"`},
+		{"duplicate slug", Config{Home: homeSettings(claims.RWX), Profiles: []map[string]any{{"slug": "a", "display_name": "A"}, {"slug": "a", "display_name": "B"}}}, "profiles", `slug "a"`},
+		{"two defaults", Config{Home: homeSettings(claims.RWX), Profiles: []map[string]any{{"slug": "a", "display_name": "A", "default": true}, {"slug": "b", "display_name": "B", "default": true}}}, "profiles", "a, b"},
+		{"not a profile", Config{Home: homeSettings(claims.RWX), Profiles: []map[string]any{{"slug": "a"}}}, "profiles", "profile_json"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -98,12 +100,12 @@ func TestSpawnerWarnings(t *testing.T) {
 	nodes := []Node{cpuNode, gpuNode} // largest: gpu-1, 8 CPU, 64Gi
 
 	// Under ReadWriteMany: no warning at all.
-	r := mustBuild(t, Config{Home: homeSettings(RWX), Profiles: []map[string]any{small, big, gpu}})
+	r := mustBuild(t, Config{Home: homeSettings(claims.RWX), Profiles: []map[string]any{small, big, gpu}})
 	if ws := Warnings(r, nodes, 3); len(ws) != 0 {
 		t.Fatalf("warnings under RWX: %v", ws)
 	}
 
-	r = mustBuild(t, Config{Home: homeSettings(RWO), Profiles: []map[string]any{small, big, gpu}})
+	r = mustBuild(t, Config{Home: homeSettings(claims.RWO), Profiles: []map[string]any{small, big, gpu}})
 	ws := Warnings(r, nodes, 2)
 	if len(ws) != 2 {
 		t.Fatalf("want the two GPU warnings, got %v", ws)
@@ -140,7 +142,7 @@ func TestSpawnerWarnings(t *testing.T) {
 
 	// ReadWriteMany homes: only claims still ReadWriteOnce pin, at spawn;
 	// the plan has nothing to say for every user.
-	r = mustBuild(t, Config{Home: homeSettings(RWX), Profiles: []map[string]any{gpu}})
+	r = mustBuild(t, Config{Home: homeSettings(claims.RWX), Profiles: []map[string]any{gpu}})
 	if ws = Warnings(r, nodes, 2); len(ws) != 0 {
 		t.Fatalf("warnings with ReadWriteMany homes: %v", ws)
 	}
@@ -159,13 +161,13 @@ func TestSpawnerBuild_namedListIdentities(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			_, errs := Build(Config{Home: homeSettings(RWX), Extra: tc.extra})
+			_, errs := Build(Config{Home: homeSettings(claims.RWX), Extra: tc.extra})
 			if len(errs) != 1 || errs[0].Attribute != "extra_settings_json" || !strings.Contains(errs[0].Summary, tc.want) {
 				t.Fatalf("errors %+v, want one on extra_settings_json: %s", errs, tc.want)
 			}
 		})
 	}
-	r := mustBuild(t, Config{Home: homeSettings(RWX), Extra: map[string]any{"init_containers": []any{map[string]any{"name": "a", "image": "busybox"}}}})
+	r := mustBuild(t, Config{Home: homeSettings(claims.RWX), Extra: map[string]any{"init_containers": []any{map[string]any{"name": "a", "image": "busybox"}}}})
 	if JSON(r.Settings["init_containers"]) != `[{"image":"busybox","name":"a"}]` {
 		t.Errorf("init_containers = %s", JSON(r.Settings["init_containers"]))
 	}

@@ -10,6 +10,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/claims"
 )
 
 // largeHub is a configuration as a large hub writes it: four GPU profiles
@@ -24,7 +26,7 @@ func largeHub(t *testing.T) Result {
 		profiles = append(profiles, p)
 	}
 	extra := map[string]any{"start_timeout": 600.0, "extra_labels": map[string]any{"team": "a"}}
-	return mustBuild(t, Config{Home: homeSettings(RWX), Profiles: profiles, Extra: extra})
+	return mustBuild(t, Config{Home: homeSettings(claims.RWX), Profiles: profiles, Extra: extra})
 }
 
 // The hub Secret the helm values add to stays far under 64 KiB whatever
@@ -58,7 +60,7 @@ func TestSpawnerDocument_sizeIsConstantInUsers(t *testing.T) {
 // decodes to the document; the checksum is Render's and follows the
 // content.
 func TestSpawnerDocument_deterministic(t *testing.T) {
-	home := homeSettings(RWX)
+	home := homeSettings(claims.RWX)
 	r := mustBuild(t, Config{Home: home, Extra: map[string]any{"start_timeout": 600.0}})
 	f := Render(r)
 	if again := Render(mustBuild(t, Config{Home: home, Extra: map[string]any{"start_timeout": 600.0}})); !bytes.Equal(again.Document, f.Document) || again.Checksum != f.Checksum {
@@ -102,7 +104,7 @@ func TestSpawnerDocument_deterministic(t *testing.T) {
 // The hub reads the compressed document; a document it cannot read (or
 // none) stops it.
 func TestSpawnerPython_readsTheDocument(t *testing.T) {
-	r := mustBuild(t, Config{Home: homeSettings(RWX), Extra: map[string]any{"start_timeout": 600.0}})
+	r := mustBuild(t, Config{Home: homeSettings(claims.RWX), Extra: map[string]any{"start_timeout": 600.0}})
 	var pods []pyPod
 	current := func(got pyOut) bool {
 		return got.Settings["start_timeout"] == 600.0

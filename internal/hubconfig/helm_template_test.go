@@ -9,6 +9,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/claims"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/hubtest"
 )
 
@@ -30,7 +31,7 @@ func TestSpawnerHelm_templateWithThePack(t *testing.T) {
 	chart := z2jhChart(t)
 	pack := yamlRef(t, "nebari-data-science-pack", "values.yaml")
 	sub, _ := pack["jupyterhub"].(map[string]any)
-	cfg := Config{Home: homeSettings(RWX), ColocationLabel: "nebari.dev/colocate-user",
+	cfg := Config{Home: homeSettings(claims.RWX), ColocationLabel: "nebari.dev/colocate-user",
 		Profiles: []map[string]any{gpuProfileDict()}, Extra: map[string]any{"start_timeout": 600.0}}
 	var objs map[string]map[string]any
 	render := func(c Config) (map[string]any, map[string]any, Result) {
@@ -149,7 +150,7 @@ func TestSpawnerHelm_templateWithThePack(t *testing.T) {
 func TestSpawnerHelm_hubSecretSize(t *testing.T) {
 	chart := z2jhChart(t)
 	sub, _ := yamlRef(t, "nebari-data-science-pack", "values.yaml")["jupyterhub"].(map[string]any)
-	small := mustBuild(t, Config{Home: homeSettings(RWX)})
+	small := mustBuild(t, Config{Home: homeSettings(claims.RWX)})
 	for name, r := range map[string]Result{"small": small, "large": largeHub(t)} {
 		t.Run(name, func(t *testing.T) {
 			f := Render(r)

@@ -12,6 +12,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/claims"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/hubtest"
 )
 
@@ -129,8 +130,8 @@ func dig(m map[string]any, path string) any { return hubtest.Dig(m, path) }
 func TestSpawnerHelm_valuesMatchTheChart(t *testing.T) {
 	schema, defaults := chartFile(t, "values.schema.yaml"), chartFile(t, "values.yaml")
 	cases := map[string]Result{
-		"rwo_with_profiles": mustBuild(t, Config{Home: homeSettings(RWO), Profiles: []map[string]any{gpuProfileDict()}, Extra: map[string]any{"start_timeout": 600.0}}),
-		"rwx_mount_path":    mustBuild(t, Config{Home: homeSettings(RWX), HomeMountPath: "/home/{username}"}),
+		"rwo_with_profiles": mustBuild(t, Config{Home: homeSettings(claims.RWO), Profiles: []map[string]any{gpuProfileDict()}, Extra: map[string]any{"start_timeout": 600.0}}),
+		"rwx_mount_path":    mustBuild(t, Config{Home: homeSettings(claims.RWX), HomeMountPath: "/home/{username}"}),
 	}
 	for name, r := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -178,12 +179,12 @@ func TestSpawnerHelm_valuesMatchTheChart(t *testing.T) {
 // The checksum changes exactly when what the hub reads changes: a setting
 // changes it, the same inputs give the same.
 func TestSpawnerHelm_checksum(t *testing.T) {
-	base := Config{Home: homeSettings(RWX), Extra: map[string]any{"start_timeout": 600.0}}
+	base := Config{Home: homeSettings(claims.RWX), Extra: map[string]any{"start_timeout": 600.0}}
 	sum := Render(mustBuild(t, base)).Checksum
-	if again := Render(mustBuild(t, Config{Home: homeSettings(RWX), Extra: map[string]any{"start_timeout": 600.0}})).Checksum; again != sum {
+	if again := Render(mustBuild(t, Config{Home: homeSettings(claims.RWX), Extra: map[string]any{"start_timeout": 600.0}})).Checksum; again != sum {
 		t.Error("the same configuration gave another checksum")
 	}
-	if Render(mustBuild(t, Config{Home: homeSettings(RWX), Extra: map[string]any{"start_timeout": 900.0}})).Checksum == sum {
+	if Render(mustBuild(t, Config{Home: homeSettings(claims.RWX), Extra: map[string]any{"start_timeout": 900.0}})).Checksum == sum {
 		t.Error("a new setting left the checksum unchanged: the hub would not restart")
 	}
 }

@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/claims"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/kubespawner"
 )
 
@@ -27,7 +28,7 @@ func TestSpawnerCompose_nebariDataSciencePack(t *testing.T) {
 	const email = "T.Potts@OpenTeams.com"
 	small := Profile{Slug: "small-instance", DisplayName: "Small (provider)"}.Dict()
 	// The pack pins the escape scheme (claims named before KubeSpawner 7).
-	home := homeSettings(RWX)
+	home := homeSettings(claims.RWX)
 	home["slug_scheme"] = string(kubespawner.SchemeEscape)
 	r := mustBuild(t, Config{Home: home, ColocationLabel: label,
 		Profiles: []map[string]any{small, gpuProfileDict()}})
@@ -141,7 +142,7 @@ func TestSpawnerCompose_nebariDataSciencePack(t *testing.T) {
 // and static profileList stay, the home is mounted at home_mount_path, and
 // under ReadWriteOnce every user's pods are pinned.
 func TestSpawnerCompose_z2jh(t *testing.T) {
-	r := mustBuild(t, Config{Home: homeSettings(RWO), HomeMountPath: "/home/{username}", Profiles: []map[string]any{gpuProfileDict()}})
+	r := mustBuild(t, Config{Home: homeSettings(claims.RWO), HomeMountPath: "/home/{username}", Profiles: []map[string]any{gpuProfileDict()}})
 	values := mergeValues(z2jhValues(t), map[string]any{"singleuser": map[string]any{
 		"storage": map[string]any{
 			"extraVolumes":      map[string]any{"scratch": map[string]any{"name": "scratch", "emptyDir": map[string]any{}}},

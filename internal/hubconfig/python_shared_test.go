@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/acctest"
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/claims"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/kubespawner"
 )
 
@@ -16,7 +17,7 @@ import (
 // told the same directory; no claim is made for a user, the servers are
 // not pinned to a node, and the hooks ask nothing about per-user claims.
 func TestSpawnerSpawn_sharedLayout(t *testing.T) {
-	r := mustBuild(t, Config{Home: settingsOf(t, sharedHome(RWX))})
+	r := mustBuild(t, Config{Home: settingsOf(t, sharedHome(claims.RWX))})
 	// Earlier configuration also mounts the whole shared claim, and the
 	// home volume a second time: neither may reach a server.
 	static := map[string]any{"singleuser": map[string]any{"storage": map[string]any{"type": "static",
@@ -103,7 +104,7 @@ func TestSpawnerSpawn_sharedLayout(t *testing.T) {
 // unless the mount is the user's own directory: one whole mount would give
 // every server every home.
 func TestSpawnerSpawn_sharedLayoutRefusesWholeClaimInAnyContainer(t *testing.T) {
-	r := mustBuild(t, Config{Home: settingsOf(t, sharedHome(RWX))})
+	r := mustBuild(t, Config{Home: settingsOf(t, sharedHome(claims.RWX))})
 	api := seededHub(t, nil)
 	seedClaim(t, acctest.Cluster(t).Admin(), api.Namespace, "home-nfs", corev1.ReadWriteMany, nil, nil)
 	sidecar := func(sub string) map[string]any {

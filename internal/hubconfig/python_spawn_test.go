@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/acctest"
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/claims"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/hubtest"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/kubespawner"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/migration"
@@ -28,7 +29,7 @@ import (
 // moving is never replaced by an empty claim; no user is in the
 // configuration, which is the same for every case.
 func TestSpawnerSpawn_decidedFromTheCluster(t *testing.T) {
-	home := kubespawner.HomeStorage{AccessMode: RWX, StorageClass: "longhorn", Capacity: "10Gi", NameTemplate: "claim-{user_server}", Scheme: kubespawner.SchemeSafe}
+	home := kubespawner.HomeStorage{AccessMode: claims.RWX, StorageClass: "longhorn", Capacity: "10Gi", NameTemplate: "claim-{user_server}", Scheme: kubespawner.SchemeSafe}
 	var settings map[string]any
 	if err := json.Unmarshal([]byte(JSON(home.Settings())), &settings); err != nil {
 		t.Fatal(err)
@@ -57,7 +58,7 @@ func TestSpawnerSpawn_decidedFromTheCluster(t *testing.T) {
 	seedClaim(t, cs, ns, claimOf("kim", "gpu"), corev1.ReadWriteOnce, nil, nil)
 	// erin: her home is being copied.
 	erin := seedClaim(t, cs, ns, claimOf("erin", ""), corev1.ReadWriteOnce, nil, nil)
-	annotateClaim(t, cs, erin, migration.CopyAnnotation, migration.CopyRecord{Step: migration.StepCopying, User: "erin", Target: "home-erin", To: RWX}.Encode())
+	annotateClaim(t, cs, erin, migration.CopyAnnotation, migration.CopyRecord{Step: migration.StepCopying, User: "erin", Target: "home-erin", To: claims.RWX}.Encode())
 	// fay: her claim was just created again by a rebind, not yet bound.
 	seedClaim(t, cs, ns, claimOf("fay", ""), corev1.ReadWriteMany, nil, map[string]string{"jupyter-infra.github.io/migrated": "rebind from ReadWriteOnce, volume pv-fay"})
 	// gus: his claim is being deleted (held by a finalizer here).
@@ -78,7 +79,7 @@ func TestSpawnerSpawn_decidedFromTheCluster(t *testing.T) {
 	// ron: his copy's target exists, the Job not started: his home is
 	// still his claim.
 	ron := seedClaim(t, cs, ns, claimOf("ron", ""), corev1.ReadWriteOnce, nil, nil)
-	annotateClaim(t, cs, ron, migration.CopyAnnotation, migration.CopyRecord{Step: migration.StepTargetCreated, User: "ron", Target: "home-ron", To: RWX}.Encode())
+	annotateClaim(t, cs, ron, migration.CopyAnnotation, migration.CopyRecord{Step: migration.StepTargetCreated, User: "ron", Target: "home-ron", To: claims.RWX}.Encode())
 	// sam: his old claim was made again after the switch (another UID, no
 	// record): the copy stays his home, as the plan says.
 	seedSwitchedCopy(t, cs, ns, "sam", claimOf("sam", ""), "home-sam")
@@ -180,7 +181,7 @@ func TestSpawnerSpawn_decidedFromTheCluster(t *testing.T) {
 // A migration applied while the hub runs moves the user's next spawn to the
 // new home, with the same rendered configuration (no restart, no change).
 func TestSpawnerSpawn_followsAMoveWithoutReRendering(t *testing.T) {
-	r := mustBuild(t, Config{Home: homeSettings(RWX)})
+	r := mustBuild(t, Config{Home: homeSettings(claims.RWX)})
 	values := mergeValues(z2jhValues(t), helmValuesOf(t, r))
 	api := seededHub(t, nil)
 	cs := acctest.Cluster(t).Admin()
@@ -204,7 +205,7 @@ func TestSpawnerSpawn_followsAMoveWithoutReRendering(t *testing.T) {
 // The API server cannot be asked, or refuses the hub: the spawn fails and
 // says so; nothing is guessed (no claim is rendered).
 func TestSpawnerSpawn_apiServerUnreachable(t *testing.T) {
-	r := mustBuild(t, Config{Home: homeSettings(RWX)})
+	r := mustBuild(t, Config{Home: homeSettings(claims.RWX)})
 	values := mergeValues(z2jhValues(t), helmValuesOf(t, r))
 	api := seededHub(t, nil)
 	for name, c := range map[string]struct {
@@ -269,7 +270,7 @@ func holdAndDelete(t *testing.T, cs kubernetes.Interface, ns, name string) {
 // it, and their API requests, for a home kept, a home copied and switched,
 // the copy of a deleted claim (found by its label) and a new user.
 func BenchmarkSpawnHooks(b *testing.B) {
-	r := mustBuild(b, Config{Home: homeSettings(RWX)})
+	r := mustBuild(b, Config{Home: homeSettings(claims.RWX)})
 	values := mergeValues(hubtest.Z2jhValues(b), helmValuesOf(b, r))
 	api := seededHub(b, nil)
 	cs := acctest.Cluster(b).Admin()

@@ -409,7 +409,7 @@ func TestSpawnerSpawn_splitFromSharedCopies(t *testing.T) {
 	seedClaim(t, cs, ns, "home-ivo", corev1.ReadWriteMany, map[string]string{migration.CopyOfLabel: migration.CopyOfLabelValue("claim-ivo")},
 		map[string]string{migration.CopyOfAnnotation: "claim-ivo"})
 	kai := seedSplitClaim(t, cs, ns, "kai", "vol-kai", "vol-kai", false)
-	annotateClaim(t, cs, kai, migration.CopyAnnotation, migration.CopyRecord{Step: migration.StepTargetCreated, User: "kai", Target: "home-kai", To: RWX}.Encode())
+	annotateClaim(t, cs, kai, migration.CopyAnnotation, migration.CopyRecord{Step: migration.StepTargetCreated, User: "kai", Target: "home-kai", To: claims.RWX}.Encode())
 
 	got := runHub(t, api, splitValues(t, r, nil), t.TempDir(), []hubUser{{Name: "hana"}, {Name: "ivo"}, {Name: "jon"}, {Name: "kai"}})
 
@@ -632,7 +632,7 @@ func TestSpawnerSpawn_splitFromSharedRememberedCopyGone(t *testing.T) {
 // no copy runs under this hub); a mark of another UID refuses the spawn
 // (vic: a claim made again from a merged home).
 func TestSpawnerSpawn_perUserLayoutChecksMovedClaims(t *testing.T) {
-	home := kubespawner.HomeStorage{AccessMode: RWX, StorageClass: "longhorn", Capacity: "10Gi", NameTemplate: "claim-{username}", Scheme: kubespawner.SchemeSafe}
+	home := kubespawner.HomeStorage{AccessMode: claims.RWX, StorageClass: "longhorn", Capacity: "10Gi", NameTemplate: "claim-{username}", Scheme: kubespawner.SchemeSafe}
 	r := mustBuild(t, Config{Home: settingsOf(t, home)})
 	api := seededHub(t, nil)
 	ns := api.Namespace

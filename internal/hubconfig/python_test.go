@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/claims"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/kubespawner"
 )
 
@@ -255,10 +256,10 @@ func gpuProfileDict() map[string]any {
 // kubespawner_json, in each co-location mode.
 func TestSpawnerPython_loadsInTraitlets(t *testing.T) {
 	cases := map[string]Config{
-		"rwo":       {Home: homeSettings(RWO), Profiles: []map[string]any{gpuProfileDict()}},
-		"rwx":       {Home: homeSettings(RWX), Extra: map[string]any{"start_timeout": 600.0, "extra_labels": map[string]any{"team": "a"}}},
-		"rwx_label": {Home: homeSettings(RWX), ColocationLabel: "nebari.dev/colocate-user"},
-		"unicode":   {Home: homeSettings(RWX), Extra: map[string]any{"environment": map[string]any{"GREETING": "héllo \"quoted\" \\ back"}}},
+		"rwo":       {Home: homeSettings(claims.RWO), Profiles: []map[string]any{gpuProfileDict()}},
+		"rwx":       {Home: homeSettings(claims.RWX), Extra: map[string]any{"start_timeout": 600.0, "extra_labels": map[string]any{"team": "a"}}},
+		"rwx_label": {Home: homeSettings(claims.RWX), ColocationLabel: "nebari.dev/colocate-user"},
+		"unicode":   {Home: homeSettings(claims.RWX), Extra: map[string]any{"environment": map[string]any{"GREETING": "héllo \"quoted\" \\ back"}}},
 	}
 	for name, cfg := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -292,15 +293,15 @@ func colocationTerm(label, value string) map[string]any {
 // unchanged.
 func TestSpawnerPython_hookByClaim(t *testing.T) {
 	const email = "T.Potts@OpenTeams.com"
-	r := mustBuild(t, Config{Home: homeSettings(RWX)})
+	r := mustBuild(t, Config{Home: homeSettings(claims.RWX)})
 	value, _ := kubespawner.UsernameLabel(email)
 	if value == "" || !kubespawner.IsValidLabelValue(value) {
 		t.Fatalf("label value %q", value)
 	}
 	got := runPython(t, r, nil, []pyPod{
-		{User: email, Labels: map[string]string{"hub.jupyter.org/username": value}, Modes: []string{RWO}},
-		{User: "bob", Labels: map[string]string{"hub.jupyter.org/username": "bob"}, Modes: []string{RWX}},
-		{User: "carol", Labels: map[string]string{"hub.jupyter.org/username": "carol"}, Model: true, Modes: []string{RWOP}},
+		{User: email, Labels: map[string]string{"hub.jupyter.org/username": value}, Modes: []string{claims.RWO}},
+		{User: "bob", Labels: map[string]string{"hub.jupyter.org/username": "bob"}, Modes: []string{claims.RWX}},
+		{User: "carol", Labels: map[string]string{"hub.jupyter.org/username": "carol"}, Model: true, Modes: []string{claims.RWOP}},
 		{User: "dora", Labels: map[string]string{"hub.jupyter.org/username": "dora"}},
 	}, 1, false)
 	legacy, migrated, model, created := got.Pods[0], got.Pods[1], got.Pods[2], got.Pods[3]
@@ -329,7 +330,7 @@ func TestSpawnerPython_hookByClaim(t *testing.T) {
 // username label; a hook set earlier still runs; loading twice (the
 // jupyterhub_config.d file, then the hub.extraConfig entry) adds one term.
 func TestSpawnerPython_hookAllUsers(t *testing.T) {
-	r := mustBuild(t, Config{Home: homeSettings(RWO), ColocationLabel: "nebari.dev/colocate-user"})
+	r := mustBuild(t, Config{Home: homeSettings(claims.RWO), ColocationLabel: "nebari.dev/colocate-user"})
 	existing := map[string]any{"nodeAffinity": map[string]any{"x": "y"},
 		"podAffinity": map[string]any{"requiredDuringSchedulingIgnoredDuringExecution": []any{colocationTerm("other", "v")}}}
 	got := runPython(t, r, nil, []pyPod{
@@ -355,7 +356,7 @@ func TestSpawnerPython_hookAllUsers(t *testing.T) {
 // templated "{username}" label and affinity) is removed; the rest stays.
 // Under ReadWriteMany no pod is pinned.
 func TestSpawnerPython_replacesEarlierColocation(t *testing.T) {
-	r := mustBuild(t, Config{Home: homeSettings(RWX), ColocationLabel: "nebari.dev/colocate-user"})
+	r := mustBuild(t, Config{Home: homeSettings(claims.RWX), ColocationLabel: "nebari.dev/colocate-user"})
 	pre := map[string]any{
 		"extra_labels": map[string]any{"hub.jupyter.org/network-access-hub": "true", "nebari.dev/colocate-user": "{username}"},
 		"extra_pod_config": map[string]any{
@@ -394,7 +395,7 @@ func TestSpawnerPython_extraConfigCompiles(t *testing.T) {
 // home claim under another name goes with its mounts; dicts merge; the
 // earlier form (list or dict) is kept; loading twice changes nothing.
 func TestSpawnerPython_composesNamedListsAndDicts(t *testing.T) {
-	r := mustBuild(t, Config{Home: homeSettings(RWX), Extra: map[string]any{
+	r := mustBuild(t, Config{Home: homeSettings(claims.RWX), Extra: map[string]any{
 		"init_containers": []any{map[string]any{"name": "fix-perms", "image": "busybox:2"}},
 		"tolerations":     []any{map[string]any{"key": "gpu", "operator": "Equal", "value": "yes", "effect": "NoSchedule"}},
 		"environment":     map[string]any{"B": "provider"},
@@ -444,7 +445,7 @@ func TestSpawnerPython_composesNamedListsAndDicts(t *testing.T) {
 			"0-data":               map[string]any{"name": "data", "mountPath": "/data"},
 		},
 	}
-	got := runPython(t, mustBuild(t, Config{Home: homeSettings(RWX)}), pre, nil, 2, false).Settings
+	got := runPython(t, mustBuild(t, Config{Home: homeSettings(claims.RWX)}), pre, nil, 2, false).Settings
 	if g, w := JSON(got["volumes"]), `{"data":{"name":"data","nfs":{"path":"/","server":"nfs"}},"home":{"name":"home","persistentVolumeClaim":{"claimName":"{pvc_name}"}}}`; g != w {
 		t.Errorf("dict volumes\n got: %s\nwant: %s", g, w)
 	}
@@ -460,7 +461,7 @@ func TestSpawnerPython_composesNamedListsAndDicts(t *testing.T) {
 func TestSpawnerPython_composesProfiles(t *testing.T) {
 	small := Profile{Slug: "small", DisplayName: "Small (provider)"}.Dict()
 	gpu := Profile{Slug: "gpu", DisplayName: "GPU (provider)", Default: true}.Dict()
-	r := mustBuild(t, Config{Home: homeSettings(RWX), Profiles: []map[string]any{small, gpu}})
+	r := mustBuild(t, Config{Home: homeSettings(claims.RWX), Profiles: []map[string]any{small, gpu}})
 	pods := []pyPod{{User: "alice", Labels: map[string]string{}}, {User: "bob", Labels: map[string]string{}}}
 	static := map[string]any{"profile_list": []any{
 		map[string]any{"slug": "small", "display_name": "Small (earlier)"},
@@ -492,12 +493,12 @@ func TestSpawnerPython_composesProfiles(t *testing.T) {
 func TestSpawnerPython_earlierHookColocation(t *testing.T) {
 	const label = "nebari.dev/colocate-user"
 	pods := []pyPod{
-		{User: "alice", Labels: map[string]string{"hub.jupyter.org/username": "alice"}, Modes: []string{RWX}},
-		{User: "bob", Labels: map[string]string{"hub.jupyter.org/username": "bob"}, Modes: []string{RWX}},
+		{User: "alice", Labels: map[string]string{"hub.jupyter.org/username": "alice"}, Modes: []string{claims.RWX}},
+		{User: "bob", Labels: map[string]string{"hub.jupyter.org/username": "bob"}, Modes: []string{claims.RWX}},
 	}
 	other := map[string]any{"labelSelector": map[string]any{"matchLabels": map[string]any{"team": "a"}}, "topologyKey": "kubernetes.io/hostname"}
 	for _, prev := range []string{"colocate", "colocate-model"} {
-		none := runPythonWith(t, mustBuild(t, Config{Home: homeSettings(RWX), ColocationLabel: label}), nil, pods, 2, prev)
+		none := runPythonWith(t, mustBuild(t, Config{Home: homeSettings(claims.RWX), ColocationLabel: label}), nil, pods, 2, prev)
 		for _, p := range none.Pods {
 			if _, ok := p.Labels[label]; ok || p.Labels["earlier-hook"] != "ran" {
 				t.Errorf("%s, none: labels %v", prev, p.Labels)
@@ -509,9 +510,9 @@ func TestSpawnerPython_earlierHookColocation(t *testing.T) {
 				t.Errorf("%s, none: affinity %s", prev, JSON(p.Affinity))
 			}
 		}
-		pods[0].Modes = []string{RWO} // alice's claim is still ReadWriteOnce
-		legacy := runPythonWith(t, mustBuild(t, Config{Home: homeSettings(RWX), ColocationLabel: label}), nil, pods, 2, prev)
-		pods[0].Modes = []string{RWX}
+		pods[0].Modes = []string{claims.RWO} // alice's claim is still ReadWriteOnce
+		legacy := runPythonWith(t, mustBuild(t, Config{Home: homeSettings(claims.RWX), ColocationLabel: label}), nil, pods, 2, prev)
+		pods[0].Modes = []string{claims.RWX}
 		alice, bob := legacy.Pods[0], legacy.Pods[1]
 		if alice.Labels[label] != "alice" || !strings.Contains(JSON(alice.Affinity), JSON(colocationTerm(label, "alice"))) || strings.Count(JSON(alice.Affinity), label) != 1 {
 			t.Errorf("%s, legacy alice: %v %s", prev, alice.Labels, JSON(alice.Affinity))
@@ -525,7 +526,7 @@ func TestSpawnerPython_earlierHookColocation(t *testing.T) {
 // A modify_pod_hook earlier configuration set on c.Spawner (not
 // c.KubeSpawner) still runs before the file's own.
 func TestSpawnerPython_earlierHookOnSpawner(t *testing.T) {
-	r := mustBuild(t, Config{Home: homeSettings(RWO)})
+	r := mustBuild(t, Config{Home: homeSettings(claims.RWO)})
 	got := runPythonWith(t, r, nil, []pyPod{{User: "ann", Labels: map[string]string{"hub.jupyter.org/username": "ann"}}}, 2, "spawner-class")
 	if p := got.Pods[0]; p.Labels["earlier-hook"] != "ran" || p.Labels[DefaultColocationLabel] != "ann" {
 		t.Errorf("labels %v: the earlier hook on c.Spawner did not run, or co-location is missing", p.Labels)

@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/acctest"
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/claims"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/hubtest"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/kubespawner"
 )
@@ -229,10 +230,10 @@ func checkEveryKindOfUser(t *testing.T, got map[string]hubSpawn, profiles []prof
 				default:
 					t.Errorf("%s: creating the claim %s: %v", where, u.claim, err)
 				}
-				if want := JSON([]any{cmp.Or(string(u.live), RWX)}); home != want {
+				if want := JSON([]any{cmp.Or(string(u.live), claims.RWX)}); home != want {
 					t.Errorf("%s: the home claim %v is %s, want %s", where, dig(sp.PVC, "metadata.name"), home, want)
 				}
-				if (home == JSON([]any{RWO})) != u.pinned {
+				if (home == JSON([]any{claims.RWO})) != u.pinned {
 					t.Errorf("%s: the home claim %v is %s, but pinned = %v", where, dig(sp.PVC, "metadata.name"), home, u.pinned)
 				}
 				if err := s.DryRun(live, withKind(sp.Pod, "Pod")); err != nil {
@@ -247,7 +248,7 @@ func checkEveryKindOfUser(t *testing.T, got map[string]hubSpawn, profiles []prof
 // pack's own profiles (a per-user callable) and the provider's.
 func TestSpawnerCompose_everyKindOfUserWithThePack(t *testing.T) {
 	const label = "nebari.dev/colocate-user"
-	home := homeSettings(RWX)
+	home := homeSettings(claims.RWX)
 	home["slug_scheme"] = string(kubespawner.SchemeEscape)
 	r := mustBuild(t, Config{Home: home, ColocationLabel: label,
 		Profiles: []map[string]any{providerCPUProfile(), providerGPUProfile()}})
@@ -281,7 +282,7 @@ func TestSpawnerCompose_everyKindOfUserWithThePack(t *testing.T) {
 // the deployer's static profileList and the provider's profiles, the home
 // at home_mount_path.
 func TestSpawnerCompose_everyKindOfUserWithZ2jh(t *testing.T) {
-	home := homeSettings(RWX)
+	home := homeSettings(claims.RWX)
 	r := mustBuild(t, Config{Home: home, HomeMountPath: "/home/{username}",
 		Profiles: []map[string]any{providerCPUProfile(), providerGPUProfile()}})
 	values := mergeValues(z2jhValues(t), map[string]any{"singleuser": map[string]any{
@@ -308,7 +309,7 @@ func TestSpawnerCompose_everyKindOfUserWithZ2jh(t *testing.T) {
 // compressed document from there, and each kind of user mounts the same
 // claim as with hub.extraFiles.
 func TestSpawnerCompose_everyKindOfUserFromTheConfigMap(t *testing.T) {
-	home := homeSettings(RWX)
+	home := homeSettings(claims.RWX)
 	r := mustBuild(t, Config{Home: home,
 		Profiles: []map[string]any{providerCPUProfile(), providerGPUProfile()}})
 	own := helmValuesOf(t, r)

@@ -6,8 +6,8 @@ import (
 	"testing"
 
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/acctest"
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/claims"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/migration"
-	"github.com/jupyter-infra/terraform-provider-jupyter/internal/safety"
 )
 
 // A copy record is written only over the record its step decided from: one
@@ -16,7 +16,7 @@ import (
 func TestAccCopyRecordNotRolledBack(t *testing.T) {
 	c, ns, ctx := client(t), acctest.Namespace(t), context.Background()
 	src := seedClaim(t, c, ns, "claim-alice")
-	rec := migration.CopyRecord{Step: migration.StepTargetCreated, User: "alice", Target: "home-alice", To: safety.RWX, ID: "a1"}
+	rec := migration.CopyRecord{Step: migration.StepTargetCreated, User: "alice", Target: "home-alice", To: claims.RWX, ID: "a1"}
 	written, err := c.WriteCopyRecord(ctx, ns, "claim-alice", src.Annotations[migration.CopyAnnotation], rec)
 	if err != nil {
 		t.Fatal(err)

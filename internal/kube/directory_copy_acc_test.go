@@ -19,7 +19,6 @@ import (
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/execute"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/kubespawner"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/migration"
-	"github.com/jupyter-infra/terraform-provider-jupyter/internal/safety"
 )
 
 // copyJobsRun stands in for the node in this package: PrepareDirectory
@@ -104,7 +103,7 @@ func sharedPod(ns, name, claim, sub, expr string, initDir *string) *corev1.Pod {
 func dcopyOf(ns, user string) migration.DirectoryCopy {
 	return migration.DirectoryCopy{User: user, Shared: "home-shared", Directory: "home/" + user, UID: 1000, GID: 100, Mode: "0700", Image: "busybox",
 		CopyImage: "registry.example.org/tools/rsync:3",
-		Spec: claims.Spec{Namespace: ns, Name: "claim-" + user, User: user, Mode: safety.RWO, Size: "1Gi", Class: "fast",
+		Spec: claims.Spec{Namespace: ns, Name: "claim-" + user, User: user, Mode: claims.RWO, Size: "1Gi", Class: "fast",
 			Labels: map[string]string{"team": "data"}, Annotations: map[string]string{"example.org/owner": user}}}
 }
 

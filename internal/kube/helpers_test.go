@@ -10,7 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/acctest"
-	"github.com/jupyter-infra/terraform-provider-jupyter/internal/safety"
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/claims"
 )
 
 // collected is a list of strings a client's callbacks add to while a test
@@ -50,7 +50,7 @@ func client(t *testing.T) *Client {
 func seedClaim(t *testing.T, c *Client, ns, name string) *corev1.PersistentVolumeClaim {
 	t.Helper()
 	pvc, err := c.Kube.CoreV1().PersistentVolumeClaims(ns).Create(context.Background(),
-		NewClaim(metav1.ObjectMeta{Name: name, Namespace: ns}, safety.RWO, "none", resource.MustParse("1Gi")), metav1.CreateOptions{})
+		NewClaim(metav1.ObjectMeta{Name: name, Namespace: ns}, claims.RWO, "none", resource.MustParse("1Gi")), metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,7 +17,6 @@ import (
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/execute"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/kubespawner"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/migration"
-	"github.com/jupyter-infra/terraform-provider-jupyter/internal/safety"
 )
 
 // mergeJobsRun stands in for the node in this package: the directory Jobs
@@ -54,7 +53,7 @@ func (c *mergeJobsRun) RecordMerge(ctx context.Context, rec migration.MergeRecor
 // userClaim is user's claim of the per-user layout, as KubeSpawner makes it.
 func userClaim(t *testing.T, cs kubernetes.Interface, ns, user string) *corev1.PersistentVolumeClaim {
 	t.Helper()
-	pvc, err := HomeClaim(claims.Spec{Namespace: ns, Name: "claim-" + user, User: user, Mode: safety.RWO, Size: "1Gi", Class: "fast"})
+	pvc, err := HomeClaim(claims.Spec{Namespace: ns, Name: "claim-" + user, User: user, Mode: claims.RWO, Size: "1Gi", Class: "fast"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/claims"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/hubconfig"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/migration"
 )
@@ -24,7 +25,7 @@ func TestReboundClaimSize(t *testing.T) {
 		{"20Gi", "10Gi"}, // an expansion to 20Gi pending
 		{"", "10Gi"},
 	} {
-		rec := migration.Record{Claim: "claim-a", Namespace: "jhub", To: migration.RWX, Requested: tc.requested}
+		rec := migration.Record{Claim: "claim-a", Namespace: "jhub", To: claims.RWX, Requested: tc.requested}
 		pvc, err := reboundClaim(rec, pv)
 		if err != nil {
 			t.Fatal(err)

@@ -16,7 +16,6 @@ import (
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/execute"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/kubespawner"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/migration"
-	"github.com/jupyter-infra/terraform-provider-jupyter/internal/safety"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/testcluster"
 )
 
@@ -78,7 +77,7 @@ func sharedClaim(t *testing.T, cs kubernetes.Interface, ns, name string, src cor
 
 func splitOf(ns, user string) migration.Split {
 	return migration.Split{User: user, Shared: "home-shared", Directory: "home/" + user, UID: 1000, GID: 100, Mode: "0700", Image: testcluster.ToolsImage,
-		Spec: claims.Spec{Namespace: ns, Name: "claim-" + user, User: user, Mode: safety.RWX, Size: "1Gi",
+		Spec: claims.Spec{Namespace: ns, Name: "claim-" + user, User: user, Mode: claims.RWX, Size: "1Gi",
 			Class: "a-class-the-split-claim-must-not-name", Labels: map[string]string{"team": "data"}, Annotations: map[string]string{"example.org/owner": user}}}
 }
 

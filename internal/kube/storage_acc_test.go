@@ -9,8 +9,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/acctest"
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/claims"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/kubespawner"
-	"github.com/jupyter-infra/terraform-provider-jupyter/internal/safety"
 )
 
 // CreateClaim against the API server: a claim of that name that exists
@@ -27,7 +27,7 @@ func TestAccCreateClaimNeverTakesAnotherHome(t *testing.T) {
 		return &metav1.ObjectMeta{Name: name, Namespace: ns, Annotations: ann}
 	}
 	mk := func(m *metav1.ObjectMeta) error {
-		_, err := c.CreateClaim(ctx, NewClaim(*m, safety.RWO, "none", resource.MustParse("1Gi")))
+		_, err := c.CreateClaim(ctx, NewClaim(*m, claims.RWO, "none", resource.MustParse("1Gi")))
 		return err
 	}
 	// alice's server gpu's claim, as KubeSpawner made it under

@@ -3,13 +3,15 @@ package migration
 import (
 	"strings"
 	"testing"
+
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/claims"
 )
 
 // TestNextCopy_walk follows a copy as the cluster changes under it: at every
 // point the decision is the next step, so an apply stopped anywhere resumes.
 func TestNextCopy_walk(t *testing.T) {
 	rec := func(s Step) *CopyRecord {
-		return &CopyRecord{Step: s, Target: "home-a", To: RWX, ID: "c0ffee", TargetUID: "t1"}
+		return &CopyRecord{Step: s, Target: "home-a", To: claims.RWX, ID: "c0ffee", TargetUID: "t1"}
 	}
 	const src = "claim-a"
 	ours := Target{Exists: true, CopyOf: src, CopyID: "c0ffee", UID: "t1"}
@@ -53,7 +55,7 @@ func TestNextCopy_walk(t *testing.T) {
 
 func TestNextCopy_refuses(t *testing.T) {
 	const src = "claim-a"
-	rec := &CopyRecord{Step: StepCopying, Target: "home-a", To: RWX, ID: "c0ffee", TargetUID: "t1"}
+	rec := &CopyRecord{Step: StepCopying, Target: "home-a", To: claims.RWX, ID: "c0ffee", TargetUID: "t1"}
 	ours := Target{Exists: true, CopyOf: src, CopyID: "c0ffee", UID: "t1"}
 	cases := []struct {
 		name   string
@@ -86,7 +88,7 @@ func TestNextCopy_refuses(t *testing.T) {
 }
 
 func TestCopyRecordsAndNames(t *testing.T) {
-	r := CopyRecord{Step: StepVerified, User: "a@b", Target: "home-a", To: RWX, Job: "j", Files: 12, Bytes: 3456}
+	r := CopyRecord{Step: StepVerified, User: "a@b", Target: "home-a", To: claims.RWX, Job: "j", Files: 12, Bytes: 3456}
 	got, err := DecodeCopyRecord(r.Encode())
 	if err != nil || *got != r {
 		t.Fatalf("round trip: %+v, %v", got, err)

@@ -4,16 +4,10 @@ import (
 	"encoding/json"
 
 	"fmt"
-	"github.com/jupyter-infra/terraform-provider-jupyter/internal/claims"
 	"slices"
 	"strings"
-)
 
-// Access modes.
-const (
-	RWO  = claims.RWO
-	RWX  = claims.RWX
-	RWOP = claims.RWOP
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/claims"
 )
 
 // Method is how a claim is migrated.
@@ -214,11 +208,11 @@ func canRebind(src Source, to, toClass string) (bool, string) {
 		return false, fmt.Sprintf("the class changes (%q to %q); a volume keeps its class", src.StorageClass, toClass)
 	case src.CSIDriver == "":
 		return false, "its volume is not a CSI volume"
-	case to == RWOP && slices.Contains(src.Modes, RWO):
+	case to == claims.RWOP && slices.Contains(src.Modes, claims.RWO):
 		return true, "" // Kubernetes' documented ReadWriteOncePod migration works on any CSI volume
-	case to == RWX && (knownRebindDriver(src.CSIDriver) || slices.Contains(src.RebindDrivers, src.CSIDriver)):
+	case to == claims.RWX && (knownRebindDriver(src.CSIDriver) || slices.Contains(src.RebindDrivers, src.CSIDriver)):
 		return true, ""
-	case to == RWX:
+	case to == claims.RWX:
 		known := append(slices.Clone(rebindDrivers), src.RebindDrivers...)
 		return false, fmt.Sprintf("CSI driver %s is not known to serve an existing volume as ReadWriteMany (rebind works with %s; "+
 			"migration.rebind_drivers adds drivers you know to serve it)", src.CSIDriver, strings.Join(known, ", "))

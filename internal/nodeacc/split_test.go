@@ -24,7 +24,6 @@ import (
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/execute"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/kube"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/migration"
-	"github.com/jupyter-infra/terraform-provider-jupyter/internal/safety"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/testcluster"
 )
 
@@ -193,7 +192,7 @@ func TestAccSplitOnNode(t *testing.T) {
 
 func splitJob(ns, user string, uid int64, mode string) migration.Split {
 	return migration.Split{User: user, Shared: "home-shared", Directory: "home/" + user, UID: uid, GID: 100, Mode: mode, Image: testcluster.ToolsImage,
-		Spec: claims.Spec{Namespace: ns, Name: "claim-" + user, User: user, Mode: safety.RWX, Size: "1Gi"}}
+		Spec: claims.Spec{Namespace: ns, Name: "claim-" + user, User: user, Mode: claims.RWX, Size: "1Gi"}}
 }
 
 // homesTree writes alice's and bob's homes under root/home, as their

@@ -2,6 +2,8 @@ package safety
 
 import (
 	"testing"
+
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/claims"
 )
 
 func TestPlanTruncatesLists(t *testing.T) {
@@ -18,7 +20,7 @@ func TestPlanTruncatesLists(t *testing.T) {
 	runPlanCases(t, []planCase{
 		{
 			name:    "fail lists the first 20 of 25",
-			cfg:     cfg(many, mode(RWX)),
+			cfg:     cfg(many, mode(claims.RWX)),
 			live:    live,
 			class:   ClassNone,
 			actions: allAction(many, ActionLegacy),
@@ -29,7 +31,7 @@ func TestPlanTruncatesLists(t *testing.T) {
 		},
 		{
 			name:    "recreate without allow_data_loss lists the first 20 of 25",
-			cfg:     cfg(many, mode(RWX), onChange(OnModeChangeRecreate)),
+			cfg:     cfg(many, mode(claims.RWX), onChange(OnModeChangeRecreate)),
 			live:    live,
 			class:   ClassNone,
 			actions: allAction(many, ActionLegacy),
@@ -40,7 +42,7 @@ func TestPlanTruncatesLists(t *testing.T) {
 		},
 		{
 			name:    "mounted claims list the first 20 of 25",
-			cfg:     cfg(many, mode(RWX), onChange(OnModeChangeRecreate), dataLoss()),
+			cfg:     cfg(many, mode(claims.RWX), onChange(OnModeChangeRecreate), dataLoss()),
 			live:    Live{Claims: live.Claims, Mounted: mountedAll(t, many)},
 			class:   ClassNone,
 			actions: allAction(many, ActionRecreate),

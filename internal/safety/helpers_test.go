@@ -53,7 +53,7 @@ func pvc(t testing.TB, user string, opts ...claimOpt) claims.Claim {
 	c := claims.Claim{
 		Name:           home(t, user),
 		Username:       user,
-		AccessModes:    []string{RWO},
+		AccessModes:    []string{claims.RWO},
 		StorageClass:   "gp3",
 		Requested:      "10Gi",
 		RequestedBytes: 10 * gi,
@@ -95,7 +95,7 @@ func capacity(gib int64) cfgOpt {
 func cfg(users []string, opts ...cfgOpt) Config {
 	c := Config{
 		Namespace:     ns,
-		AccessMode:    RWO,
+		AccessMode:    claims.RWO,
 		StorageClass:  "gp3",
 		CapacityBytes: 10 * gi,
 		Capacity:      "10Gi",
@@ -258,7 +258,7 @@ func checkInvariants(t *testing.T, c Config, pr *Prior, live Live, r Result) {
 	t.Helper()
 	recreate := false
 	var legacy []string
-	colocation := c.AccessMode != RWX
+	colocation := c.AccessMode != claims.RWX
 	targets := map[claims.Ref]string{} // new claims of copies, by home
 	homes := map[claims.Ref]string{}
 	for k, up := range r.Keyed() {
@@ -327,7 +327,7 @@ func checkHomes(t *testing.T, c Config, pr *Prior, live Live, r Result, list []U
 			}
 		case ActionLegacy:
 			*legacy = append(*legacy, up.User)
-			if up.Live != nil && !slices.Contains(up.Live.AccessModes, RWX) {
+			if up.Live != nil && !slices.Contains(up.Live.AccessModes, claims.RWX) {
 				*colocation = true
 			}
 		case ActionMigrate:
@@ -398,7 +398,7 @@ func checkRest(t *testing.T, c Config, live Live, r Result, recreate bool, legac
 			if !slices.Contains(legacy, up.User) {
 				legacy = append(legacy, up.User)
 			}
-			if up.Live != nil && !slices.Contains(up.Live.AccessModes, RWX) {
+			if up.Live != nil && !slices.Contains(up.Live.AccessModes, claims.RWX) {
 				colocation = true
 			}
 		case up.Action == ActionMigrate && up.Method == migration.MethodRebind && (up.Resume != nil || c.OnModeChange == OnModeChangeMigrate && !live.Mounted[up.Ref()]):
@@ -515,19 +515,19 @@ func ebsRWO(t testing.TB, user string, opts ...claimOpt) claims.Claim {
 
 func withCopyRecord(step migration.Step, target string) claimOpt {
 	return func(c *claims.Claim) {
-		c.Annotations = map[string]string{migration.CopyAnnotation: migration.CopyRecord{Step: step, User: c.Username, Target: target, To: RWX, Files: 3, Bytes: 42}.Encode()}
+		c.Annotations = map[string]string{migration.CopyAnnotation: migration.CopyRecord{Step: step, User: c.Username, Target: target, To: claims.RWX, Files: 3, Bytes: 42}.Encode()}
 	}
 }
 
 func copyTarget(t testing.TB, user, name string) claims.Claim {
-	return claims.Claim{Name: name, Username: user, AccessModes: []string{RWX}, StorageClass: "efs", Phase: "Bound",
+	return claims.Claim{Name: name, Username: user, AccessModes: []string{claims.RWX}, StorageClass: "efs", Phase: "Bound",
 		Annotations: map[string]string{migration.CopyOfAnnotation: home(t, user)}}
 }
 
 // workspace is user's RWO Longhorn workspace claim "nebi-workspaces-<user>".
 func workspace(t testing.TB, user string) claims.Claim {
 	n := name(t, "nebi-workspaces-{username}", user, kubespawner.SchemeSafe)
-	return claims.Claim{Name: n, Username: user, AccessModes: []string{RWO}, StorageClass: "longhorn", Phase: "Bound", VolumeName: "pv-" + n}
+	return claims.Claim{Name: n, Username: user, AccessModes: []string{claims.RWO}, StorageClass: "longhorn", Phase: "Bound", VolumeName: "pv-" + n}
 }
 
 func inNS(ns string) claimOpt        { return func(c *claims.Claim) { c.Namespace = ns } }

@@ -23,7 +23,7 @@ func hubHomesLive() []claims.Claim {
 		return c
 	}
 	plain := func(name string, ann map[string]string) claims.Claim {
-		return claims.Claim{Namespace: "hub", Name: name, UID: "u-" + name, AccessModes: []string{RWO}, Phase: "Bound", VolumeName: "pv-" + name, Annotations: ann}
+		return claims.Claim{Namespace: "hub", Name: name, UID: "u-" + name, AccessModes: []string{claims.RWO}, Phase: "Bound", VolumeName: "pv-" + name, Annotations: ann}
 	}
 	copyOf := func(name, source string, switched bool) claims.Claim {
 		c := plain(name, map[string]string{migration.CopyOfAnnotation: source, migration.CopyOfUIDAnnotation: "u-" + source})
@@ -85,7 +85,7 @@ func hubHomesLive() []claims.Claim {
 	olga := byCopy("olga", true)  // marked with another UID: a claim made again under the name
 	olga.UID = "u-other"
 	return []claims.Claim{
-		{Namespace: "hub", Name: "home-nfs", UID: "s1", AccessModes: []string{RWX}, Phase: "Bound"},
+		{Namespace: "hub", Name: "home-nfs", UID: "s1", AccessModes: []string{claims.RWX}, Phase: "Bound"},
 		alice, carol, dave, frank, ivy, gina, hank, olga,
 		plain("claim-erin", nil), // a claim no move made: mounted
 		// jack's claim is gone; its switched copy is the home.

@@ -21,14 +21,14 @@ func mergeConfig(users ...string) Config {
 
 // perUserOf is the per-user layout the merge starts from.
 func perUserOf(users ...string) Config {
-	return Config{Namespace: "hub", AccessMode: RWO, Capacity: "10Gi", CapacityBytes: 10 << 30, NameTemplate: "claim-{username}",
+	return Config{Namespace: "hub", AccessMode: claims.RWO, Capacity: "10Gi", CapacityBytes: 10 << 30, NameTemplate: "claim-{username}",
 		Scheme: kubespawner.SchemeSafe, Users: users, OnModeChange: OnModeChangeFail}
 }
 
 // homeClaimOf is user's claim of the per-user layout; merged adds the
 // merge's record and, when marked, its mark.
 func homeClaimOf(user string, recorded, marked bool) claims.Claim {
-	c := claims.Claim{Namespace: "hub", Name: "claim-" + user, UID: "u-" + user, Username: user, AccessModes: []string{RWO},
+	c := claims.Claim{Namespace: "hub", Name: "claim-" + user, UID: "u-" + user, Username: user, AccessModes: []string{claims.RWO},
 		Requested: "10Gi", RequestedBytes: 10 << 30, Capacity: "10Gi", Phase: "Bound", VolumeName: "pv-" + user, Annotations: map[string]string{}}
 	if recorded {
 		rec := migration.MergeRecord{User: user, Namespace: "hub", Claim: c.Name, ClaimUID: c.UID, Shared: "home-nfs", SharedUID: "s1", Directory: user}
@@ -41,7 +41,7 @@ func homeClaimOf(user string, recorded, marked bool) claims.Claim {
 }
 
 func mergeLive(cs ...claims.Claim) Live {
-	live := sharedLive(RWX)
+	live := sharedLive(claims.RWX)
 	live.Claims = cs
 	live.Mounted = map[claims.Ref]bool{}
 	live.DirectoriesInUse = &migration.DirectoryUse{}
@@ -186,7 +186,7 @@ func TestPlanMerge_mergedAndUnfinishedClaims(t *testing.T) {
 	moved.MergeInto = &SharedHome{Claim: "home-nfs", SubPathTemplate: "homes/{username}"}
 	fails("another directory", moved, live, "A merge into the shared layout has not finished")
 	again := live
-	again.Shared = &claims.Claim{Namespace: "hub", Name: "home-nfs", UID: "s2", AccessModes: []string{RWX}, Phase: "Bound"}
+	again.Shared = &claims.Claim{Namespace: "hub", Name: "home-nfs", UID: "s2", AccessModes: []string{claims.RWX}, Phase: "Bound"}
 	fails("shared claim made again", cfg, again, "The shared claim was made again since a merge began")
 	restored := homeClaimOf("bob", true, true)
 	restored.UID = "u-bob-2"
@@ -263,7 +263,7 @@ func TestPlanMerge_sharedClaimAndNamedServers(t *testing.T) {
 func TestPlanMerge_copiedHomesAreNotMerged(t *testing.T) {
 	prior := &Prior{Config: mergeConfig("alice"), HubSwitched: true}
 	src := homeClaimOf("alice", false, false)
-	src.Annotations[migration.CopyAnnotation] = migration.CopyRecord{Step: migration.StepSwitched, User: "alice", Target: "home-alice", To: RWX}.Encode()
+	src.Annotations[migration.CopyAnnotation] = migration.CopyRecord{Step: migration.StepSwitched, User: "alice", Target: "home-alice", To: claims.RWX}.Encode()
 	res := Plan(mergeConfig("alice"), prior, mergeLive(src))
 	for up := range res.All() {
 		if up.Action == ActionMigrate || up.Action == ActionCreate {

@@ -16,7 +16,7 @@ func TestPlanMigrateWaitsForAnExpansion(t *testing.T) {
 	growing.Resizing = true
 	runPlanCases(t, []planCase{{
 		name:    "an expansion in progress waits; the other home is rebound",
-		cfg:     cfg(nil, mode(RWX), sclass("longhorn"), migrate(migration.MethodAuto, 0, true)),
+		cfg:     cfg(nil, mode(claims.RWX), sclass("longhorn"), migrate(migration.MethodAuto, 0, true)),
 		live:    Live{Claims: []claims.Claim{growing, longhornRWO(t, "bob")}, Volumes: volumes(t, "driver.longhorn.io", "alice", "bob")},
 		class:   ClassSafe,
 		actions: map[string]Action{"alice": ActionLegacy, "bob": ActionMigrate},
@@ -29,7 +29,7 @@ func TestPlanMigrateWaitsForAnExpansion(t *testing.T) {
 // user's spawns, and the old claim, which still holds the home, is how to
 // give it back.
 func TestPlanSwitchedCopyWhoseTargetIsGone(t *testing.T) {
-	c := cfg(nil, mode(RWX), sclass("efs"), migrate(migration.MethodAuto, 0, true), copyTo("rsync:3", "home-{username}"))
+	c := cfg(nil, mode(claims.RWX), sclass("efs"), migrate(migration.MethodAuto, 0, true), copyTo("rsync:3", "home-{username}"))
 	r := Plan(c, nil, Live{Claims: []claims.Claim{ebsRWO(t, "alice", withCopyRecord(migration.StepSwitched, "home-alice"))}})
 	if got := actions(r); got["alice"] != ActionCopied || len(ChangesOf(r)) != 0 {
 		t.Errorf("actions %v, changes %v", got, ChangesOf(r))
@@ -42,8 +42,8 @@ func TestPlanSwitchedCopyWhoseTargetIsGone(t *testing.T) {
 func TestPlanRetainedRebindWaitsForAnExpansion(t *testing.T) {
 	a := longhornRWO(t, "alice")
 	a.Resizing = true
-	rec := migration.Record{Step: migration.StepRetained, User: "alice", Claim: a.Name, Namespace: ns, From: []string{RWO}, To: RWX}
-	r := Plan(cfg(nil, mode(RWX), sclass("longhorn"), migrate(migration.MethodAuto, 0, true)), nil,
+	rec := migration.Record{Step: migration.StepRetained, User: "alice", Claim: a.Name, Namespace: ns, From: []string{claims.RWO}, To: claims.RWX}
+	r := Plan(cfg(nil, mode(claims.RWX), sclass("longhorn"), migrate(migration.MethodAuto, 0, true)), nil,
 		Live{Claims: []claims.Claim{a}, Volumes: volumes(t, "driver.longhorn.io", "alice"), InProgress: map[claims.Ref]InProgress{at(a.Name): {Volume: a.VolumeName, Record: rec}}})
 	if got := actions(r); got["alice"] != ActionLegacy || len(ChangesOf(r)) != 0 {
 		t.Errorf("actions %v, changes %v", got, ChangesOf(r))
@@ -59,7 +59,7 @@ func longhornRWO(t testing.TB, user string) claims.Claim {
 }
 
 func TestPlanMigrate(t *testing.T) {
-	rwxLonghorn := []cfgOpt{mode(RWX), sclass("longhorn")}
+	rwxLonghorn := []cfgOpt{mode(claims.RWX), sclass("longhorn")}
 	with := func(extra ...cfgOpt) []cfgOpt { return append(slices.Clone(rwxLonghorn), extra...) }
 	runPlanCases(t, []planCase{
 		{
@@ -79,7 +79,7 @@ func TestPlanMigrate(t *testing.T) {
 		},
 		{
 			name:    "a driver the provider does not know is copied, or refused when rebind is asked",
-			cfg:     cfg([]string{"alice"}, mode(RWX), sclass("longhorn"), migrate(migration.MethodRebind, 0, true)),
+			cfg:     cfg([]string{"alice"}, mode(claims.RWX), sclass("longhorn"), migrate(migration.MethodRebind, 0, true)),
 			live:    Live{Claims: []claims.Claim{longhornRWO(t, "alice")}, Volumes: volumes(t, "file.csi.azure.com", "alice"), Mounted: map[claims.Ref]bool{}},
 			class:   ClassNone,
 			actions: map[string]Action{"alice": ActionLegacy},
@@ -88,7 +88,7 @@ func TestPlanMigrate(t *testing.T) {
 		},
 		{
 			name: "migration.rebind_drivers: homes on a listed driver rebind to RWX",
-			cfg: cfg([]string{"alice"}, mode(RWX), sclass("longhorn"), migrate(migration.MethodRebind, 0, true),
+			cfg: cfg([]string{"alice"}, mode(claims.RWX), sclass("longhorn"), migrate(migration.MethodRebind, 0, true),
 				func(c *Config) { c.Migration.RebindDrivers = []string{"file.csi.azure.com"} }),
 			live:    Live{Claims: []claims.Claim{longhornRWO(t, "alice")}, Volumes: volumes(t, "file.csi.azure.com", "alice"), Mounted: map[claims.Ref]bool{}},
 			class:   ClassSafe,
@@ -138,7 +138,7 @@ func TestPlanMigrate(t *testing.T) {
 		},
 		{
 			name: "EBS homes cannot be rebound to RWX: the plan fails naming them",
-			cfg:  cfg(nil, mode(RWX), sclass("gp3"), migrate(migration.MethodAuto, 0, true)),
+			cfg:  cfg(nil, mode(claims.RWX), sclass("gp3"), migrate(migration.MethodAuto, 0, true)),
 			live: Live{Claims: []claims.Claim{func() claims.Claim { c := pvc(t, "alice"); c.VolumeName = "pv-" + c.Name; return c }()},
 				Volumes: volumes(t, "ebs.csi.aws.com", "alice")},
 			class:   ClassNone,
@@ -148,7 +148,7 @@ func TestPlanMigrate(t *testing.T) {
 		},
 		{
 			name:    "rebind asked across classes fails",
-			cfg:     cfg(nil, mode(RWX), sclass("nfs"), migrate(migration.MethodRebind, 0, true)),
+			cfg:     cfg(nil, mode(claims.RWX), sclass("nfs"), migrate(migration.MethodRebind, 0, true)),
 			live:    Live{Claims: []claims.Claim{longhornRWO(t, "alice")}, Volumes: volumes(t, "driver.longhorn.io", "alice")},
 			class:   ClassNone,
 			actions: map[string]Action{"alice": ActionLegacy},
@@ -159,7 +159,7 @@ func TestPlanMigrate(t *testing.T) {
 			// A ReadWriteOnce claim is less restrictive than ReadWriteOncePod:
 			// it does not differ in a way that matters, so nothing moves.
 			name: "RWO homes under RWOP are kept, not migrated",
-			cfg:  cfg([]string{"alice"}, mode(RWOP), migrate(migration.MethodAuto, 0, true)),
+			cfg:  cfg([]string{"alice"}, mode(claims.RWOP), migrate(migration.MethodAuto, 0, true)),
 			live: Live{Claims: []claims.Claim{func() claims.Claim { c := pvc(t, "alice"); c.VolumeName = "pv-" + c.Name; return c }()},
 				Volumes: volumes(t, "ebs.csi.aws.com", "alice")},
 			class:      ClassSafe, // alice is adopted into management
@@ -171,7 +171,7 @@ func TestPlanMigrate(t *testing.T) {
 			name: "a migration an earlier apply started resumes, even with the claim gone",
 			cfg:  cfg([]string{"alice"}, with(migrate(migration.MethodAuto, 0, true))...),
 			live: Live{InProgress: map[claims.Ref]InProgress{at(home(t, "alice")): {Volume: "pv-x", Record: migration.Record{
-				Step: migration.StepRetained, User: "alice", Claim: home(t, "alice"), Namespace: ns, To: RWX}}}},
+				Step: migration.StepRetained, User: "alice", Claim: home(t, "alice"), Namespace: ns, To: claims.RWX}}}},
 			class:   ClassSafe,
 			actions: map[string]Action{"alice": ActionMigrate},
 			checkResult: func(t *testing.T, r Result) {
@@ -183,7 +183,7 @@ func TestPlanMigrate(t *testing.T) {
 		{
 			name:    "nothing differs: nothing to migrate",
 			cfg:     cfg(nil, with(migrate(migration.MethodAuto, 0, true))...),
-			live:    Live{Claims: []claims.Claim{pvc(t, "alice", class("longhorn"), modes(RWX))}},
+			live:    Live{Claims: []claims.Claim{pvc(t, "alice", class("longhorn"), modes(claims.RWX))}},
 			class:   ClassNone,
 			actions: map[string]Action{"alice": ActionObserve},
 		},
@@ -191,7 +191,7 @@ func TestPlanMigrate(t *testing.T) {
 }
 
 func TestPlanMigrateCopy(t *testing.T) {
-	toEFS := []cfgOpt{mode(RWX), sclass("efs")}
+	toEFS := []cfgOpt{mode(claims.RWX), sclass("efs")}
 	with := func(extra ...cfgOpt) []cfgOpt { return append(slices.Clone(toEFS), extra...) }
 	runPlanCases(t, []planCase{
 		{
@@ -279,12 +279,12 @@ func TestPlanMigrateCopy(t *testing.T) {
 func extras(c *Config) { c.ExtraVolumes = []string{"nebi-workspaces-{username}"} }
 
 func TestPlanExtraUserVolumes(t *testing.T) {
-	rwxHome := func(u string) claims.Claim { return pvc(t, u, class("longhorn"), modes(RWX)) }
+	rwxHome := func(u string) claims.Claim { return pvc(t, u, class("longhorn"), modes(claims.RWX)) }
 	ws := map[string]Volume{"pv-" + workspace(t, "alice").Name: {CSIDriver: "driver.longhorn.io"}}
 	runPlanCases(t, []planCase{
 		{
 			name:    "an RWO workspace beside an RWX home keeps its user co-located",
-			cfg:     cfg(nil, mode(RWX), sclass("longhorn"), extras, onChange(OnModeChangeKeepExisting)),
+			cfg:     cfg(nil, mode(claims.RWX), sclass("longhorn"), extras, onChange(OnModeChangeKeepExisting)),
 			live:    Live{Claims: []claims.Claim{rwxHome("alice"), workspace(t, "alice"), rwxHome("bob")}},
 			class:   ClassNone,
 			actions: map[string]Action{"alice": ActionObserve, "bob": ActionObserve},
@@ -292,7 +292,7 @@ func TestPlanExtraUserVolumes(t *testing.T) {
 		},
 		{
 			name:    "without on_mode_change the plan fails naming the workspace",
-			cfg:     cfg(nil, mode(RWX), sclass("longhorn"), extras),
+			cfg:     cfg(nil, mode(claims.RWX), sclass("longhorn"), extras),
 			live:    Live{Claims: []claims.Claim{rwxHome("alice"), workspace(t, "alice")}},
 			class:   ClassNone,
 			actions: map[string]Action{"alice": ActionObserve},
@@ -301,7 +301,7 @@ func TestPlanExtraUserVolumes(t *testing.T) {
 		},
 		{
 			name:    "migrate rebinds the workspace; it is no stray of the home template",
-			cfg:     cfg(nil, mode(RWX), sclass("longhorn"), extras, migrate(migration.MethodAuto, 0, true)),
+			cfg:     cfg(nil, mode(claims.RWX), sclass("longhorn"), extras, migrate(migration.MethodAuto, 0, true)),
 			live:    Live{Claims: []claims.Claim{rwxHome("alice"), workspace(t, "alice")}, Volumes: ws},
 			class:   ClassSafe,
 			actions: map[string]Action{"alice": ActionObserve},
@@ -313,14 +313,14 @@ func TestPlanExtraUserVolumes(t *testing.T) {
 		},
 		{
 			name:    "a workspace in another class is rebound all the same (it keeps its class)",
-			cfg:     cfg(nil, mode(RWX), sclass("efs"), extras, migrate(migration.MethodAuto, 0, true)),
-			live:    Live{Claims: []claims.Claim{pvc(t, "alice", class("efs"), modes(RWX)), workspace(t, "alice")}, Volumes: ws},
+			cfg:     cfg(nil, mode(claims.RWX), sclass("efs"), extras, migrate(migration.MethodAuto, 0, true)),
+			live:    Live{Claims: []claims.Claim{pvc(t, "alice", class("efs"), modes(claims.RWX)), workspace(t, "alice")}, Volumes: ws},
 			class:   ClassSafe,
 			actions: map[string]Action{"alice": ActionObserve},
 		},
 		{
 			name:    "a workspace on a driver that cannot share it is refused, never copied",
-			cfg:     cfg(nil, mode(RWX), sclass("longhorn"), extras, migrate(migration.MethodAuto, 0, true), copyTo("rsync:3", "home-{username}")),
+			cfg:     cfg(nil, mode(claims.RWX), sclass("longhorn"), extras, migrate(migration.MethodAuto, 0, true), copyTo("rsync:3", "home-{username}")),
 			live:    Live{Claims: []claims.Claim{rwxHome("alice"), workspace(t, "alice")}, Volumes: map[string]Volume{"pv-nebi-workspaces-alice": {CSIDriver: "ebs.csi.aws.com"}}},
 			class:   ClassNone,
 			actions: map[string]Action{"alice": ActionObserve},
@@ -337,10 +337,10 @@ func TestPlanExtraUserVolumes(t *testing.T) {
 func TestPlanRebindInProgressUnderAnotherSetting(t *testing.T) {
 	rec := func(step migration.Step) map[claims.Ref]InProgress {
 		return map[claims.Ref]InProgress{at(home(t, "alice")): {Volume: "pv-claim-alice", Record: migration.Record{Step: step, User: "alice",
-			Claim: home(t, "alice"), Namespace: ns, From: []string{RWO}, To: RWX, ReclaimPolicy: "Delete"}}}
+			Claim: home(t, "alice"), Namespace: ns, From: []string{claims.RWO}, To: claims.RWX, ReclaimPolicy: "Delete"}}}
 	}
 	for _, o := range []OnModeChange{OnModeChangeFail, OnModeChangeKeepExisting, OnModeChangeRecreate} {
-		c := cfg([]string{"alice"}, mode(RWX), onChange(o), dataLoss())
+		c := cfg([]string{"alice"}, mode(claims.RWX), onChange(o), dataLoss())
 		for _, pr := range []*Prior{nil, prior(t, c)} {
 			r := Plan(c, pr, Live{InProgress: rec(migration.StepReleased)})
 			if got := actions(r); got["alice"] != ActionMigrate || r.Users[0].Resume == nil || r.Users[0].Volume != "pv-claim-alice" || r.Class != ClassSafe {
@@ -365,11 +365,11 @@ func TestPlanRebindInProgressUnderAnotherSetting(t *testing.T) {
 // the user's new files, not the home: the plan stops, naming it and the
 // volume, and never advises deleting it unsaved.
 func TestPlanClaimCreatedDuringRebind(t *testing.T) {
-	c := cfg([]string{"alice"}, mode(RWX), migrate(migration.MethodRebind, 0, true))
+	c := cfg([]string{"alice"}, mode(claims.RWX), migrate(migration.MethodRebind, 0, true))
 	made := pvc(t, "alice", uid("uid-new"))
 	made.VolumeName = "pv-new"
 	r := Plan(c, prior(t, c), Live{Claims: []claims.Claim{made}, InProgress: map[claims.Ref]InProgress{at(home(t, "alice")): {Volume: "pv-a",
-		Record: migration.Record{Step: migration.StepRetained, User: "alice", Claim: home(t, "alice"), Namespace: ns, From: []string{RWO}, To: RWX}}}})
+		Record: migration.Record{Step: migration.StepRetained, User: "alice", Claim: home(t, "alice"), Namespace: ns, From: []string{claims.RWO}, To: claims.RWX}}}})
 	checkFindings(t, "errors", r.Errors, []want{{attr: "users", has: []string{"uid-new", "pv-a", "save what"}}})
 	if strings.Contains(dump(r.Errors), "holds no data") || actions(r)["alice"] == ActionMigrate {
 		t.Errorf("plan %v: %s", actions(r), dump(r.Errors))
@@ -380,7 +380,7 @@ func TestPlanClaimCreatedDuringRebind(t *testing.T) {
 // already: KubeSpawner would mount it as that user's home, or it may hold
 // someone's data.
 func TestPlanCopyTargetIsNoOnesHome(t *testing.T) {
-	toEFS := []cfgOpt{mode(RWX), sclass("efs"), onChange(OnModeChangeMigrate), migrate(migration.MethodCopy, 0, true), copyTo("rsync:3", "claim-{username}-rwx")}
+	toEFS := []cfgOpt{mode(claims.RWX), sclass("efs"), onChange(OnModeChangeMigrate), migrate(migration.MethodCopy, 0, true), copyTo("rsync:3", "claim-{username}-rwx")}
 	runPlanCases(t, []planCase{
 		{
 			name:       "the target is a listed user's home",
@@ -396,7 +396,7 @@ func TestPlanCopyTargetIsNoOnesHome(t *testing.T) {
 			name: "the target exists and is no copy",
 			cfg:  cfg([]string{"alice"}, toEFS...),
 			live: Live{Claims: []claims.Claim{ebsRWO(t, "alice"),
-				{Name: "claim-alice-rwx", AccessModes: []string{RWX}, StorageClass: "efs", Phase: "Bound"}}},
+				{Name: "claim-alice-rwx", AccessModes: []string{claims.RWX}, StorageClass: "efs", Phase: "Bound"}}},
 			class:      ClassNone,
 			actions:    map[string]Action{"alice": ActionLegacy},
 			legacy:     []string{"alice"},
@@ -410,7 +410,7 @@ func TestPlanCopyTargetIsNoOnesHome(t *testing.T) {
 // delete_copied_sources and allow_data_loss; once a source is gone, the copy
 // stays the user's home (never a new, empty claim under the old name).
 func TestPlanDeleteCopiedSources(t *testing.T) {
-	toEFS := []cfgOpt{mode(RWX), sclass("efs"), migrate(migration.MethodAuto, 0, true), copyTo("rsync:3", "home-{username}")}
+	toEFS := []cfgOpt{mode(claims.RWX), sclass("efs"), migrate(migration.MethodAuto, 0, true), copyTo("rsync:3", "home-{username}")}
 	with := func(extra ...cfgOpt) []cfgOpt { return append(slices.Clone(toEFS), extra...) }
 	switched := func() []claims.Claim {
 		return []claims.Claim{ebsRWO(t, "alice", withCopyRecord(migration.StepSwitched, "home-alice")), copyTarget(t, "alice", "home-alice")}
@@ -457,7 +457,7 @@ func TestPlanDeleteCopiedSources(t *testing.T) {
 // A rebound managed home grows to the configured capacity in the same
 // apply; it never shrinks, and a KubeSpawner-made home is never resized.
 func TestPlanMigrateCapacity(t *testing.T) {
-	base := []cfgOpt{mode(RWX), sclass("longhorn"), migrate(migration.MethodAuto, 0, true)}
+	base := []cfgOpt{mode(claims.RWX), sclass("longhorn"), migrate(migration.MethodAuto, 0, true)}
 	with := func(extra ...cfgOpt) []cfgOpt { return append(slices.Clone(base), extra...) }
 	live := func() Live {
 		return Live{Claims: []claims.Claim{longhornRWO(t, "alice"), longhornRWO(t, "bob")},
@@ -489,8 +489,8 @@ func TestPlanMigrateCapacity(t *testing.T) {
 
 // A rebind an earlier apply started waits while a server mounts the claim.
 func TestPlanResumeWaitsForRunningServer(t *testing.T) {
-	c := cfg([]string{"alice"}, mode(RWX), migrate(migration.MethodAuto, 0, true))
-	rec := migration.Record{Step: migration.StepRetained, User: "alice", Claim: home(t, "alice"), Namespace: ns, From: []string{RWO}, To: RWX}
+	c := cfg([]string{"alice"}, mode(claims.RWX), migrate(migration.MethodAuto, 0, true))
+	rec := migration.Record{Step: migration.StepRetained, User: "alice", Claim: home(t, "alice"), Namespace: ns, From: []string{claims.RWO}, To: claims.RWX}
 	live := Live{Claims: []claims.Claim{longhornRWO(t, "alice")}, InProgress: map[claims.Ref]InProgress{at(home(t, "alice")): {Volume: "pv-" + home(t, "alice"), Record: rec}},
 		Mounted: map[claims.Ref]bool{at(home(t, "alice")): true}}
 	r := Plan(c, nil, live)

@@ -45,9 +45,9 @@ func restrictiveness(modes []string) int {
 	r := 2
 	for _, m := range modes {
 		switch m {
-		case RWX, "ReadOnlyMany":
+		case claims.RWX, "ReadOnlyMany":
 			return 0
-		case RWO:
+		case claims.RWO:
 			r = 1
 		}
 	}
@@ -143,7 +143,7 @@ func (p *planner) modeFindings() {
 // checkStorage reports what the class and mode imply, from configuration and live class alone.
 func (p *planner) checkStorage() {
 	cfg := p.cfg
-	if cfg.AccessMode == RWOP {
+	if cfg.AccessMode == claims.RWOP {
 		p.warnf("access_mode", "ReadWriteOncePod allows one server per user",
 			"With ReadWriteOncePod only one pod in the cluster may use a user's home claim: a named server or an app started beside the lab fails to schedule until the other stops. "+
 				"Co-location cannot help. Use ReadWriteMany for several servers per user.")
@@ -158,7 +158,7 @@ func (p *planner) checkStorage() {
 			"StorageClass %q was not found; new claims will stay Pending until it exists. Create it, or use storage_class so this resource creates it.", sc.Name)
 		return
 	}
-	if cfg.AccessMode != RWX || sc.Provisioner == "" {
+	if cfg.AccessMode != claims.RWX || sc.Provisioner == "" {
 		return
 	}
 	switch ProvisionerRWX(sc.Provisioner) {

@@ -17,7 +17,7 @@ func TestPlanModeChange(t *testing.T) {
 	ab := []string{"alice", "bob"}
 	rwo := Live{Claims: pvcs(t, ab), Class: sc("efs.csi.aws.com")}
 	efs := func(opts ...cfgOpt) Config {
-		return cfg(ab, append([]cfgOpt{mode(RWX), sclass("efs")}, opts...)...)
+		return cfg(ab, append([]cfgOpt{mode(claims.RWX), sclass("efs")}, opts...)...)
 	}
 	failErr := want{attr: "access_mode", has: []string{
 		"2 existing home claim(s)", "namespace jhub", `access_mode = "ReadWriteMany"`, `storage class "efs"`,
@@ -58,7 +58,7 @@ func TestPlanModeChange(t *testing.T) {
 		},
 		{
 			name:    "fail also covers KubeSpawner claims of unlisted users",
-			cfg:     cfg([]string{"alice"}, mode(RWX), sclass("efs")),
+			cfg:     cfg([]string{"alice"}, mode(claims.RWX), sclass("efs")),
 			live:    rwo,
 			class:   ClassNone,
 			actions: map[string]Action{"alice": ActionLegacy, "bob": ActionLegacy},
@@ -76,7 +76,7 @@ func TestPlanModeChange(t *testing.T) {
 		},
 		{
 			name:       "keep_existing: legacy users stay co-located, new users get the new mode",
-			cfg:        cfg([]string{"alice", "bob", "carol"}, mode(RWX), sclass("efs"), onChange(OnModeChangeKeepExisting)),
+			cfg:        cfg([]string{"alice", "bob", "carol"}, mode(claims.RWX), sclass("efs"), onChange(OnModeChangeKeepExisting)),
 			prior:      prior(t, cfg(ab)),
 			live:       rwo,
 			class:      ClassSafe,
@@ -97,8 +97,8 @@ func TestPlanModeChange(t *testing.T) {
 		{
 			name:       "keep_existing: ReadWriteMany legacy claims need no co-location",
 			cfg:        efs(onChange(OnModeChangeKeepExisting)),
-			prior:      prior(t, cfg(ab, mode(RWX), sclass("nfs"))),
-			live:       Live{Claims: pvcs(t, ab, modes(RWX), class("nfs")), Class: sc("efs.csi.aws.com")},
+			prior:      prior(t, cfg(ab, mode(claims.RWX), sclass("nfs"))),
+			live:       Live{Claims: pvcs(t, ab, modes(claims.RWX), class("nfs")), Class: sc("efs.csi.aws.com")},
 			class:      ClassSafe,
 			actions:    map[string]Action{"alice": ActionLegacy, "bob": ActionLegacy},
 			legacy:     ab,
@@ -107,7 +107,7 @@ func TestPlanModeChange(t *testing.T) {
 		{
 			name:       "keep_existing: one ReadWriteOnce legacy claim is enough for co-location",
 			cfg:        efs(onChange(OnModeChangeKeepExisting)),
-			live:       Live{Claims: []claims.Claim{pvc(t, "alice", modes(RWX), class("nfs")), pvc(t, "bob")}},
+			live:       Live{Claims: []claims.Claim{pvc(t, "alice", modes(claims.RWX), class("nfs")), pvc(t, "bob")}},
 			class:      ClassSafe,
 			actions:    map[string]Action{"alice": ActionLegacy, "bob": ActionLegacy},
 			legacy:     ab,
@@ -146,8 +146,8 @@ func TestPlanModeChange(t *testing.T) {
 		},
 		{
 			name:     "recreate touches only mismatched claims",
-			cfg:      cfg([]string{"alice", "bob", "carol"}, mode(RWX), sclass("efs"), onChange(OnModeChangeRecreate), dataLoss()),
-			live:     Live{Claims: []claims.Claim{pvc(t, "alice"), pvc(t, "bob", modes(RWX), class("efs"))}, Class: sc("efs.csi.aws.com")},
+			cfg:      cfg([]string{"alice", "bob", "carol"}, mode(claims.RWX), sclass("efs"), onChange(OnModeChangeRecreate), dataLoss()),
+			live:     Live{Claims: []claims.Claim{pvc(t, "alice"), pvc(t, "bob", modes(claims.RWX), class("efs"))}, Class: sc("efs.csi.aws.com")},
 			class:    ClassDestructive,
 			actions:  map[string]Action{"alice": ActionRecreate, "bob": ActionKeep, "carol": ActionCreate},
 			warnings: []want{{attr: "allow_data_loss", has: []string{"alice: claim-alice"}, hasNot: []string{"bob", "carol"}}},
@@ -174,7 +174,7 @@ func TestPlanModeChange(t *testing.T) {
 		},
 		{
 			name:    "recreate may not touch unlisted users",
-			cfg:     cfg([]string{"alice"}, mode(RWX), sclass("efs"), onChange(OnModeChangeRecreate), dataLoss()),
+			cfg:     cfg([]string{"alice"}, mode(claims.RWX), sclass("efs"), onChange(OnModeChangeRecreate), dataLoss()),
 			live:    rwo,
 			class:   ClassNone,
 			actions: map[string]Action{"alice": ActionRecreate, "bob": ActionLegacy},
@@ -183,7 +183,7 @@ func TestPlanModeChange(t *testing.T) {
 		},
 		{
 			name:    "recreate may not touch users removed from users",
-			cfg:     cfg([]string{"alice"}, mode(RWX), sclass("efs"), onChange(OnModeChangeRecreate), dataLoss()),
+			cfg:     cfg([]string{"alice"}, mode(claims.RWX), sclass("efs"), onChange(OnModeChangeRecreate), dataLoss()),
 			prior:   prior(t, cfg(ab)),
 			live:    rwo,
 			class:   ClassNone,
@@ -195,7 +195,7 @@ func TestPlanModeChange(t *testing.T) {
 			name:       "a claim being deleted by someone else is left alone",
 			cfg:        cfg(ab),
 			prior:      prior(t, cfg(ab)),
-			live:       Live{Claims: []claims.Claim{pvc(t, "alice", deleting(), modes(RWX)), pvc(t, "bob")}},
+			live:       Live{Claims: []claims.Claim{pvc(t, "alice", deleting(), modes(claims.RWX)), pvc(t, "bob")}},
 			class:      ClassNone,
 			actions:    map[string]Action{"alice": ActionKeep, "bob": ActionKeep},
 			colocation: true,
@@ -281,7 +281,7 @@ func TestPlanCapacity(t *testing.T) {
 		},
 		{
 			name:       "legacy claims are never resized",
-			cfg:        cfg(a, capacity(20), mode(RWX), sclass("efs"), onChange(OnModeChangeKeepExisting)),
+			cfg:        cfg(a, capacity(20), mode(claims.RWX), sclass("efs"), onChange(OnModeChangeKeepExisting)),
 			prior:      prior(t, cfg(a)),
 			live:       Live{Claims: pvcs(t, a, phase("Pending")), Class: sc("efs.csi.aws.com")},
 			class:      ClassSafe,
@@ -297,7 +297,7 @@ func TestPlanStorageClass(t *testing.T) {
 	rwx := func(p string) planCase {
 		return planCase{
 			name:       p,
-			cfg:        cfg(a, mode(RWX), sclass("shared")),
+			cfg:        cfg(a, mode(claims.RWX), sclass("shared")),
 			live:       Live{Class: sc(p)},
 			class:      ClassSafe,
 			actions:    map[string]Action{"alice": ActionCreate},
@@ -332,14 +332,14 @@ func TestPlanStorageClass(t *testing.T) {
 		},
 		planCase{
 			name:    "ReadWriteMany with an unnamed provisioner",
-			cfg:     cfg(a, mode(RWX), sclass("shared")),
+			cfg:     cfg(a, mode(claims.RWX), sclass("shared")),
 			live:    Live{Class: sc("")},
 			class:   ClassSafe,
 			actions: map[string]Action{"alice": ActionCreate},
 		},
 		planCase{
 			name:       "ReadWriteOncePod allows one server per user",
-			cfg:        cfg(a, mode(RWOP)),
+			cfg:        cfg(a, mode(claims.RWOP)),
 			live:       Live{Class: gp3(true)},
 			class:      ClassSafe,
 			actions:    map[string]Action{"alice": ActionCreate},
@@ -348,7 +348,7 @@ func TestPlanStorageClass(t *testing.T) {
 		},
 		planCase{
 			name:     "missing class",
-			cfg:      cfg(a, mode(RWX), sclass("shared")),
+			cfg:      cfg(a, mode(claims.RWX), sclass("shared")),
 			live:     Live{Class: &StorageClass{Name: "shared", Provisioner: "ebs.csi.aws.com"}},
 			class:    ClassSafe,
 			actions:  map[string]Action{"alice": ActionCreate},
@@ -356,7 +356,7 @@ func TestPlanStorageClass(t *testing.T) {
 		},
 		planCase{
 			name:    "class created by this resource is checked",
-			cfg:     cfg(a, mode(RWX), sclass("shared")),
+			cfg:     cfg(a, mode(claims.RWX), sclass("shared")),
 			live:    Live{Class: &StorageClass{Name: "shared", Provisioner: "ebs.csi.aws.com", Created: true}},
 			class:   ClassNone,
 			actions: map[string]Action{"alice": ActionCreate},
@@ -375,15 +375,15 @@ func TestPlanModeDirection(t *testing.T) {
 		{
 			name:       "rwx claims under an rwo config are fine",
 			cfg:        cfg(nil, sclass("gp3")),
-			live:       Live{Claims: pvcs(t, ab, modes(RWX))},
+			live:       Live{Claims: pvcs(t, ab, modes(claims.RWX))},
 			class:      ClassNone,
 			actions:    map[string]Action{"alice": ActionObserve, "bob": ActionObserve},
 			colocation: true,
 		},
 		{
 			name:       "rwx claims under an rwop config are fine",
-			cfg:        cfg(nil, sclass("gp3"), mode(RWOP)),
-			live:       Live{Claims: pvcs(t, ab, modes(RWX))},
+			cfg:        cfg(nil, sclass("gp3"), mode(claims.RWOP)),
+			live:       Live{Claims: pvcs(t, ab, modes(claims.RWX))},
 			class:      ClassNone,
 			actions:    map[string]Action{"alice": ActionObserve, "bob": ActionObserve},
 			colocation: true,
@@ -392,7 +392,7 @@ func TestPlanModeDirection(t *testing.T) {
 		{
 			name:       "rwop claims under an rwo config differ",
 			cfg:        cfg(nil, sclass("gp3")),
-			live:       Live{Claims: pvcs(t, ab, modes(RWOP))},
+			live:       Live{Claims: pvcs(t, ab, modes(claims.RWOP))},
 			class:      ClassNone,
 			actions:    map[string]Action{"alice": ActionLegacy, "bob": ActionLegacy},
 			legacy:     ab,
@@ -404,7 +404,7 @@ func TestPlanModeDirection(t *testing.T) {
 
 // The flip error names every choice, migrate among them.
 func TestPlanFlipErrorListsMigrate(t *testing.T) {
-	r := Plan(cfg([]string{"alice"}, mode(RWX)), nil, Live{Claims: []claims.Claim{pvc(t, "alice")}})
+	r := Plan(cfg([]string{"alice"}, mode(claims.RWX)), nil, Live{Claims: []claims.Claim{pvc(t, "alice")}})
 	if len(r.Errors) != 1 || !strings.Contains(r.Errors[0].Detail, `"migrate": move them to the new mode keeping every byte`) {
 		t.Errorf("errors: %s", dump(r.Errors))
 	}

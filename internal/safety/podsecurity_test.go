@@ -15,7 +15,7 @@ import (
 // enforced; a warning where restricted is only warned of or audited. Plans
 // that run no Job (a rebind, a finished copy) never look.
 func TestCheckPodSecurity(t *testing.T) {
-	toEFS := []cfgOpt{mode(RWX), sclass("efs"), migrate(migration.MethodAuto, 0, true), copyTo("rsync:3", "home-{username}")}
+	toEFS := []cfgOpt{mode(claims.RWX), sclass("efs"), migrate(migration.MethodAuto, 0, true), copyTo("rsync:3", "home-{username}")}
 	copies := func() Result {
 		return Plan(cfg([]string{"alice", "bob"}, toEFS...), nil,
 			Live{Claims: []claims.Claim{ebsRWO(t, "alice"), ebsRWO(t, "bob")}, Volumes: volumes(t, "ebs.csi.aws.com", "alice", "bob")})
@@ -25,11 +25,11 @@ func TestCheckPodSecurity(t *testing.T) {
 			Live{Claims: []claims.Claim{ebsRWO(t, "alice", withCopyRecord(migration.StepSwitched, "home-alice")), copyTarget(t, "alice", "home-alice")}})
 	}
 	resumes := func() Result {
-		return Plan(cfg(nil, mode(RWX), sclass("efs"), onChange(OnModeChangeKeepExisting)), nil,
+		return Plan(cfg(nil, mode(claims.RWX), sclass("efs"), onChange(OnModeChangeKeepExisting)), nil,
 			Live{Claims: []claims.Claim{ebsRWO(t, "alice", withCopyRecord(migration.StepCopying, "home-alice")), copyTarget(t, "alice", "home-alice")}})
 	}
 	rebinds := func() Result {
-		return Plan(cfg([]string{"alice"}, mode(RWX), sclass("gp3"), migrate(migration.MethodAuto, 0, true)), nil,
+		return Plan(cfg([]string{"alice"}, mode(claims.RWX), sclass("gp3"), migrate(migration.MethodAuto, 0, true)), nil,
 			Live{Claims: []claims.Claim{ebsRWO(t, "alice")}, Volumes: volumes(t, "driver.longhorn.io", "alice")})
 	}
 	labels := func(kv ...string) map[string]PodSecurity {
@@ -94,7 +94,7 @@ func TestCheckPodSecurity(t *testing.T) {
 // Under per-user namespaces each copy runs in its user's namespace: only
 // those that enforce restricted are named, each with its users.
 func TestCheckPodSecurityUserNamespaces(t *testing.T) {
-	c := cfg([]string{"alice", "bob"}, mode(RWX), sclass("efs"), migrate(migration.MethodAuto, 0, true), copyTo("rsync:3", "home-{username}"))
+	c := cfg([]string{"alice", "bob"}, mode(claims.RWX), sclass("efs"), migrate(migration.MethodAuto, 0, true), copyTo("rsync:3", "home-{username}"))
 	c.UserNamespaceTemplate = "{hubnamespace}-{username}"
 	var live []claims.Claim
 	for _, u := range []string{"alice", "bob"} {

@@ -22,6 +22,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/claims"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/kubespawner"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/migration"
 )
@@ -157,7 +158,7 @@ func TestRenameHistories(t *testing.T) {
 		users := slices.Clone(renameUsers)
 		rng.Shuffle(len(users), func(i, j int) { users[i], users[j] = users[j], users[i] })
 		w.cfg = sharedConfig(renameTemplates[rng.Intn(len(renameTemplates))], []kubespawner.Scheme{kubespawner.SchemeSafe, kubespawner.SchemeEscape}[rng.Intn(2)], users[:rng.Intn(len(users))]...)
-		w.live = sharedLive(RWX)
+		w.live = sharedLive(claims.RWX)
 		w.prior = &Prior{Config: w.cfg}
 		w.log = []string{fmt.Sprintf("seed %d: start %s %s, listed %q", seed, w.cfg.Shared.SubPathTemplate, w.cfg.Scheme, w.cfg.Users)}
 		for range 40 {

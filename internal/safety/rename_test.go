@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/claims"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/kubespawner"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/migration"
 )
@@ -17,7 +18,7 @@ func TestPlanShared_moveRenamesAtSpawn(t *testing.T) {
 	was := sharedConfig("{username}", kubespawner.SchemeEscape, "alice", "Bob")
 	now := sharedConfig("homes_v2/{username}", kubespawner.SchemeSafe, "alice", "Bob")
 	now.OnLayoutChange = OnLayoutChangeMove
-	live := sharedLive(RWX)
+	live := sharedLive(claims.RWX)
 	live.Shared.Annotations = map[string]string{migration.MovedFromAnnotation: `["old_/{safe_username}"]`}
 	res := Plan(now, &Prior{Config: was}, live)
 	if len(res.Errors) != 0 || res.Class != ClassSafe {
@@ -58,7 +59,7 @@ func TestPlanShared_moveRefusals(t *testing.T) {
 	now := was
 	now.OnLayoutChange = OnLayoutChangeMove
 	now.Shared = &SharedHome{Claim: "other", SubPathTemplate: "{username}"}
-	live := sharedLive(RWX)
+	live := sharedLive(claims.RWX)
 	live.Shared.Name = "other"
 	if text := findingsText(Plan(now, &Prior{Config: was}, live).Errors); !strings.Contains(text, "only within the shared claim") {
 		t.Errorf("another claim:\n%s", text)
@@ -71,7 +72,7 @@ func TestPlanShared_moveRefusals(t *testing.T) {
 
 	now.Shared = &SharedHome{Claim: "home-nfs", SubPathTemplate: "{username}"}
 	now.Scheme = kubespawner.SchemeSafe
-	live = sharedLive(RWX)
+	live = sharedLive(claims.RWX)
 	live.Shared.Annotations = map[string]string{migration.MovedFromAnnotation: "{not json"}
 	if text := findingsText(Plan(now, &Prior{Config: was}, live).Errors); !strings.Contains(text, "cannot be read") {
 		t.Errorf("unreadable list:\n%s", text)
@@ -80,7 +81,7 @@ func TestPlanShared_moveRefusals(t *testing.T) {
 	ws := sharedConfig("{user_server}/x", kubespawner.SchemeEscape, "alice")
 	ns := ws
 	ns.Scheme, ns.OnLayoutChange = kubespawner.SchemeSafe, OnLayoutChangeMove
-	if text := findingsText(Plan(ns, &Prior{Config: ws}, sharedLive(RWX)).Errors); !strings.Contains(text, "cannot be found at spawn") {
+	if text := findingsText(Plan(ns, &Prior{Config: ws}, sharedLive(claims.RWX)).Errors); !strings.Contains(text, "cannot be found at spawn") {
 		t.Errorf("inexpressible:\n%s", text)
 	}
 
@@ -88,13 +89,13 @@ func TestPlanShared_moveRefusals(t *testing.T) {
 	was = sharedConfig("{username}", kubespawner.SchemeEscape, "a.b", "a-2eb")
 	now = was
 	now.Scheme, now.OnLayoutChange = kubespawner.SchemeSafe, OnLayoutChangeMove
-	if text := findingsText(Plan(now, &Prior{Config: was}, sharedLive(RWX)).Errors); !strings.Contains(text, `a-2eb: "a-2eb" is a.b's old home`) {
+	if text := findingsText(Plan(now, &Prior{Config: was}, sharedLive(claims.RWX)).Errors); !strings.Contains(text, `a-2eb: "a-2eb" is a.b's old home`) {
 		t.Errorf("taken:\n%s", text)
 	}
 	was = sharedConfig("{username}", kubespawner.SchemeSafe, "alice")
 	now = sharedConfig("{username}/home", kubespawner.SchemeSafe, "alice")
 	now.OnLayoutChange = OnLayoutChangeMove
-	if text := findingsText(Plan(now, &Prior{Config: was}, sharedLive(RWX)).Errors); !strings.Contains(text, `inside alice's old home "alice"`) {
+	if text := findingsText(Plan(now, &Prior{Config: was}, sharedLive(claims.RWX)).Errors); !strings.Contains(text, `inside alice's old home "alice"`) {
 		t.Errorf("inside:\n%s", text)
 	}
 }
@@ -104,7 +105,7 @@ func TestPlanShared_moveRefusals(t *testing.T) {
 func TestPlanSplit_podOnAnEarlierPlaceUsesTheHome(t *testing.T) {
 	cfg := splitConfig("alice", "bob")
 	cfg.Migration.CopyImage, cfg.Migration.Method, cfg.Migration.SkipRunning = "rsync:3", migration.MethodCopy, true
-	live := sharedLive(RWX)
+	live := sharedLive(claims.RWX)
 	live.Shared.Annotations = map[string]string{migration.MovedFromAnnotation: `["old_/{escaped_username}"]`}
 	use := migration.NewDirectoryUse([]string{"old_/alice"})
 	live.DirectoriesInUse = &use
@@ -133,7 +134,7 @@ func TestPlanShared_placesNeverMeet(t *testing.T) {
 	was := sharedConfig("{username}", kubespawner.SchemeEscape, "alice")
 	now := was
 	now.Scheme, now.OnLayoutChange = kubespawner.SchemeSafe, OnLayoutChangeMove
-	if text := findingsText(Plan(now, &Prior{Config: was}, sharedLive(RWX)).Errors); !strings.Contains(text, "could be taken by another home") {
+	if text := findingsText(Plan(now, &Prior{Config: was}, sharedLive(claims.RWX)).Errors); !strings.Contains(text, "could be taken by another home") {
 		t.Errorf("escape to safe on one template:\n%s", text)
 	}
 	// home/{username} → u-{username} (moved) → {username}: user "home"
@@ -141,7 +142,7 @@ func TestPlanShared_placesNeverMeet(t *testing.T) {
 	first := sharedConfig("home/{username}", kubespawner.SchemeSafe, "alice")
 	second := sharedConfig("u-{username}", kubespawner.SchemeSafe, "alice")
 	second.OnLayoutChange = OnLayoutChangeMove
-	live := sharedLive(RWX)
+	live := sharedLive(claims.RWX)
 	res := Plan(second, &Prior{Config: first}, live)
 	if len(res.Errors) != 0 {
 		t.Fatalf("first move: %s", findingsText(res.Errors))
@@ -158,7 +159,7 @@ func TestPlanShared_placesNeverMeet(t *testing.T) {
 		t.Errorf("keep:\n%s", text)
 	}
 	// The claim lost its list: restored from what the last apply gave the hub.
-	res = Plan(second, &Prior{Config: second, MovedFrom: []string{"home/{safe_username}"}}, sharedLive(RWX))
+	res = Plan(second, &Prior{Config: second, MovedFrom: []string{"home/{safe_username}"}}, sharedLive(claims.RWX))
 	if !slices.Equal(res.MovedFrom, []string{"home/{safe_username}"}) || !strings.Contains(findingsText(res.Warnings), "lost earlier places") {
 		t.Errorf("lost: %q\n%s", res.MovedFrom, findingsText(res.Warnings))
 	}
@@ -170,11 +171,11 @@ func TestPlanShared_moveAndNamedServers(t *testing.T) {
 	perServer := sharedConfig("{user_server}", kubespawner.SchemeSafe, "alice")
 	perUser := sharedConfig("v2_/{username}", kubespawner.SchemeSafe, "alice")
 	perUser.OnLayoutChange = OnLayoutChangeMove
-	if text := findingsText(Plan(perUser, &Prior{Config: perServer}, sharedLive(RWX)).Errors); !strings.Contains(text, "cannot be renamed into one directory") {
+	if text := findingsText(Plan(perUser, &Prior{Config: perServer}, sharedLive(claims.RWX)).Errors); !strings.Contains(text, "cannot be renamed into one directory") {
 		t.Errorf("per server to per user:\n%s", text)
 	}
 	perServer.OnLayoutChange = OnLayoutChangeMove
-	if res := Plan(perServer, &Prior{Config: perUser}, sharedLive(RWX)); len(res.Errors) != 0 {
+	if res := Plan(perServer, &Prior{Config: perUser}, sharedLive(claims.RWX)); len(res.Errors) != 0 {
 		t.Errorf("per user to per server:\n%s", findingsText(res.Errors))
 	}
 }
@@ -184,7 +185,7 @@ func TestPlanShared_moveAndNamedServers(t *testing.T) {
 func TestPlanSplit_restoredPlaceInUse(t *testing.T) {
 	cfg := splitConfig("alice", "bob")
 	cfg.Migration.CopyImage, cfg.Migration.Method, cfg.Migration.SkipRunning = "rsync:3", migration.MethodCopy, true
-	live := sharedLive(RWX)
+	live := sharedLive(claims.RWX)
 	use := migration.NewDirectoryUse([]string{"old_/alice"})
 	live.DirectoriesInUse = &use
 	res := Plan(cfg, &Prior{Config: cfg, HubSwitched: true, MovedFrom: []string{"old_/{escaped_username}"}}, live)
@@ -198,7 +199,7 @@ func TestPlanSplit_restoredPlaceInUse(t *testing.T) {
 // user's: refused. Places on the claim are templates the hub can expand.
 func TestPlanShared_placesOfServersAndBadPlaces(t *testing.T) {
 	cfg := sharedConfig("v3_/{username}", kubespawner.SchemeSafe, "alice")
-	live := sharedLive(RWX)
+	live := sharedLive(claims.RWX)
 	live.Shared.Annotations = map[string]string{migration.MovedFromAnnotation: `["{safe_user_server}"]`}
 	if text := findingsText(Plan(cfg, &Prior{Config: cfg}, live).Errors); !strings.Contains(text, "a named server's old home") {
 		t.Errorf("servers:\n%s", text)

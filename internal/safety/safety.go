@@ -11,13 +11,6 @@ import (
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/migration"
 )
 
-// Access modes.
-const (
-	RWO  = claims.RWO
-	RWX  = claims.RWX
-	RWOP = claims.RWOP
-)
-
 // Class is the change class shown in every plan.
 type Class string
 
@@ -748,11 +741,11 @@ func (p *planner) copyWithoutRecord(up *UserPlan, t *claims.Claim) {
 
 // colocation is who stays legacy and whether some home needs co-location.
 func (p *planner) colocation() {
-	p.res.ColocationRequired = p.cfg.AccessMode != RWX
+	p.res.ColocationRequired = p.cfg.AccessMode != claims.RWX
 	for up := range p.res.All() {
 		if up.Action == ActionLegacy {
 			p.res.LegacyUsers = append(p.res.LegacyUsers, up.User)
-			if up.Live != nil && !slices.Contains(up.Live.AccessModes, RWX) {
+			if up.Live != nil && !slices.Contains(up.Live.AccessModes, claims.RWX) {
 				p.res.ColocationRequired = true
 			}
 		}

@@ -86,7 +86,7 @@ type genned struct {
 var (
 	genUsers     = []string{"alice", "Alice", "bob", "carol", "dave.smith", "jo@example.com", "Müller", "ivan_x", "x", "user-1", "0day", "a--b"}
 	genTemplates = []string{tmpl, "home-{username}", "claim-{username}--{servername}", "claim-{user_server}"}
-	genModes     = []string{RWO, RWX, RWOP}
+	genModes     = []string{claims.RWO, claims.RWX, claims.RWOP}
 	genClasses   = []string{"", "gp3", "efs"}
 	genOnChange  = []OnModeChange{"", OnModeChangeFail, OnModeChangeKeepExisting, OnModeChangeRecreate, OnModeChangeMigrate}
 	genDrivers   = []string{"", "driver.longhorn.io", "ebs.csi.aws.com", "nfs.csi.k8s.io", "file.csi.azure.com"}
@@ -185,7 +185,7 @@ func genCase(t testing.TB, seed uint64) genned {
 			Deleting:       r.IntN(15) == 0,
 		}
 		if r.IntN(6) == 0 {
-			c.AccessModes = []string{RWO, RWX}
+			c.AccessModes = []string{claims.RWO, claims.RWX}
 		}
 		c.Resizing = side.IntN(8) == 0
 		if r.IntN(3) > 0 { // mostly as configured, so that plans get through
@@ -198,8 +198,8 @@ func genCase(t testing.TB, seed uint64) genned {
 		if r.IntN(8) == 0 {
 			// An earlier apply copied (or is copying) this home.
 			step := pick(r, []migration.Step{migration.StepTargetCreated, migration.StepCopying, migration.StepVerified, migration.StepSwitched})
-			c.Annotations = map[string]string{migration.CopyAnnotation: migration.CopyRecord{Step: step, User: u, Target: "home-" + n, To: RWX}.Encode()}
-			g.live.Claims = append(g.live.Claims, claims.Claim{Name: "home-" + n, Username: u, AccessModes: []string{RWX}, Phase: "Bound",
+			c.Annotations = map[string]string{migration.CopyAnnotation: migration.CopyRecord{Step: step, User: u, Target: "home-" + n, To: claims.RWX}.Encode()}
+			g.live.Claims = append(g.live.Claims, claims.Claim{Name: "home-" + n, Username: u, AccessModes: []string{claims.RWX}, Phase: "Bound",
 				Annotations: map[string]string{migration.CopyOfAnnotation: n}})
 			if r.IntN(3) == 0 {
 				continue // the source was deleted after the copy: only the target is left
@@ -258,7 +258,7 @@ func genNamedServer(r *rand.Rand, g *genned, u string, seen map[string]bool) {
 			g.live.InProgress = map[claims.Ref]InProgress{}
 		}
 		g.live.InProgress[at(n)] = InProgress{Volume: "pv-" + n, Record: migration.Record{Step: migration.StepReleased, User: u, Claim: n, Namespace: ns,
-			From: []string{RWO}, To: g.cfg.AccessMode, Annotations: ann}}
+			From: []string{claims.RWO}, To: g.cfg.AccessMode, Annotations: ann}}
 		return
 	}
 	c := claims.Claim{Name: n, Username: u, Servername: "gpu", AccessModes: []string{pick(r, genModes)}, StorageClass: pick(r, genClasses),
@@ -272,9 +272,9 @@ func genNamedServer(r *rand.Rand, g *genned, u string, seen map[string]bool) {
 	}
 	if r.IntN(4) == 0 {
 		step := pick(r, []migration.Step{migration.StepTargetCreated, migration.StepCopying, migration.StepSwitched})
-		c.Annotations = map[string]string{migration.CopyAnnotation: migration.CopyRecord{Step: step, User: u, Target: "home-" + n, To: RWX}.Encode(),
+		c.Annotations = map[string]string{migration.CopyAnnotation: migration.CopyRecord{Step: step, User: u, Target: "home-" + n, To: claims.RWX}.Encode(),
 			kubespawner.AnnotationServername: "gpu"}
-		g.live.Claims = append(g.live.Claims, claims.Claim{Name: "home-" + n, Username: u, Servername: "gpu", AccessModes: []string{RWX}, Phase: "Bound",
+		g.live.Claims = append(g.live.Claims, claims.Claim{Name: "home-" + n, Username: u, Servername: "gpu", AccessModes: []string{claims.RWX}, Phase: "Bound",
 			Annotations: map[string]string{migration.CopyOfAnnotation: n, kubespawner.AnnotationServername: "gpu"}})
 		if r.IntN(3) == 0 {
 			return // the source was deleted after the copy
@@ -326,10 +326,10 @@ func benchmarkPlan(b *testing.B, n int) {
 	live := Live{Class: &StorageClass{Name: "efs", Provisioner: "efs.csi.aws.com", AllowExpansion: true, Exists: true}, Mounted: map[claims.Ref]bool{}}
 	for i := range us {
 		us[i] = fmt.Sprintf("user%05d", i)
-		c := pvc(b, us[i], modes(RWX), class("efs"))
+		c := pvc(b, us[i], modes(claims.RWX), class("efs"))
 		switch i % 4 {
 		case 0, 1:
-			c.AccessModes, c.StorageClass = []string{RWO}, "gp3"
+			c.AccessModes, c.StorageClass = []string{claims.RWO}, "gp3"
 		case 2:
 			c.Requested, c.RequestedBytes = "5Gi", 5*gi
 		}
@@ -338,7 +338,7 @@ func benchmarkPlan(b *testing.B, n int) {
 		}
 		live.Claims = append(live.Claims, c)
 	}
-	c := cfg(us, mode(RWX), sclass("efs"), onChange(OnModeChangeKeepExisting))
+	c := cfg(us, mode(claims.RWX), sclass("efs"), onChange(OnModeChangeKeepExisting))
 	pr := prior(b, c)
 	for b.Loop() {
 		r := Plan(c, pr, live)

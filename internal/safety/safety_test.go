@@ -29,7 +29,7 @@ func TestPlanFirstApply(t *testing.T) {
 		},
 		{
 			name:       "empty namespace, no users, class not read",
-			cfg:        cfg(nil, mode(RWX), sclass("")),
+			cfg:        cfg(nil, mode(claims.RWX), sclass("")),
 			class:      ClassNone,
 			colocation: false,
 		},
@@ -219,7 +219,7 @@ func TestPlanUsersChange(t *testing.T) {
 // change them, and the caller's inputs are left as they were.
 func TestPlanDoesNotModifyInputs(t *testing.T) {
 	us := []string{"carol", "alice", "bob"}
-	c := cfg(us, mode(RWX), onChange(OnModeChangeKeepExisting))
+	c := cfg(us, mode(claims.RWX), onChange(OnModeChangeKeepExisting))
 	live := Live{Claims: pvcs(t, []string{"bob", "alice"}), Mounted: map[claims.Ref]bool{at("claim-bob"): true}}
 	c0, live0 := deepCopyConfig(c), deepCopyLive(live)
 	Plan(c, nil, live)
@@ -239,9 +239,9 @@ func TestPlanUserNamespaces(t *testing.T) {
 			cfg:  cfg([]string{"carol"}, userNamespaces("{hubnamespace}-{username}")),
 			live: Live{Claims: []claims.Claim{
 				pvc(t, "alice", inNS("jhub-alice")),
-				pvc(t, "alice", inNS("other-hub"), named("claim-alice"), modes(RWOP)),
+				pvc(t, "alice", inNS("other-hub"), named("claim-alice"), modes(claims.RWOP)),
 				pvc(t, "bob", inNS("jhub-alice")),
-				{Name: "scratch", Namespace: "jhub-alice", AccessModes: []string{RWO}},
+				{Name: "scratch", Namespace: "jhub-alice", AccessModes: []string{claims.RWO}},
 			}},
 			class:      ClassSafe,
 			actions:    map[string]Action{"alice": ActionObserve, "carol": ActionCreate},
@@ -294,9 +294,9 @@ func TestPlanClaimsKnownByNamespace(t *testing.T) {
 		}
 	})
 	t.Run("another user's copy is not this user's", func(t *testing.T) {
-		c := cfg([]string{"alice", "bob"}, with(mode(RWX), sclass("efs"), onChange(OnModeChangeMigrate), migrate(migration.MethodCopy, 0, true), copyTo("rsync:3", "home-rwx"))...)
+		c := cfg([]string{"alice", "bob"}, with(mode(claims.RWX), sclass("efs"), onChange(OnModeChangeMigrate), migrate(migration.MethodCopy, 0, true), copyTo("rsync:3", "home-rwx"))...)
 		copied := pvc(t, "alice", inNS("jupyter-alice"), named("home"), uid("uid-alice"), withCopyRecord(migration.StepSwitched, "home-rwx"))
-		target := claims.Claim{Name: "home-rwx", Namespace: "jupyter-alice", Username: "alice", AccessModes: []string{RWX}, StorageClass: "efs", Phase: "Bound",
+		target := claims.Claim{Name: "home-rwx", Namespace: "jupyter-alice", Username: "alice", AccessModes: []string{claims.RWX}, StorageClass: "efs", Phase: "Bound",
 			Annotations: map[string]string{migration.CopyOfAnnotation: "home", migration.CopySwitchedAnnotation: "true"}}
 		r := Plan(c, nil, Live{Claims: []claims.Claim{copied, target, bob}})
 		got := actions(r)
@@ -313,8 +313,8 @@ func TestPlanClaimsKnownByNamespace(t *testing.T) {
 		}
 	})
 	t.Run("another user's migration in progress is not this user's", func(t *testing.T) {
-		c := cfg([]string{"alice", "bob"}, with(mode(RWX), onChange(OnModeChangeKeepExisting))...)
-		rec := migration.Record{Step: migration.StepReleased, User: "bob", Claim: "home", Namespace: "jupyter-bob", From: []string{RWO}, To: RWX}
+		c := cfg([]string{"alice", "bob"}, with(mode(claims.RWX), onChange(OnModeChangeKeepExisting))...)
+		rec := migration.Record{Step: migration.StepReleased, User: "bob", Claim: "home", Namespace: "jupyter-bob", From: []string{claims.RWO}, To: claims.RWX}
 		r := Plan(c, nil, Live{Claims: []claims.Claim{alice}, InProgress: map[claims.Ref]InProgress{{Namespace: "jupyter-bob", Name: "home"}: {Volume: "pv-bob", Record: rec}}})
 		for _, up := range r.Users {
 			if up.User == "alice" && (up.Resume != nil || up.Volume != "") {
@@ -326,9 +326,9 @@ func TestPlanClaimsKnownByNamespace(t *testing.T) {
 		}
 	})
 	t.Run("a server on another user's claim of the same name does not stop this user's change", func(t *testing.T) {
-		c := cfg([]string{"alice"}, with(mode(RWX), onChange(OnModeChangeRecreate), dataLoss())...)
+		c := cfg([]string{"alice"}, with(mode(claims.RWX), onChange(OnModeChangeRecreate), dataLoss())...)
 		bob := bob
-		bob.AccessModes = []string{RWX}
+		bob.AccessModes = []string{claims.RWX}
 		r := Plan(c, prior(t, c), Live{Claims: []claims.Claim{alice, bob}, Mounted: map[claims.Ref]bool{{Namespace: "jupyter-bob", Name: "home"}: true}})
 		if got := actions(r); got["alice"] != ActionRecreate || len(r.Errors) > 0 {
 			t.Errorf("actions %v, errors %s", got, dump(r.Errors))
@@ -375,7 +375,7 @@ func TestResultAll(t *testing.T) {
 // old name again after the copy, or the record was removed) is never copied
 // over: a finished copy stays the home; an unfinished one fails the plan.
 func TestPlanCopyWithoutRecord(t *testing.T) {
-	toEFS := []cfgOpt{mode(RWX), sclass("efs"), migrate(migration.MethodAuto, 0, true), copyTo("rsync:3", "home-{username}"), dataLoss(), deleteSources}
+	toEFS := []cfgOpt{mode(claims.RWX), sclass("efs"), migrate(migration.MethodAuto, 0, true), copyTo("rsync:3", "home-{username}"), dataLoss(), deleteSources}
 	switched := copyTarget(t, "alice", "home-alice")
 	switched.Annotations[migration.CopySwitchedAnnotation] = "true"
 	runPlanCases(t, []planCase{

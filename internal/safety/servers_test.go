@@ -53,13 +53,13 @@ func vols(driver string, cs ...claims.Claim) map[string]Volume {
 func TestPlanNamedServers(t *testing.T) {
 	alice, gpu := defaultHome(t, "alice"), serverHome(t, "alice", "gpu")
 	lh := func(c claims.Claim) claims.Claim { c.StorageClass = "longhorn"; return c }
-	toEFS := []cfgOpt{mode(RWX), sclass("efs")}
+	toEFS := []cfgOpt{mode(claims.RWX), sclass("efs")}
 	switched := func(c claims.Claim, target string) claims.Claim {
-		c.Annotations = map[string]string{migration.CopyAnnotation: migration.CopyRecord{Step: migration.StepSwitched, User: "alice", Target: target, To: RWX, Files: 3, Bytes: 42}.Encode()}
+		c.Annotations = map[string]string{migration.CopyAnnotation: migration.CopyRecord{Step: migration.StepSwitched, User: "alice", Target: target, To: claims.RWX, Files: 3, Bytes: 42}.Encode()}
 		return c
 	}
 	target := func(of claims.Claim, name string) claims.Claim {
-		return claims.Claim{Name: name, Namespace: ns, Username: "alice", Servername: of.Servername, AccessModes: []string{RWX}, StorageClass: "efs", Phase: "Bound",
+		return claims.Claim{Name: name, Namespace: ns, Username: "alice", Servername: of.Servername, AccessModes: []string{claims.RWX}, StorageClass: "efs", Phase: "Bound",
 			Annotations: map[string]string{migration.CopyOfAnnotation: of.Name, migration.CopyOfUIDAnnotation: of.UID, migration.CopySwitchedAnnotation: "x"}}
 	}
 	runPlanCases(t, []planCase{
@@ -78,16 +78,16 @@ func TestPlanNamedServers(t *testing.T) {
 		},
 		{
 			name:    "keep_existing: an RWO named server's claim keeps its user listed in legacy_users",
-			cfg:     serversCfg(nil, mode(RWX), onChange(OnModeChangeKeepExisting)),
-			live:    Live{Claims: []claims.Claim{defaultHome(t, "alice", modes(RWX)), gpu}},
+			cfg:     serversCfg(nil, mode(claims.RWX), onChange(OnModeChangeKeepExisting)),
+			live:    Live{Claims: []claims.Claim{defaultHome(t, "alice", modes(claims.RWX)), gpu}},
 			class:   ClassNone,
 			actions: map[string]Action{"alice": ActionObserve, "alice/gpu": ActionLegacy},
 			legacy:  []string{"alice"}, colocation: true,
 		},
 		{
 			name:    "fail: the plan names the named server's claim",
-			cfg:     serversCfg(nil, mode(RWX)),
-			live:    Live{Claims: []claims.Claim{defaultHome(t, "alice", modes(RWX)), gpu}},
+			cfg:     serversCfg(nil, mode(claims.RWX)),
+			live:    Live{Claims: []claims.Claim{defaultHome(t, "alice", modes(claims.RWX)), gpu}},
 			class:   ClassNone,
 			actions: map[string]Action{"alice": ActionObserve, "alice/gpu": ActionLegacy},
 			legacy:  []string{"alice"}, colocation: true,
@@ -95,8 +95,8 @@ func TestPlanNamedServers(t *testing.T) {
 		},
 		{
 			name:    "recreate never deletes a named server's claim: kept, with a warning",
-			cfg:     serversCfg([]string{"alice"}, mode(RWX), onChange(OnModeChangeRecreate), dataLoss()),
-			live:    Live{Claims: []claims.Claim{defaultHome(t, "alice", modes(RWX)), gpu}},
+			cfg:     serversCfg([]string{"alice"}, mode(claims.RWX), onChange(OnModeChangeRecreate), dataLoss()),
+			live:    Live{Claims: []claims.Claim{defaultHome(t, "alice", modes(claims.RWX)), gpu}},
 			class:   ClassSafe,
 			actions: map[string]Action{"alice": ActionKeep, "alice/gpu": ActionLegacy},
 			legacy:  []string{"alice"}, colocation: true,
@@ -104,7 +104,7 @@ func TestPlanNamedServers(t *testing.T) {
 		},
 		{
 			name:    "migrate rebinds each server's own claim on its own volume",
-			cfg:     serversCfg(nil, mode(RWX), sclass("longhorn"), migrate(migration.MethodAuto, 0, true)),
+			cfg:     serversCfg(nil, mode(claims.RWX), sclass("longhorn"), migrate(migration.MethodAuto, 0, true)),
 			live:    Live{Claims: []claims.Claim{lh(alice), lh(gpu)}, Volumes: vols("driver.longhorn.io", alice, gpu)},
 			class:   ClassSafe,
 			actions: map[string]Action{"alice": ActionMigrate, "alice/gpu": ActionMigrate},
@@ -119,7 +119,7 @@ func TestPlanNamedServers(t *testing.T) {
 		},
 		{
 			name:    "a running named server waits; the default server's home moves",
-			cfg:     serversCfg(nil, mode(RWX), sclass("longhorn"), migrate(migration.MethodAuto, 0, true)),
+			cfg:     serversCfg(nil, mode(claims.RWX), sclass("longhorn"), migrate(migration.MethodAuto, 0, true)),
 			live:    Live{Claims: []claims.Claim{lh(alice), lh(gpu)}, Volumes: vols("driver.longhorn.io", alice, gpu), Mounted: map[claims.Ref]bool{at(gpu.Name): true}},
 			class:   ClassSafe,
 			actions: map[string]Action{"alice": ActionMigrate, "alice/gpu": ActionLegacy},
@@ -150,7 +150,7 @@ func TestPlanNamedServers(t *testing.T) {
 		{
 			name:    "a target template that names another server's home is refused",
 			cfg:     serversCfg(nil, append(toEFS, migrate(migration.MethodAuto, 0, true), copyTo("rsync:3", "claim-{username}--gpu"))...),
-			live:    Live{Claims: []claims.Claim{alice, serverHome(t, "alice", "gpu", modes(RWX), class("efs"))}, Volumes: vols("ebs.csi.aws.com", alice)},
+			live:    Live{Claims: []claims.Claim{alice, serverHome(t, "alice", "gpu", modes(claims.RWX), class("efs"))}, Volumes: vols("ebs.csi.aws.com", alice)},
 			class:   ClassNone,
 			actions: map[string]Action{"alice": ActionLegacy, "alice/gpu": ActionObserve},
 			legacy:  []string{"alice"}, colocation: true,
@@ -159,7 +159,7 @@ func TestPlanNamedServers(t *testing.T) {
 		{
 			name:     "a switched copy of a named server's home is that server's home; its source is deleted only as configured",
 			cfg:      serversCfg(nil, append(toEFS, migrate(migration.MethodAuto, 0, true), copyTo("rsync:3", "home-{user_server}"), deleteSources, dataLoss())...),
-			live:     Live{Claims: []claims.Claim{defaultHome(t, "alice", modes(RWX), class("efs")), switched(gpu, "home-alice--gpu"), target(gpu, "home-alice--gpu")}},
+			live:     Live{Claims: []claims.Claim{defaultHome(t, "alice", modes(claims.RWX), class("efs")), switched(gpu, "home-alice--gpu"), target(gpu, "home-alice--gpu")}},
 			class:    ClassDestructive,
 			actions:  map[string]Action{"alice": ActionObserve, "alice/gpu": ActionDeleteSource},
 			warnings: []want{{attr: "migration", has: []string{"alice/gpu: claim-alice--gpu", "home-alice--gpu"}}},
@@ -192,11 +192,11 @@ func TestPlanNamedServers(t *testing.T) {
 // it is never forgotten, nor taken for the default server's home.
 func TestPlanNamedServerRebindInProgress(t *testing.T) {
 	gpu := serverHome(t, "alice", "gpu")
-	rec := migration.Record{Step: migration.StepReleased, User: "alice", Claim: gpu.Name, Namespace: ns, From: []string{RWO}, To: RWX, ReclaimPolicy: "Delete",
+	rec := migration.Record{Step: migration.StepReleased, User: "alice", Claim: gpu.Name, Namespace: ns, From: []string{claims.RWO}, To: claims.RWX, ReclaimPolicy: "Delete",
 		Annotations: map[string]string{kubespawner.AnnotationUsername: "alice", kubespawner.AnnotationServername: "gpu"}}
 	for _, o := range []OnModeChange{OnModeChangeMigrate, OnModeChangeKeepExisting, OnModeChangeFail} {
-		c := serversCfg([]string{"alice"}, mode(RWX), onChange(o))
-		r := Plan(c, prior(t, c), Live{Claims: []claims.Claim{defaultHome(t, "alice", modes(RWX))}, InProgress: map[claims.Ref]InProgress{at(gpu.Name): {Volume: gpu.VolumeName, Record: rec}}})
+		c := serversCfg([]string{"alice"}, mode(claims.RWX), onChange(o))
+		r := Plan(c, prior(t, c), Live{Claims: []claims.Claim{defaultHome(t, "alice", modes(claims.RWX))}, InProgress: map[claims.Ref]InProgress{at(gpu.Name): {Volume: gpu.VolumeName, Record: rec}}})
 		if got := actions(r); got["alice/gpu"] != ActionMigrate || got["alice"] != ActionKeep || len(r.Servers) != 1 || r.Servers[0].Resume == nil || r.Servers[0].Volume != gpu.VolumeName {
 			t.Errorf("%s: %v %+v, want the named server's rebind finished", o, got, r.Servers)
 		}
@@ -226,14 +226,14 @@ func TestPlanSharedHomeAnnotatedWithAServer(t *testing.T) {
 	src := pvc(t, "alice", server("gpu"))
 	src.UID = "uid-src"
 	target := func(switched bool) claims.Claim {
-		c := claims.Claim{Name: "home-alice", Namespace: ns, Username: "alice", Servername: "gpu", AccessModes: []string{RWX}, StorageClass: "efs", Phase: "Bound",
+		c := claims.Claim{Name: "home-alice", Namespace: ns, Username: "alice", Servername: "gpu", AccessModes: []string{claims.RWX}, StorageClass: "efs", Phase: "Bound",
 			Annotations: map[string]string{migration.CopyOfAnnotation: src.Name, migration.CopyOfUIDAnnotation: src.UID}}
 		if switched {
 			c.Annotations[migration.CopySwitchedAnnotation] = "x"
 		}
 		return c
 	}
-	c := cfg([]string{"alice"}, mode(RWX), sclass("efs"), migrate(migration.MethodAuto, 0, true), copyTo("rsync:3", "home-{username}"))
+	c := cfg([]string{"alice"}, mode(claims.RWX), sclass("efs"), migrate(migration.MethodAuto, 0, true), copyTo("rsync:3", "home-{username}"))
 	for _, switched := range []bool{true, false} {
 		// The source is gone: the copy is the home, never a new empty claim-alice.
 		r := Plan(c, prior(t, c), Live{Claims: []claims.Claim{target(switched)}})
@@ -244,9 +244,9 @@ func TestPlanSharedHomeAnnotatedWithAServer(t *testing.T) {
 	// A rebind stopped after the claim's deletion is resumed once, as alice's.
 	home := src
 	home.VolumeName = "pv-a"
-	rec := migration.Record{Step: migration.StepReleased, User: "alice", Claim: home.Name, Namespace: ns, From: []string{RWO}, To: RWX, ReclaimPolicy: "Delete",
+	rec := migration.Record{Step: migration.StepReleased, User: "alice", Claim: home.Name, Namespace: ns, From: []string{claims.RWO}, To: claims.RWX, ReclaimPolicy: "Delete",
 		Annotations: map[string]string{kubespawner.AnnotationUsername: "alice", kubespawner.AnnotationServername: "gpu"}}
-	c = cfg([]string{"alice"}, mode(RWX), migrate(migration.MethodAuto, 0, true))
+	c = cfg([]string{"alice"}, mode(claims.RWX), migrate(migration.MethodAuto, 0, true))
 	r := Plan(c, prior(t, c), Live{InProgress: map[claims.Ref]InProgress{at(home.Name): {Volume: "pv-a", Record: rec}}})
 	if ch := ChangesOf(r); len(ch) != 1 || ch["alice"].Action != ActionMigrate || ch["alice"].Claim != home.Name {
 		t.Errorf("changes %v, want alice's rebind resumed once", ch)
@@ -257,8 +257,8 @@ func TestPlanSharedHomeAnnotatedWithAServer(t *testing.T) {
 // into it, whichever is planned first.
 func TestPlanCopyTargetOfACopyInProgress(t *testing.T) {
 	alice, gpu := defaultHome(t, "alice"), serverHome(t, "alice", "gpu")
-	alice.Annotations = map[string]string{migration.CopyAnnotation: migration.CopyRecord{Step: migration.StepPending, ID: "x1", User: "alice", Target: "home-alice", To: RWX}.Encode()}
-	c := serversCfg(nil, mode(RWX), sclass("efs"), migrate(migration.MethodAuto, 0, true), copyTo("rsync:3", "home-{username}"))
+	alice.Annotations = map[string]string{migration.CopyAnnotation: migration.CopyRecord{Step: migration.StepPending, ID: "x1", User: "alice", Target: "home-alice", To: claims.RWX}.Encode()}
+	c := serversCfg(nil, mode(claims.RWX), sclass("efs"), migrate(migration.MethodAuto, 0, true), copyTo("rsync:3", "home-{username}"))
 	r := Plan(c, nil, Live{Claims: []claims.Claim{alice, gpu}, Volumes: vols("ebs.csi.aws.com", alice, gpu)})
 	if got := actions(r); got["alice"] != ActionMigrate || got["alice/gpu"] != ActionLegacy {
 		t.Errorf("actions %v", got)
@@ -270,10 +270,10 @@ func TestPlanCopyTargetOfACopyInProgress(t *testing.T) {
 // template no longer looks: a stray, like a default server's home.
 func TestPlanTemplateChangeLeavesANamedServerHome(t *testing.T) {
 	gpu := serverHome(t, "alice", "gpu")
-	old := serversCfg(nil, mode(RWX))
+	old := serversCfg(nil, mode(claims.RWX))
 	c := old
 	c.NameTemplate = tmpl
-	r := Plan(c, prior(t, old), Live{Claims: []claims.Claim{defaultHome(t, "alice", modes(RWX)), gpu}})
+	r := Plan(c, prior(t, old), Live{Claims: []claims.Claim{defaultHome(t, "alice", modes(claims.RWX)), gpu}})
 	checkFindings(t, "errors", r.Errors, []want{{attr: "pvc_name_template", has: []string{"claim-alice--gpu"}}})
 }
 
@@ -312,7 +312,7 @@ func TestPlanHomeNameTakenNotForUnlistedOrLabelledUsers(t *testing.T) {
 	if len(r.Errors) > 0 {
 		t.Errorf("errors for a user no longer listed: %s", dump(r.Errors))
 	}
-	labelled := claims.Claim{Name: "claim-alice-2esmith", Namespace: ns, Username: "alice-2esmith", UsernameLabel: "alice-2esmith", AccessModes: []string{RWO}, StorageClass: "gp3", Phase: "Bound"}
+	labelled := claims.Claim{Name: "claim-alice-2esmith", Namespace: ns, Username: "alice-2esmith", UsernameLabel: "alice-2esmith", AccessModes: []string{claims.RWO}, StorageClass: "gp3", Phase: "Bound"}
 	r = Plan(cfg([]string{"alice.smith"}, scheme(kubespawner.SchemeEscape), onChange(OnModeChangeKeepExisting)), nil, Live{Claims: []claims.Claim{labelled}})
 	for _, f := range r.Errors {
 		if strings.Contains(f.Summary, "name is taken") {

@@ -376,7 +376,7 @@ func checkSharedClaim(cfg Config, prior *Prior, live Live, res *Result) {
 	default:
 		if f := SharedClaimProblem(cfg.Namespace, cfg.AccessMode, c); f != nil {
 			res.Errors = append(res.Errors, *f)
-		} else if cfg.AccessMode != RWX {
+		} else if cfg.AccessMode != claims.RWX {
 			res.Warnings = append(res.Warnings, claims.Finding{Attribute: "shared_home.claim_name", Summary: "The shared home claim is not ReadWriteMany", Detail: fmt.Sprintf("Claim %s/%s is %v: every user's server mounts it, so all servers must run on the node it is attached to. That works on a one-node cluster; "+
 				"elsewhere servers on other nodes fail with Multi-Attach errors. Use a ReadWriteMany claim on a shared file system.", cfg.Namespace, sh.Claim, c.AccessModes)})
 		}

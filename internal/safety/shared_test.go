@@ -11,7 +11,7 @@ import (
 )
 
 func sharedConfig(tmpl string, scheme kubespawner.Scheme, users ...string) Config {
-	return Config{Namespace: "hub", AccessMode: RWX, Capacity: "10Gi", CapacityBytes: 10 << 30, NameTemplate: "claim-{username}",
+	return Config{Namespace: "hub", AccessMode: claims.RWX, Capacity: "10Gi", CapacityBytes: 10 << 30, NameTemplate: "claim-{username}",
 		Scheme: scheme, Users: users, Shared: &SharedHome{Claim: "home-nfs", SubPathTemplate: tmpl}}
 }
 
@@ -34,7 +34,7 @@ func TestPlanShared_slugSchemeChangeNamesEveryMovedDirectory(t *testing.T) {
 	was := sharedConfig("{username}", kubespawner.SchemeEscape, "alice", "Bob", "chris.x@example.org")
 	now := was
 	now.Scheme = kubespawner.SchemeSafe
-	res := Plan(now, &Prior{Config: was}, sharedLive(RWX))
+	res := Plan(now, &Prior{Config: was}, sharedLive(claims.RWX))
 	text := findingsText(res.Errors)
 	if len(res.Errors) != 1 || res.Errors[0].Attribute != "on_layout_change" {
 		t.Fatalf("errors:\n%s", text)
@@ -53,12 +53,12 @@ func TestPlanShared_slugSchemeChangeNamesEveryMovedDirectory(t *testing.T) {
 	// users ("bob-" escaped is user "bob-2d"'s safe name): refused. Under a
 	// directory no old name can be, the old homes are left and recorded.
 	now.OnLayoutChange = OnLayoutChangeKeep
-	res = Plan(now, &Prior{Config: was}, sharedLive(RWX))
+	res = Plan(now, &Prior{Config: was}, sharedLive(claims.RWX))
 	if text := findingsText(res.Errors); !strings.Contains(text, "could be taken by another home") {
 		t.Fatalf("keep onto the other scheme: %s", text)
 	}
 	now.Shared = &SharedHome{Claim: "home-nfs", SubPathTemplate: "homes_v2/{username}"}
-	res = Plan(now, &Prior{Config: was}, sharedLive(RWX))
+	res = Plan(now, &Prior{Config: was}, sharedLive(claims.RWX))
 	if len(res.Errors) != 0 || !strings.Contains(findingsText(res.Warnings), "Bob:") || res.Class != ClassSafe || !slices.Equal(res.LeftAt, []string{"{escaped_username}"}) {
 		t.Fatalf("keep: %s %q %s\n%s", res.Class, res.LeftAt, findingsText(res.Errors), findingsText(res.Warnings))
 	}
@@ -68,16 +68,16 @@ func TestPlanShared_subPathTemplateOrClaimChange(t *testing.T) {
 	was := sharedConfig("{username}", kubespawner.SchemeSafe, "alice")
 	now := was
 	now.Shared = &SharedHome{Claim: "home-nfs", SubPathTemplate: "home/{username}"}
-	if res := Plan(now, &Prior{Config: was}, sharedLive(RWX)); !strings.Contains(findingsText(res.Errors), `alice: directory "alice" of claim hub/home-nfs → directory "home/alice" of claim hub/home-nfs`) {
+	if res := Plan(now, &Prior{Config: was}, sharedLive(claims.RWX)); !strings.Contains(findingsText(res.Errors), `alice: directory "alice" of claim hub/home-nfs → directory "home/alice" of claim hub/home-nfs`) {
 		t.Fatalf("template change:\n%s", findingsText(res.Errors))
 	}
 	now.Shared = &SharedHome{Claim: "other", SubPathTemplate: "{username}"}
-	live := sharedLive(RWX)
+	live := sharedLive(claims.RWX)
 	live.Shared.Name = "other"
 	if res := Plan(now, &Prior{Config: was}, live); !strings.Contains(findingsText(res.Errors), "The layout of the homes changed") {
 		t.Fatalf("claim change:\n%s", findingsText(res.Errors))
 	}
-	if res := Plan(was, &Prior{Config: was}, sharedLive(RWX)); len(res.Errors)+len(res.Warnings) != 0 || res.Class != ClassNone {
+	if res := Plan(was, &Prior{Config: was}, sharedLive(claims.RWX)); len(res.Errors)+len(res.Warnings) != 0 || res.Class != ClassNone {
 		t.Fatalf("no change: %s %s %s", res.Class, findingsText(res.Errors), findingsText(res.Warnings))
 	}
 }
@@ -88,9 +88,9 @@ func TestPlanShared_layoutSwitchFailsUnlessKept(t *testing.T) {
 	shared := sharedConfig("{username}", kubespawner.SchemeSafe, "alice", "bob")
 	perUser := shared
 	perUser.Shared = nil
-	alice := claims.Claim{Namespace: "hub", Name: "claim-alice", UID: "a1", Username: "alice", AccessModes: []string{RWX}, Phase: "Bound",
+	alice := claims.Claim{Namespace: "hub", Name: "claim-alice", UID: "a1", Username: "alice", AccessModes: []string{claims.RWX}, Phase: "Bound",
 		Requested: "10Gi", RequestedBytes: 10 << 30}
-	live := sharedLive(RWX)
+	live := sharedLive(claims.RWX)
 	live.Claims = []claims.Claim{alice}
 	res := Plan(shared, &Prior{Config: perUser, Managed: map[string]string{"alice": "claim-alice"}}, live)
 	if text := findingsText(res.Errors); !strings.Contains(text, `alice: claim hub/claim-alice → directory "alice" of claim hub/home-nfs`) ||
@@ -112,11 +112,11 @@ func TestPlanShared_claimMissingOrNotShared(t *testing.T) {
 	if res := Plan(cfg, nil, Live{}); len(res.Errors) != 1 || res.Errors[0].Attribute != "shared_home.claim_name" {
 		t.Fatalf("missing: %s", findingsText(res.Errors))
 	}
-	if res := Plan(cfg, nil, sharedLive(RWO)); len(res.Errors) != 1 || res.Errors[0].Attribute != "access_mode" {
+	if res := Plan(cfg, nil, sharedLive(claims.RWO)); len(res.Errors) != 1 || res.Errors[0].Attribute != "access_mode" {
 		t.Fatalf("RWO claim, RWX configured: %s", findingsText(res.Errors))
 	}
-	cfg.AccessMode = RWO
-	if res := Plan(cfg, nil, sharedLive(RWO)); len(res.Errors) != 0 || !strings.Contains(findingsText(res.Warnings), "Multi-Attach") {
+	cfg.AccessMode = claims.RWO
+	if res := Plan(cfg, nil, sharedLive(claims.RWO)); len(res.Errors) != 0 || !strings.Contains(findingsText(res.Warnings), "Multi-Attach") {
 		t.Fatalf("RWO: %s %s", findingsText(res.Errors), findingsText(res.Warnings))
 	}
 }
@@ -126,14 +126,14 @@ func TestPlanShared_claimMissingOrNotShared(t *testing.T) {
 func TestPlanShared_migrationInFlightFails(t *testing.T) {
 	cfg := sharedConfig("{username}", kubespawner.SchemeSafe, "alice")
 	cfg.OnLayoutChange = OnLayoutChangeKeep
-	rec := migration.CopyRecord{User: "alice", Target: "home-alice", To: RWX, Step: migration.StepCopying}.Encode()
-	live := sharedLive(RWX)
-	live.Claims = []claims.Claim{{Namespace: "hub", Name: "claim-alice", UID: "a1", Username: "alice", AccessModes: []string{RWO},
+	rec := migration.CopyRecord{User: "alice", Target: "home-alice", To: claims.RWX, Step: migration.StepCopying}.Encode()
+	live := sharedLive(claims.RWX)
+	live.Claims = []claims.Claim{{Namespace: "hub", Name: "claim-alice", UID: "a1", Username: "alice", AccessModes: []string{claims.RWO},
 		Annotations: map[string]string{migration.CopyAnnotation: rec}}}
 	if res := Plan(cfg, nil, live); !strings.Contains(findingsText(res.Errors), "claim-alice") {
 		t.Fatalf("copy in flight: %s", findingsText(res.Errors))
 	}
-	live = sharedLive(RWX)
+	live = sharedLive(claims.RWX)
 	live.InProgress = map[claims.Ref]InProgress{{Namespace: "hub", Name: "claim-bob"}: {Volume: "pv-1", Record: migration.Record{User: "bob"}}}
 	if res := Plan(cfg, nil, live); !strings.Contains(findingsText(res.Errors), "pv-1") {
 		t.Fatalf("rebind in flight: %s", findingsText(res.Errors))
@@ -144,7 +144,7 @@ func TestPlanShared_migrationInFlightFails(t *testing.T) {
 // before version 7 named otherwise.
 func TestPlanShared_adoptionWarnsAboutOlderNames(t *testing.T) {
 	cfg := sharedConfig("{username}", kubespawner.SchemeSafe, "alice", "Bob")
-	res := Plan(cfg, nil, sharedLive(RWX))
+	res := Plan(cfg, nil, sharedLive(claims.RWX))
 	if text := findingsText(res.Warnings); !strings.Contains(text, "Bob:") || strings.Contains(text, "alice:") {
 		t.Fatalf("adoption:\n%s", text)
 	}
@@ -154,8 +154,8 @@ func TestPlanShared_adoptionWarnsAboutOlderNames(t *testing.T) {
 func TestDestroyShared_deletesNothing(t *testing.T) {
 	cfg := sharedConfig("{username}", kubespawner.SchemeSafe, "alice")
 	cfg.DeletionPolicy, cfg.AllowDataLoss = DeletionDelete, true
-	live := sharedLive(RWX)
-	live.Claims = []claims.Claim{{Namespace: "hub", Name: "claim-alice", UID: "a1", Username: "alice", AccessModes: []string{RWX}}}
+	live := sharedLive(claims.RWX)
+	live.Claims = []claims.Claim{{Namespace: "hub", Name: "claim-alice", UID: "a1", Username: "alice", AccessModes: []string{claims.RWX}}}
 	cfg.Shared.Create, cfg.Shared.Capacity = true, "500Gi" // also the claim this resource created
 	res := Destroy(cfg, Prior{Config: cfg, Managed: map[string]string{"alice": "claim-alice"}}, live)
 	for _, up := range res.Users {
@@ -176,13 +176,13 @@ func TestPlanShared_namingChangeFailsWithoutListedUsers(t *testing.T) {
 	was := sharedConfig("{username}", kubespawner.SchemeEscape)
 	now := was
 	now.Scheme = kubespawner.SchemeSafe
-	if res := Plan(now, &Prior{Config: was}, sharedLive(RWX)); !strings.Contains(findingsText(res.Errors), "Homes of users not listed in users") {
+	if res := Plan(now, &Prior{Config: was}, sharedLive(claims.RWX)); !strings.Contains(findingsText(res.Errors), "Homes of users not listed in users") {
 		t.Fatalf("no listed user: %s", findingsText(res.Errors))
 	}
 	was = sharedConfig("{escaped_username}", kubespawner.SchemeEscape, "Bob")
 	now = was
 	now.Scheme = kubespawner.SchemeSafe
-	if res := Plan(now, &Prior{Config: was}, sharedLive(RWX)); len(res.Errors) != 0 {
+	if res := Plan(now, &Prior{Config: was}, sharedLive(claims.RWX)); len(res.Errors) != 0 {
 		t.Fatalf("a change that moves nobody: %s", findingsText(res.Errors))
 	}
 }
@@ -192,8 +192,8 @@ func TestPlanShared_namingChangeFailsWithoutListedUsers(t *testing.T) {
 // new directories.
 func TestPlanShared_adoptionOverPerUserClaims(t *testing.T) {
 	cfg := sharedConfig("{username}", kubespawner.SchemeSafe, "alice", "bob")
-	live := sharedLive(RWX)
-	live.Claims = []claims.Claim{{Namespace: "hub", Name: "claim-alice", UID: "a1", Username: "alice", AccessModes: []string{RWO}, Phase: "Bound"}}
+	live := sharedLive(claims.RWX)
+	live.Claims = []claims.Claim{{Namespace: "hub", Name: "claim-alice", UID: "a1", Username: "alice", AccessModes: []string{claims.RWO}, Phase: "Bound"}}
 	res := Plan(cfg, nil, live)
 	if text := findingsText(res.Errors); !strings.Contains(text, `alice: claim hub/claim-alice → directory "alice" of claim hub/home-nfs`) || strings.Contains(text, "bob:") {
 		t.Fatalf("adoption over alice's claim:\n%s", text)
@@ -213,14 +213,14 @@ func TestPlanShared_adoptionOverPerUserClaims(t *testing.T) {
 func TestPlanShared_adoptionOverHomesNamedOtherwise(t *testing.T) {
 	cfg := sharedConfig("{username}", kubespawner.SchemeEscape, "Bob", "alice")
 	cfg.ExtraVolumes = []string{"workspace-{username}"}
-	live := sharedLive(RWX)
+	live := sharedLive(claims.RWX)
 	live.Claims = []claims.Claim{
-		{Namespace: "hub", Name: "claim-bob---cd9fb1e1", UID: "b1", Username: "Bob", AccessModes: []string{RWO}, Phase: "Bound"},
-		{Namespace: "hub", Name: "home-alice", UID: "a2", Username: "alice", AccessModes: []string{RWX}, Phase: "Bound",
+		{Namespace: "hub", Name: "claim-bob---cd9fb1e1", UID: "b1", Username: "Bob", AccessModes: []string{claims.RWO}, Phase: "Bound"},
+		{Namespace: "hub", Name: "home-alice", UID: "a2", Username: "alice", AccessModes: []string{claims.RWX}, Phase: "Bound",
 			Annotations: map[string]string{migration.CopyOfAnnotation: "claim-alice", migration.CopySwitchedAnnotation: "true"}},
-		{Namespace: "hub", Name: "claim-alice-gpu", UID: "a3", Username: "alice", Servername: "gpu", AccessModes: []string{RWO}, Phase: "Bound"},
-		{Namespace: "hub", Name: "workspace-alice", UID: "a4", Username: "alice", AccessModes: []string{RWO}, Phase: "Bound"},
-		{Namespace: "hub", Name: "claim-carol", UID: "c1", Username: "carol", AccessModes: []string{RWO}, Phase: "Bound"},
+		{Namespace: "hub", Name: "claim-alice-gpu", UID: "a3", Username: "alice", Servername: "gpu", AccessModes: []string{claims.RWO}, Phase: "Bound"},
+		{Namespace: "hub", Name: "workspace-alice", UID: "a4", Username: "alice", AccessModes: []string{claims.RWO}, Phase: "Bound"},
+		{Namespace: "hub", Name: "claim-carol", UID: "c1", Username: "carol", AccessModes: []string{claims.RWO}, Phase: "Bound"},
 	}
 	res := Plan(cfg, nil, live)
 	text := findingsText(res.Errors)
@@ -245,7 +245,7 @@ func TestPlanShared_namedServersMove(t *testing.T) {
 	was := sharedConfig("{username}", kubespawner.SchemeSafe, "alice")
 	now := was
 	now.Shared = &SharedHome{Claim: "home-nfs", SubPathTemplate: "{user_server}"}
-	res := Plan(now, &Prior{Config: was}, sharedLive(RWX))
+	res := Plan(now, &Prior{Config: was}, sharedLive(claims.RWX))
 	if text := findingsText(res.Errors); !strings.Contains(text, "server gpu") {
 		t.Fatalf("named servers move:\n%s", text)
 	}
@@ -258,7 +258,7 @@ func TestPlanShared_parentOfOldHomesNeverAHome(t *testing.T) {
 	now := was
 	now.Shared = &SharedHome{Claim: "home-nfs", SubPathTemplate: "{username}"}
 	now.OnLayoutChange = OnLayoutChangeKeep
-	res := Plan(now, &Prior{Config: was}, sharedLive(RWX))
+	res := Plan(now, &Prior{Config: was}, sharedLive(claims.RWX))
 	if text := findingsText(res.Errors); !strings.Contains(text, `a user can get directory "home"`) {
 		t.Fatalf("home/{username} → {username}:\n%s", text)
 	}
@@ -268,12 +268,12 @@ func TestPlanShared_parentOfOldHomesNeverAHome(t *testing.T) {
 		now := was
 		now.Shared = &SharedHome{Claim: "home-nfs", SubPathTemplate: tmpl}
 		now.OnLayoutChange = OnLayoutChangeKeep
-		if res := Plan(now, &Prior{Config: was}, sharedLive(RWX)); !strings.Contains(findingsText(res.Errors), "holds the homes of the old settings") {
+		if res := Plan(now, &Prior{Config: was}, sharedLive(claims.RWX)); !strings.Contains(findingsText(res.Errors), "holds the homes of the old settings") {
 			t.Errorf("%s → %s:\n%s", old, tmpl, findingsText(res.Errors))
 		}
 	}
 	now.Shared = &SharedHome{Claim: "home-nfs", SubPathTemplate: "homes/{username}"}
-	if res := Plan(now, &Prior{Config: was}, sharedLive(RWX)); len(res.Errors) != 0 {
+	if res := Plan(now, &Prior{Config: was}, sharedLive(claims.RWX)); len(res.Errors) != 0 {
 		t.Fatalf("home/{username} → homes/{username} (kept): %s", findingsText(res.Errors))
 	}
 }
@@ -314,15 +314,15 @@ func TestPlanShared_createClaimWhenMissing(t *testing.T) {
 	}
 	// Exists: nothing to create. A new resource is safe all the same, so
 	// that a claim made between plan and apply changes nothing planned.
-	res = Plan(cfg, nil, sharedLive(RWX))
+	res = Plan(cfg, nil, sharedLive(claims.RWX))
 	if len(res.Errors) != 0 || res.CreateShared || res.Class != ClassSafe || findingAt(res.Warnings, "shared_home.create_claim", "") {
 		t.Fatalf("exists, new resource: create=%v %s\n%s%s", res.CreateShared, res.Class, findingsText(res.Errors), findingsText(res.Warnings))
 	}
-	if res = Plan(cfg, &Prior{Config: cfg}, sharedLive(RWX)); res.CreateShared || res.Class != ClassNone || len(res.Errors)+len(res.Warnings) != 0 {
+	if res = Plan(cfg, &Prior{Config: cfg}, sharedLive(claims.RWX)); res.CreateShared || res.Class != ClassNone || len(res.Errors)+len(res.Warnings) != 0 {
 		t.Fatalf("exists, no change: create=%v %s\n%s%s", res.CreateShared, res.Class, findingsText(res.Errors), findingsText(res.Warnings))
 	}
 	// Another mode: refused as without create_claim, never created over.
-	if res = Plan(cfg, &Prior{Config: cfg}, sharedLive(RWO)); res.CreateShared || !findingAt(res.Errors, "access_mode", "another access mode") {
+	if res = Plan(cfg, &Prior{Config: cfg}, sharedLive(claims.RWO)); res.CreateShared || !findingAt(res.Errors, "access_mode", "another access mode") {
 		t.Fatalf("exists in another mode: create=%v\n%s", res.CreateShared, findingsText(res.Errors))
 	}
 	// Without create_claim the error says how to have it created.
@@ -343,7 +343,7 @@ func TestPlanShared_createClaimNeverRecreatesAClaimThatExisted(t *testing.T) {
 	withoutCreate.Shared = &SharedHome{Claim: "home-nfs", SubPathTemplate: "{username}"}
 	moving := cfg
 	moving.Shared, moving.SplitFrom = nil, withoutCreate.Shared
-	moved := claims.Claim{Namespace: "hub", Name: "claim-bob", UID: "b1", Username: "bob", AccessModes: []string{RWX}, Phase: "Bound",
+	moved := claims.Claim{Namespace: "hub", Name: "claim-bob", UID: "b1", Username: "bob", AccessModes: []string{claims.RWX}, Phase: "Bound",
 		Annotations: map[string]string{migration.SplitAnnotation: migration.SplitRecord{User: "bob", Namespace: "hub", Claim: "claim-bob",
 			Shared: "home-nfs", SharedUID: "s1", Directory: "bob", Volume: "pv-bob"}.Encode()}}
 	for name, tc := range map[string]struct {

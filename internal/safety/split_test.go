@@ -22,7 +22,7 @@ func splitConfig(users ...string) Config {
 func splitClaimOf(user string, bound bool) claims.Claim {
 	rec := migration.SplitRecord{User: user, Namespace: "hub", Claim: "claim-" + user, Shared: "home-nfs", SharedUID: "s1", Directory: user,
 		Volume: migration.SplitVolumeName("hub", "claim-"+user)}
-	c := claims.Claim{Namespace: "hub", Name: rec.Claim, UID: "u-" + user, Username: user, AccessModes: []string{RWX}, ClassNamed: true,
+	c := claims.Claim{Namespace: "hub", Name: rec.Claim, UID: "u-" + user, Username: user, AccessModes: []string{claims.RWX}, ClassNamed: true,
 		Requested: "10Gi", RequestedBytes: 10 << 30, Phase: "Pending", Annotations: map[string]string{migration.SplitAnnotation: rec.Encode()}}
 	if bound {
 		c.Phase, c.VolumeName, c.Capacity = "Bound", rec.Volume, "10Gi"
@@ -46,7 +46,7 @@ func TestPlanSplit_movesListedUsersNeverCreatesEmptyClaims(t *testing.T) {
 	cfg := splitConfig("alice", "bob", "carol")
 	cfg.Migration.BatchSize = 2
 	prior := &Prior{Config: sharedConfig("{username}", kubespawner.SchemeSafe, "alice", "bob", "carol")}
-	res := Plan(cfg, prior, sharedLive(RWX))
+	res := Plan(cfg, prior, sharedLive(claims.RWX))
 	if len(res.Errors) != 0 || res.Class != ClassSafe {
 		t.Fatalf("%s\n%s", res.Class, findingsText(res.Errors))
 	}
@@ -66,7 +66,7 @@ func TestPlanSplit_movesListedUsersNeverCreatesEmptyClaims(t *testing.T) {
 	}
 	// Without migrate, the plan fails naming the users, and creates nothing.
 	cfg.OnLayoutChange = OnLayoutChangeFail
-	res = Plan(cfg, prior, sharedLive(RWX))
+	res = Plan(cfg, prior, sharedLive(claims.RWX))
 	text := findingsText(res.Errors)
 	if !strings.Contains(text, "Listed users' homes are directories") || !strings.Contains(text, "carol") {
 		t.Fatalf("fail:\n%s", text)
@@ -84,7 +84,7 @@ func TestPlanSplit_movesListedUsersNeverCreatesEmptyClaims(t *testing.T) {
 // or the per-user layout was left: never planned over as an empty home.
 func TestPlanSplit_movedAndUnfinishedHomes(t *testing.T) {
 	cfg := splitConfig("alice", "bob")
-	live := sharedLive(RWX)
+	live := sharedLive(claims.RWX)
 	live.Claims = []claims.Claim{splitClaimOf("alice", true), splitClaimOf("bob", false)}
 	prior := &Prior{Config: cfg}
 	res := Plan(cfg, prior, live)
@@ -116,8 +116,8 @@ func TestPlanSplit_movedAndUnfinishedHomes(t *testing.T) {
 // those claims were the homes already: nothing moves.
 func TestPlanSplit_oldPerUserClaimsAreMoves(t *testing.T) {
 	cfg := splitConfig("alice")
-	live := sharedLive(RWX)
-	old := claims.Claim{Namespace: "hub", Name: "claim-dave", UID: "d", Username: "dave", AccessModes: []string{RWO}, Phase: "Bound", VolumeName: "pv-d"}
+	live := sharedLive(claims.RWX)
+	old := claims.Claim{Namespace: "hub", Name: "claim-dave", UID: "d", Username: "dave", AccessModes: []string{claims.RWO}, Phase: "Bound", VolumeName: "pv-d"}
 	live.Claims = []claims.Claim{old}
 	shared := &Prior{Config: sharedConfig("{username}", kubespawner.SchemeSafe, "alice")}
 	text := findingsText(Plan(cfg, shared, live).Errors)
@@ -140,7 +140,7 @@ func TestPlanSplit_oldPerUserClaimsAreMoves(t *testing.T) {
 // to the shared layout compares directories only.
 func TestPlanSplit_leavingTheMove(t *testing.T) {
 	cfg := splitConfig("alice", "bob")
-	live := sharedLive(RWX)
+	live := sharedLive(claims.RWX)
 	live.Claims = []claims.Claim{splitClaimOf("alice", true)}
 	prior := &Prior{Config: cfg}
 	now := cfg
@@ -165,7 +165,7 @@ func TestPlanSplit_leavingTheMove(t *testing.T) {
 func TestPlanSplit_movedHomeKeepsItsSize(t *testing.T) {
 	cfg := splitConfig("alice")
 	cfg.Capacity, cfg.CapacityBytes = "20Gi", 20<<30
-	live := sharedLive(RWX)
+	live := sharedLive(claims.RWX)
 	live.Claims = []claims.Claim{splitClaimOf("alice", true)}
 	res := Plan(cfg, &Prior{Config: splitConfig("alice")}, live)
 	if a := planOf(res, "alice"); len(res.Errors) != 0 || a == nil || a.Action != ActionKeep {
@@ -177,11 +177,11 @@ func TestPlanSplit_movedHomeKeepsItsSize(t *testing.T) {
 // the plan is safe, not none.
 func TestPlanSplit_startingTheMoveIsAChange(t *testing.T) {
 	shared := directoryView(splitConfig()) // the same settings, in the shared layout
-	res := Plan(splitConfig(), &Prior{Config: shared}, sharedLive(RWX))
+	res := Plan(splitConfig(), &Prior{Config: shared}, sharedLive(claims.RWX))
 	if len(res.Errors) != 0 || res.Class != ClassSafe {
 		t.Fatalf("%s %s", res.Class, findingsText(res.Errors))
 	}
-	if res := Plan(splitConfig(), &Prior{Config: splitConfig()}, sharedLive(RWX)); res.Class != ClassNone {
+	if res := Plan(splitConfig(), &Prior{Config: splitConfig()}, sharedLive(claims.RWX)); res.Class != ClassNone {
 		t.Fatalf("no change: %s", res.Class)
 	}
 }
@@ -194,8 +194,8 @@ func TestPlanSplit_noRebindWhileMoving(t *testing.T) {
 	cfg.StorageClass = ""
 	cfg.OnModeChange = OnModeChangeMigrate
 	cfg.Migration.Method = migration.MethodRebind
-	live := sharedLive(RWX)
-	live.Claims = []claims.Claim{{Namespace: "hub", Name: "claim-dave", UID: "d", Username: "dave", AccessModes: []string{RWO}, Phase: "Bound", VolumeName: "pv-d"}}
+	live := sharedLive(claims.RWX)
+	live.Claims = []claims.Claim{{Namespace: "hub", Name: "claim-dave", UID: "d", Username: "dave", AccessModes: []string{claims.RWO}, Phase: "Bound", VolumeName: "pv-d"}}
 	live.Volumes = map[string]Volume{"pv-d": {CSIDriver: "driver.longhorn.io"}}
 	res := Plan(cfg, &Prior{Config: cfg}, live)
 	if d := planOf(res, "dave"); d == nil || d.Action == ActionMigrate || !strings.Contains(findingsText(res.Errors), "moving out of the shared layout") {
@@ -213,8 +213,8 @@ func TestPlanSplit_noRebindWhileMoving(t *testing.T) {
 // listed or not, and the plan fails unless on_layout_change = "keep".
 func TestPlanSplit_backToSharedNamesClaimsNoMoveMade(t *testing.T) {
 	move := splitConfig("alice", "bob")
-	live := sharedLive(RWX)
-	dave := claims.Claim{Namespace: "hub", Name: "claim-dave", UID: "d", Username: "dave", AccessModes: []string{RWX}, Phase: "Bound", VolumeName: "pv-d"}
+	live := sharedLive(claims.RWX)
+	dave := claims.Claim{Namespace: "hub", Name: "claim-dave", UID: "d", Username: "dave", AccessModes: []string{claims.RWX}, Phase: "Bound", VolumeName: "pv-d"}
 	live.Claims = []claims.Claim{splitClaimOf("alice", true), dave}
 	back := sharedConfig("{username}", kubespawner.SchemeSafe, "alice", "bob")
 	res := Plan(back, &Prior{Config: move}, live)
@@ -234,8 +234,8 @@ func TestPlanSplit_backToSharedNamesClaimsNoMoveMade(t *testing.T) {
 // is expected there.
 func TestPlanSplit_claimNoMoveMadeIsNamedWhileMoving(t *testing.T) {
 	cfg := splitConfig("alice", "bob")
-	live := sharedLive(RWX)
-	alice := claims.Claim{Namespace: "hub", Name: "claim-alice", UID: "a", Username: "alice", AccessModes: []string{RWX}, StorageClass: "nfs", ClassNamed: true,
+	live := sharedLive(claims.RWX)
+	alice := claims.Claim{Namespace: "hub", Name: "claim-alice", UID: "a", Username: "alice", AccessModes: []string{claims.RWX}, StorageClass: "nfs", ClassNamed: true,
 		Requested: "10Gi", RequestedBytes: 10 << 30, Capacity: "10Gi", Phase: "Bound", VolumeName: "pv-a"}
 	live.Claims = []claims.Claim{alice, splitClaimOf("bob", true)}
 	res := Plan(cfg, &Prior{Config: cfg}, live)
@@ -253,8 +253,8 @@ func TestPlanSplit_claimNoMoveMadeIsNamedWhileMoving(t *testing.T) {
 // one the hub would mount instead of the directory: named as a move.
 func TestPlanSplit_rememberedClaimIsAMove(t *testing.T) {
 	cfg := splitConfig("alice")
-	live := sharedLive(RWX)
-	live.Claims = []claims.Claim{{Namespace: "hub", Name: "claim-alice-old", UID: "a", Username: "alice", AccessModes: []string{RWO}, Phase: "Bound", VolumeName: "pv-a"}}
+	live := sharedLive(claims.RWX)
+	live.Claims = []claims.Claim{{Namespace: "hub", Name: "claim-alice-old", UID: "a", Username: "alice", AccessModes: []string{claims.RWO}, Phase: "Bound", VolumeName: "pv-a"}}
 	text := findingsText(Plan(cfg, &Prior{Config: directoryView(cfg)}, live).Errors)
 	if !strings.Contains(text, `alice: directory "alice" of claim hub/home-nfs → claim hub/claim-alice-old`) {
 		t.Fatalf("%s", text)
@@ -268,17 +268,17 @@ func TestPlanSplit_namedServersKeepTheirDirectories(t *testing.T) {
 	cfg := splitConfig("alice")
 	cfg.SplitFrom.SubPathTemplate = "{user_server}"
 	prior := &Prior{Config: directoryView(cfg)}
-	if text := findingsText(Plan(cfg, prior, sharedLive(RWX)).Errors); !strings.Contains(text, "Named servers would mount the default server's home") {
+	if text := findingsText(Plan(cfg, prior, sharedLive(claims.RWX)).Errors); !strings.Contains(text, "Named servers would mount the default server's home") {
 		t.Fatalf("%s", text)
 	}
 	cfg.NameTemplate = "claim-{user_server}"
 	prior = &Prior{Config: directoryView(cfg)}
-	if text := findingsText(Plan(cfg, prior, sharedLive(RWX)).Errors); strings.Contains(text, "Named servers") {
+	if text := findingsText(Plan(cfg, prior, sharedLive(claims.RWX)).Errors); strings.Contains(text, "Named servers") {
 		t.Fatalf("claim-{user_server}: %s", text)
 	}
 	cfg.NameTemplate, cfg.SplitFrom.SubPathTemplate = "claim-{username}", "home/{username}"
 	prior = &Prior{Config: directoryView(cfg)}
-	if text := findingsText(Plan(cfg, prior, sharedLive(RWX)).Errors); strings.Contains(text, "Named servers") {
+	if text := findingsText(Plan(cfg, prior, sharedLive(claims.RWX)).Errors); strings.Contains(text, "Named servers") {
 		t.Fatalf("home/{username}: %s", text)
 	}
 }
@@ -290,10 +290,10 @@ func TestPlanSplit_rebindInProgressWhileMoving(t *testing.T) {
 	cfg := splitConfig("dave")
 	cfg.StorageClass = ""
 	ref := claims.Ref{Namespace: "hub", Name: "claim-dave"}
-	live := sharedLive(RWX)
-	live.Claims = []claims.Claim{{Namespace: "hub", Name: "claim-dave", UID: "d", Username: "dave", AccessModes: []string{RWO}, Phase: "Bound", VolumeName: "pv-d"}}
+	live := sharedLive(claims.RWX)
+	live.Claims = []claims.Claim{{Namespace: "hub", Name: "claim-dave", UID: "d", Username: "dave", AccessModes: []string{claims.RWO}, Phase: "Bound", VolumeName: "pv-d"}}
 	live.InProgress = map[claims.Ref]InProgress{ref: {Volume: "pv-d", Record: migration.Record{Step: migration.StepRetained, User: "dave", Claim: "claim-dave", Namespace: "hub",
-		From: []string{RWO}, To: RWX, ReclaimPolicy: "Delete", Requested: "10Gi"}}}
+		From: []string{claims.RWO}, To: claims.RWX, ReclaimPolicy: "Delete", Requested: "10Gi"}}}
 	res := Plan(cfg, &Prior{Config: cfg}, live)
 	if d := planOf(res, "dave"); d == nil || d.Action == ActionMigrate || !strings.Contains(findingsText(res.Errors), "A rebind is in progress while homes move") {
 		t.Fatalf("%+v\n%s", d, findingsText(res.Errors))
@@ -308,7 +308,7 @@ func TestPlanSplit_rebindInProgressWhileMoving(t *testing.T) {
 // copyClaimOf is the claim a move by copy made for user, marked copied or not.
 func copyClaimOf(user string, copied bool) claims.Claim {
 	rec := migration.SplitRecord{User: user, Namespace: "hub", Claim: "claim-" + user, Shared: "home-nfs", SharedUID: "s1", Directory: user, Method: migration.MethodDirectoryCopy}
-	c := claims.Claim{Namespace: "hub", Name: rec.Claim, UID: "u-" + user, Username: user, AccessModes: []string{RWX}, StorageClass: "nfs", ClassNamed: true,
+	c := claims.Claim{Namespace: "hub", Name: rec.Claim, UID: "u-" + user, Username: user, AccessModes: []string{claims.RWX}, StorageClass: "nfs", ClassNamed: true,
 		Requested: "10Gi", RequestedBytes: 10 << 30, Capacity: "10Gi", Phase: "Bound", VolumeName: "pvc-" + user,
 		Annotations: map[string]string{migration.SplitAnnotation: rec.Encode()}}
 	if copied {
@@ -325,7 +325,7 @@ func TestPlanSplit_directoryCopyWhereNoSplit(t *testing.T) {
 	cfg.Migration.CopyImage = "rsync:3"
 	prior := &Prior{Config: directoryView(cfg)}
 	method := func(cfg Config, src migration.VolumeSource) (migration.Method, string) {
-		live := sharedLive(RWX)
+		live := sharedLive(claims.RWX)
 		live.SharedSource = &src
 		res := Plan(cfg, prior, live)
 		a := planOf(res, "alice")
@@ -350,7 +350,7 @@ func TestPlanSplit_directoryCopyWhereNoSplit(t *testing.T) {
 	if m, errs := method(cfg, host); m != migration.MethodDirectoryCopy || !strings.Contains(errs, "Homes in directories need a copy image") {
 		t.Fatalf("no copy image: %s %s", m, errs)
 	}
-	if a := planOf(Plan(cfg, prior, sharedLive(RWX)), "alice"); a.Action == ActionMigrate {
+	if a := planOf(Plan(cfg, prior, sharedLive(claims.RWX)), "alice"); a.Action == ActionMigrate {
 		t.Fatalf("no copy image: %+v", a)
 	}
 	cfg.Migration.Method = migration.MethodRebind
@@ -383,7 +383,7 @@ func TestPlanSplit_directoryCopyWaitsForTheHubOfTheMove(t *testing.T) {
 		{"the move with another claim template", &Prior{Config: other}, false},
 		{"the move", &Prior{Config: cfg, HubSwitched: true}, true},
 	} {
-		res := Plan(cfg, tc.prior, sharedLive(RWX))
+		res := Plan(cfg, tc.prior, sharedLive(claims.RWX))
 		a := planOf(res, "alice")
 		switch {
 		case len(res.Errors) > 0:
@@ -397,7 +397,7 @@ func TestPlanSplit_directoryCopyWaitsForTheHubOfTheMove(t *testing.T) {
 	// Named servers that would keep the directory are refused before the
 	// first apply, not after it.
 	cfg.NameTemplate = "claim-{user_server}"
-	if text := findingsText(Plan(cfg, &Prior{Config: directoryView(cfg)}, sharedLive(RWX)).Errors); !strings.Contains(text, "Named servers would keep the directory a copy leaves behind") {
+	if text := findingsText(Plan(cfg, &Prior{Config: directoryView(cfg)}, sharedLive(claims.RWX)).Errors); !strings.Contains(text, "Named servers would keep the directory a copy leaves behind") {
 		t.Fatalf("named servers: %s", text)
 	}
 }
@@ -406,7 +406,7 @@ func TestPlanSplit_directoryCopyWaitsForTheHubOfTheMove(t *testing.T) {
 // refuses to leave it says to undo it by deleting the claim, and names no
 // volume.
 func TestPlanSplit_unfinishedCopyUndoNamesTheClaimOnly(t *testing.T) {
-	live := sharedLive(RWX)
+	live := sharedLive(claims.RWX)
 	live.Claims = []claims.Claim{copyClaimOf("bob", false)}
 	cfg := splitConfig("bob")
 	cfg.OnLayoutChange = OnLayoutChangeFail
@@ -423,7 +423,7 @@ func TestPlanSplit_unfinishedCopyUndoNamesTheClaimOnly(t *testing.T) {
 func TestPlanSplit_directoryCopyResumesAndIsNamedWhenLeft(t *testing.T) {
 	cfg := splitConfig("alice", "bob")
 	cfg.Migration.CopyImage = "rsync:3"
-	live := sharedLive(RWX)
+	live := sharedLive(claims.RWX)
 	live.Claims = []claims.Claim{copyClaimOf("alice", true), copyClaimOf("bob", false)}
 	res := Plan(cfg, &Prior{Config: cfg, HubSwitched: true}, live)
 	a, b := planOf(res, "alice"), planOf(res, "bob")
@@ -449,7 +449,7 @@ func TestPlanSplit_directoryCopyNamedServersShareTheClaim(t *testing.T) {
 	cfg.Migration.CopyImage = "rsync:3"
 	cfg.NameTemplate = "claim-{user_server}"
 	prior := &Prior{Config: cfg, HubSwitched: true}
-	live := sharedLive(RWX)
+	live := sharedLive(claims.RWX)
 	live.SharedSource = &migration.VolumeSource{CSI: &migration.CSISource{Driver: "driver.longhorn.io", Handle: "pvc-1"}}
 	if text := findingsText(Plan(cfg, prior, live).Errors); !strings.Contains(text, "Named servers would keep the directory a copy leaves behind") {
 		t.Fatalf("%s", text)
@@ -482,12 +482,12 @@ func TestPlanSplit_directoryCopyWaitsForTheHub(t *testing.T) {
 	// No state, the shared layout's, or the move's from an apply that
 	// failed (Terraform then applied nothing that passes the settings on).
 	for _, prior := range []*Prior{nil, {Config: directoryView(cfg)}, {Config: cfg}} {
-		res := Plan(cfg, prior, sharedLive(RWX))
+		res := Plan(cfg, prior, sharedLive(claims.RWX))
 		if a := planOf(res, "alice"); a == nil || a.Action != ActionKeep || !strings.Contains(findingsText(res.Warnings), "Homes are copied from the next apply on") {
 			t.Fatalf("prior %v: %+v\n%s", prior, a, findingsText(res.Warnings))
 		}
 	}
-	if a := planOf(Plan(cfg, &Prior{Config: cfg, HubSwitched: true}, sharedLive(RWX)), "alice"); a == nil || a.Action != ActionMigrate || a.Method != migration.MethodDirectoryCopy {
+	if a := planOf(Plan(cfg, &Prior{Config: cfg, HubSwitched: true}, sharedLive(claims.RWX)), "alice"); a == nil || a.Action != ActionMigrate || a.Method != migration.MethodDirectoryCopy {
 		t.Fatalf("in the move: %+v", a)
 	}
 }
@@ -497,7 +497,7 @@ func TestPlanSplit_directoryCopyWaitsForTheHub(t *testing.T) {
 func TestPlanSplit_directoryCopyMadeAgain(t *testing.T) {
 	cfg := splitConfig("alice", "bob")
 	cfg.Migration.CopyImage = "rsync:3"
-	live := sharedLive(RWX)
+	live := sharedLive(claims.RWX)
 	restored := copyClaimOf("alice", false)
 	restored.Annotations[migration.SplitCopiedAnnotation] = "an-older-uid"
 	live.Claims = []claims.Claim{restored, copyClaimOf("bob", false)}
@@ -520,7 +520,7 @@ func TestPlanSplit_directoryCopyMadeAgain(t *testing.T) {
 func TestPlanSplit_namedServerCheckOnlyWhileMoving(t *testing.T) {
 	cfg := splitConfig("alice")
 	cfg.SplitFrom, cfg.NameTemplate = nil, "claim-{user_server}"
-	live := sharedLive(RWX)
+	live := sharedLive(claims.RWX)
 	live.Claims = []claims.Claim{copyClaimOf("alice", true)}
 	if text := findingsText(Plan(cfg, &Prior{Config: cfg}, live).Errors); strings.Contains(text, "Named servers") {
 		t.Fatalf("%s", text)
@@ -533,7 +533,7 @@ func TestPlanSplit_namedServerCheckOnlyWhileMoving(t *testing.T) {
 func TestPlanSplit_directoryCopySkipsDirectoriesInUse(t *testing.T) {
 	cfg := splitConfig("alice", "bob", "carol")
 	cfg.Migration.CopyImage, cfg.Migration.Method, cfg.Migration.SkipRunning, cfg.Migration.BatchSize = "rsync:3", migration.MethodCopy, true, 1
-	live := sharedLive(RWX)
+	live := sharedLive(claims.RWX)
 	use := migration.NewDirectoryUse([]string{"alice/notebooks"})
 	live.DirectoriesInUse = &use
 	res := Plan(cfg, &Prior{Config: cfg, HubSwitched: true}, live)
@@ -561,7 +561,7 @@ func TestPlanSplit_directoryCopyClaimsTheCopyCannotGoOnWith(t *testing.T) {
 	restored.Annotations[migration.SplitCopiedAnnotation] = "an-older-uid"
 	going := copyClaimOf("bob", false)
 	going.Deleting = true
-	live := sharedLive(RWX)
+	live := sharedLive(claims.RWX)
 	live.Claims = []claims.Claim{restored, going, copyClaimOf("carol", false)}
 	left := cfg
 	left.SplitFrom = nil
