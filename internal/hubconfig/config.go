@@ -3,6 +3,7 @@ package hubconfig
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -124,8 +125,9 @@ func Build(c Config) (Result, []claims.Finding) {
 		}
 	}
 	r.Colocation = colocation(r.AccessMode, c.ColocationLabel)
-	for k, v := range deepCopy(c.Extra) {
-		errs = append(errs, r.addExtra(k, v)...)
+	extra := deepCopy(c.Extra)
+	for _, k := range slices.Sorted(maps.Keys(extra)) { // findings in one order, run to run
+		errs = append(errs, r.addExtra(k, extra[k])...)
 	}
 	errs = append(errs, r.addProfiles(c.Profiles)...)
 	return r, errs

@@ -1,6 +1,7 @@
 package hubconfig
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -170,5 +171,34 @@ func TestSpawnerBuild_namedListIdentities(t *testing.T) {
 	r := mustBuild(t, Config{Home: homeSettings(claims.RWX), Extra: map[string]any{"init_containers": []any{map[string]any{"name": "a", "image": "busybox"}}}})
 	if JSON(r.Settings["init_containers"]) != `[{"image":"busybox","name":"a"}]` {
 		t.Errorf("init_containers = %s", JSON(r.Settings["init_containers"]))
+	}
+}
+
+// TestBuild_findingsInOneOrder: the findings of several bad extra settings
+// come in the settings' name order at every run (a plan's diagnostics do
+// not reorder between runs).
+func TestBuild_findingsInOneOrder(t *testing.T) {
+	extra := map[string]any{"volumes": map[string]any{}, "storage_access_modes": []any{claims.RWO}, "profile_list": []any{}, "modify_pod_hook": "x", "storage_class": "fast"}
+	var first []string
+	for range 30 {
+		_, errs := Build(Config{Home: homeSettings(claims.RWX), Extra: extra})
+		var got []string
+		for _, e := range errs {
+			got = append(got, e.Summary)
+		}
+		if first == nil {
+			first = got
+			if len(got) < 4 {
+				t.Fatalf("want a finding per bad setting, got %q", got)
+			}
+			continue
+		}
+		if !slices.Equal(got, first) {
+			t.Fatalf("findings reordered between runs:\n%q\n%q", first, got)
+		}
+	}
+	want := []string{"modify_pod_hook cannot be JSON", "profile_list is set by profiles", "storage_access_modes is set by the home storage", "storage_class is set by the home storage", "volumes must be a list"}
+	if !slices.Equal(first, want) {
+		t.Errorf("findings = %q, want them in the settings' name order %q", first, want)
 	}
 }

@@ -156,7 +156,8 @@ func (p Profile) checkNames(out *profileFindings) {
 // guarantee not above the limit.
 func (p Profile) checkMemory(out *profileFindings) {
 	mem := map[string]int64{}
-	for attr, s := range map[string]string{"mem_guarantee": p.MemGuarantee, "mem_limit": p.MemLimit} {
+	for _, f := range []struct{ attr, s string }{{"mem_guarantee", p.MemGuarantee}, {"mem_limit", p.MemLimit}} {
+		attr, s := f.attr, f.s
 		if s == "" {
 			continue
 		}
@@ -177,7 +178,11 @@ func (p Profile) checkMemory(out *profileFindings) {
 
 // checkCPU requires positive cores, the guarantee not above the limit.
 func (p Profile) checkCPU(out *profileFindings) {
-	for attr, v := range map[string]*float64{"cpu_guarantee": p.CPUGuarantee, "cpu_limit": p.CPULimit} {
+	for _, f := range []struct {
+		attr string
+		v    *float64
+	}{{"cpu_guarantee", p.CPUGuarantee}, {"cpu_limit", p.CPULimit}} {
+		attr, v := f.attr, f.v
 		if v != nil && *v <= 0 {
 			out.add(attr, "CPU must be positive", fmt.Sprintf("%s = %v: give cores, e.g. 0.5 or 2, or leave it unset.", attr, *v))
 		}

@@ -2,6 +2,7 @@ package hubconfig
 
 import (
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -103,5 +104,22 @@ func TestSpawnerProfileDict(t *testing.T) {
 	d := p.Demand()
 	if d.CPUMillis != 1500 || d.MemBytes != 8<<30 || !reflect.DeepEqual(d.Extended, map[string]int64{"amd.com/gpu": 2}) {
 		t.Fatalf("demand = %+v", d)
+	}
+}
+
+// TestSpawnerProfileValidate_oneOrder: two bad sizes, or two bad core counts,
+// are reported guarantee first at every run.
+func TestSpawnerProfileValidate_oneOrder(t *testing.T) {
+	f := func(v float64) *float64 { return &v }
+	p := Profile{DisplayName: "x", MemGuarantee: "lots", MemLimit: "more", CPUGuarantee: f(-2), CPULimit: f(-1)}
+	want := []string{"mem_guarantee", "mem_limit", "cpu_guarantee", "cpu_limit"}
+	for range 30 {
+		var got []string
+		for _, e := range p.Validate() {
+			got = append(got, e.Attribute)
+		}
+		if !slices.Equal(got, want) {
+			t.Fatalf("attributes = %q, want %q", got, want)
+		}
 	}
 }
