@@ -219,8 +219,8 @@ func (r *homeStorageResource) classify(ctx context.Context, client *kube.Client,
 		diags.AddAttributeError(path.Root("migration"), "Cannot read the namespace's Pod Security labels", err.Error())
 		return res, cfg, false
 	}
-	addFindings(diags, res.Errors, true)
-	addFindings(diags, res.Warnings, false)
+	addErrorFindings(diags, res.Errors)
+	addWarningFindings(diags, res.Warnings)
 	return res, cfg, !diags.HasError()
 }
 
@@ -261,8 +261,8 @@ func (r *homeStorageResource) planDestroy(ctx context.Context, req resource.Modi
 		return
 	}
 	res := safety.Destroy(cfg, *state.prior(ctx, &resp.Diagnostics), live)
-	addFindings(&resp.Diagnostics, res.Errors, true)
-	addFindings(&resp.Diagnostics, res.Warnings, false)
+	addErrorFindings(&resp.Diagnostics, res.Errors)
+	addWarningFindings(&resp.Diagnostics, res.Warnings)
 	var del []plannedDelete
 	for _, up := range res.Users {
 		if up.Action == safety.ActionRecreate {
@@ -280,15 +280,18 @@ func (r *homeStorageResource) planDestroy(ctx context.Context, req resource.Modi
 
 func (r *homeStorageResource) client() *kube.Client { return r.data.client() }
 
-// addFindings is the one adapter from the decision cores' findings to
-// Terraform's diagnostics, at the attribute each names.
-func addFindings(diags *diag.Diagnostics, fs []claims.Finding, isError bool) {
+// addErrorFindings and addWarningFindings are the one adapter from the
+// decision cores' findings to Terraform's diagnostics, at the attribute
+// each names: as errors, and as warnings.
+func addErrorFindings(diags *diag.Diagnostics, fs []claims.Finding) {
 	for _, f := range fs {
-		if isError {
-			diags.AddAttributeError(findingPath(f.Attribute), f.Summary, f.Detail)
-		} else {
-			diags.AddAttributeWarning(findingPath(f.Attribute), f.Summary, f.Detail)
-		}
+		diags.AddAttributeError(findingPath(f.Attribute), f.Summary, f.Detail)
+	}
+}
+
+func addWarningFindings(diags *diag.Diagnostics, fs []claims.Finding) {
+	for _, f := range fs {
+		diags.AddAttributeWarning(findingPath(f.Attribute), f.Summary, f.Detail)
 	}
 }
 

@@ -202,7 +202,7 @@ func (r *homeStorageResource) apply(ctx context.Context, plan, state *homeStorag
 		return false
 	}
 	if len(res.Errors) > 0 {
-		addFindings(diags, res.Errors, true)
+		addErrorFindings(diags, res.Errors)
 		return false
 	}
 	planned, known, ok := plannedChanges(plan, diags)

@@ -173,7 +173,7 @@ func (m *spawnerConfigModel) build(diags *diag.Diagnostics) (hubconfig.Result, b
 		return hubconfig.Result{}, false
 	}
 	res, errs := hubconfig.Build(cfg)
-	addFindings(diags, errs, true)
+	addErrorFindings(diags, errs)
 	return res, len(errs) == 0
 }
 
@@ -244,7 +244,7 @@ func (r *spawnerConfigResource) ModifyPlan(ctx context.Context, req resource.Mod
 // against the nodes (nil when the cluster could not be read).
 func spawnerConfigDiagnostics(res hubconfig.Result, nodes []hubconfig.Node, colocated int) diag.Diagnostics {
 	var diags diag.Diagnostics
-	addFindings(&diags, hubconfig.Warnings(res, nodes, colocated), false)
+	addWarningFindings(&diags, hubconfig.Warnings(res, nodes, colocated))
 	return diags
 }
 
@@ -255,8 +255,8 @@ func spawnerConfigDiagnostics(res hubconfig.Result, nodes []hubconfig.Node, colo
 func spawnerConfigSizeDiagnostics(res hubconfig.Result, files hubconfig.Files, helmValues, configMap string) diag.Diagnostics {
 	var diags diag.Diagnostics
 	errs, warnings := hubconfig.SizeFindings(res, hubconfig.SizesOf(files, helmValues), configMap)
-	addFindings(&diags, errs, true)
-	addFindings(&diags, warnings, false)
+	addErrorFindings(&diags, errs)
+	addWarningFindings(&diags, warnings)
 	return diags
 }
 

@@ -314,8 +314,8 @@ func (r *spawnerProfileResource) ModifyPlan(ctx context.Context, req resource.Mo
 func profileNodeDiagnostics(p hubconfig.Profile, nodes []hubconfig.Node, requireSchedulable bool) diag.Diagnostics {
 	var diags diag.Diagnostics
 	errs, warns := hubconfig.CheckProfile(profileID(p), p.Demand(), nodes, requireSchedulable)
-	addFindings(&diags, errs, true)
-	addFindings(&diags, warns, false)
+	addErrorFindings(&diags, errs)
+	addWarningFindings(&diags, warns)
 	return diags
 }
 
