@@ -159,9 +159,12 @@ func (r *homeStorageResource) ModifyPlan(ctx context.Context, req resource.Modif
 		plan.SpawnerSettings = types.StringValue(spawnerSettings(&plan, nil))
 	}
 	client := r.client()
-	if client == nil || !plannable(&plan) {
-		r.planWithoutCluster(&plan, client == nil, &resp.Diagnostics)
-	} else {
+	switch {
+	case client == nil:
+		planWithoutCluster(&plan, r.unknownConnection(), &resp.Diagnostics)
+	case !plannable(&plan):
+		planWithoutCluster(&plan, unknownArguments, &resp.Diagnostics)
+	default:
 		res, cfg, ok := r.classify(ctx, client, &plan, state, hubSettingsOf(ctx, req.Private, &resp.Diagnostics), &resp.Diagnostics)
 		if !ok {
 			return
@@ -173,14 +176,23 @@ func (r *homeStorageResource) ModifyPlan(ctx context.Context, req resource.Modif
 	}
 }
 
-// planWithoutCluster plans when the cluster cannot be read (the connection
-// or some argument is not known until apply): the values read from the
-// cluster are unknown, and a plan that may delete homes fails.
-func (r *homeStorageResource) planWithoutCluster(plan *homeStorageModel, noClient bool, diags *diag.Diagnostics) {
-	reason := "some of its arguments are not known until apply"
-	if noClient && r.data != nil {
-		reason = fmt.Sprintf("the provider setting %q is not known until apply", r.data.Unknown)
+// unknownArguments is why a plan cannot read the cluster when some of the
+// resource's arguments are not known until apply.
+const unknownArguments = "some of its arguments are not known until apply"
+
+// unknownConnection is why a plan cannot read the cluster when the
+// provider has no client: the setting not known until apply.
+func (r *homeStorageResource) unknownConnection() string {
+	if r.data == nil {
+		return unknownArguments
 	}
+	return fmt.Sprintf("the provider setting %q is not known until apply", r.data.Unknown)
+}
+
+// planWithoutCluster plans when the cluster cannot be read, for reason
+// (the connection or some argument is not known until apply): the values
+// read from the cluster are unknown, and a plan that may delete homes fails.
+func planWithoutCluster(plan *homeStorageModel, reason string, diags *diag.Diagnostics) {
 	diags.AddWarning("Live home claims not checked",
 		fmt.Sprintf("The plan for jupyter_home_storage could not read the cluster because %s. Whether this change is safe is decided again at apply, against the live claims, and the apply stops if it is not.", reason))
 	if destroysAtApply(plan) {
