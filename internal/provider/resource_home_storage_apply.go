@@ -26,6 +26,18 @@ type readMode struct {
 	migrations bool // the configuration migrates: when some claim differs, the volumes
 }
 
+// claimLister lists the claims of a namespace ("" for all) that match a
+// label selector.
+type claimLister func(ctx context.Context, namespace, selector string) ([]claims.Claim, error)
+
+// lister is the List mode asks for: the process's snapshot unless fresh.
+func (mode readMode) lister(client *kube.Client) claimLister {
+	if mode.fresh {
+		return client.ListClaimsFresh
+	}
+	return client.ListClaims
+}
+
 // readLive lists the claims (one paginated List), the storage class and
 // what mode asks for. state is what the last apply recorded (nil when
 // none): when it looked for homes elsewhere, claims are read there too (the
@@ -36,7 +48,7 @@ func (r *homeStorageResource) readLive(ctx context.Context, client *kube.Client,
 	var live safety.Live
 	var namespace string
 	var err error
-	if live.Claims, namespace, err = listHomes(ctx, client, m, state, mode.fresh); err != nil {
+	if live.Claims, namespace, err = listHomes(ctx, mode.lister(client), m, state); err != nil {
 		return live, err
 	}
 	if live.Class, err = liveClass(ctx, client, m); err != nil {
@@ -51,64 +63,94 @@ func (r *homeStorageResource) readLive(ctx context.Context, client *kube.Client,
 	if err := readInProgress(ctx, client, cfg, &live); err != nil {
 		return live, err
 	}
-	if sh := safety.DirectoryOf(cfg); sh != nil {
-		if live.Shared, err = client.Claim(ctx, cfg.Namespace, sh.Claim); err != nil {
-			return live, err
-		}
-		if live.Shared == nil && sh.Create {
-			// Whether a claim of that name existed, before one is created.
-			if live.FormerSharedVolumes, err = client.FormerVolumes(ctx, cfg.Namespace, sh.Claim); err != nil {
-				return live, err
-			}
-		}
+	if err := readShared(ctx, client, cfg, &live); err != nil {
+		return live, err
 	}
-	if cfg.SplitFrom != nil && cfg.OnLayoutChange == safety.OnLayoutChangeMigrate && live.Shared != nil {
+	if err := readSharedDirectories(ctx, client, cfg, &live); err != nil {
+		return live, err
+	}
+	return live, readMounted(ctx, client, cfg, mode, namespace, &live)
+}
+
+// readShared reads the shared claim shared_home names, and, while it is
+// missing and this resource creates it, whether a claim of that name
+// existed before.
+func readShared(ctx context.Context, client *kube.Client, cfg safety.Config, live *safety.Live) error {
+	sh := safety.DirectoryOf(cfg)
+	if sh == nil {
+		return nil
+	}
+	var err error
+	if live.Shared, err = client.Claim(ctx, cfg.Namespace, sh.Claim); err != nil {
+		return err
+	}
+	if live.Shared == nil && sh.Create {
+		// Whether a claim of that name existed, before one is created.
+		live.FormerSharedVolumes, err = client.FormerVolumes(ctx, cfg.Namespace, sh.Claim)
+	}
+	return err
+}
+
+// readSharedDirectories reads what moving directories out of a shared
+// claim (a split that migrates) or into one (a merge) waits on: how they
+// move, and which directories running pods use.
+func readSharedDirectories(ctx context.Context, client *kube.Client, cfg safety.Config, live *safety.Live) error {
+	if live.Shared == nil {
+		return nil
+	}
+	// The shared claim directories move out of or into (never both:
+	// safety.Config).
+	var claim string
+	switch {
+	case cfg.SplitFrom != nil && cfg.OnLayoutChange == safety.OnLayoutChangeMigrate:
+		claim = cfg.SplitFrom.Claim
 		// Whether directories move zero copy or by a copy.
-		if live.SharedSource, err = client.PlannedSharedSource(ctx, cfg.Namespace, cfg.SplitFrom.Claim); err != nil {
-			return live, err
+		var err error
+		if live.SharedSource, err = client.PlannedSharedSource(ctx, cfg.Namespace, claim); err != nil {
+			return err
 		}
-		// Directories a running pod uses wait (a copy runs on none).
-		use, err := client.SharedDirectoryUse(ctx, cfg.Namespace, cfg.SplitFrom.Claim)
-		if err != nil {
-			return live, err
-		}
-		live.DirectoriesInUse = &use
+		// Directories a running pod uses wait (a copy runs on none): below.
+	case cfg.MergeInto != nil:
+		// Merges wait while a pod uses the claim or the directory: below.
+		claim = cfg.MergeInto.Claim
+	default:
+		return nil
 	}
-	if cfg.MergeInto != nil && live.Shared != nil {
-		// Merges wait while a pod uses the claim or the directory.
-		use, err := client.SharedDirectoryUse(ctx, cfg.Namespace, cfg.MergeInto.Claim)
-		if err != nil {
-			return live, err
-		}
-		live.DirectoriesInUse = &use
+	use, err := client.SharedDirectoryUse(ctx, cfg.Namespace, claim)
+	if err != nil {
+		return err
 	}
+	live.DirectoriesInUse = &use
+	return nil
+}
+
+// readMounted reads the pods that mount claims in namespace ("" for all)
+// when they matter: mode asks for them, a migration is in progress, a
+// merge waits on them, or (mode.migrations) a migration may touch a claim.
+func readMounted(ctx context.Context, client *kube.Client, cfg safety.Config, mode readMode, namespace string, live *safety.Live) error {
 	needPods := mode.pods || len(live.InProgress) > 0 || cfg.MergeInto != nil
 	if mode.migrations {
 		// Whether a server runs matters only for a claim a migration may
 		// touch: one that differs, or the source of a finished copy.
-		differs, err := readVolumes(ctx, client, cfg, &live)
+		differs, err := readVolumes(ctx, client, cfg, live)
 		if err != nil {
-			return live, err
+			return err
 		}
 		needPods = needPods || differs || cfg.Migration.DeleteSources
 	}
-	if needPods {
-		if live.Mounted, err = client.MountedClaims(ctx, namespace); err != nil {
-			return live, err
-		}
+	if !needPods {
+		return nil
 	}
-	return live, nil
+	var err error
+	live.Mounted, err = client.MountedClaims(ctx, namespace)
+	return err
 }
 
-// listHomes lists the claims that may be homes (one paginated List; the
-// process's snapshot unless fresh) and returns them with the namespace
-// listed ("" for all). Under per-user namespaces the List is cluster-wide
-// (the safety core keeps the claims in their users' namespaces).
-func listHomes(ctx context.Context, client *kube.Client, m, state *homeStorageModel, fresh bool) ([]claims.Claim, string, error) {
-	list := client.ListClaims
-	if fresh {
-		list = client.ListClaimsFresh
-	}
+// listHomes lists the claims that may be homes (one paginated List) and
+// returns them with the namespace listed ("" for all). Under per-user
+// namespaces the List is cluster-wide (the safety core keeps the claims in
+// their users' namespaces).
+func listHomes(ctx context.Context, list claimLister, m, state *homeStorageModel) ([]claims.Claim, string, error) {
 	selector := DefaultClaimSelector
 	if len(m.ExtraUserVolumes.Elements()) > 0 {
 		selector = "" // other per-user claims need not carry KubeSpawner's labels
