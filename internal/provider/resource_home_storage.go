@@ -213,13 +213,9 @@ func planWithoutCluster(plan *homeStorageModel, reason string, diags *diag.Diagn
 // its findings become diagnostics. ok is false when the plan fails.
 func (r *homeStorageResource) classify(ctx context.Context, client *kube.Client, plan, state *homeStorageModel, hub string, diags *diag.Diagnostics) (safety.Result, safety.Config, bool) {
 	cfg := plan.config(ctx, diags)
-	var prior *safety.Prior
-	if state != nil {
-		prior = state.prior(ctx, diags)
-		prior.HubSwitched = hub != "" && hub == moveSignature(prior.Config)
-		if plan.StorageClass != nil && state.StorageClass != nil {
-			cfg.ClassReplaced = immutableClassChanges(state.StorageClass, plan.StorageClass)
-		}
+	prior := priorOf(ctx, state, hub, diags)
+	if state != nil && plan.StorageClass != nil && state.StorageClass != nil {
+		cfg.ClassReplaced = immutableClassChanges(state.StorageClass, plan.StorageClass)
 	}
 	live, err := r.readLive(ctx, client, plan, state, readMode{pods: cfg.OnModeChange == safety.OnModeChangeRecreate, migrations: migrates(plan, state)})
 	if err != nil {
@@ -420,7 +416,7 @@ func (r *homeStorageResource) Read(ctx context.Context, req resource.ReadRequest
 		return
 	}
 	res := safety.Plan(cfg, nil, live)
-	state.Claims = claimsValue(&res, cfg, true)
+	state.Claims = finalClaimsValue(&res, cfg)
 	for _, v := range []*types.String{&state.MigrationPlan, &state.MigrationStatus, &state.Changes} {
 		if v.IsNull() || v.IsUnknown() {
 			*v = types.StringValue("{}") // imported, or written before these attributes existed

@@ -305,15 +305,22 @@ func (r *spawnerProfileResource) ModifyPlan(ctx context.Context, req resource.Mo
 	for i := range live {
 		nodes[i] = nodeOf(&live[i])
 	}
-	resp.Diagnostics.Append(profileNodeDiagnostics(p, nodes, plan.RequireSchedulable.ValueBool())...)
+	resp.Diagnostics.Append(profileNodeDiagnostics(p, nodes, nodeCheck{requireSchedulable: plan.RequireSchedulable.ValueBool()})...)
+}
+
+// nodeCheck says how a plan checks a profile against the nodes.
+type nodeCheck struct {
+	// requireSchedulable (require_schedulable): a profile whose guarantees
+	// exceed every node is an error, not a warning.
+	requireSchedulable bool
 }
 
 // profileNodeDiagnostics is the plan's verdict on a profile against the
 // nodes: warnings when none can run it now, an error with
 // require_schedulable when its guarantees exceed every node.
-func profileNodeDiagnostics(p hubconfig.Profile, nodes []hubconfig.Node, requireSchedulable bool) diag.Diagnostics {
+func profileNodeDiagnostics(p hubconfig.Profile, nodes []hubconfig.Node, check nodeCheck) diag.Diagnostics {
 	var diags diag.Diagnostics
-	errs, warns := hubconfig.CheckProfile(profileID(p), p.Demand(), nodes, requireSchedulable)
+	errs, warns := hubconfig.CheckProfile(profileID(p), p.Demand(), nodes, check.requireSchedulable)
 	addErrorFindings(&diags, errs)
 	addWarningFindings(&diags, warns)
 	return diags
