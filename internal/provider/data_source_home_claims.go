@@ -15,10 +15,11 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/claims"
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/kubespawner"
 )
 
 // DefaultClaimSelector is the label KubeSpawner puts on every home claim it creates.
-const DefaultClaimSelector = "component=singleuser-storage"
+const DefaultClaimSelector = kubespawner.LabelComponent + "=" + kubespawner.ComponentSingleuserStorage
 
 type homeClaimsDataSource struct{ data *providerData }
 

@@ -86,7 +86,7 @@ func (r *homeStorageResource) ValidateConfig(ctx context.Context, req resource.V
 				"To move homes out of the shared layout into claims of their own, use on_layout_change = \"migrate\" with layout = \"per_user\".")
 	}
 	validateCreateClaim(&m, &resp.Diagnostics)
-	if m.AccessMode.ValueString() == safety.RWX && m.StorageClass == nil && m.StorageClassName.IsNull() && (m.SharedHome == nil || m.SharedHome.CreateClaim.ValueBool()) {
+	if m.AccessMode.ValueString() == claims.RWX && m.StorageClass == nil && m.StorageClassName.IsNull() && (m.SharedHome == nil || m.SharedHome.CreateClaim.ValueBool()) {
 		resp.Diagnostics.AddAttributeError(path.Root("storage_class_name"), "ReadWriteMany needs a storage class",
 			"The cluster's default class is usually a block-volume class that cannot serve ReadWriteMany. Name a class backed by a shared file system with storage_class_name, or create one with storage_class = { name = ..., provisioner = ... }.")
 	}
@@ -440,7 +440,7 @@ func (r *homeStorageResource) Read(ctx context.Context, req resource.ReadRequest
 // of its claims have, so that the first plan shows what the configuration changes.
 func (r *homeStorageResource) fillImported(ctx context.Context, client *kube.Client, m *homeStorageModel, diags *diag.Diagnostics) {
 	m.ID = m.Namespace
-	m.AccessMode = types.StringValue(safety.RWO)
+	m.AccessMode = types.StringValue(claims.RWO)
 	m.PVCNameTemplate = types.StringValue("claim-{username}")
 	m.SlugScheme = types.StringValue(string(kubespawner.SchemeSafe))
 	m.OnModeChange = types.StringValue(string(safety.OnModeChangeFail))
@@ -460,7 +460,7 @@ func (r *homeStorageResource) fillImported(ctx context.Context, client *kube.Cli
 		sizes[c.Requested]++
 		classes[c.StorageClass]++
 	}
-	if v := mostCommon(modes, cmp.Less[string]); v != "" && slices.Contains([]string{safety.RWO, safety.RWX, safety.RWOP}, v) {
+	if v := mostCommon(modes, cmp.Less[string]); v != "" && slices.Contains([]string{claims.RWO, claims.RWX, claims.RWOP}, v) {
 		m.AccessMode = types.StringValue(v)
 	}
 	if v := mostCommon(sizes, cmp.Less[string]); v != "" {

@@ -18,6 +18,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"k8s.io/apimachinery/pkg/api/resource"
 
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/claims"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/kubespawner"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/safety"
 )
@@ -117,10 +118,10 @@ func homeStorageSchema() schema.Schema {
 			"namespace": schema.StringAttribute{Required: true, MarkdownDescription: "Namespace of the JupyterHub deployment. Changing it replaces the resource; the claims in the old namespace stay (a replacement deletes no claim), and the plan fails naming them unless `on_mode_change = \"keep_existing\"`.",
 				Validators:    []validator.String{namespaceValidator()},
 				PlanModifiers: []planmodifier.String{stringplanmodifier.RequiresReplace()}},
-			"access_mode": schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString(safety.RWO),
+			"access_mode": schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString(claims.RWO),
 				MarkdownDescription: "`ReadWriteOnce` (default): a user's pods must share a node (co-location). `ReadWriteMany`: servers can run on any node; needs a shared-file-system provisioner. " +
 					"`ReadWriteOncePod`: one pod per claim in the whole cluster. Existing claims keep their mode (it is immutable): see `on_mode_change`.",
-				Validators: []validator.String{stringvalidator.OneOf(safety.RWO, safety.RWX, safety.RWOP)}},
+				Validators: []validator.String{stringvalidator.OneOf(claims.RWO, claims.RWX, claims.RWOP)}},
 			"storage_class_name": schema.StringAttribute{Optional: true,
 				MarkdownDescription: "An existing StorageClass for the claims. Leave unset (and no `storage_class`) for the cluster's default class.",
 				Validators: []validator.String{

@@ -14,14 +14,14 @@ import (
 // The record step: values the plan showed stand; values it could not know
 // come from what apply classified and from the claims as recorded.
 func TestRecordApply(t *testing.T) {
-	cfg := safety.Config{Namespace: "jhub", AccessMode: safety.RWX, StorageClass: "efs", Capacity: "1Gi", CapacityBytes: 1 << 30,
+	cfg := safety.Config{Namespace: "jhub", AccessMode: claims.RWX, StorageClass: "efs", Capacity: "1Gi", CapacityBytes: 1 << 30,
 		NameTemplate: "claim-{username}", Scheme: kubespawner.SchemeSafe, Users: []string{"alice", "bob"}, OnModeChange: safety.OnModeChangeKeepExisting}
-	rwo := claims.Claim{Name: "claim-alice", Namespace: "jhub", UID: "a1", Username: "alice", AccessModes: []string{safety.RWO},
+	rwo := claims.Claim{Name: "claim-alice", Namespace: "jhub", UID: "a1", Username: "alice", AccessModes: []string{claims.RWO},
 		StorageClass: "efs", Requested: "1Gi", RequestedBytes: 1 << 30, Phase: "Bound"}
 	live := safety.Live{Claims: []claims.Claim{rwo}}
 	res := safety.Plan(cfg, nil, live)
 	model := func() *homeStorageModel {
-		return &homeStorageModel{Namespace: types.StringValue("jhub"), AccessMode: types.StringValue(safety.RWX), StorageClassName: types.StringValue("efs"),
+		return &homeStorageModel{Namespace: types.StringValue("jhub"), AccessMode: types.StringValue(claims.RWX), StorageClassName: types.StringValue("efs"),
 			Capacity: types.StringValue("1Gi"), PVCNameTemplate: types.StringValue("claim-{username}"), SlugScheme: types.StringValue("safe"),
 			Claims: types.StringUnknown(), LegacyUsers: types.StringUnknown(), ColocationRequired: types.BoolUnknown(),
 			ChangeClass: types.StringUnknown(), Changes: types.StringUnknown(), SpawnerSettings: types.StringUnknown(), MigrationPlan: types.StringUnknown()}
@@ -30,7 +30,7 @@ func TestRecordApply(t *testing.T) {
 	// The plan could not read the cluster: everything comes from apply.
 	m := model()
 	after := live
-	after.Claims = append(after.Claims, claims.Claim{Name: "claim-bob", Namespace: "jhub", UID: "b1", Username: "bob", AccessModes: []string{safety.RWX}, StorageClass: "efs", Requested: "1Gi", RequestedBytes: 1 << 30})
+	after.Claims = append(after.Claims, claims.Claim{Name: "claim-bob", Namespace: "jhub", UID: "b1", Username: "bob", AccessModes: []string{claims.RWX}, StorageClass: "efs", Requested: "1Gi", RequestedBytes: 1 << 30})
 	recordApply(m, cfg, res, after, applied{})
 	for name, v := range map[string]interface{ IsUnknown() bool }{"claims": m.Claims, "legacy_users": m.LegacyUsers, "colocation_required": m.ColocationRequired,
 		"change_class": m.ChangeClass, "changes": m.Changes, "spawner_settings": m.SpawnerSettings, "migration_plan": m.MigrationPlan} {

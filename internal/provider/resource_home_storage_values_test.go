@@ -16,7 +16,7 @@ import (
 // The `claims` value: the most common claim as "default", every user's
 // claim as its name and the fields that differ from it.
 func TestClaimsValue(t *testing.T) {
-	cfg := safety.Config{AccessMode: safety.RWX, StorageClass: "nfs", Capacity: "10240Mi"}
+	cfg := safety.Config{AccessMode: claims.RWX, StorageClass: "nfs", Capacity: "10240Mi"}
 	live := func(name, mode, phase string) *claims.Claim {
 		return &claims.Claim{Name: name, AccessModes: []string{mode}, StorageClass: "nfs", Requested: "10Gi", Phase: phase}
 	}
@@ -30,9 +30,9 @@ func TestClaimsValue(t *testing.T) {
 		{
 			name: "most common claim is the default",
 			ups: []safety.UserPlan{
-				{User: "ann", ClaimName: "claim-ann", Action: safety.ActionObserve, Live: live("claim-ann", safety.RWO, "Bound")},
-				{User: "bob", ClaimName: "claim-bob", Action: safety.ActionObserve, Live: live("claim-bob", safety.RWO, "Bound")},
-				{User: "cat", ClaimName: "claim-cat", Managed: true, Action: safety.ActionKeep, Live: live("claim-cat", safety.RWX, "Pending")},
+				{User: "ann", ClaimName: "claim-ann", Action: safety.ActionObserve, Live: live("claim-ann", claims.RWO, "Bound")},
+				{User: "bob", ClaimName: "claim-bob", Action: safety.ActionObserve, Live: live("claim-bob", claims.RWO, "Bound")},
+				{User: "cat", ClaimName: "claim-cat", Managed: true, Action: safety.ActionKeep, Live: live("claim-cat", claims.RWX, "Pending")},
 				{User: "dan", ClaimName: "claim-dan", Managed: true, Action: safety.ActionCreate},
 				{User: "eve", ClaimName: "claim-eve", Action: safety.ActionRelease}, // no claim: not listed
 			},
@@ -45,8 +45,8 @@ func TestClaimsValue(t *testing.T) {
 			name:  "after apply only claims that exist; ties go to the first by fields",
 			final: true,
 			ups: []safety.UserPlan{
-				{User: "ann", ClaimName: "claim-ann", Action: safety.ActionObserve, Live: live("claim-ann", safety.RWX, "Bound")},
-				{User: "bob", ClaimName: "claim-bob", Action: safety.ActionObserve, Live: live("claim-bob", safety.RWO, "Bound")},
+				{User: "ann", ClaimName: "claim-ann", Action: safety.ActionObserve, Live: live("claim-ann", claims.RWX, "Bound")},
+				{User: "bob", ClaimName: "claim-bob", Action: safety.ActionObserve, Live: live("claim-bob", claims.RWO, "Bound")},
 				{User: "dan", ClaimName: "claim-dan", Managed: true, Action: safety.ActionCreate},
 			},
 			want: `{"default":{"access_mode":"ReadWriteMany","storage_class_name":"nfs","capacity":"10Gi","phase":"Bound","managed":false},"users":{` +
@@ -76,14 +76,14 @@ func TestClaimsValueIsEncodingJSON(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	names := []string{"ann", "bob", "a<b", "c&d", "e>f", `q"uote`, `back\slash`, "tab\t", "é", "\u2028line", "\x7f", "ß", "Ω", "", "z"}
 	pick := func(xs ...string) string { return xs[rng.IntN(len(xs))] }
-	cfg := safety.Config{AccessMode: safety.RWX, StorageClass: "nfs", Capacity: "10Gi"}
+	cfg := safety.Config{AccessMode: claims.RWX, StorageClass: "nfs", Capacity: "10Gi"}
 	for i := 0; i < 2000; i++ {
 		var ups []safety.UserPlan
 		for j := rng.IntN(12); j > 0; j-- {
 			up := safety.UserPlan{User: pick(names...), ClaimName: "claim-" + pick(names...), Managed: rng.IntN(2) == 0,
 				Action: []safety.Action{safety.ActionObserve, safety.ActionCreate, safety.ActionKeep, safety.ActionResize, safety.ActionRelease}[rng.IntN(5)]}
 			if rng.IntN(4) > 0 {
-				up.Live = &claims.Claim{Name: up.ClaimName, AccessModes: []string{pick(safety.RWO, safety.RWX, "a<b")},
+				up.Live = &claims.Claim{Name: up.ClaimName, AccessModes: []string{pick(claims.RWO, claims.RWX, "a<b")},
 					StorageClass: pick("nfs", "", "x&y"), Requested: pick("10Gi", "1Gi"), Phase: pick("Bound", "Pending", "")}
 			}
 			ups = append(ups, up)

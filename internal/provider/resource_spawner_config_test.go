@@ -26,6 +26,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/acctest"
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/claims"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/hubconfig"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/kubespawner"
 )
@@ -47,14 +48,14 @@ func TestSpawnerConfig_colocationDiagnostics(t *testing.T) {
 	small := hubconfig.Profile{Slug: "small", DisplayName: "Small", CPUGuarantee: one(2), MemGuarantee: "4G"}.Dict()
 	nodes := []hubconfig.Node{{Name: "cpu-a", CPUMillis: 4000, MemBytes: 16 << 30}, {Name: "gpu-a", CPUMillis: 7000, MemBytes: 30 << 30, Extended: map[string]int64{"nvidia.com/gpu": 1}}}
 
-	rwx, errs := hubconfig.Build(hubconfig.Config{Home: homeSettingsJSON(hubconfig.RWX), Profiles: []map[string]any{gpu, small}})
+	rwx, errs := hubconfig.Build(hubconfig.Config{Home: homeSettingsJSON(claims.RWX), Profiles: []map[string]any{gpu, small}})
 	if len(errs) > 0 {
 		t.Fatal(errs)
 	}
 	if d := spawnerConfigDiagnostics(rwx, nodes, 2); len(d) != 0 {
 		t.Fatalf("warnings under ReadWriteMany:\n%s", diagText(d))
 	}
-	rwo, _ := hubconfig.Build(hubconfig.Config{Home: homeSettingsJSON(hubconfig.RWO), Profiles: []map[string]any{gpu, small}})
+	rwo, _ := hubconfig.Build(hubconfig.Config{Home: homeSettingsJSON(claims.RWO), Profiles: []map[string]any{gpu, small}})
 	d := spawnerConfigDiagnostics(rwo, nodes, 2)
 	text := diagText(d)
 	if d.HasError() || d.WarningsCount() != 3 {
@@ -84,7 +85,7 @@ func TestSpawnerConfig_colocationDiagnostics(t *testing.T) {
 // API server's limit, and a warning on it too when the Helm values would
 // not fit the hub Secret or Helm's release record. The ConfigMap holds what the check counts.
 func TestSpawnerConfig_sizeDiagnostics(t *testing.T) {
-	res, errs := hubconfig.Build(hubconfig.Config{Home: homeSettingsJSON(hubconfig.RWX)})
+	res, errs := hubconfig.Build(hubconfig.Config{Home: homeSettingsJSON(claims.RWX)})
 	if len(errs) > 0 {
 		t.Fatal(errs)
 	}
@@ -134,7 +135,7 @@ func gzipText(t *testing.T, s string) []byte {
 
 func spawnerConfigHCL(ns, mode, extra string) string {
 	class := ""
-	if mode == hubconfig.RWX {
+	if mode == claims.RWX {
 		class = fmt.Sprintf(`storage_class_name = "rwx-%s"`, ns)
 	}
 	return fmt.Sprintf(`
@@ -244,7 +245,7 @@ func TestAccSpawnerConfig_configMap(t *testing.T) {
 		},
 		Steps: []resource.TestStep{
 			{
-				Config: acctest.AdminConfig(t, spawnerConfigHCL(ns, hubconfig.RWO, `extra_settings_json = jsonencode({ start_timeout = 600 })`)),
+				Config: acctest.AdminConfig(t, spawnerConfigHCL(ns, claims.RWO, `extra_settings_json = jsonencode({ start_timeout = 600 })`)),
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 					plancheck.ExpectKnownValue(configAddr, tfjsonpath.New("colocation_mode"), knownvalue.StringExact("all")),
 				}},
@@ -255,7 +256,7 @@ func TestAccSpawnerConfig_configMap(t *testing.T) {
 				),
 			},
 			{
-				Config:   acctest.AdminConfig(t, spawnerConfigHCL(ns, hubconfig.RWO, `extra_settings_json = jsonencode({ start_timeout = 600 })`)),
+				Config:   acctest.AdminConfig(t, spawnerConfigHCL(ns, claims.RWO, `extra_settings_json = jsonencode({ start_timeout = 600 })`)),
 				PlanOnly: true,
 			},
 			{
@@ -272,7 +273,7 @@ func TestAccSpawnerConfig_configMap(t *testing.T) {
 						t.Fatal(err)
 					}
 				},
-				Config: acctest.AdminConfig(t, spawnerConfigHCL(ns, hubconfig.RWO, `extra_settings_json = jsonencode({ start_timeout = 600 })`)),
+				Config: acctest.AdminConfig(t, spawnerConfigHCL(ns, claims.RWO, `extra_settings_json = jsonencode({ start_timeout = 600 })`)),
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 					plancheck.ExpectResourceAction(configAddr, plancheck.ResourceActionUpdate),
 					expectChanged(configAddr, "hub_checksum"),
@@ -291,7 +292,7 @@ func TestAccSpawnerConfig_configMap(t *testing.T) {
 						t.Fatal(err)
 					}
 				},
-				Config: acctest.AdminConfig(t, spawnerConfigHCL(ns, hubconfig.RWO, `extra_settings_json = jsonencode({ start_timeout = 600 })`)),
+				Config: acctest.AdminConfig(t, spawnerConfigHCL(ns, claims.RWO, `extra_settings_json = jsonencode({ start_timeout = 600 })`)),
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 					plancheck.ExpectResourceAction(configAddr, plancheck.ResourceActionUpdate),
 				}},
@@ -316,7 +317,7 @@ func TestAccSpawnerConfig_configMap(t *testing.T) {
 						t.Fatal(err)
 					}
 				},
-				Config: acctest.AdminConfig(t, spawnerConfigHCL(ns, hubconfig.RWO, `extra_settings_json = jsonencode({ start_timeout = 600 })`)),
+				Config: acctest.AdminConfig(t, spawnerConfigHCL(ns, claims.RWO, `extra_settings_json = jsonencode({ start_timeout = 600 })`)),
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 					plancheck.ExpectResourceAction(configAddr, plancheck.ResourceActionUpdate),
 					plancheck.ExpectKnownValue(configAddr, tfjsonpath.New("kubespawner_json"), knownvalue.StringRegexp(regexp.MustCompile(`"start_timeout":600`))),
@@ -324,7 +325,7 @@ func TestAccSpawnerConfig_configMap(t *testing.T) {
 				Check: matches,
 			},
 			{
-				Config: acctest.AdminConfig(t, spawnerConfigHCL(ns, hubconfig.RWX, "colocation_label = \"nebari.dev/colocate-user\"\nhome_mount_path = \"/home/{username}\"")),
+				Config: acctest.AdminConfig(t, spawnerConfigHCL(ns, claims.RWX, "colocation_label = \"nebari.dev/colocate-user\"\nhome_mount_path = \"/home/{username}\"")),
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 					plancheck.ExpectKnownValue(configAddr, tfjsonpath.New("colocation_mode"), knownvalue.StringExact("by_claim")),
 				}},
@@ -357,7 +358,7 @@ func TestAccSpawnerConfig_badInput(t *testing.T) {
 			resource.Test(t, resource.TestCase{
 				ProtoV6ProviderFactories: protoV6ProviderFactories,
 				Steps: []resource.TestStep{{
-					Config:      acctest.AdminConfig(t, spawnerConfigHCL(ns, hubconfig.RWO, tc.extra)),
+					Config:      acctest.AdminConfig(t, spawnerConfigHCL(ns, claims.RWO, tc.extra)),
 					ExpectError: wrapRE(`(?s)` + tc.want),
 				}},
 			})

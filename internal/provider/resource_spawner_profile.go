@@ -296,7 +296,7 @@ func (r *spawnerProfileResource) ValidateConfig(ctx context.Context, req resourc
 
 func newClaimMode(c *newClaimModel) string {
 	if c.AccessMode.IsNull() || c.AccessMode.IsUnknown() {
-		return hubconfig.RWX
+		return claims.RWX
 	}
 	return c.AccessMode.ValueString()
 }

@@ -10,7 +10,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
-	"github.com/jupyter-infra/terraform-provider-jupyter/internal/hubconfig"
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/claims"
 )
 
 type spawnerProfileModel struct {
@@ -91,7 +91,7 @@ type unlistedModel struct {
 	OverrideJSON         types.String `tfsdk:"kubespawner_override_json"`
 }
 
-var accessModes = []string{hubconfig.RWO, hubconfig.RWX, hubconfig.RWOP, "ReadOnlyMany"}
+var accessModes = []string{claims.RWO, claims.RWX, claims.RWOP, "ReadOnlyMany"}
 
 func spawnerProfileSchema() schema.Schema {
 	str := func(desc string) schema.StringAttribute {
