@@ -15,10 +15,11 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/claims"
+	"github.com/jupyter-infra/terraform-provider-jupyter/internal/kubespawner"
 )
 
 // DefaultClaimSelector is the label KubeSpawner puts on every home claim it creates.
-const DefaultClaimSelector = "component=singleuser-storage"
+const DefaultClaimSelector = kubespawner.LabelComponent + "=" + kubespawner.ComponentSingleuserStorage
 
 type homeClaimsDataSource struct{ data *providerData }
 
@@ -128,11 +129,12 @@ func readClaims(ctx context.Context, m *homeClaimsModel, live []claims.Claim, st
 
 // homeClaimsJSON is the `claims` value: the claims by key, as compact JSON.
 // One string rather than a map of objects on purpose: the framework builds,
-// encodes and OpenTofu decodes one value per field of every claim, seconds
-// at 20,000 claims (BenchmarkHomeClaimsRead20000). It is written directly,
-// byte for byte what encoding/json writes for the map of structs (a random
-// test compares the two), in a sixth of the time. Map keys are sorted, so
-// the value is stable.
+// encodes and OpenTofu decodes one value per field of every claim, which
+// takes seconds for tens of thousands of claims (BenchmarkHomeClaimsRead20000;
+// BENCHMARKS.md). It is written directly, byte for byte what encoding/json
+// writes for the map of structs (a random test compares the two), in a
+// fraction of the time (BENCHMARKS.md). Map keys are sorted, so the value
+// is stable.
 func homeClaimsJSON(byKey map[string]claims.Claim) string {
 	keys := slices.Sorted(maps.Keys(byKey)) // as encoding/json orders a map's keys
 	return sortedJSONObject(keys, 320, func(b []byte, k string) []byte {

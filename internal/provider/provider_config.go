@@ -44,8 +44,13 @@ type execModel struct {
 }
 
 func providerSchema() schema.Schema {
-	str := func(desc string, sensitive bool) schema.StringAttribute {
-		return schema.StringAttribute{Optional: true, Sensitive: sensitive, MarkdownDescription: desc}
+	str := func(desc string) schema.StringAttribute {
+		return schema.StringAttribute{Optional: true, MarkdownDescription: desc}
+	}
+	secret := func(desc string) schema.StringAttribute {
+		a := str(desc)
+		a.Sensitive = true
+		return a
 	}
 	return schema.Schema{
 		MarkdownDescription: "Connects to the Kubernetes cluster that runs JupyterHub. The settings are those of the " +
@@ -54,24 +59,24 @@ func providerSchema() schema.Schema {
 			"When a setting is unknown at plan time (the cluster is created in the same apply), resources still plan " +
 			"and say in a warning that their checks against the live cluster were skipped.",
 		Attributes: map[string]schema.Attribute{
-			"config_path": str("Path to a kubeconfig file. Env: `KUBE_CONFIG_PATH`.", false),
+			"config_path": str("Path to a kubeconfig file. Env: `KUBE_CONFIG_PATH`."),
 			"config_paths": schema.ListAttribute{
 				ElementType: types.StringType, Optional: true,
 				MarkdownDescription: "Kubeconfig files merged in order, as `KUBECONFIG` does. Env: `KUBE_CONFIG_PATHS` (separated by `:`). Conflicts with `config_path`.",
 				Validators:          []validator.List{listvalidator.SizeAtLeast(1)},
 			},
-			"config_context":           str("Context of the kubeconfig to use instead of its current context. Env: `KUBE_CTX`.", false),
-			"config_context_auth_info": str("User of the kubeconfig to use with the context. Env: `KUBE_CTX_AUTH_INFO`.", false),
-			"config_context_cluster":   str("Cluster of the kubeconfig to use with the context. Env: `KUBE_CTX_CLUSTER`.", false),
-			"host":                     str("API server URL, e.g. `https://10.0.0.1:6443`. Env: `KUBE_HOST`.", false),
-			"token":                    str("Bearer token. Env: `KUBE_TOKEN`.", true),
-			"cluster_ca_certificate":   str("PEM-encoded CA certificate of the API server. Env: `KUBE_CLUSTER_CA_CERT_DATA`.", false),
-			"client_certificate":       str("PEM-encoded client certificate. Env: `KUBE_CLIENT_CERT_DATA`.", false),
-			"client_key":               str("PEM-encoded client key. Env: `KUBE_CLIENT_KEY_DATA`.", true),
+			"config_context":           str("Context of the kubeconfig to use instead of its current context. Env: `KUBE_CTX`."),
+			"config_context_auth_info": str("User of the kubeconfig to use with the context. Env: `KUBE_CTX_AUTH_INFO`."),
+			"config_context_cluster":   str("Cluster of the kubeconfig to use with the context. Env: `KUBE_CTX_CLUSTER`."),
+			"host":                     str("API server URL, e.g. `https://10.0.0.1:6443`. Env: `KUBE_HOST`."),
+			"token":                    secret("Bearer token. Env: `KUBE_TOKEN`."),
+			"cluster_ca_certificate":   str("PEM-encoded CA certificate of the API server. Env: `KUBE_CLUSTER_CA_CERT_DATA`."),
+			"client_certificate":       str("PEM-encoded client certificate. Env: `KUBE_CLIENT_CERT_DATA`."),
+			"client_key":               secret("PEM-encoded client key. Env: `KUBE_CLIENT_KEY_DATA`."),
 			"insecure": schema.BoolAttribute{Optional: true,
 				MarkdownDescription: "Skip verification of the server certificate. Only for throwaway clusters. Env: `KUBE_INSECURE`."},
-			"tls_server_name": str("Server name to verify the certificate against, when it differs from the host. Env: `KUBE_TLS_SERVER_NAME`.", false),
-			"proxy_url":       str("HTTP(S) or SOCKS5 proxy for API requests. Env: `KUBE_PROXY_URL`.", false),
+			"tls_server_name": str("Server name to verify the certificate against, when it differs from the host. Env: `KUBE_TLS_SERVER_NAME`."),
+			"proxy_url":       str("HTTP(S) or SOCKS5 proxy for API requests. Env: `KUBE_PROXY_URL`."),
 			"qps": schema.Float64Attribute{Optional: true, Validators: []validator.Float64{float64validator.AtLeast(1)},
 				MarkdownDescription: "Client-side limit on requests per second to the API server. Default 500: with at most 16 writes in flight, the API server (and its priority and fairness limits), not this limiter, bounds an apply."},
 			"burst": schema.Int64Attribute{Optional: true, Validators: []validator.Int64{int64validator.AtLeast(1)},

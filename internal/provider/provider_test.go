@@ -14,7 +14,7 @@ import (
 
 // The API server allows privileged containers, as clusters that run
 // zero-to-jupyterhub do (kubeadm's and the managed ones set
-// --allow-privileged): the user pods of the examples (examples_test.go)
+// --allow-privileged): the user pods of the examples (provider_examples_test.go)
 // carry the chart's privileged block-cloud-metadata init container.
 func TestMain(m *testing.M) {
 	os.Exit(acctest.Run(m, testcluster.Options{ControllerManager: true, APIServerArgs: []string{"--allow-privileged=true"}}))

@@ -159,9 +159,12 @@ func (r *homeStorageResource) ModifyPlan(ctx context.Context, req resource.Modif
 		plan.SpawnerSettings = types.StringValue(spawnerSettings(&plan, nil))
 	}
 	client := r.client()
-	if client == nil || !plannable(&plan) {
-		r.planWithoutCluster(&plan, client == nil, &resp.Diagnostics)
-	} else {
+	switch {
+	case client == nil:
+		planWithoutCluster(&plan, r.unknownConnection(), &resp.Diagnostics)
+	case !plannable(&plan):
+		planWithoutCluster(&plan, unknownArguments, &resp.Diagnostics)
+	default:
 		res, cfg, ok := r.classify(ctx, client, &plan, state, hubSettingsOf(ctx, req.Private, &resp.Diagnostics), &resp.Diagnostics)
 		if !ok {
 			return
@@ -173,14 +176,23 @@ func (r *homeStorageResource) ModifyPlan(ctx context.Context, req resource.Modif
 	}
 }
 
-// planWithoutCluster plans when the cluster cannot be read (the connection
-// or some argument is not known until apply): the values read from the
-// cluster are unknown, and a plan that may delete homes fails.
-func (r *homeStorageResource) planWithoutCluster(plan *homeStorageModel, noClient bool, diags *diag.Diagnostics) {
-	reason := "some of its arguments are not known until apply"
-	if noClient && r.data != nil {
-		reason = fmt.Sprintf("the provider setting %q is not known until apply", r.data.Unknown)
+// unknownArguments is why a plan cannot read the cluster when some of the
+// resource's arguments are not known until apply.
+const unknownArguments = "some of its arguments are not known until apply"
+
+// unknownConnection is why a plan cannot read the cluster when the
+// provider has no client: the setting not known until apply.
+func (r *homeStorageResource) unknownConnection() string {
+	if r.data == nil {
+		return unknownArguments
 	}
+	return fmt.Sprintf("the provider setting %q is not known until apply", r.data.Unknown)
+}
+
+// planWithoutCluster plans when the cluster cannot be read, for reason
+// (the connection or some argument is not known until apply): the values
+// read from the cluster are unknown, and a plan that may delete homes fails.
+func planWithoutCluster(plan *homeStorageModel, reason string, diags *diag.Diagnostics) {
 	diags.AddWarning("Live home claims not checked",
 		fmt.Sprintf("The plan for jupyter_home_storage could not read the cluster because %s. Whether this change is safe is decided again at apply, against the live claims, and the apply stops if it is not.", reason))
 	if destroysAtApply(plan) {
@@ -201,13 +213,9 @@ func (r *homeStorageResource) planWithoutCluster(plan *homeStorageModel, noClien
 // its findings become diagnostics. ok is false when the plan fails.
 func (r *homeStorageResource) classify(ctx context.Context, client *kube.Client, plan, state *homeStorageModel, hub string, diags *diag.Diagnostics) (safety.Result, safety.Config, bool) {
 	cfg := plan.config(ctx, diags)
-	var prior *safety.Prior
-	if state != nil {
-		prior = state.prior(ctx, diags)
-		prior.HubSwitched = hub != "" && hub == moveSignature(prior.Config)
-		if plan.StorageClass != nil && state.StorageClass != nil {
-			cfg.ClassReplaced = immutableClassChanges(state.StorageClass, plan.StorageClass)
-		}
+	prior := priorOf(ctx, state, hub, diags)
+	if state != nil && plan.StorageClass != nil && state.StorageClass != nil {
+		cfg.ClassReplaced = immutableClassChanges(state.StorageClass, plan.StorageClass)
 	}
 	live, err := r.readLive(ctx, client, plan, state, readMode{pods: cfg.OnModeChange == safety.OnModeChangeRecreate, migrations: migrates(plan, state)})
 	if err != nil {
@@ -219,8 +227,8 @@ func (r *homeStorageResource) classify(ctx context.Context, client *kube.Client,
 		diags.AddAttributeError(path.Root("migration"), "Cannot read the namespace's Pod Security labels", err.Error())
 		return res, cfg, false
 	}
-	addFindings(diags, res.Errors, true)
-	addFindings(diags, res.Warnings, false)
+	addErrorFindings(diags, res.Errors)
+	addWarningFindings(diags, res.Warnings)
 	return res, cfg, !diags.HasError()
 }
 
@@ -261,8 +269,8 @@ func (r *homeStorageResource) planDestroy(ctx context.Context, req resource.Modi
 		return
 	}
 	res := safety.Destroy(cfg, *state.prior(ctx, &resp.Diagnostics), live)
-	addFindings(&resp.Diagnostics, res.Errors, true)
-	addFindings(&resp.Diagnostics, res.Warnings, false)
+	addErrorFindings(&resp.Diagnostics, res.Errors)
+	addWarningFindings(&resp.Diagnostics, res.Warnings)
 	var del []plannedDelete
 	for _, up := range res.Users {
 		if up.Action == safety.ActionRecreate {
@@ -280,15 +288,18 @@ func (r *homeStorageResource) planDestroy(ctx context.Context, req resource.Modi
 
 func (r *homeStorageResource) client() *kube.Client { return r.data.client() }
 
-// addFindings is the one adapter from the decision cores' findings to
-// Terraform's diagnostics, at the attribute each names.
-func addFindings(diags *diag.Diagnostics, fs []claims.Finding, isError bool) {
+// addErrorFindings and addWarningFindings are the one adapter from the
+// decision cores' findings to Terraform's diagnostics, at the attribute
+// each names: as errors, and as warnings.
+func addErrorFindings(diags *diag.Diagnostics, fs []claims.Finding) {
 	for _, f := range fs {
-		if isError {
-			diags.AddAttributeError(findingPath(f.Attribute), f.Summary, f.Detail)
-		} else {
-			diags.AddAttributeWarning(findingPath(f.Attribute), f.Summary, f.Detail)
-		}
+		diags.AddAttributeError(findingPath(f.Attribute), f.Summary, f.Detail)
+	}
+}
+
+func addWarningFindings(diags *diag.Diagnostics, fs []claims.Finding) {
+	for _, f := range fs {
+		diags.AddAttributeWarning(findingPath(f.Attribute), f.Summary, f.Detail)
 	}
 }
 
@@ -405,7 +416,7 @@ func (r *homeStorageResource) Read(ctx context.Context, req resource.ReadRequest
 		return
 	}
 	res := safety.Plan(cfg, nil, live)
-	state.Claims = claimsValue(&res, cfg, true)
+	state.Claims = finalClaimsValue(&res, cfg)
 	for _, v := range []*types.String{&state.MigrationPlan, &state.MigrationStatus, &state.Changes} {
 		if v.IsNull() || v.IsUnknown() {
 			*v = types.StringValue("{}") // imported, or written before these attributes existed

@@ -26,6 +26,18 @@ type readMode struct {
 	migrations bool // the configuration migrates: when some claim differs, the volumes
 }
 
+// claimLister lists the claims of a namespace ("" for all) that match a
+// label selector.
+type claimLister func(ctx context.Context, namespace, selector string) ([]claims.Claim, error)
+
+// lister is the List mode asks for: the process's snapshot unless fresh.
+func (mode readMode) lister(client *kube.Client) claimLister {
+	if mode.fresh {
+		return client.ListClaimsFresh
+	}
+	return client.ListClaims
+}
+
 // readLive lists the claims (one paginated List), the storage class and
 // what mode asks for. state is what the last apply recorded (nil when
 // none): when it looked for homes elsewhere, claims are read there too (the
@@ -36,7 +48,7 @@ func (r *homeStorageResource) readLive(ctx context.Context, client *kube.Client,
 	var live safety.Live
 	var namespace string
 	var err error
-	if live.Claims, namespace, err = listHomes(ctx, client, m, state, mode.fresh); err != nil {
+	if live.Claims, namespace, err = listHomes(ctx, mode.lister(client), m, state); err != nil {
 		return live, err
 	}
 	if live.Class, err = liveClass(ctx, client, m); err != nil {
@@ -51,64 +63,94 @@ func (r *homeStorageResource) readLive(ctx context.Context, client *kube.Client,
 	if err := readInProgress(ctx, client, cfg, &live); err != nil {
 		return live, err
 	}
-	if sh := safety.DirectoryOf(cfg); sh != nil {
-		if live.Shared, err = client.Claim(ctx, cfg.Namespace, sh.Claim); err != nil {
-			return live, err
-		}
-		if live.Shared == nil && sh.Create {
-			// Whether a claim of that name existed, before one is created.
-			if live.FormerSharedVolumes, err = client.FormerVolumes(ctx, cfg.Namespace, sh.Claim); err != nil {
-				return live, err
-			}
-		}
+	if err := readShared(ctx, client, cfg, &live); err != nil {
+		return live, err
 	}
-	if cfg.SplitFrom != nil && cfg.OnLayoutChange == safety.OnLayoutChangeMigrate && live.Shared != nil {
+	if err := readSharedDirectories(ctx, client, cfg, &live); err != nil {
+		return live, err
+	}
+	return live, readMounted(ctx, client, cfg, mode, namespace, &live)
+}
+
+// readShared reads the shared claim shared_home names, and, while it is
+// missing and this resource creates it, whether a claim of that name
+// existed before.
+func readShared(ctx context.Context, client *kube.Client, cfg safety.Config, live *safety.Live) error {
+	sh := safety.DirectoryOf(cfg)
+	if sh == nil {
+		return nil
+	}
+	var err error
+	if live.Shared, err = client.Claim(ctx, cfg.Namespace, sh.Claim); err != nil {
+		return err
+	}
+	if live.Shared == nil && sh.Create {
+		// Whether a claim of that name existed, before one is created.
+		live.FormerSharedVolumes, err = client.FormerVolumes(ctx, cfg.Namespace, sh.Claim)
+	}
+	return err
+}
+
+// readSharedDirectories reads what moving directories out of a shared
+// claim (a split that migrates) or into one (a merge) waits on: how they
+// move, and which directories running pods use.
+func readSharedDirectories(ctx context.Context, client *kube.Client, cfg safety.Config, live *safety.Live) error {
+	if live.Shared == nil {
+		return nil
+	}
+	// The shared claim directories move out of or into (never both:
+	// safety.Config).
+	var claim string
+	switch {
+	case cfg.SplitFrom != nil && cfg.OnLayoutChange == safety.OnLayoutChangeMigrate:
+		claim = cfg.SplitFrom.Claim
 		// Whether directories move zero copy or by a copy.
-		if live.SharedSource, err = client.PlannedSharedSource(ctx, cfg.Namespace, cfg.SplitFrom.Claim); err != nil {
-			return live, err
+		var err error
+		if live.SharedSource, err = client.PlannedSharedSource(ctx, cfg.Namespace, claim); err != nil {
+			return err
 		}
-		// Directories a running pod uses wait (a copy runs on none).
-		use, err := client.SharedDirectoryUse(ctx, cfg.Namespace, cfg.SplitFrom.Claim)
-		if err != nil {
-			return live, err
-		}
-		live.DirectoriesInUse = &use
+		// Directories a running pod uses wait (a copy runs on none): below.
+	case cfg.MergeInto != nil:
+		// Merges wait while a pod uses the claim or the directory: below.
+		claim = cfg.MergeInto.Claim
+	default:
+		return nil
 	}
-	if cfg.MergeInto != nil && live.Shared != nil {
-		// Merges wait while a pod uses the claim or the directory.
-		use, err := client.SharedDirectoryUse(ctx, cfg.Namespace, cfg.MergeInto.Claim)
-		if err != nil {
-			return live, err
-		}
-		live.DirectoriesInUse = &use
+	use, err := client.SharedDirectoryUse(ctx, cfg.Namespace, claim)
+	if err != nil {
+		return err
 	}
+	live.DirectoriesInUse = &use
+	return nil
+}
+
+// readMounted reads the pods that mount claims in namespace ("" for all)
+// when they matter: mode asks for them, a migration is in progress, a
+// merge waits on them, or (mode.migrations) a migration may touch a claim.
+func readMounted(ctx context.Context, client *kube.Client, cfg safety.Config, mode readMode, namespace string, live *safety.Live) error {
 	needPods := mode.pods || len(live.InProgress) > 0 || cfg.MergeInto != nil
 	if mode.migrations {
 		// Whether a server runs matters only for a claim a migration may
 		// touch: one that differs, or the source of a finished copy.
-		differs, err := readVolumes(ctx, client, cfg, &live)
+		differs, err := readVolumes(ctx, client, cfg, live)
 		if err != nil {
-			return live, err
+			return err
 		}
 		needPods = needPods || differs || cfg.Migration.DeleteSources
 	}
-	if needPods {
-		if live.Mounted, err = client.MountedClaims(ctx, namespace); err != nil {
-			return live, err
-		}
+	if !needPods {
+		return nil
 	}
-	return live, nil
+	var err error
+	live.Mounted, err = client.MountedClaims(ctx, namespace)
+	return err
 }
 
-// listHomes lists the claims that may be homes (one paginated List; the
-// process's snapshot unless fresh) and returns them with the namespace
-// listed ("" for all). Under per-user namespaces the List is cluster-wide
-// (the safety core keeps the claims in their users' namespaces).
-func listHomes(ctx context.Context, client *kube.Client, m, state *homeStorageModel, fresh bool) ([]claims.Claim, string, error) {
-	list := client.ListClaims
-	if fresh {
-		list = client.ListClaimsFresh
-	}
+// listHomes lists the claims that may be homes (one paginated List) and
+// returns them with the namespace listed ("" for all). Under per-user
+// namespaces the List is cluster-wide (the safety core keeps the claims in
+// their users' namespaces).
+func listHomes(ctx context.Context, list claimLister, m, state *homeStorageModel) ([]claims.Claim, string, error) {
 	selector := DefaultClaimSelector
 	if len(m.ExtraUserVolumes.Elements()) > 0 {
 		selector = "" // other per-user claims need not carry KubeSpawner's labels
@@ -175,49 +217,20 @@ func (r *homeStorageResource) apply(ctx context.Context, plan, state *homeStorag
 		return false
 	}
 	ex := &execute.Apply{Cluster: client, Parallel: kube.Parallelism, Unreachable: kube.Unreachable, AfterStep: r.data.AfterStep}
-	if plan.StorageClass != nil {
-		var prior *claims.StorageClass
-		if state != nil && state.StorageClass != nil {
-			c := classOf(state.StorageClass)
-			prior = &c
-		}
-		if !ex.Class(ctx, classOf(plan.StorageClass), prior) {
-			reportOutcome(diags, ex.Outcome)
-			return false
-		}
-	}
-	var prior *safety.Prior
-	if state != nil {
-		prior = state.prior(ctx, diags)
-		prior.HubSwitched = hub != "" && hub == moveSignature(prior.Config)
-	}
-	live, err := r.readLive(ctx, client, plan, state, readMode{pods: cfg.OnModeChange == safety.OnModeChangeRecreate, fresh: true, migrations: migrates(plan, state)})
-	if err != nil {
-		diags.AddError("Cannot read the live home claims", err.Error())
+	if !applyClass(ctx, ex, plan, state, diags) {
 		return false
 	}
-	res := safety.Plan(cfg, prior, live)
-	if err := checkPodSecurity(ctx, client, &res); err != nil {
-		diags.AddAttributeError(path.Root("migration"), "Cannot read the namespace's Pod Security labels", err.Error())
+	live, res, ok := r.classifyAtApply(ctx, client, plan, state, cfg, hub, diags)
+	if !ok {
 		return false
 	}
-	if len(res.Errors) > 0 {
-		addFindings(diags, res.Errors, true)
-		return false
-	}
-	planned, known, ok := plannedChanges(plan, diags)
+	planned, ok := plannedChanges(plan, diags)
 	if !ok {
 		return false
 	}
 	labels, annotations := stringMap(ctx, plan.Labels, diags), stringMap(ctx, plan.Annotations, diags)
-	if res.CreateShared {
-		// Decided on the claims just read: it is still missing, and never existed.
-		sh := cfg.Shared
-		if !ex.SharedClaim(ctx, claims.Spec{Namespace: cfg.Namespace, Name: sh.Claim, Mode: cfg.AccessMode, Class: cfg.StorageClass, Size: sh.Capacity,
-			Labels: labels, Annotations: annotations, Shared: true}) {
-			reportOutcome(diags, ex.Outcome)
-			return false
-		}
+	if !applySharedClaim(ctx, ex, cfg, res, labels, annotations, diags) {
+		return false
 	}
 	// Where homes were before a move by rename is on the shared claim
 	// before the hub is given the new settings (Terraform applies what
@@ -231,8 +244,8 @@ func (r *homeStorageResource) apply(ctx context.Context, plan, state *homeStorag
 	// changed since is left alone (OpenTofu's check of the plan made again
 	// at apply catches most of these before this point).
 	var sel execute.Selection
-	if known {
-		sel = execute.Select(res, planned)
+	if planned.known {
+		sel = execute.Select(res, planned.changes)
 	} else {
 		sel = execute.SelectUnplanned(res) // the plan could not show the changes
 	}
@@ -240,21 +253,101 @@ func (r *homeStorageResource) apply(ctx context.Context, plan, state *homeStorag
 	spec := claims.Spec{Mode: cfg.AccessMode, Class: cfg.StorageClass, Size: cfg.Capacity, Labels: labels, Annotations: annotations}
 	ex.Homes(ctx, sel, spec, cfg.Migration.CopyImage)
 	out := homesOutcomeOf(sel, ex.Outcome)
-	hadMigrations, migrated := runPlannedMigrations(ctx, ex, plan, state, cfg, res, sel, spec, !out.unreachable)
+	hadMigrations, migrated := runPlannedMigrations(ctx, migrationRun{ex: ex, plan: plan, state: state, cfg: cfg, res: res,
+		sel: sel, spec: spec, reachable: !out.unreachable})
+	out.migrated = migrated
 	reportOutcome(diags, ex.Outcome)
-	if len(out.failedUsers) > 0 {
-		var kept []string
-		for _, u := range cfg.Users {
-			if !out.failedUsers[u] {
-				kept = append(kept, u)
-			}
-		}
-		plan.Users = usersValue(kept)
-		cfg.Users = kept
-	}
-	live = r.liveAfterApply(ctx, client, plan, state, live, cfg, out, migrated, diags)
-	recordApply(plan, cfg, res, live, hadMigrations, len(out.failedUsers) > 0)
+	cfg = withoutFailedUsers(plan, cfg, out.failedUsers)
+	live = r.liveAfterApply(ctx, client, plan, state, live, cfg, out, diags)
+	recordApply(plan, cfg, res, live, applied{migrations: hadMigrations, failures: len(out.failedUsers) > 0})
 	return true
+}
+
+// applyClass creates or changes the StorageClass this resource manages
+// (storage_class), if any. It returns false when that failed.
+func applyClass(ctx context.Context, ex *execute.Apply, plan, state *homeStorageModel, diags *diag.Diagnostics) bool {
+	if plan.StorageClass == nil {
+		return true
+	}
+	var prior *claims.StorageClass
+	if state != nil && state.StorageClass != nil {
+		c := classOf(state.StorageClass)
+		prior = &c
+	}
+	if !ex.Class(ctx, classOf(plan.StorageClass), prior) {
+		reportOutcome(diags, ex.Outcome)
+		return false
+	}
+	return true
+}
+
+// classifyAtApply reads the cluster afresh and classifies the change again
+// (internal/safety), as the plan did. ok is false when the apply stops: the
+// cluster cannot be read, or the change is refused.
+func (r *homeStorageResource) classifyAtApply(ctx context.Context, client *kube.Client, plan, state *homeStorageModel, cfg safety.Config, hub string,
+	diags *diag.Diagnostics) (live safety.Live, res safety.Result, ok bool) {
+	prior := priorOf(ctx, state, hub, diags)
+	live, err := r.readLive(ctx, client, plan, state, readMode{pods: cfg.OnModeChange == safety.OnModeChangeRecreate, fresh: true, migrations: migrates(plan, state)})
+	if err != nil {
+		diags.AddError("Cannot read the live home claims", err.Error())
+		return live, res, false
+	}
+	res = safety.Plan(cfg, prior, live)
+	if err := checkPodSecurity(ctx, client, &res); err != nil {
+		diags.AddAttributeError(path.Root("migration"), "Cannot read the namespace's Pod Security labels", err.Error())
+		return live, res, false
+	}
+	if len(res.Errors) > 0 {
+		addErrorFindings(diags, res.Errors)
+		return live, res, false
+	}
+	return live, res, true
+}
+
+// priorOf is what the state says was applied (nil when there is no
+// state), and whether the hub already switched to the settings of a move
+// (hub is the signature the hub last read: hubSettingsOf).
+func priorOf(ctx context.Context, state *homeStorageModel, hub string, diags *diag.Diagnostics) *safety.Prior {
+	if state == nil {
+		return nil
+	}
+	prior := state.prior(ctx, diags)
+	prior.HubSwitched = hub != "" && hub == moveSignature(prior.Config)
+	return prior
+}
+
+// applySharedClaim creates the shared claim when the classification made
+// at apply decided it (it is still missing, and never existed). It returns
+// false when that failed.
+func applySharedClaim(ctx context.Context, ex *execute.Apply, cfg safety.Config, res safety.Result, labels, annotations map[string]string,
+	diags *diag.Diagnostics) bool {
+	if !res.CreateShared {
+		return true
+	}
+	sh := cfg.Shared
+	if !ex.SharedClaim(ctx, claims.Spec{Namespace: cfg.Namespace, Name: sh.Claim, Mode: cfg.AccessMode, Class: cfg.StorageClass, Size: sh.Capacity,
+		Labels: labels, Annotations: annotations, Shared: true}) {
+		reportOutcome(diags, ex.Outcome)
+		return false
+	}
+	return true
+}
+
+// withoutFailedUsers drops the users whose change failed (or was refused)
+// from the users the state records, and returns cfg with the same users.
+func withoutFailedUsers(plan *homeStorageModel, cfg safety.Config, failed map[string]bool) safety.Config {
+	if len(failed) == 0 {
+		return cfg
+	}
+	var kept []string
+	for _, u := range cfg.Users {
+		if !failed[u] {
+			kept = append(kept, u)
+		}
+	}
+	plan.Users = usersValue(kept)
+	cfg.Users = kept
+	return cfg
 }
 
 // recordPlaces adds the places homes had before a move by rename, and
@@ -278,21 +371,32 @@ func recordPlaces(ctx context.Context, client *kube.Client, live safety.Live, re
 	return client.RecordPlaces(ctx, live.Shared.Ref(), live.Shared.UID, res.MovedFrom, res.LeftAt)
 }
 
+// migrationRun is what runPlannedMigrations works from.
+type migrationRun struct {
+	ex          *execute.Apply
+	plan, state *homeStorageModel
+	cfg         safety.Config
+	res         safety.Result     // the classification made at apply
+	sel         execute.Selection // what apply does of the plan's changes
+	spec        claims.Spec
+	reachable   bool // the API server can be reached: only then do the migrations run
+}
+
 // runPlannedMigrations runs the migrations the plan showed (when the API
 // server can be reached) and sets migration_status. It reports whether
 // the plan showed any, and whether they ran.
-func runPlannedMigrations(ctx context.Context, ex *execute.Apply, plan, state *homeStorageModel, cfg safety.Config, res safety.Result,
-	sel execute.Selection, spec claims.Spec, reachable bool) (planned, ran bool) {
+func runPlannedMigrations(ctx context.Context, run migrationRun) (planned, ran bool) {
+	plan, state := run.plan, run.state
 	var migrations []migrationItem
-	for _, it := range migrationItems(res, toMigrate) {
-		if sel.Migrate[it.key] {
-			it.uid = sel.Planned[it.key].UID
+	for _, it := range migrationItems(run.res, toMigrate) {
+		if run.sel.Migrate[it.key] {
+			it.uid = run.sel.Planned[it.key].UID
 			migrations = append(migrations, it)
 		}
 	}
-	ran = len(migrations) > 0 && reachable
+	ran = len(migrations) > 0 && run.reachable
 	if ran {
-		plan.MigrationStatus = runMigrations(ctx, ex, plan, migrations, cfg, res, spec)
+		plan.MigrationStatus = runMigrations(ctx, run.ex, plan, migrations, run.cfg, run.res, run.spec)
 	}
 	if plan.MigrationStatus.IsUnknown() {
 		plan.MigrationStatus = types.StringValue("{}")
@@ -303,18 +407,25 @@ func runPlannedMigrations(ctx context.Context, ex *execute.Apply, plan, state *h
 	return len(migrations) > 0, ran
 }
 
-// plannedChanges reads the changes the plan showed; known is false when the
-// plan could not know them.
-func plannedChanges(plan *homeStorageModel, diags *diag.Diagnostics) (safety.Changes, bool, bool) {
+// plannedChangeList is the changes the plan showed; known is false when
+// the plan could not know them.
+type plannedChangeList struct {
+	changes safety.Changes
+	known   bool
+}
+
+// plannedChanges reads the changes the plan showed. ok is false when they
+// cannot be read (an error is added).
+func plannedChanges(plan *homeStorageModel, diags *diag.Diagnostics) (planned plannedChangeList, ok bool) {
 	if plan.Changes.IsUnknown() || plan.Changes.IsNull() {
-		return safety.Changes{}, false, true
+		return plannedChangeList{changes: safety.Changes{}}, true
 	}
-	planned, err := safety.DecodeChanges(plan.Changes.ValueString())
+	changes, err := safety.DecodeChanges(plan.Changes.ValueString())
 	if err != nil {
 		diags.AddAttributeError(path.Root("changes"), "Cannot read the planned changes", err.Error())
-		return nil, false, false
+		return plannedChangeList{}, false
 	}
-	return planned, true, true
+	return plannedChangeList{changes: changes, known: true}, true
 }
 
 // homesOutcome is what the home changes of an apply came to, as the state
@@ -323,6 +434,7 @@ type homesOutcome struct {
 	homes       []execute.HomeOutcome
 	failedUsers map[string]bool // failed, or refused because the claim changed since the plan
 	unreachable bool
+	migrated    bool // migrations ran (they replace claims)
 }
 
 // homesOutcomeOf is the home changes' part of an apply's outcome.
@@ -348,9 +460,9 @@ func homesOutcomeOf(sel execute.Selection, o execute.Outcome) homesOutcome {
 // read before with the changes this apply made. When nothing of that holds,
 // the planned values stand and live is returned as it was read.
 func (r *homeStorageResource) liveAfterApply(ctx context.Context, client *kube.Client, plan, state *homeStorageModel, live safety.Live,
-	cfg safety.Config, out homesOutcome, migrated bool, diags *diag.Diagnostics) safety.Live {
+	cfg safety.Config, out homesOutcome, diags *diag.Diagnostics) safety.Live {
 	before := live
-	if migrated {
+	if out.migrated {
 		fresh, err := r.readLive(ctx, client, plan, state, readMode{fresh: true})
 		if err == nil {
 			return fresh

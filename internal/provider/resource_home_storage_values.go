@@ -41,7 +41,7 @@ func planValues(plan, state *homeStorageModel, cfg safety.Config, res safety.Res
 		plan.Claims = state.Claims
 		plan.MigrationPlan = state.MigrationPlan
 	} else {
-		plan.Claims = claimsValue(&res, cfg, false)
+		plan.Claims = claimsValue(&res, cfg)
 	}
 	if nMigrations > 0 {
 		// Who ends up legacy, and the claims' new identities, are known once
@@ -62,30 +62,41 @@ type claimView struct {
 	Managed          bool   `json:"managed"`
 }
 
-// claimsValue is the `claims` attribute: every user's home claim (a named
-// server's keyed "user/server", as the jupyter_home_claims data source
-// keys it), as its name and
-// the fields that differ from the most common claim ("default"). A claim
-// that apply creates has an empty phase (and, on the cluster's default
-// class, an empty class) until the next refresh observes it.
-//
-// final is set after apply: only claims that exist are listed.
+// claimsValue is the `claims` attribute a plan shows: every user's home
+// claim (a named server's keyed "user/server", as the jupyter_home_claims
+// data source keys it), as its name and the fields that differ from the
+// most common claim ("default"). A claim that apply creates has an empty
+// phase (and, on the cluster's default class, an empty class) until the
+// next refresh observes it.
 //
 // It is one string rather than a map of objects on purpose: the framework
 // walks every value node of a resource several times per plan, at a cost
 // that grows with the square of their number, and thousands of users would
 // make every plan take minutes (BENCHMARKS.md). It is compact because
 // OpenTofu and the provider decode, copy and compare it several times per
-// plan: at 5,000 users every field of every claim made 650 KB, names and
-// differences from the default make 225 KB.
-func claimsValue(res *safety.Result, cfg safety.Config, final bool) types.String {
+// plan: names and the differences from the default are far smaller than
+// every field of every claim (sizes: BENCHMARKS.md, "What the state's
+// per-user strings cost OpenTofu itself").
+func claimsValue(res *safety.Result, cfg safety.Config) types.String {
+	return claimsValueOf(res, cfg, func(up *safety.UserPlan) bool { return up.Live != nil || up.Action == safety.ActionCreate })
+}
+
+// finalClaimsValue is the `claims` attribute after apply and refresh: only
+// the claims that exist are listed.
+func finalClaimsValue(res *safety.Result, cfg safety.Config) types.String {
+	return claimsValueOf(res, cfg, func(up *safety.UserPlan) bool { return up.Live != nil })
+}
+
+// claimsValueOf is the `claims` attribute (claimsValue) of the users'
+// claims that listed keeps.
+func claimsValueOf(res *safety.Result, cfg safety.Config, listed func(*safety.UserPlan) bool) types.String {
 	entries := make([]userClaim, 0, len(res.Users)+len(res.Servers))
 	counts := map[claimView]int{}
 	capacity := canonicalQuantity(cfg.Capacity)
 	for _, list := range [2][]safety.UserPlan{res.Users, res.Servers} {
 		for i := range list {
 			up := &list[i]
-			if up.Live == nil && (final || up.Action != safety.ActionCreate) {
+			if !listed(up) {
 				continue
 			}
 			e := claimEntryOf(*up, cfg, capacity)
@@ -275,17 +286,24 @@ func binding(sc *scModel) string {
 	return sc.VolumeBindingMode.ValueString()
 }
 
+// applied is what an apply did, as recordApply records it.
+type applied struct {
+	// migrations says whether this apply ran migrations (who is still
+	// legacy is known only now).
+	migrations bool
+	// failures says whether some user's change was not made (the claims
+	// that exist are recorded, not the planned ones).
+	failures bool
+}
+
 // recordApply sets the values the state records that the plan could not
-// know, from what apply did: res is the classification made at apply, live
-// the cluster as it is recorded (liveAfterApply). What the plan showed
-// stands; a value it could not know comes from these. migrations says
-// whether this apply ran migrations (who is still legacy is known only now),
-// failures whether some user's change was not made (the claims that exist
-// are recorded, not the planned ones).
-func recordApply(plan *homeStorageModel, cfg safety.Config, res safety.Result, live safety.Live, migrations, failures bool) {
-	if plan.Claims.IsUnknown() || failures {
+// know, from what apply did (done): res is the classification made at
+// apply, live the cluster as it is recorded (liveAfterApply). What the plan
+// showed stands; a value it could not know comes from these.
+func recordApply(plan *homeStorageModel, cfg safety.Config, res safety.Result, live safety.Live, done applied) {
+	if plan.Claims.IsUnknown() || done.failures {
 		fresh := safety.Plan(cfg, nil, live)
-		plan.Claims = claimsValue(&fresh, cfg, true)
+		plan.Claims = finalClaimsValue(&fresh, cfg)
 	}
 	if plan.SpawnerSettings.IsUnknown() {
 		plan.SpawnerSettings = types.StringValue(spawnerSettings(plan, res.MovedFrom))
@@ -293,7 +311,7 @@ func recordApply(plan *homeStorageModel, cfg safety.Config, res safety.Result, l
 	if plan.MigrationPlan.IsUnknown() {
 		plan.MigrationPlan, _ = migrationPlanValue(res, cfg)
 	}
-	if migrations || plan.LegacyUsers.IsUnknown() && cfg.OnModeChange == safety.OnModeChangeMigrate {
+	if done.migrations || plan.LegacyUsers.IsUnknown() && cfg.OnModeChange == safety.OnModeChangeMigrate {
 		// Who is still on a claim that differs: the users whose migration
 		// was skipped or stopped.
 		kept := cfg

@@ -46,7 +46,6 @@ type spawnerConfigModel struct {
 	ColocationLabel     types.String `tfsdk:"colocation_label"`
 	ExtraSettingsJSON   types.String `tfsdk:"extra_settings_json"`
 	ColocatedServers    types.Int64  `tfsdk:"colocated_servers"`
-	ProjectedConfigMaps types.List   `tfsdk:"projected_config_maps"`
 	HomeMountPath       types.String `tfsdk:"home_mount_path"`
 	HubChecksum         types.String `tfsdk:"hub_checksum"`
 	ColocationRequired  types.Bool   `tfsdk:"colocation_required"`
@@ -113,10 +112,6 @@ func (r *spawnerConfigResource) Schema(_ context.Context, _ resource.SchemaReque
 			"colocated_servers": schema.Int64Attribute{Optional: true, Computed: true, Default: int64default.StaticInt64(2),
 				MarkdownDescription: "How many of one user's servers run at once (a lab and its apps); default 2. Under co-location they must fit on one node: the plan warns when a lab on the largest profile plus the others on the smallest does not fit on the largest node.",
 				Validators:          []validator.Int64{int64validator.AtLeast(1)}},
-			"projected_config_maps": schema.ListAttribute{Optional: true, ElementType: types.StringType,
-				DeprecationMessage: "The Helm values no longer mount volumes into the hub (it carries the files in hub.extraFiles), so a chart's own ConfigMap stays mounted; remove projected_config_maps.",
-				MarkdownDescription: "Deprecated and ignored: `provider::jupyter::helm_values` sets no `hub.extraVolumes`, so a chart's own ConfigMap at `jupyterhub_config.d/` " +
-					"(the data-science-pack's `nebari-data-science-pack-hub-config`, named after the chart or its `nameOverride`) stays mounted as its values file says."},
 			"home_mount_path": schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString(hubconfig.DefaultHomeMountPath),
 				MarkdownDescription: "Where the home is mounted in the server's container; default `/home/jovyan` (z2jh's `singleuser.storage.homeMountPath`). " +
 					"KubeSpawner template fields are allowed, e.g. `/home/{username}` (Nebari classic). `provider::jupyter::helm_values` sets `singleuser.storage.homeMountPath` to the same.",
@@ -138,16 +133,14 @@ func (r *spawnerConfigResource) Configure(_ context.Context, req resource.Config
 // known reports whether every input of the rendering is known.
 func (m *spawnerConfigModel) known() bool {
 	for _, v := range []attr.Value{m.Namespace, m.ConfigMapName, m.HomeStorageSettings, m.Profiles, m.ColocationLabel,
-		m.ExtraSettingsJSON, m.ColocatedServers, m.ProjectedConfigMaps, m.HomeMountPath} {
+		m.ExtraSettingsJSON, m.ColocatedServers, m.HomeMountPath} {
 		if v.IsUnknown() {
 			return false
 		}
 	}
-	for _, l := range []types.List{m.Profiles, m.ProjectedConfigMaps} {
-		for _, e := range l.Elements() {
-			if e.IsUnknown() {
-				return false
-			}
+	for _, e := range m.Profiles.Elements() {
+		if e.IsUnknown() {
+			return false
 		}
 	}
 	return true
@@ -173,7 +166,7 @@ func (m *spawnerConfigModel) build(diags *diag.Diagnostics) (hubconfig.Result, b
 		return hubconfig.Result{}, false
 	}
 	res, errs := hubconfig.Build(cfg)
-	addFindings(diags, errs, true)
+	addErrorFindings(diags, errs)
 	return res, len(errs) == 0
 }
 
@@ -244,7 +237,7 @@ func (r *spawnerConfigResource) ModifyPlan(ctx context.Context, req resource.Mod
 // against the nodes (nil when the cluster could not be read).
 func spawnerConfigDiagnostics(res hubconfig.Result, nodes []hubconfig.Node, colocated int) diag.Diagnostics {
 	var diags diag.Diagnostics
-	addFindings(&diags, hubconfig.Warnings(res, nodes, colocated), false)
+	addWarningFindings(&diags, hubconfig.Warnings(res, nodes, colocated))
 	return diags
 }
 
@@ -255,8 +248,8 @@ func spawnerConfigDiagnostics(res hubconfig.Result, nodes []hubconfig.Node, colo
 func spawnerConfigSizeDiagnostics(res hubconfig.Result, files hubconfig.Files, helmValues, configMap string) diag.Diagnostics {
 	var diags diag.Diagnostics
 	errs, warnings := hubconfig.SizeFindings(res, hubconfig.SizesOf(files, helmValues), configMap)
-	addFindings(&diags, errs, true)
-	addFindings(&diags, warnings, false)
+	addErrorFindings(&diags, errs)
+	addWarningFindings(&diags, warnings)
 	return diags
 }
 

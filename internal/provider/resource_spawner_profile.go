@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
@@ -52,98 +53,160 @@ func (r *spawnerProfileResource) Configure(_ context.Context, req resource.Confi
 // value the profile dict needs is not known yet; unknown values are left
 // out, so that what is known can still be validated.
 func (m *spawnerProfileModel) profile(ctx context.Context, diags *diag.Diagnostics) (p hubconfig.Profile, known bool) {
-	known = true
-	str := func(v types.String) string {
-		if v.IsUnknown() {
-			known = false
-		}
-		return v.ValueString()
-	}
-	p.Slug, p.DisplayName, p.Description = str(m.Slug), str(m.DisplayName), str(m.Description)
-	p.Image, p.MemGuarantee, p.MemLimit = str(m.Image), str(m.MemGuarantee), str(m.MemLimit)
+	r := &profileReader{ctx: ctx, diags: diags, known: true}
+	p.Slug, p.DisplayName, p.Description = r.str(m.Slug), r.str(m.DisplayName), r.str(m.Description)
+	p.Image, p.MemGuarantee, p.MemLimit = r.str(m.Image), r.str(m.MemGuarantee), r.str(m.MemLimit)
 	p.Default = m.Default.ValueBool()
-	known = known && !m.Default.IsUnknown()
-	for _, f := range []struct {
-		v   types.Float64
-		dst **float64
-	}{{m.CPUGuarantee, &p.CPUGuarantee}, {m.CPULimit, &p.CPULimit}} {
-		if f.v.IsUnknown() {
-			known = false
-		} else if !f.v.IsNull() {
-			x := f.v.ValueFloat64()
-			*f.dst = &x
-		}
+	r.check(m.Default)
+	p.CPUGuarantee, p.CPULimit = r.float(m.CPUGuarantee), r.float(m.CPULimit)
+	p.GPU = r.gpu(m.GPU)
+	p.NodeSelector, p.Environment = r.stringMap(m.NodeSelector), r.stringMap(m.Environment)
+	p.Tolerations = r.tolerations(m.Tolerations)
+	p.Volumes = r.volumes(m.Volumes)
+	p.Override = r.object(m.OverrideJSON, path.Root("kubespawner_override_json"))
+	p.Options = r.options(m.Options)
+	return p, r.known
+}
+
+// profileReader reads the values of a profile's model for the core and
+// notes whether every one it reads is known (known).
+type profileReader struct {
+	ctx   context.Context
+	diags *diag.Diagnostics
+	known bool
+}
+
+// check notes whether v is known.
+func (r *profileReader) check(v attr.Value) {
+	if v.IsUnknown() {
+		r.known = false
 	}
-	if g := m.GPU; g != nil {
-		p.GPU = &hubconfig.GPU{Count: g.Count.ValueInt64(), ResourceName: str(g.ResourceName)}
-		if g.Count.IsUnknown() {
-			known = false
-			p.GPU.Count = 1
-		}
+}
+
+func (r *profileReader) str(v types.String) string {
+	r.check(v)
+	return v.ValueString()
+}
+
+// stringMap is a map of strings (nil when null or unknown).
+func (r *profileReader) stringMap(v types.Map) map[string]string {
+	m, ok := knownStringMap(r.ctx, v, r.diags)
+	if !ok {
+		r.known = false
 	}
-	var ok bool
-	if p.NodeSelector, ok = knownStringMap(ctx, m.NodeSelector, diags); !ok {
-		known = false
+	return m
+}
+
+// object is a JSON object (jsonObject) of the attribute at.
+func (r *profileReader) object(v types.String, at path.Path) map[string]any {
+	o, ok := jsonObject(v, at, r.diags)
+	if !ok {
+		r.known = false
 	}
-	if p.Environment, ok = knownStringMap(ctx, m.Environment, diags); !ok {
-		known = false
+	return o
+}
+
+// float is v, or nil when it is null or unknown.
+func (r *profileReader) float(v types.Float64) *float64 {
+	r.check(v)
+	if v.IsUnknown() || v.IsNull() {
+		return nil
 	}
-	for _, t := range m.Tolerations {
-		tol := hubconfig.Toleration{Key: str(t.Key), Operator: str(t.Operator), Value: str(t.Value), Effect: str(t.Effect)}
+	x := v.ValueFloat64()
+	return &x
+}
+
+// gpu is the gpu block; a count not known yet counts as one GPU.
+func (r *profileReader) gpu(g *gpuModel) *hubconfig.GPU {
+	if g == nil {
+		return nil
+	}
+	gpu := &hubconfig.GPU{Count: g.Count.ValueInt64(), ResourceName: r.str(g.ResourceName)}
+	if g.Count.IsUnknown() {
+		r.known = false
+		gpu.Count = 1
+	}
+	return gpu
+}
+
+func (r *profileReader) tolerations(ts []tolerationModel) []hubconfig.Toleration {
+	var out []hubconfig.Toleration
+	for _, t := range ts {
+		tol := hubconfig.Toleration{Key: r.str(t.Key), Operator: r.str(t.Operator), Value: r.str(t.Value), Effect: r.str(t.Effect)}
 		if t.TolerationSeconds.IsUnknown() {
-			known = false
+			r.known = false
 		} else if !t.TolerationSeconds.IsNull() {
 			s := t.TolerationSeconds.ValueInt64()
 			tol.TolerationSeconds = &s
 		}
-		p.Tolerations = append(p.Tolerations, tol)
+		out = append(out, tol)
 	}
-	for _, v := range m.Volumes {
-		vol := hubconfig.Volume{Name: str(v.Name), MountPath: str(v.MountPath), SubPath: str(v.SubPath), ReadOnly: v.ReadOnly.ValueBool(), ClaimName: str(v.ExistingClaim)}
+	return out
+}
+
+// volumes are the profile's volumes; a new_claim's claim is named after
+// its volume.
+func (r *profileReader) volumes(vs []profileVolumeModel) []hubconfig.Volume {
+	var out []hubconfig.Volume
+	for _, v := range vs {
+		vol := hubconfig.Volume{Name: r.str(v.Name), MountPath: r.str(v.MountPath), SubPath: r.str(v.SubPath), ReadOnly: v.ReadOnly.ValueBool(), ClaimName: r.str(v.ExistingClaim)}
 		if v.NewClaim != nil {
 			vol.ClaimName = vol.Name
 		}
-		known = known && !v.ReadOnly.IsUnknown()
-		p.Volumes = append(p.Volumes, vol)
+		r.check(v.ReadOnly)
+		out = append(out, vol)
 	}
-	if p.Override, ok = jsonObject(m.OverrideJSON, path.Root("kubespawner_override_json"), diags); !ok {
-		known = false
+	return out
+}
+
+// options are the profile's options by key (nil when null or unknown).
+func (r *profileReader) options(v types.Map) map[string]hubconfig.Option {
+	if v.IsUnknown() {
+		r.known = false
+		return nil
 	}
-	switch {
-	case m.Options.IsUnknown():
-		known = false
-	case !m.Options.IsNull():
-		opts := map[string]optionModel{}
-		diags.Append(m.Options.ElementsAs(ctx, &opts, false)...)
-		p.Options = map[string]hubconfig.Option{}
-		for k, o := range opts {
-			at := path.Root("options").AtMapKey(k)
-			opt := hubconfig.Option{DisplayName: str(o.DisplayName)}
-			if o.Choices.IsUnknown() || o.Unlisted.IsUnknown() {
-				known = false
-			}
-			if !o.Choices.IsNull() && !o.Choices.IsUnknown() {
-				choices := map[string]choiceModel{}
-				diags.Append(o.Choices.ElementsAs(ctx, &choices, false)...)
-				opt.Choices = map[string]hubconfig.Choice{}
-				for ck, c := range choices {
-					ov, ok := jsonObject(c.OverrideJSON, at.AtName("choices").AtMapKey(ck).AtName("kubespawner_override_json"), diags)
-					known = known && ok && !c.Default.IsUnknown()
-					opt.Choices[ck] = hubconfig.Choice{DisplayName: str(c.DisplayName), Default: c.Default.ValueBool(), Override: ov}
-				}
-			}
-			if !o.Unlisted.IsNull() && !o.Unlisted.IsUnknown() {
-				var u unlistedModel
-				diags.Append(o.Unlisted.As(ctx, &u, basetypes.ObjectAsOptions{})...)
-				ov, ok := jsonObject(u.OverrideJSON, at.AtName("unlisted_choice").AtName("kubespawner_override_json"), diags)
-				known = known && ok
-				opt.Unlisted = &hubconfig.UnlistedChoice{DisplayName: str(u.DisplayName), DisplayNameInChoices: str(u.DisplayNameInChoices),
-					ValidationRegex: str(u.ValidationRegex), ValidationMessage: str(u.ValidationMessage), Override: ov}
-			}
-			p.Options[k] = opt
+	if v.IsNull() {
+		return nil
+	}
+	opts := map[string]optionModel{}
+	r.diags.Append(v.ElementsAs(r.ctx, &opts, false)...)
+	out := map[string]hubconfig.Option{}
+	for k, o := range opts {
+		at := path.Root("options").AtMapKey(k)
+		opt := hubconfig.Option{DisplayName: r.str(o.DisplayName)}
+		r.check(o.Choices)
+		r.check(o.Unlisted)
+		if !o.Choices.IsNull() && !o.Choices.IsUnknown() {
+			opt.Choices = r.choices(o.Choices, at.AtName("choices"))
 		}
+		if !o.Unlisted.IsNull() && !o.Unlisted.IsUnknown() {
+			opt.Unlisted = r.unlisted(o.Unlisted, at.AtName("unlisted_choice"))
+		}
+		out[k] = opt
 	}
-	return p, known
+	return out
+}
+
+// choices are an option's choices by key; at is their attribute.
+func (r *profileReader) choices(v types.Map, at path.Path) map[string]hubconfig.Choice {
+	choices := map[string]choiceModel{}
+	r.diags.Append(v.ElementsAs(r.ctx, &choices, false)...)
+	out := map[string]hubconfig.Choice{}
+	for ck, c := range choices {
+		ov := r.object(c.OverrideJSON, at.AtMapKey(ck).AtName("kubespawner_override_json"))
+		r.check(c.Default)
+		out[ck] = hubconfig.Choice{DisplayName: r.str(c.DisplayName), Default: c.Default.ValueBool(), Override: ov}
+	}
+	return out
+}
+
+// unlisted is an option's unlisted_choice; at is its attribute.
+func (r *profileReader) unlisted(v types.Object, at path.Path) *hubconfig.UnlistedChoice {
+	var u unlistedModel
+	r.diags.Append(v.As(r.ctx, &u, basetypes.ObjectAsOptions{})...)
+	ov := r.object(u.OverrideJSON, at.AtName("kubespawner_override_json"))
+	return &hubconfig.UnlistedChoice{DisplayName: r.str(u.DisplayName), DisplayNameInChoices: r.str(u.DisplayNameInChoices),
+		ValidationRegex: r.str(u.ValidationRegex), ValidationMessage: r.str(u.ValidationMessage), Override: ov}
 }
 
 // knownStringMap reads a map of strings; ok is false when it is unknown.
@@ -305,17 +368,17 @@ func (r *spawnerProfileResource) ModifyPlan(ctx context.Context, req resource.Mo
 	for i := range live {
 		nodes[i] = nodeOf(&live[i])
 	}
-	resp.Diagnostics.Append(profileNodeDiagnostics(p, nodes, plan.RequireSchedulable.ValueBool())...)
+	resp.Diagnostics.Append(profileNodeDiagnostics(p, nodes, hubconfig.ProfileCheck{RequireSchedulable: plan.RequireSchedulable.ValueBool()})...)
 }
 
 // profileNodeDiagnostics is the plan's verdict on a profile against the
 // nodes: warnings when none can run it now, an error with
 // require_schedulable when its guarantees exceed every node.
-func profileNodeDiagnostics(p hubconfig.Profile, nodes []hubconfig.Node, requireSchedulable bool) diag.Diagnostics {
+func profileNodeDiagnostics(p hubconfig.Profile, nodes []hubconfig.Node, check hubconfig.ProfileCheck) diag.Diagnostics {
 	var diags diag.Diagnostics
-	errs, warns := hubconfig.CheckProfile(profileID(p), p.Demand(), nodes, hubconfig.ProfileCheck{RequireSchedulable: requireSchedulable})
-	addFindings(&diags, errs, true)
-	addFindings(&diags, warns, false)
+	errs, warns := hubconfig.CheckProfile(profileID(p), p.Demand(), nodes, check)
+	addErrorFindings(&diags, errs)
+	addWarningFindings(&diags, warns)
 	return diags
 }
 

@@ -87,27 +87,27 @@ func TestSpawnerProfile_nodeDiagnostics(t *testing.T) {
 	gpu := hubconfig.Profile{Slug: "gpu", DisplayName: "GPU", CPUGuarantee: one(2), MemGuarantee: "8G", GPU: &hubconfig.GPU{Count: 1}}
 
 	// No toleration: the GPU node's taint keeps it away; a warning names it.
-	d := profileNodeDiagnostics(gpu, nodes, false)
+	d := profileNodeDiagnostics(gpu, nodes, hubconfig.ProfileCheck{})
 	if d.HasError() || d.WarningsCount() != 1 || !strings.Contains(diagText(d), "untolerated taint nvidia.com/gpu=true:NoSchedule") ||
 		!strings.Contains(diagText(d), "autoscaler may add one") {
 		t.Fatalf("want one warning about the taint:\n%s", diagText(d))
 	}
 	// With the toleration it fits: no diagnostics.
 	gpu.Tolerations = []hubconfig.Toleration{{Key: "nvidia.com/gpu", Operator: "Exists", Effect: "NoSchedule"}}
-	if d := profileNodeDiagnostics(gpu, nodes, true); len(d) != 0 {
+	if d := profileNodeDiagnostics(gpu, nodes, hubconfig.ProfileCheck{RequireSchedulable: true}); len(d) != 0 {
 		t.Fatalf("fitting profile:\n%s", diagText(d))
 	}
 	// Two GPUs: more than any node has; an error only with require_schedulable.
 	gpu.GPU.Count = 2
-	if d := profileNodeDiagnostics(gpu, nodes, true); !d.HasError() || !strings.Contains(diagText(d), "allocatable nvidia.com/gpu 1 < 2") {
+	if d := profileNodeDiagnostics(gpu, nodes, hubconfig.ProfileCheck{RequireSchedulable: true}); !d.HasError() || !strings.Contains(diagText(d), "allocatable nvidia.com/gpu 1 < 2") {
 		t.Fatalf("want an error:\n%s", diagText(d))
 	}
-	if d := profileNodeDiagnostics(gpu, nodes, false); d.HasError() || d.WarningsCount() != 1 {
+	if d := profileNodeDiagnostics(gpu, nodes, hubconfig.ProfileCheck{}); d.HasError() || d.WarningsCount() != 1 {
 		t.Fatalf("want a warning:\n%s", diagText(d))
 	}
 	// A selector no node matches.
 	sel := hubconfig.Profile{DisplayName: "Pool", NodeSelector: map[string]string{"pool": "highmem"}}
-	if d := profileNodeDiagnostics(sel, nodes, true); d.HasError() || !strings.Contains(diagText(d), "no label pool=highmem") {
+	if d := profileNodeDiagnostics(sel, nodes, hubconfig.ProfileCheck{RequireSchedulable: true}); d.HasError() || !strings.Contains(diagText(d), "no label pool=highmem") {
 		t.Fatalf("selector:\n%s", diagText(d))
 	}
 }

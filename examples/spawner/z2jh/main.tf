@@ -12,7 +12,7 @@
 # with the hashicorp/helm provider 3.1.2 on a Kubernetes 1.37 API server:
 # the provider's acceptance tests apply this file and helm.tf as written
 # and spawn users from the hub Helm installed
-# (internal/provider/examples_helm_test.go).
+# (internal/provider/provider_examples_helm_test.go).
 
 resource "jupyter_home_storage" "homes" {
   namespace          = "jhub"

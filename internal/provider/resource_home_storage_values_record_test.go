@@ -31,7 +31,7 @@ func TestRecordApply(t *testing.T) {
 	m := model()
 	after := live
 	after.Claims = append(after.Claims, claims.Claim{Name: "claim-bob", Namespace: "jhub", UID: "b1", Username: "bob", AccessModes: []string{claims.RWX}, StorageClass: "efs", Requested: "1Gi", RequestedBytes: 1 << 30})
-	recordApply(m, cfg, res, after, false, false)
+	recordApply(m, cfg, res, after, applied{})
 	for name, v := range map[string]interface{ IsUnknown() bool }{"claims": m.Claims, "legacy_users": m.LegacyUsers, "colocation_required": m.ColocationRequired,
 		"change_class": m.ChangeClass, "changes": m.Changes, "spawner_settings": m.SpawnerSettings, "migration_plan": m.MigrationPlan} {
 		if v.IsUnknown() {
@@ -52,12 +52,12 @@ func TestRecordApply(t *testing.T) {
 	m = model()
 	m.Claims, m.ChangeClass, m.Changes = types.StringValue("planned"), types.StringValue("safe"), types.StringValue("{}")
 	m.LegacyUsers, m.ColocationRequired = types.StringValue(`{"alice":"claim-alice"}`), types.BoolValue(true)
-	recordApply(m, cfg, res, after, false, false)
+	recordApply(m, cfg, res, after, applied{})
 	if m.Claims.ValueString() != "planned" || m.Changes.ValueString() != "{}" {
 		t.Errorf("planned values were replaced: %s %s", m.Claims, m.Changes)
 	}
 	// Unless some change failed: then the claims that exist are recorded.
-	recordApply(m, cfg, res, after, false, true)
+	recordApply(m, cfg, res, after, applied{failures: true})
 	if m.Claims.ValueString() == "planned" {
 		t.Errorf("after a failure the planned claims were recorded")
 	}

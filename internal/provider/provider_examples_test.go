@@ -18,7 +18,7 @@ import (
 // The examples under examples/spawner are applied here as written, read
 // in place: terraform.tf (the required providers, hashicorp/helm among
 // them), main.tf (the provider's resources) and helm.tf (the chart
-// release), with the real hashicorp/helm provider (examples_helm_test.go).
+// release), with the real hashicorp/helm provider (provider_examples_helm_test.go).
 // What the test changes is listed in exampleCase.edits, the namespace (a
 // fresh one per test), and what the test bed gives the release
 // (helmPlatforms); the provider block is the test bed's, in place of

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hashicorp/terraform-plugin-framework/types"
+
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/claims"
 	"github.com/jupyter-infra/terraform-provider-jupyter/internal/safety"
 )
@@ -54,11 +56,11 @@ func TestClaimsValue(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			for i := 0; i < 5; i++ { // map order must not show
-				if got := claimsValue(&safety.Result{Users: tc.ups}, cfg, tc.final).ValueString(); got != tc.want {
+				if got := claimsValueAt(&safety.Result{Users: tc.ups}, cfg, tc.final).ValueString(); got != tc.want {
 					t.Fatalf("got  %s\nwant %s", got, tc.want)
 				}
 			}
-			if m, err := decodeClaims(claimsValue(&safety.Result{Users: tc.ups}, cfg, tc.final).ValueString()); err != nil || len(tc.ups) > 1 && m["ann"]["name"] != "claim-ann" {
+			if m, err := decodeClaims(claimsValueAt(&safety.Result{Users: tc.ups}, cfg, tc.final).ValueString()); err != nil || len(tc.ups) > 1 && m["ann"]["name"] != "claim-ann" {
 				t.Fatalf("decodeClaims: %v %v", m, err)
 			}
 		})
@@ -91,10 +93,19 @@ func TestClaimsValueIsEncodingJSON(t *testing.T) {
 			rng.Shuffle(len(ups), func(a, b int) { ups[a], ups[b] = ups[b], ups[a] })
 		}
 		final := rng.IntN(2) == 0
-		if got, want := claimsValue(&safety.Result{Users: ups}, cfg, final).ValueString(), claimsValueReference(ups, cfg, final); got != want {
+		if got, want := claimsValueAt(&safety.Result{Users: ups}, cfg, final).ValueString(), claimsValueReference(ups, cfg, final); got != want {
 			t.Fatalf("plan %d:\ngot  %s\nwant %s", i, got, want)
 		}
 	}
+}
+
+// claimsValueAt is claimsValue, or finalClaimsValue when final (after
+// apply).
+func claimsValueAt(res *safety.Result, cfg safety.Config, final bool) types.String {
+	if final {
+		return finalClaimsValue(res, cfg)
+	}
+	return claimsValue(res, cfg)
 }
 
 // claimsValueReference is claimsValue through encoding/json: maps of the
