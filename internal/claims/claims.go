@@ -12,6 +12,7 @@ const (
 	RWO  = "ReadWriteOnce"
 	RWX  = "ReadWriteMany"
 	RWOP = "ReadWriteOncePod"
+	ROX  = "ReadOnlyMany"
 )
 
 // ManagedBy is the app.kubernetes.io/managed-by value of every object this

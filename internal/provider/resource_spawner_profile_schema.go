@@ -91,7 +91,7 @@ type unlistedModel struct {
 	OverrideJSON         types.String `tfsdk:"kubespawner_override_json"`
 }
 
-var accessModes = []string{claims.RWO, claims.RWX, claims.RWOP, "ReadOnlyMany"}
+var accessModes = []string{claims.RWO, claims.RWX, claims.RWOP, claims.ROX}
 
 func spawnerProfileSchema() schema.Schema {
 	str := func(desc string) schema.StringAttribute {

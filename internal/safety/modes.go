@@ -45,7 +45,7 @@ func restrictiveness(modes []string) int {
 	r := 2
 	for _, m := range modes {
 		switch m {
-		case claims.RWX, "ReadOnlyMany":
+		case claims.RWX, claims.ROX:
 			return 0
 		case claims.RWO:
 			r = 1
