@@ -72,13 +72,18 @@ func check(root string) (problems, long []string, err error) {
 	for _, p := range pkgs {
 		problems = append(problems, importProblems(p, layers)...)
 		fset := token.NewFileSet()
+		var files []*ast.File
 		for _, name := range p.GoFiles {
 			file, err := parser.ParseFile(fset, filepath.Join(p.Dir, name), nil, 0)
 			if err != nil {
 				return nil, nil, err
 			}
-			rel := relPath(root, filepath.Join(p.Dir, name))
-			problems = append(problems, boolParams(fset, file, rel)...)
+			files = append(files, file)
+		}
+		bools := boolTypes(files)
+		for i, file := range files {
+			rel := relPath(root, filepath.Join(p.Dir, p.GoFiles[i]))
+			problems = append(problems, boolParams(fset, file, rel, bools)...)
 			long = append(long, longFuncs(fset, file, rel)...)
 		}
 		problems = append(problems, testNames(root, p)...)
@@ -170,40 +175,56 @@ func goList(root string) ([]pkg, error) {
 	return pkgs, nil
 }
 
-// readLayers reads layers.txt: one layer per line, top first, each a list of
-// package paths relative to the module; a package may import those of lower
-// lines only. Test-support packages are listed too.
-func readLayers(path string) (map[string]int, error) {
+// layer is a package's place in layers.txt: its section ([commands],
+// [product] or [test support]) and its line, top first.
+type layer struct {
+	section string
+	line    int
+}
+
+// readLayers reads layers.txt: sections headed [commands], [product] and
+// [test support], one layer per line, top first, each a list of package
+// paths relative to the module. A product package imports only product
+// packages of lower lines; test support only test support of lower lines
+// (nothing of the product, and the product nothing of it); a command any
+// package of the other sections.
+func readLayers(path string) (map[string]layer, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	layers := map[string]int{}
-	line := 0
+	layers := map[string]layer{}
+	section, line := "", 0
 	s := bufio.NewScanner(f)
 	for s.Scan() {
 		text := strings.TrimSpace(s.Text())
 		if i := strings.Index(text, "#"); i >= 0 {
 			text = strings.TrimSpace(text[:i])
 		}
-		if text == "" {
+		switch {
+		case text == "":
 			continue
+		case strings.HasPrefix(text, "[") && strings.HasSuffix(text, "]"):
+			section = strings.Trim(text, "[]")
+			continue
+		case section == "":
+			return nil, fmt.Errorf("%s: %q comes before any [section]", path, text)
 		}
 		for _, p := range strings.Fields(text) {
-			layers[p] = line
+			layers[p] = layer{section, line}
 		}
 		line++
 	}
 	return layers, s.Err()
 }
 
-func importProblems(p pkg, layers map[string]int) []string {
+func importProblems(p pkg, layers map[string]layer) []string {
 	self := strings.TrimPrefix(strings.TrimPrefix(p.ImportPath, modulePath), "/")
 	if self == "" {
 		self = "."
 	}
-	level, ok := layers[self]
+	at, ok := layers[self]
 	if !ok {
 		return []string{fmt.Sprintf("%s: package not in %s: add it to its layer", self, layersFileName)}
 	}
@@ -213,67 +234,99 @@ func importProblems(p pkg, layers map[string]int) []string {
 			continue
 		}
 		dep := strings.TrimPrefix(imp, modulePath+"/")
-		depLevel, ok := layers[dep]
-		if !ok {
+		to, ok := layers[dep]
+		switch {
+		case !ok:
 			problems = append(problems, fmt.Sprintf("%s: imports %s, which is not in %s", self, dep, layersFileName))
-			continue
-		}
-		if depLevel <= level {
+		case at.section == "commands":
+			if to.section == "commands" {
+				problems = append(problems, fmt.Sprintf("%s imports %s, another command (%s)", self, dep, layersFileName))
+			}
+		case to.section != at.section:
+			problems = append(problems, fmt.Sprintf("%s (%s) imports %s (%s): the product and test support do not import each other (%s)", self, at.section, dep, to.section, layersFileName))
+		case to.line <= at.line:
 			problems = append(problems, fmt.Sprintf("%s imports %s, a package of its own layer or one above it (%s)", self, dep, layersFileName))
 		}
 	}
 	return problems
 }
 
-// boolParams names every function of non-test code that takes a bool
-// parameter: a call reads f(x, true) and says nothing of what true means.
-func boolParams(fset *token.FileSet, file *ast.File, rel string) []string {
+// boolParams names every function type of non-test code with a boolean
+// parameter (declared functions and methods, literals, interface methods,
+// fields and types of function type; a variadic ...bool; a named type whose
+// underlying type is bool): a call reads f(x, true) and says nothing of what
+// true means.
+func boolParams(fset *token.FileSet, file *ast.File, rel string, bools map[string]bool) []string {
 	var problems []string
+	name := map[*ast.FuncType]string{}
 	ast.Inspect(file, func(n ast.Node) bool {
-		var ft *ast.FuncType
-		name := "a function literal"
 		switch f := n.(type) {
 		case *ast.FuncDecl:
-			ft, name = f.Type, f.Name.Name
-		case *ast.FuncLit:
-			ft = f.Type
-		case *ast.InterfaceType:
-			for _, m := range f.Methods.List {
-				if t, ok := m.Type.(*ast.FuncType); ok && len(m.Names) > 0 && hasBool(t.Params) {
-					problems = append(problems, fmt.Sprintf("%s: %s takes a boolean parameter: use a named function or an options struct", position(fset, m.Pos(), rel), m.Names[0].Name))
-				}
+			name[f.Type] = f.Name.Name
+		case *ast.Field:
+			if t, ok := f.Type.(*ast.FuncType); ok && len(f.Names) > 0 {
+				name[t] = f.Names[0].Name
 			}
-			return true
-		default:
-			return true
-		}
-		if hasBool(ft.Params) {
-			problems = append(problems, fmt.Sprintf("%s: %s takes a boolean parameter: use a named function or an options struct", position(fset, n.Pos(), rel), name))
+		case *ast.TypeSpec:
+			if t, ok := f.Type.(*ast.FuncType); ok {
+				name[t] = f.Name.Name
+			}
+		case *ast.FuncType:
+			if hasBool(f.Params, bools) {
+				what := name[f]
+				if what == "" {
+					what = "a function literal or type"
+				}
+				problems = append(problems, fmt.Sprintf("%s: %s takes a boolean parameter: use a named function or an options struct", position(fset, f.Pos(), rel), what))
+			}
 		}
 		return true
 	})
 	return problems
 }
 
-func hasBool(fields *ast.FieldList) bool {
+// boolTypes names the package's types whose underlying type is bool.
+func boolTypes(files []*ast.File) map[string]bool {
+	bools := map[string]bool{"bool": true}
+	for changed := true; changed; {
+		changed = false
+		for _, file := range files {
+			ast.Inspect(file, func(n ast.Node) bool {
+				if t, ok := n.(*ast.TypeSpec); ok {
+					if id, ok := t.Type.(*ast.Ident); ok && bools[id.Name] && !bools[t.Name.Name] {
+						bools[t.Name.Name], changed = true, true
+					}
+				}
+				return true
+			})
+		}
+	}
+	return bools
+}
+
+func hasBool(fields *ast.FieldList, bools map[string]bool) bool {
 	if fields == nil {
 		return false
 	}
 	for _, f := range fields.List {
-		if id, ok := f.Type.(*ast.Ident); ok && id.Name == "bool" {
+		t := f.Type
+		if e, ok := t.(*ast.Ellipsis); ok {
+			t = e.Elt
+		}
+		if id, ok := t.(*ast.Ident); ok && bools[id.Name] {
 			return true
 		}
 	}
 	return false
 }
 
-// longFuncs lists the functions over the limits; schemas (a function named
-// Schema, or one returning a schema built as one literal) are aside.
+// longFuncs lists the functions over the limits; schemas (isSchema, without
+// a branch: one literal) are aside.
 func longFuncs(fset *token.FileSet, file *ast.File, rel string) []string {
 	var long []string
 	for _, d := range file.Decls {
 		f, ok := d.(*ast.FuncDecl)
-		if !ok || f.Body == nil || isSchema(f.Name.Name) {
+		if !ok || f.Body == nil {
 			continue
 		}
 		lines := fset.Position(f.End()).Line - fset.Position(f.Pos()).Line + 1
@@ -293,6 +346,9 @@ func longFuncs(fset *token.FileSet, file *ast.File, rel string) []string {
 			}
 			return true
 		})
+		if branches == 0 && isSchema(f.Name.Name) {
+			continue // a schema: one literal, however long
+		}
 		if lines > maxLines || branches > maxBranches {
 			name := f.Name.Name
 			if f.Recv != nil && len(f.Recv.List) > 0 {
@@ -304,10 +360,10 @@ func longFuncs(fset *token.FileSet, file *ast.File, rel string) []string {
 	return long
 }
 
-// isSchema: a resource's or data source's Schema, or a function's
-// Definition (its schema), one literal however long.
+// isSchema: a resource's, data source's or provider's Schema (or a
+// function building one, named …Schema), or a function's Definition.
 func isSchema(name string) bool {
-	return strings.Contains(strings.ToLower(name), "schema") || name == "Definition"
+	return name == "Schema" || name == "Definition" || strings.HasSuffix(name, "Schema")
 }
 
 func recvName(e ast.Expr) string {
