@@ -19,7 +19,7 @@ type Spec struct {
 	Annotations map[string]string
 	// Shared: the shared layout's claim (shared_home.create_claim), no
 	// user's: built without KubeSpawner's labels, marked as this
-	// resource's (claims.SharedCreatedAnnotation). User and Server are "".
+	// resource's (SharedCreatedAnnotation). User and Server are "".
 	Shared bool
 }
 
